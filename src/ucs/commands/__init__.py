@@ -1,0 +1,1 @@
+"""Sub-commands of the ``ucs`` CLI; each module exposes ``register(app)``."""
