@@ -8,6 +8,7 @@ happen when it runs, not when ``ucs --help`` is printed.
 from __future__ import annotations
 
 import importlib
+import pkgutil
 from typing import Optional
 
 import typer
@@ -22,8 +23,6 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-#: Modules under ``ucs.commands`` that register sub-commands, in help order.
-COMMAND_MODULES: tuple[str, ...] = ("coverage",)
 
 
 def _version_callback(value: bool) -> None:
@@ -41,8 +40,16 @@ def _root(
     """Unseen Coverage Selection (UCS)."""
 
 
-for _name in COMMAND_MODULES:
-    importlib.import_module(f"ucs.commands.{_name}").register(app)
+def _register_commands() -> None:
+    """Register every module of :mod:`ucs.commands` (each defines ``register(app)``), in name order."""
+    import ucs.commands as commands
+
+    for info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):
+        if not info.name.startswith("_"):
+            importlib.import_module(f"ucs.commands.{info.name}").register(app)
+
+
+_register_commands()
 
 
 def main() -> None:

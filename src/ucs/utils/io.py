@@ -1,0 +1,121 @@
+"""Atomic, pickle-free persistence helpers.
+
+Every file the library writes (caches, results, fitted models) goes through these
+functions: the data is written to a temporary file in the target directory and moved
+into place with :func:`os.replace`, so a crash never leaves a half-written file and
+nothing already computed is lost.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Union
+
+import numpy as np
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+__all__ = [
+    "atomic_write_bytes",
+    "atomic_write_text",
+    "atomic_write_json",
+    "atomic_save_npy",
+    "atomic_save_npz",
+    "load_npy",
+    "hash_array",
+    "hash_texts",
+    "hash_file",
+]
+
+
+def atomic_write_bytes(path: PathLike, data: bytes) -> Path:
+    """Write ``data`` to ``path`` atomically (temp file in the same directory + ``os.replace``)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    return path
+
+
+def atomic_write_text(path: PathLike, text: str) -> Path:
+    """Write UTF-8 text atomically."""
+    return atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def atomic_write_json(path: PathLike, obj: Any, indent: int = 2) -> Path:
+    """Write ``obj`` as JSON atomically (keys sorted, so equal objects give equal files)."""
+    return atomic_write_text(path, json.dumps(obj, indent=indent, sort_keys=True, default=_json_default) + "\n")
+
+
+def atomic_save_npy(path: PathLike, array: np.ndarray) -> Path:
+    """Save one array as ``.npy`` atomically, never with pickled objects."""
+    buf = io.BytesIO()
+    np.save(buf, np.asarray(array), allow_pickle=False)
+    return atomic_write_bytes(path, buf.getvalue())
+
+
+def atomic_save_npz(path: PathLike, **arrays: np.ndarray) -> Path:
+    """Save several arrays as a compressed ``.npz`` atomically."""
+    buf = io.BytesIO()
+    np.savez_compressed(buf, **{k: np.asarray(v) for k, v in arrays.items()})
+    return atomic_write_bytes(path, buf.getvalue())
+
+
+def load_npy(path: PathLike) -> np.ndarray:
+    """Load a ``.npy`` file without ever unpickling."""
+    return np.load(path, allow_pickle=False)
+
+
+def hash_array(array: np.ndarray) -> str:
+    """SHA-256 of an array's dtype, shape and bytes (C order): a content key for caches."""
+    arr = np.ascontiguousarray(array)
+    h = hashlib.sha256()
+    h.update(str(arr.dtype.str).encode())
+    h.update(repr(arr.shape).encode())
+    h.update(arr.tobytes())
+    return h.hexdigest()
+
+
+def hash_texts(texts: "list[str] | tuple[str, ...]") -> str:
+    """SHA-256 of a sequence of texts (order matters; texts are length-prefixed, so joins cannot collide)."""
+    h = hashlib.sha256()
+    for t in texts:
+        b = t.encode("utf-8", errors="surrogatepass")
+        h.update(len(b).to_bytes(8, "little"))
+        h.update(b)
+    return h.hexdigest()
+
+
+def hash_file(path: PathLike, chunk: int = 1 << 20) -> str:
+    """SHA-256 of a file's bytes, read in chunks."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(chunk), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _json_default(obj: Any) -> Any:
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    if isinstance(obj, Path):
+        return str(obj)
+    raise TypeError(f"object of type {type(obj).__name__} is not JSON serialisable")

@@ -1,0 +1,30 @@
+import json
+
+import numpy as np
+import pytest
+
+from ucs.utils.io import atomic_save_npy, atomic_write_json, hash_array, hash_texts, load_npy
+
+
+def test_atomic_npy_roundtrip(tmp_path):
+    a = np.arange(12, dtype=np.float32).reshape(3, 4)
+    p = atomic_save_npy(tmp_path / "sub" / "a.npy", a)
+    np.testing.assert_array_equal(load_npy(p), a)
+    assert [x.name for x in p.parent.iterdir()] == ["a.npy"]  # no temp file left behind
+
+
+def test_atomic_json_sorted(tmp_path):
+    p = atomic_write_json(tmp_path / "m.json", {"b": np.int64(2), "a": np.arange(2)})
+    assert json.loads(p.read_text()) == {"a": [0, 1], "b": 2}
+
+
+def test_object_arrays_are_refused(tmp_path):
+    with pytest.raises(ValueError):
+        atomic_save_npy(tmp_path / "o.npy", np.array([{"x": 1}], dtype=object))
+
+
+def test_hashes_discriminate():
+    assert hash_texts(["ab", "c"]) != hash_texts(["a", "bc"])
+    a = np.zeros(4)
+    assert hash_array(a) != hash_array(a.astype(np.float32))
+    assert hash_array(a) != hash_array(a.reshape(2, 2))
