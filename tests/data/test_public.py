@@ -123,3 +123,15 @@ def test_hwu_label_must_match_file_name(shared_data, tmp_path):
 def test_data_dir_from_environment(shared_data, monkeypatch):
     monkeypatch.setenv("UCS_DATA_DIR", str(shared_data))
     assert len(load_dataset("hwu64").test) == 1076
+
+
+def test_paper_protocol_on_real_datasets(shared_data):
+    from ucs.data import TestProtocol
+
+    proto = TestProtocol()
+    for name, size in (("banking77", 500), ("clinc150", 500), ("hwu64", 500), ("object_properties", 40)):
+        ds = load_dataset(name, shared_data)
+        ev = proto.apply(ds)
+        assert len(ev.test) == size
+        assert ev.test.texts == proto.apply(load_dataset(name, shared_data)).test.texts
+        assert set(ev.test.texts) <= set(ds.test.texts)

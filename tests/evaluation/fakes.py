@@ -62,3 +62,43 @@ class LastDemoLM:
         lp = np.array([-0.1 if (lab is not None and c.strip() == lab) else -1.0 - _u(prefix, c)
                        for c in continuations])
         return Scores(lp, np.array([max(1, len(c.split())) for c in continuations]))
+
+
+def oracle_select(dataset, budget=4):
+    """Selection whose last demonstration has the query's gold label (LastDemoLM then answers correctly).
+
+    Works on the protocol's test queries, looked up by text.
+    """
+    gold_of = dict(zip(dataset.test.texts, dataset.test.labels.tolist()))
+    first_of = {}
+    for i, y in enumerate(dataset.pool.labels.tolist()):
+        first_of.setdefault(y, i)
+
+    def select(method, seed, query_texts):
+        rng = np.random.default_rng(seed)
+        rows = []
+        for t in query_texts:
+            other = rng.choice(len(dataset.pool), size=budget - 1, replace=False).tolist()
+            rows.append(other + [first_of[gold_of[t]]])
+        return np.array(rows, dtype=np.int64)
+
+    return select
+
+
+def random_select(dataset, budget=4):
+    def select(method, seed, query_texts):
+        return np.random.default_rng(seed).choice(len(dataset.pool), size=budget, replace=False)
+
+    return select
+
+
+def two_methods(dataset, budget=4):
+    o, r = oracle_select(dataset, budget), random_select(dataset, budget)
+    calls = []
+
+    def select(method, seed, query_texts):
+        calls.append((method, seed, len(query_texts)))
+        return (o if method == "oracle" else r)(method, seed, query_texts)
+
+    select.calls = calls
+    return select
