@@ -33,7 +33,7 @@ def summarize(
     for r in records:
         by_method[r["method"]][int(r["seed"])][int(r["query"])] = r
     out: dict = {"confidence": confidence, "n_boot": n_boot, "methods": {}}
-    for method in sorted(by_method, key=lambda m: list(by_method).index(m)):
+    for method in by_method:
         runs = by_method[method]
         seeds = list(run_seeds) if run_seeds is not None else sorted(runs)
         per_run = {}
