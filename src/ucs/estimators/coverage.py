@@ -160,12 +160,16 @@ class UnseenCoverage:
 
     def _spectrum_of(self, subset: ArrayLike) -> tuple[NDArray[np.int64], int]:
         self._check_fitted()
-        idx = validate_subset(subset, self.n_items_)
+        idx = validate_subset(subset, self.n_items_, allow_empty=False)
         counts = np.bincount(self.cluster_index_[idx], minlength=0)
         return spectrum_from_multiplicities(counts), int(idx.size)
 
     def phi(self, subset: ArrayLike) -> float:
-        """Φ(S) of a subset given as pool indices (repeats count as repeated draws)."""
+        """Φ(S) of a non-empty subset given as pool indices (repeats count as repeated draws).
+
+        An empty subset raises ``ValueError``; a greedy selection starts from
+        :meth:`new_state`, whose ``phi`` is 0 for the empty set.
+        """
         f, n = self._spectrum_of(subset)
         return float(self.phi_from_spectra(f[None, :], n)[0])
 
