@@ -296,7 +296,13 @@ class CoverageState:
         if cand.size == 0:
             return np.zeros(0)
         m = self._counts[self._cid[cand]]
-        uniq, inv = np.unique(m, return_inverse=True)
+        # distinct multiplicities without a sort: they all lie in 0..n
+        present = np.zeros(self.n + 1, dtype=bool)
+        present[m] = True
+        uniq = np.flatnonzero(present)
+        slot = np.empty(self.n + 1, dtype=np.int64)
+        slot[uniq] = np.arange(uniq.size)
+        inv = slot[m]
         self._grow(self.n + 2)
         base = self._spectra_view()
         F = np.repeat(base[None, :], uniq.size, axis=0)
@@ -305,4 +311,4 @@ class CoverageState:
         F[rows[nz], uniq[nz]] -= 1
         F[rows, uniq + 1] += 1
         phi_new = self.coverage.phi_from_spectra(F, self.n + 1)
-        return (phi_new - self.phi)[inv.reshape(-1)]
+        return (phi_new - self.phi)[inv]

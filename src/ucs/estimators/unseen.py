@@ -191,7 +191,7 @@ class UnseenEstimator:
         return (G * c).sum(axis=1)
 
     def _finish(self, raw: NDArray[np.float64], n: int) -> NDArray[np.float64]:
-        out = np.where(np.isfinite(raw), raw, 0.0)
+        out = raw if np.isfinite(raw).all() else np.where(np.isfinite(raw), raw, 0.0)
         out = np.maximum(out, 0.0)
         if self.capped:
             out = np.minimum(out, n * self.t)
