@@ -1,8 +1,10 @@
-"""A tiny local test double of the LM contract (generate / score_continuations_detailed / count_tokens).
+"""Helpers that drive the package's :class:`ucs.utils.dummies.DummyLM` for evaluation tests.
 
-It "answers" with the label of the last demonstration in the prompt, so accuracy depends on the selection;
-with temperature > 0 it answers something unmatched for a seeded fraction of prompts. Optional ``delay``
-makes each ``generate`` call slow (used to interrupt a run mid-way).
+``make_lm`` returns a DummyLM that "answers" with the label of the last demonstration in the prompt, so
+accuracy depends on the selection; a seeded fraction ``noise`` of prompts gets no known answer, and DummyLM
+then emits an unmatched ``answer_<hex>`` (seed-dependent when sampling). ``delay`` slows each ``generate``
+call (used to interrupt a run mid-way). ``RecordingLM`` is the reference test double of the LM contract
+used to check the arguments the prediction code passes.
 """
 
 from __future__ import annotations
@@ -10,9 +12,10 @@ from __future__ import annotations
 import hashlib
 import re
 import time
-from dataclasses import dataclass
 
 import numpy as np
+
+from ucs.utils.dummies import DummyLM
 
 _LABEL_RE = re.compile(r"^(?:Label|A): (.+)$", re.MULTILINE)
 
@@ -22,50 +25,50 @@ def _u(*parts) -> float:
     return int.from_bytes(d[:8], "little") / 2.0**64
 
 
-@dataclass
-class Scores:
-    logprob: np.ndarray
-    n_tokens: np.ndarray
+def last_label(prompt: str):
+    found = _LABEL_RE.findall(prompt)
+    return found[-1].strip() if found else None
 
 
-class LastDemoLM:
-    def __init__(self, context_length: int = 4096, delay: float = 0.0, noise: float = 0.3):
-        self.context_length = context_length
+class SlowDummyLM(DummyLM):
+    def __init__(self, delay: float = 0.0, **kw):
+        super().__init__(**kw)
         self.delay = delay
-        self.noise = noise
+
+    def generate(self, prompts, *args, **kwargs):
+        if self.delay:
+            time.sleep(self.delay)
+        return super().generate(prompts, *args, **kwargs)
+
+
+def make_lm(noise: float = 0.0, delay: float = 0.0, context_length: int = 4096):
+    def answers(prompt):
+        lab = last_label(prompt)
+        if lab is None or _u(prompt) < noise:
+            return None
+        return " " + lab
+
+    return SlowDummyLM(delay=delay, answers=answers, context_length=context_length)
+
+
+class RecordingLM(DummyLM):
+    """DummyLM that records the arguments of each call."""
+
+    def __init__(self, **kw):
+        super().__init__(answers=lambda p: (" " + last_label(p)) if last_label(p) else None, **kw)
         self.calls = []
-        self.identity = {"model": "last-demo-fake", "revision": "1"}
-
-    def count_tokens(self, text: str) -> int:
-        return len(text.split())
-
-    def _last_label(self, prompt: str):
-        found = _LABEL_RE.findall(prompt)
-        return found[-1].strip() if found else None
 
     def generate(self, prompts, max_new_tokens=16, temperature=0.0, top_p=1.0, stop=None, seed=None):
         self.calls.append(("generate", len(prompts), temperature, seed))
-        if self.delay:
-            time.sleep(self.delay)
-        out = []
-        for p in prompts:
-            lab = self._last_label(p)
-            if lab is None or (temperature > 0 and _u(seed, p) < self.noise):
-                out.append(" I am not sure")
-            else:
-                out.append(f" {lab}\nText: more")
-        return out
+        return super().generate(prompts, max_new_tokens, temperature, top_p, stop, seed)
 
     def score_continuations_detailed(self, prefix, continuations):
         self.calls.append(("score", len(continuations)))
-        lab = self._last_label(prefix)
-        lp = np.array([-0.1 if (lab is not None and c.strip() == lab) else -1.0 - _u(prefix, c)
-                       for c in continuations])
-        return Scores(lp, np.array([max(1, len(c.split())) for c in continuations]))
+        return super().score_continuations_detailed(prefix, continuations)
 
 
 def oracle_select(dataset, budget=4):
-    """Selection whose last demonstration has the query's gold label (LastDemoLM then answers correctly).
+    """Selection whose last demonstration has the query's gold label (make_lm then answers correctly).
 
     Works on the protocol's test queries, looked up by text.
     """

@@ -3,7 +3,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fakes import LastDemoLM
+from fakes import RecordingLM
 from ucs.evaluation import MODES, PredictionMode, generate_answers, get_mode, likelihood_predict
 
 
@@ -30,14 +30,14 @@ def test_mode_validation(kwargs, match):
 
 
 def test_generate_passes_decoding_settings_and_seed_only_when_sampling():
-    lm = LastDemoLM()
+    lm = RecordingLM()
     generate_answers(lm, ["Label: a"], get_mode("paper"), seed=7)
     generate_answers(lm, ["Label: a"], get_mode("greedy"), seed=7)
     assert lm.calls == [("generate", 1, 0.1, 7), ("generate", 1, 0.0, None)]
 
 
 def test_likelihood_picks_the_best_label_with_margin():
-    lm = LastDemoLM()
+    lm = RecordingLM()
     prompts = ["Example:\nText: x\nLabel: b\n\nText: q\nLabel:", "Text: q\nLabel: c\nLabel:"]
     pred, margin = likelihood_predict(lm, prompts, [" a", " b", " c"])
     assert pred.tolist() == [1, 2] and np.all(margin > 0)
@@ -47,7 +47,7 @@ def test_likelihood_picks_the_best_label_with_margin():
 
 
 def test_likelihood_rejects_non_finite_scores():
-    class Broken(LastDemoLM):
+    class Broken(RecordingLM):
         def score_continuations_detailed(self, prefix, continuations):
             s = super().score_continuations_detailed(prefix, continuations)
             s.logprob[0] = np.nan
