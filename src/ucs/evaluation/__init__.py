@@ -13,7 +13,7 @@ from ucs.evaluation.prompts import (
     render_chat,
 )
 from ucs.evaluation.records import read_records
-from ucs.evaluation.report import summarize, to_markdown, write_report
+from ucs.evaluation.report import grid_markdown, summarize, to_markdown, write_report
 from ucs.evaluation.runner import EvaluationResult, SelectionFn, evaluate, package_versions
 
 __all__ = [
@@ -35,6 +35,7 @@ __all__ = [
     "generate_answers",
     "get_matcher",
     "get_mode",
+    "grid_markdown",
     "likelihood_predict",
     "mean_std",
     "package_versions",

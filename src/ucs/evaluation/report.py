@@ -12,7 +12,7 @@ import numpy as np
 from ucs.evaluation.metrics import bootstrap_ci, mean_std
 from ucs.utils.io import atomic_write_json, atomic_write_text
 
-__all__ = ["summarize", "to_markdown", "write_report"]
+__all__ = ["summarize", "to_markdown", "write_report", "grid_markdown"]
 
 
 def summarize(
@@ -96,3 +96,28 @@ def write_report(out_dir: "str | os.PathLike[str]", summary: dict, title: str | 
     j = atomic_write_json(out / "results.json", summary)
     m = atomic_write_text(out / "results.md", to_markdown(summary, title))
     return j, m
+
+
+def grid_markdown(summaries: "dict[str, dict]", digits: int = 1) -> str:
+    """The paper's table layout: one row per method, one column per dataset, cells ``mean ± std`` (%).
+
+    ``summaries`` maps a column name (dataset) to a :func:`summarize` result; methods missing from a
+    dataset show ``—``. Rows follow the order of first appearance.
+    """
+    cols = list(summaries)
+    methods: list[str] = []
+    for s in summaries.values():
+        for m in s["methods"]:
+            if m not in methods:
+                methods.append(m)
+    lines = ["| method | " + " | ".join(cols) + " |", "|---|" + "---|" * len(cols)]
+    for m in methods:
+        cells = []
+        for c in cols:
+            r = summaries[c]["methods"].get(m)
+            if r is None or r["mean"] is None:
+                cells.append("—")
+            else:
+                cells.append(f"{100 * r['mean']:.{digits}f} ± {100 * r['std']:.{digits}f}")
+        lines.append(f"| {m} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
