@@ -75,6 +75,9 @@ def register(app: typer.Typer) -> None:
         retrieval: Optional[str] = typer.Option(
             None, "--retrieval", help="backbone | all-minilm-l6-v2 | all-mpnet-base-v2 | sentence-transformers dir."
         ),
+        mdl_scorer: Optional[str] = typer.Option(
+            None, "--mdl-scorer", help="LM that scores MDL subsets: 'backbone' or any --model value (paper: gpt2)."
+        ),
         out: Path = typer.Option(..., "--out", "-o", help="Results folder (rerun to resume)."),
         limit: Optional[int] = typer.Option(None, "--limit", help="Only the first N test queries (resumable)."),
         preset: Optional[str] = typer.Option(None, "--preset", help="paper | default | cpu (default: default)."),
@@ -94,7 +97,7 @@ def register(app: typer.Typer) -> None:
                 dataset=dataset, data_dir=None if data_dir is None else str(data_dir), backbone=model, engine=engine,
                 selectors=selectors, budget=budget, n_runs=runs, test_size=test_size, mode=mode,
                 estimator=estimator, lam=lam, dbscan_q=dbscan_q, design=design, retrieval_embedder=retrieval,
-                device=device, n_gpu_layers=n_gpu_layers, seed=seed,
+                device=device, n_gpu_layers=n_gpu_layers, seed=seed, mdl_scorer=mdl_scorer,
                 lam_by_selector=_parse_overrides(lam_by, "--lam-by") or None,
                 dbscan_q_by_selector=_parse_overrides(q_by, "--q-by") or None,
             )
