@@ -62,7 +62,11 @@ class DummyBackbone:
 
 
 def backbone_kwargs(config: Any) -> Dict[str, Any]:
-    """Keyword arguments for :func:`ucs.models.load_backbone` taken from a :class:`PipelineConfig`."""
+    """Keyword arguments for :func:`ucs.models.load_backbone` taken from a :class:`PipelineConfig`.
+
+    ``device`` goes to the transformers engine only and ``n_gpu_layers`` to llama.cpp only (engine ``None``
+    means the model layer's default engine).
+    """
     kw: Dict[str, Any] = {
         "layer": config.layer,
         "pooling": config.pooling,
@@ -71,11 +75,20 @@ def backbone_kwargs(config: Any) -> Dict[str, Any]:
     }
     if config.context_length is not None:
         kw["context_length"] = int(config.context_length)
-    if config.device is not None:
+    engine = config.engine or _default_engine()
+    if engine == "transformers" and config.device is not None:
         kw["device"] = config.device
-    if config.n_gpu_layers:
+    if engine == "llama" and config.n_gpu_layers:
         kw["n_gpu_layers"] = int(config.n_gpu_layers)
     return kw
+
+
+def _default_engine() -> str:
+    try:
+        from ucs.models import DEFAULT_ENGINE
+    except ImportError:  # pragma: no cover - model layer without a registry
+        return "llama"
+    return DEFAULT_ENGINE
 
 
 def load_backbone_for(config: Any) -> Any:
