@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import weakref
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
@@ -128,6 +129,7 @@ class LlamaCppBackbone:
         self._emb_ctx = None
         self._score_ctx = None
         self._batches: Dict[str, Any] = {}
+        self._ctxs: List[Any] = []
         self._sha: Optional[str] = None
 
     # ------------------------------------------------------------------ loading
@@ -148,6 +150,8 @@ class LlamaCppBackbone:
         except (ValueError, RuntimeError) as exc:
             raise InvalidModelFileError(f"llama.cpp could not load {self.model_path} as a model: {exc}") from exc
         self._lc = llama_cpp
+        # free the native objects while the interpreter is still intact (not in __del__ at exit)
+        self._finalizer = weakref.finalize(self, _free, self._llm, self._batches, self._ctxs)
         self._resolve_layer()
         return self
 
@@ -184,7 +188,9 @@ class LlamaCppBackbone:
         if embeddings:
             p.pooling_type = pooling
         with _quiet():
-            return internals.LlamaContext(model=self._llm._model, params=p, verbose=False)
+            ctx = internals.LlamaContext(model=self._llm._model, params=p, verbose=False)
+        self._ctxs.append(ctx)
+        return ctx
 
     def _batch(self, kind: str, n_seq: int):
         from llama_cpp import _internals as internals
@@ -430,20 +436,24 @@ class LlamaCppBackbone:
         return out
 
     def close(self) -> None:
-        """Free the llama.cpp contexts and the model."""
-        for b in self._batches.values():
-            b.close()
-        self._batches.clear()
-        for c in (self._emb_ctx, self._score_ctx):
-            if c is not None:
-                c.close()
-        self._emb_ctx = self._score_ctx = None
+        """Free the llama.cpp contexts and the model (a later call loads them again)."""
         if self._llm is not None:
-            self._llm.close()
-            self._llm = None
+            self._finalizer()
+        self._llm = self._emb_ctx = self._score_ctx = None
+        self._batches, self._ctxs = {}, []
 
     def __repr__(self) -> str:
         return f"LlamaCppBackbone({self.name!r}, pooling={self.pooling!r}, normalize={self.normalize})"
+
+
+def _free(llm, batches: Dict[str, Any], ctxs: List[Any]) -> None:
+    for b in batches.values():
+        b.close()
+    batches.clear()
+    for c in ctxs:
+        c.close()
+    ctxs.clear()
+    llm.close()
 
 
 @contextlib.contextmanager
