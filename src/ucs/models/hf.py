@@ -284,12 +284,20 @@ class TransformersBackbone:
     # ------------------------------------------------------------------ identity
     @property
     def identity(self) -> Dict[str, Any]:
-        self.load()
-        layer = "last" if self._layer_index is None else int(self._layer_index)
+        """Cache key; computed without loading weights for local files and directories."""
+        if self._revision_id is None:
+            path = Path(self.model).expanduser()
+            if path.exists():
+                from ucs.models.resources import fingerprint
+
+                self._revision_id = "sha256:" + fingerprint(path)
+            else:
+                self.load()
+        layer = self.layer if isinstance(self.layer, str) else int(self.layer)
         return {
             "model": self.name, "revision": self._revision_id, "engine": self.engine,
             "layer": layer, "pooling": self.pooling, "l2": self.normalize, "max_length": self.max_length,
-            "dtype": str(next(self._model.parameters()).dtype).replace("torch.", ""),
+            "dtype": self.dtype or "default",
         }
 
     @property
