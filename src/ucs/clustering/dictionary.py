@@ -5,8 +5,8 @@ scikit-learn convention; SPEC writes its transpose). Learning follows the online
 Mairal et al. (2010) that :class:`sklearn.decomposition.MiniBatchDictionaryLearning` runs —
 the same objective ``0.5 ||x - r D||² + α ||r||₁`` with ``||D_k|| ≤ 1``, the same sufficient
 statistics with forgetting, the same SVD initialisation and the same early-stopping rule — but
-the per-batch lasso codes come from a batched coordinate descent written as BLAS-level numpy
-over the whole mini-batch instead of one LARS call per sample, which is where the reference
+the per-batch lasso codes come from a batched accelerated proximal-gradient solver written as
+BLAS-level numpy over the whole mini-batch instead of one LARS call per sample, which is where the reference
 spends almost all of its time.
 
 Coding after the fit is ``ridge`` (closed form, one matrix product for all rows) or ``omp``
@@ -46,15 +46,15 @@ def lasso_codes(
     X: NDArray[np.floating],
     D: NDArray[np.floating],
     alpha: float,
-    max_sweeps: int = 100,
+    max_iter: int = 200,
     tol: float = 1e-4,
     init: Optional[NDArray[np.floating]] = None,
 ) -> NDArray[np.floating]:
     """Lasso codes ``argmin_r 0.5 ||x - r D||² + alpha ||r||₁`` for every row of ``X`` at once.
 
-    Cyclic coordinate descent over the atoms, vectorised over the rows: each coordinate update
-    is an ``O(n K)`` array operation, a sweep costs ``O(n K²)``. Stops when the largest code
-    change in a sweep is below ``tol`` times the largest code magnitude.
+    Accelerated proximal gradient (FISTA, Beck & Teboulle 2009) on the whole batch: every
+    iteration is one ``(n, K) × (K, K)`` matrix product and an element-wise soft threshold.
+    Stops when the largest code change is below ``tol`` times the largest code magnitude.
 
     Parameters
     ----------
@@ -67,32 +67,31 @@ def lasso_codes(
     Returns
     -------
     R : ndarray of shape (n, K), dtype of ``X``.
+
+    Notes
+    -----
+    Time ``O(n p K + iters · n K²)``; memory ``O(n K)``.
     """
     dtype = X.dtype
-    G = (D @ D.T).astype(np.float64)
-    C = (X @ D.T).astype(np.float64)
-    n, K = C.shape
-    R = np.zeros((n, K)) if init is None else np.array(init, dtype=np.float64)
-    H = C - R @ G  # correlation of the residual with each atom
-    diag = np.diag(G).copy()
-    for _ in range(max_sweeps):
-        max_delta = 0.0
-        max_r = 0.0
-        for j in range(K):
-            gjj = diag[j]
-            if gjj <= 1e-12:
-                continue
-            old = R[:, j]
-            z = H[:, j] + gjj * old
-            new = np.sign(z) * np.maximum(np.abs(z) - alpha, 0.0) / gjj
-            delta = new - old
-            if not delta.any():
-                continue
-            H -= np.outer(delta, G[j])
-            R[:, j] = new
-            max_delta = max(max_delta, float(np.abs(delta).max()))
-            max_r = max(max_r, float(np.abs(new).max()))
-        if max_delta <= tol * max(max_r, 1e-12):
+    D64 = D.astype(np.float64)
+    G = D64 @ D64.T
+    C = X.astype(np.float64) @ D64.T
+    L = float(np.linalg.eigvalsh(G)[-1])
+    if L <= 0.0:
+        return np.zeros(C.shape, dtype=dtype)
+    R = np.zeros(C.shape) if init is None else np.array(init, dtype=np.float64)
+    Y = R.copy()
+    t = 1.0
+    thr = alpha / L
+    for _ in range(max_iter):
+        Z = Y - (Y @ G - C) / L
+        Rn = np.sign(Z) * np.maximum(np.abs(Z) - thr, 0.0)
+        delta = np.abs(Rn - R).max()
+        scale = np.abs(Rn).max()
+        tn = 0.5 * (1.0 + np.sqrt(1.0 + 4.0 * t * t))
+        Y = Rn + ((t - 1.0) / tn) * (Rn - R)
+        R, t = Rn, tn
+        if delta <= tol * max(scale, 1e-12):
             break
     return R.astype(dtype, copy=False)
 
@@ -207,7 +206,7 @@ def learn_dictionary(
 
     Notes
     -----
-    Time per mini-batch step ``O(b K p + b K² s)`` for ``s`` coordinate-descent sweeps plus an
+    Time per mini-batch step ``O(b K p + b K² s)`` for ``s`` proximal-gradient iterations plus an
     ``O(K² p)`` dictionary update; memory ``O(n p + n K)`` (a shuffled copy and warm-start codes).
     """
     if backend == "sklearn":
@@ -245,7 +244,7 @@ def learn_dictionary(
         Xb = Xs[sl]
         bs = Xb.shape[0]
         warm = codes[sl] if step >= steps_per_epoch else None
-        R = lasso_codes(Xb, D, alpha, init=warm, tol=1e-3)
+        R = lasso_codes(Xb, D, alpha, init=warm)
         codes[sl] = R
         cost = (0.5 * ((Xb - R @ D) ** 2).sum() + alpha * np.abs(R).sum()) / bs
         theta = (step + 1) * bs if step < bs - 1 else bs * bs + step + 1 - bs

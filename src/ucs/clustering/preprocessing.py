@@ -89,7 +89,7 @@ def fit_pca(
     n_components: int,
     backend: str = "fast",
     n_oversamples: int = 16,
-    n_power_iter: int = 3,
+    n_power_iter: int = 2,
     random_state: Optional[int] = None,
 ) -> PCAProjection:
     """Fit PCA with ``n_components`` axes on ``X`` (n, d).
