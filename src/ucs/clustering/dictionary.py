@@ -20,6 +20,7 @@ from typing import Optional
 
 import numpy as np
 from numpy.typing import NDArray
+from threadpoolctl import threadpool_limits
 
 __all__ = ["DictionaryFit", "learn_dictionary", "lasso_codes", "ridge_codes", "omp_codes", "encode"]
 
@@ -223,6 +224,13 @@ def learn_dictionary(
         ).fit(X)
         return DictionaryFit(dl.components_.astype(X.dtype), int(dl.n_steps_), int(dl.n_iter_))
 
+    # mini-batch products are small (b × K × p): one BLAS thread is as fast and immune to the
+    # oversubscription that multi-threaded LAPACK suffers on small matrices
+    with threadpool_limits(1, user_api="blas"):
+        return _learn_dictionary_fast(X, n_atoms, alpha, batch_size, max_iter, tol, max_no_improvement, random_state)
+
+
+def _learn_dictionary_fast(X, n_atoms, alpha, batch_size, max_iter, tol, max_no_improvement, random_state) -> DictionaryFit:
     rng = np.random.RandomState(random_state) if not isinstance(random_state, np.random.RandomState) else random_state
     n, p = X.shape
     batch_size = min(batch_size, n)
