@@ -67,6 +67,9 @@ def _check_positive_float(value: Any, name: str, strict: bool = True) -> float:
     return float(value)
 
 
+_REGISTRY: Dict[str, type] = {}
+
+
 class Selector:
     """Base class: ``fit(pool) -> self``, then ``select(queries, budget) -> Selection``.
 
@@ -130,6 +133,28 @@ class Selector:
             else:
                 out[k] = f"<{type(v).__name__}>"
         return {"selector": type(self).__name__, "params": out}
+
+    @staticmethod
+    def from_config(config: Dict[str, Any], **objects: Any) -> "Selector":
+        """Rebuild an unfitted selector from :meth:`config`; ``objects`` supply parameters that are not
+        JSON (a scorer LM, callables), e.g. ``Selector.from_config(cfg, scorer=lm)``."""
+        from ucs.selectors.prior import UCSPrior
+
+        name = config.get("selector")
+        if name not in _REGISTRY:
+            raise ValueError(f"unknown selector {name!r}; known: {sorted(_REGISTRY)}")
+        params = dict(config.get("params", {}))
+        params.update(objects)
+        for k, v in list(params.items()):
+            if isinstance(v, str) and v.startswith("<") and v.endswith(">") and k not in objects:
+                raise ValueError(f"parameter {k!r} is an object ({v}); pass it to from_config({k}=...)")
+        if isinstance(params.get("prior"), dict):
+            params["prior"] = UCSPrior(**params["prior"])
+        return _REGISTRY[name](**params)
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        _REGISTRY[cls.__name__] = cls
 
     def _validate_params(self) -> None:  # pragma: no cover - overridden
         pass
@@ -240,11 +265,21 @@ class Selector:
             query_dependent=self.query_dependent,
             n_queries=n_queries,
             method=self.name,
-            params=self.config()["params"],
+            params=self._summary_params(),
             clusters_covered=self._clusters_covered(idx),
             phi=self._phi(idx),
             extras=extras,
         )
+
+    def _summary_params(self) -> Dict[str, Any]:
+        params = self.config()["params"]
+        prior = params.get("prior")
+        if isinstance(prior, dict):
+            from ucs.utils.io import hash_array
+
+            ids = getattr(self, "prior").cluster_ids_array()
+            params["prior"] = dict(prior, cluster_ids={"n": int(ids.size), "sha256": hash_array(ids)})
+        return params
 
     def _select(
         self, queries: np.ndarray, budget: int, query_texts: Optional[Sequence[str]]
