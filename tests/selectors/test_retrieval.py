@@ -14,7 +14,7 @@ def _brute(q, p, k):
     return order
 
 
-@pytest.mark.parametrize("k", [0, 1, 5, 40])
+@pytest.mark.parametrize("k", [0, 1, 5, 34, 35])
 @pytest.mark.parametrize("block", [1, 3, 100])
 def test_topk_matches_brute_force_with_ties(k, block):
     rng = np.random.default_rng(0)
@@ -26,6 +26,12 @@ def test_topk_matches_brute_force_with_ties(k, block):
     want = _brute(q, pool, k)
     assert np.array_equal(idx, want)
     np.testing.assert_allclose(sims, np.take_along_axis(q @ pool.T, want, axis=1))
+
+
+def test_k_above_pool_size_is_rejected():
+    x = l2_normalize(np.eye(3))
+    with pytest.raises(ValueError, match="k must be"):
+        topk_cosine(x, x, 4)
 
 
 def test_zero_vectors_do_not_produce_nan():

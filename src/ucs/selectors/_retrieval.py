@@ -49,6 +49,8 @@ def topk_cosine(
     size, because ties are resolved by index after an exact partition.
     """
     q_n, n = queries.shape[0], pool.shape[0]
+    if not 0 <= k <= n:
+        raise ValueError(f"k must be in [0, {n}] (the pool size); got {k}")
     idx_out = np.empty((q_n, k), dtype=np.int64)
     sim_out = np.empty((q_n, k), dtype=np.float64)
     if k == 0 or q_n == 0:
