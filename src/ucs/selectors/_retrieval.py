@@ -45,8 +45,9 @@ def topk_cosine(
     Notes
     -----
     Time O(Q·N·d) for the products (BLAS) plus O(Q·(N + k log k)) for the selection; memory
-    O(block·N) for the temporary similarity block. Deterministic: the order never depends on the block
-    size, because ties are resolved by index after an exact partition.
+    O(block·N) for the temporary similarity block. Deterministic: exact ties are resolved by index after
+    an exact partition. (BLAS may round a product differently for different batch shapes, so two
+    near-duplicate pool rows can swap when a query is retrieved in a batch of another size.)
     """
     q_n, n = queries.shape[0], pool.shape[0]
     if not 0 <= k <= n:
