@@ -68,7 +68,7 @@ class BatchedGreedyState:
 
     ``gains()`` returns the exact ``Φ(S_q ∪ {j}) − Φ(S_q)`` for every candidate ``j`` of every query
     (shape (Q, C)); ``add(pos)`` adds candidate ``pos[q]`` to ``S_q``. Both are O(Q·C) plus one
-    estimator call on at most ``Q · (n + 1)`` spectra (one per distinct (query, multiplicity) pair).
+    estimator call on ``Q · (n + 1)`` spectra (one per query and possible multiplicity), n = |S_q|.
     """
 
     def __init__(self, batched: BatchedCoverage, candidates: np.ndarray, max_steps: int) -> None:
@@ -87,16 +87,15 @@ class BatchedGreedyState:
         if q == 0 or c == 0:
             return np.zeros((q, c))
         width = self.n + 2
-        keys = self._rows[:, None] * width + self.mult
-        uniq, inv = np.unique(keys.ravel(), return_inverse=True)
-        qu, mu = uniq // width, uniq % width
-        F = self.F[qu, :width].copy()
-        r = np.arange(uniq.size)
-        nz = mu > 0
-        F[r[nz], mu[nz]] -= 1
-        F[r, mu + 1] += 1
-        phi_new = np.asarray(self.coverage.phi_from_spectra(F, self.n + 1), dtype=np.float64)
-        return (phi_new - self.phi[qu])[inv.reshape(-1)].reshape(q, c)
+        # Φ after adding an item whose cluster has multiplicity m, for every query and every m in 0..n:
+        # one estimator call on Q·(n+1) spectra, then a gather (no per-candidate work beyond indexing).
+        m = np.arange(self.n + 1)
+        F = np.repeat(self.F[:, None, :width], m.size, axis=1)  # (Q, n+1, width)
+        F[:, m[1:], m[1:]] -= 1
+        F[:, m, m + 1] += 1
+        phi_new = np.asarray(self.coverage.phi_from_spectra(F.reshape(-1, width), self.n + 1), dtype=np.float64)
+        table = phi_new.reshape(q, m.size) - self.phi[:, None]
+        return np.take_along_axis(table, self.mult, axis=1)
 
     def add(self, pos: np.ndarray) -> None:
         pos = np.asarray(pos, dtype=np.int64)

@@ -120,11 +120,17 @@ class Selector:
             parts.append(f"{k}={v!r}" if not callable(v) or isinstance(v, type) else f"{k}={type(v).__name__}")
         return f"{type(self).__name__}({', '.join(parts)})"
 
-    def config(self) -> Dict[str, Any]:
-        """JSON-friendly description (parameters that are objects are given by their ``config()`` or type)."""
+    def config(self, summary: bool = False) -> Dict[str, Any]:
+        """JSON-friendly description (parameters that are objects are given by their ``config()`` or type).
+
+        With ``summary=True`` a prior's cluster ids are replaced by their count and hash (what a
+        :class:`Selection` records); the full form rebuilds the selector with :meth:`from_config`.
+        """
         out: Dict[str, Any] = {}
         for k, v in self.get_params().items():
-            if hasattr(v, "config") and callable(v.config):
+            if summary and hasattr(v, "summary") and callable(v.summary):
+                out[k] = v.summary()
+            elif hasattr(v, "config") and callable(v.config):
                 out[k] = v.config()
             elif v is None or isinstance(v, (bool, int, float, str)):
                 out[k] = v
@@ -272,14 +278,7 @@ class Selector:
         )
 
     def _summary_params(self) -> Dict[str, Any]:
-        params = self.config()["params"]
-        prior = params.get("prior")
-        if isinstance(prior, dict):
-            from ucs.utils.io import hash_array
-
-            ids = getattr(self, "prior").cluster_ids_array()
-            params["prior"] = dict(prior, cluster_ids={"n": int(ids.size), "sha256": hash_array(ids)})
-        return params
+        return self.config(summary=True)["params"]
 
     def _select(
         self, queries: np.ndarray, budget: int, query_texts: Optional[Sequence[str]]

@@ -98,6 +98,20 @@ class UCSPrior:
         params["cluster_ids"] = np.asarray(self.cluster_ids).tolist()
         return params
 
+    def summary(self) -> Dict[str, Any]:
+        """Like :meth:`config` but with the cluster ids replaced by their count and SHA-256 (cached):
+        what a :class:`Selection` records."""
+        ids = self.cluster_ids_array()
+        cached = self.__dict__.get("_cache_digest")
+        if cached is None or cached[0] is not ids:
+            from ucs.utils.io import hash_array
+
+            cached = (ids, {"n": int(ids.size), "sha256": hash_array(ids)})
+            self.__dict__["_cache_digest"] = cached
+        params = self.get_params()
+        params["cluster_ids"] = dict(cached[1])
+        return params
+
     def __repr__(self) -> str:
         n = np.asarray(self.cluster_ids).shape
         extra = "".join(f", {k}={v!r}" for k, v in self.estimator_params.items())
