@@ -57,3 +57,21 @@ def test_spectra_of_rows():
     cov = UnseenCoverage().fit(ids)
     F = BatchedCoverage(cov, ids).spectra(np.array([[0, 1, 2, 3, 5], [0, 3, 5, 4, 1]]))
     assert F.tolist() == [[0, 2, 0, 1, 0, 0, 0], [0, 1, 2, 0, 0, 0, 0]]
+
+
+@pytest.mark.parametrize("estimator", ["paper", "binomial", "chao1"])
+def test_phi_after_add_with_and_without_gains(estimator):
+    ids = _ids(4)
+    cov = UnseenCoverage(estimator=estimator).fit(ids)
+    rng = np.random.default_rng(5)
+    cand = np.stack([rng.choice(ids.size, 20, replace=False) for _ in range(4)])
+    state = BatchedCoverage(cov, ids).greedy(cand, 9)
+    refs = [cov.new_state() for _ in range(4)]
+    for step in range(9):
+        if step % 3 == 1:
+            state.gains()  # some steps read Φ from the gain table, others recompute it
+        pos = rng.integers(0, 20, size=4)
+        state.add(pos)
+        for r in range(4):
+            refs[r].add(cand[r, pos[r]])
+        assert np.array_equal(state.phi, np.array([s.phi for s in refs]))

@@ -81,6 +81,7 @@ class BatchedGreedyState:
         self.n = 0
         self.phi = np.asarray(self.coverage.phi_from_spectra(self.F[:, :2], 0), dtype=np.float64)
         self._rows = np.arange(q)
+        self._next = None
 
     def gains(self) -> np.ndarray:
         q, c = self.mult.shape
@@ -94,8 +95,9 @@ class BatchedGreedyState:
         F[:, m[1:], m[1:]] -= 1
         F[:, m, m + 1] += 1
         phi_new = np.asarray(self.coverage.phi_from_spectra(F.reshape(-1, width), self.n + 1), dtype=np.float64)
-        table = phi_new.reshape(q, m.size) - self.phi[:, None]
-        return np.take_along_axis(table, self.mult, axis=1)
+        phi_new = phi_new.reshape(q, m.size)
+        self._next = (self.n, phi_new)  # lets add() read Φ(S ∪ {j}) instead of recomputing it
+        return np.take_along_axis(phi_new - self.phi[:, None], self.mult, axis=1)
 
     def add(self, pos: np.ndarray) -> None:
         pos = np.asarray(pos, dtype=np.int64)
@@ -106,5 +108,10 @@ class BatchedGreedyState:
         self.F[rows[nz], m[nz]] -= 1
         self.F[rows, m + 1] += 1
         self.mult += self.cl == chosen_cl[:, None]
+        nxt = self._next
+        self._next = None
         self.n += 1
-        self.phi = np.asarray(self.coverage.phi_from_spectra(self.F[:, : self.n + 2], self.n), dtype=np.float64)
+        if nxt is not None and nxt[0] == self.n - 1:
+            self.phi = nxt[1][rows, m]  # the same phi_from_spectra value, computed in gains()
+        else:
+            self.phi = np.asarray(self.coverage.phi_from_spectra(self.F[:, : self.n + 2], self.n), dtype=np.float64)
