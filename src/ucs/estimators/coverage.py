@@ -160,12 +160,16 @@ class UnseenCoverage:
 
     def _spectrum_of(self, subset: ArrayLike) -> tuple[NDArray[np.int64], int]:
         self._check_fitted()
-        idx = validate_subset(subset, self.n_items_)
+        idx = validate_subset(subset, self.n_items_, allow_empty=False)
         counts = np.bincount(self.cluster_index_[idx], minlength=0)
         return spectrum_from_multiplicities(counts), int(idx.size)
 
     def phi(self, subset: ArrayLike) -> float:
-        """Φ(S) of a subset given as pool indices (repeats count as repeated draws)."""
+        """Φ(S) of a non-empty subset given as pool indices (repeats count as repeated draws).
+
+        An empty subset raises ``ValueError``; a greedy selection starts from
+        :meth:`new_state`, whose ``phi`` is 0 for the empty set.
+        """
         f, n = self._spectrum_of(subset)
         return float(self.phi_from_spectra(f[None, :], n)[0])
 
@@ -292,7 +296,13 @@ class CoverageState:
         if cand.size == 0:
             return np.zeros(0)
         m = self._counts[self._cid[cand]]
-        uniq, inv = np.unique(m, return_inverse=True)
+        # distinct multiplicities without a sort: they all lie in 0..n
+        present = np.zeros(self.n + 1, dtype=bool)
+        present[m] = True
+        uniq = np.flatnonzero(present)
+        slot = np.empty(self.n + 1, dtype=np.int64)
+        slot[uniq] = np.arange(uniq.size)
+        inv = slot[m]
         self._grow(self.n + 2)
         base = self._spectra_view()
         F = np.repeat(base[None, :], uniq.size, axis=0)
@@ -301,4 +311,4 @@ class CoverageState:
         F[rows[nz], uniq[nz]] -= 1
         F[rows, uniq + 1] += 1
         phi_new = self.coverage.phi_from_spectra(F, self.n + 1)
-        return (phi_new - self.phi)[inv.reshape(-1)]
+        return (phi_new - self.phi)[inv]

@@ -178,17 +178,20 @@ class UnseenEstimator:
         -----
         O(r · L) time. The coefficient vector is cached per ``n``.
         """
+        return self._finish(self.raw_unseen_batch(F, n), n)
+
+    def raw_unseen_batch(self, F: ArrayLike, n: int) -> NDArray[np.float64]:
+        """The estimator's value before clamping (``Σ_s c_s F[j, s]`` for linear estimators), shape (r,)."""
         self._validate()
         F = np.atleast_2d(np.asarray(F))
         if n <= 0:
             return np.zeros(F.shape[0])
         c = self.coefficients(n)
         G = self._transform_spectra(F, c.size)
-        raw = (G * c).sum(axis=1)
-        return self._finish(raw, n)
+        return (G * c).sum(axis=1)
 
     def _finish(self, raw: NDArray[np.float64], n: int) -> NDArray[np.float64]:
-        out = np.where(np.isfinite(raw), raw, 0.0)
+        out = raw if np.isfinite(raw).all() else np.where(np.isfinite(raw), raw, 0.0)
         out = np.maximum(out, 0.0)
         if self.capped:
             out = np.minimum(out, n * self.t)
@@ -371,14 +374,13 @@ class Chao1(UnseenEstimator):
     def valid_t_range(self, n: int) -> tuple[float, float]:
         return (math.inf, math.inf)
 
-    def unseen_batch(self, F: ArrayLike, n: int) -> NDArray[np.float64]:
+    def raw_unseen_batch(self, F: ArrayLike, n: int) -> NDArray[np.float64]:
         self._validate()
         F = _fit_width(np.atleast_2d(np.asarray(F)), 3).astype(np.float64)
         if n <= 0:
             return np.zeros(F.shape[0])
         f1, f2 = F[:, 1], F[:, 2]
-        raw = ((n - 1.0) / n) * f1 * (f1 - 1.0) / (2.0 * (f2 + 1.0))
-        return self._finish(raw, n)
+        return ((n - 1.0) / n) * f1 * (f1 - 1.0) / (2.0 * (f2 + 1.0))
 
 
 _REGISTRY: dict[str, type[UnseenEstimator]] = {

