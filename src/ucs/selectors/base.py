@@ -270,7 +270,7 @@ class Selector:
             scores=scores,
             query_dependent=self.query_dependent,
             n_queries=n_queries,
-            method=self.name,
+            method=self.name + ("+ucs" if getattr(self, "prior", None) is not None else ""),
             params=self._summary_params(),
             clusters_covered=self._clusters_covered(idx),
             phi=self._phi(idx),
