@@ -24,7 +24,9 @@ def test_phi_subsets_equals_recomputation(estimator, design):
     cov = UnseenCoverage(estimator=estimator, design=design).fit(ids)
     bc = BatchedCoverage(cov, ids)
     rng = np.random.default_rng(1)
-    for n in (0, 1, 3, 10):
+    empty = bc.phi_subsets(np.zeros((3, 0), dtype=np.int64))
+    assert np.array_equal(empty, np.full(3, cov.new_state().phi))  # Φ(∅), as the greedy state starts
+    for n in (1, 3, 10):
         subsets = np.stack([rng.choice(ids.size, n, replace=False) for _ in range(40)])
         got = bc.phi_subsets(subsets)
         want = np.array([cov.phi(s) for s in subsets])
