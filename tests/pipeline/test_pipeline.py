@@ -124,3 +124,16 @@ def test_sentence_transformer_retrieval_is_used_when_named(tmp_path):
     np.testing.assert_allclose(np.linalg.norm(pipe.retrieval_pool(), axis=1), 1.0, rtol=1e-5)
     assert pipe.retrieval_queries(["hello"]).shape == (1, 8)
     assert pipe.pool_embeddings().shape == (150, 32)  # clustering still uses the backbone
+
+
+def test_coverage_of_a_method_resumed_from_a_longer_run(tmp_path):
+    """A method fully recorded by an earlier, longer run is skipped by the runner; its coverage comes from the
+    runner's cached selection (first rows), equal to computing it directly."""
+    make(tmp_path, selectors=("dpp", "votek+ucs")).run(limit=5)
+    pipe = make(tmp_path, selectors=("dpp", "votek+ucs"))
+    res = pipe.run(limit=3)
+    assert res.evaluation.n_new_records == 0
+    assert set(res.coverage) == {"dpp", "votek+ucs"}
+    fresh = make(tmp_path / "fresh", selectors=("dpp",))
+    direct = fresh.run(limit=3).coverage["dpp"]["42"]
+    assert res.coverage["dpp"]["42"] == pytest.approx(direct)

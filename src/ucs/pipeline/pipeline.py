@@ -348,9 +348,38 @@ class Pipeline:
                     p = d / "coverage" / f"{m.replace('+', '_plus_')}__seed{s}__{n_queries}q.json"
                     if p.is_file():
                         stats = json.loads(p.read_text(encoding="utf-8"))["coverage"]
+                if stats is None:
+                    stats = self._coverage_from_runner(m, int(s), n_queries)
                 if stats is not None:
                     out.setdefault(m, {})[str(s)] = stats
         return out
+
+    def _coverage_from_runner(self, method: str, seed: int, n_queries: int) -> Optional[Dict[str, float]]:
+        """Diagnostics of a selection the runner cached but this process never computed (a resumed method):
+        the first ``n_queries`` rows of the smallest cached selection that covers them."""
+        if self.out_dir is None or n_queries < 1:
+            return None
+        safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in method)
+        best: Optional[Tuple[int, Path]] = None
+        for p in (self.out_dir / "selections").glob(f"{safe}__seed{seed}__*q_*.npy"):
+            try:
+                n = int(p.name[len(f"{safe}__seed{seed}__"):].split("q_", 1)[0])
+            except ValueError:
+                continue
+            if n >= n_queries and (best is None or n < best[0]):
+                best = (n, p)
+        if best is None:
+            return None
+        sel = load_npy(best[1])
+        rows = sel if sel.shape[0] == 1 else sel[:n_queries]
+        stats = summarize_coverage(self.coverage(method, seed, rows))
+        self._memo[("coverage", method, seed, n_queries)] = stats
+        d = self._diag_dir()
+        if d is not None:
+            atomic_write_json(d / "coverage" / f"{method.replace('+', '_plus_')}__seed{seed}__{n_queries}q.json",
+                              {"method": method, "seed": seed, "n_queries": n_queries, "coverage": stats,
+                               "from": best[1].name})
+        return stats
 
     # ------------------------------------------------------------------ stage 4: evaluation
     def run(
