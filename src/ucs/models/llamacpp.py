@@ -185,6 +185,12 @@ class LlamaCppBackbone:
         p.n_threads_batch = threads
         p.embeddings = embeddings
         p.kv_unified = True
+        # Measured with llama.cpp as bundled by llama-cpp-python 0.3.36 on CPU: packed embedding
+        # batches are only row-independent with the classic attention kernel, and tree-shaped
+        # multi-sequence scoring batches only match one-continuation-at-a-time scoring with flash
+        # attention. Tests (tests/models/test_llamacpp.py) check both properties.
+        p.flash_attn_type = (lc.LLAMA_FLASH_ATTN_TYPE_DISABLED if embeddings
+                             else lc.LLAMA_FLASH_ATTN_TYPE_ENABLED)
         if embeddings:
             p.pooling_type = pooling
         with _quiet():
