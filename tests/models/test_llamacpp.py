@@ -60,16 +60,16 @@ def test_tree_scoring_matches_independent_scoring(smollm2_llama):
     # a trailing space in the prefix is moved onto the continuations
     np.testing.assert_allclose(m.score_continuations(PROMPT + " ", [c[1:] for c in LABELS]), joint.logprob, atol=1e-3)
     # the shared prefix is evaluated in one context even when labels exceed one trie batch
-    many = [f" label_{i}" for i in range(300)]  # > 255 sequences: two groups
+    many = [f" label_{i}" for i in range(260)]  # > 255 sequences: two groups
     s = m.score_continuations(PROMPT, many)
-    assert s.shape == (300,) and np.isfinite(s).all()
+    assert s.shape == (260,) and np.isfinite(s).all()
     # large batches take other quantized-matmul paths in llama.cpp: agreement to rounding, not bits
-    np.testing.assert_allclose(s[[0, 299]], m.score_continuations(PROMPT, [many[0], many[299]]), atol=0.1)
+    np.testing.assert_allclose(s[[0, 259]], m.score_continuations(PROMPT, [many[0], many[259]]), atol=0.1)
 
 
 @pytest.mark.slow
 def test_long_prompt_is_truncated_not_an_error(smollm2_llama):
-    long = "word " * 1000 + "\nLabel:"
+    long = "word " * 600 + "\nLabel:"
     assert np.isfinite(smollm2_llama.score_continuations(long, LABELS[:2])).all()
     assert isinstance(smollm2_llama.generate([long], max_new_tokens=2)[0], str)
     assert np.isfinite(smollm2_llama.score_continuations("", [""])).all()
