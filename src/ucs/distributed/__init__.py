@@ -1,0 +1,30 @@
+"""Scale-out: run the heavy stages (embedding, clustering, selection) on an executor.
+
+``LocalExecutor`` (the default) runs in-process with no extra dependency; ``RayExecutor`` runs
+the same stage code on a Ray cluster (extra ``ray``). Ray is imported only when a
+``RayExecutor`` first connects.
+"""
+
+from __future__ import annotations
+
+from ucs.distributed.eps_graph import EpsGraphResult, sharded_eps_components
+from ucs.distributed.executor import EXECUTORS, Executor, LocalExecutor, get_executor
+from ucs.distributed.ray_executor import RayExecutor, have_ray
+from ucs.distributed.sharding import load_shard, shard_ranges
+from ucs.distributed.unionfind import UnionFind, connected_components_from_edges, first_occurrence_labels
+
+__all__ = [
+    "EXECUTORS",
+    "EpsGraphResult",
+    "Executor",
+    "LocalExecutor",
+    "RayExecutor",
+    "UnionFind",
+    "connected_components_from_edges",
+    "first_occurrence_labels",
+    "get_executor",
+    "have_ray",
+    "load_shard",
+    "shard_ranges",
+    "sharded_eps_components",
+]
