@@ -7,6 +7,7 @@ the same stage code on a Ray cluster (extra ``ray``). Ray is imported only when 
 
 from __future__ import annotations
 
+from ucs.distributed.embed import PoolEmbeddings, embed_pool
 from ucs.distributed.eps_graph import EpsGraphResult, sharded_eps_components
 from ucs.distributed.executor import EXECUTORS, Executor, LocalExecutor, get_executor
 from ucs.distributed.ray_executor import RayExecutor, have_ray
@@ -18,9 +19,11 @@ __all__ = [
     "EpsGraphResult",
     "Executor",
     "LocalExecutor",
+    "PoolEmbeddings",
     "RayExecutor",
     "UnionFind",
     "connected_components_from_edges",
+    "embed_pool",
     "first_occurrence_labels",
     "get_executor",
     "have_ray",

@@ -34,6 +34,11 @@ def _import_ray():
     return ray
 
 
+def _apply(fn: Callable[..., Any], *args: Any) -> Any:
+    """The one Ray task body: call ``fn`` (any picklable callable) on the resolved arguments."""
+    return fn(*args)
+
+
 class _StateRunner:
     """Actor body for :meth:`RayExecutor.map_actors`: builds the state once, then applies it."""
 
@@ -131,7 +136,7 @@ class RayExecutor(Executor):
         self.progress = bool(progress)
         self.init_kwargs = dict(init_kwargs or {})
         self._owns_cluster = False
-        self._remote_fns: Dict[Tuple[Any, int, float], Any] = {}
+        self._remote_fns: Dict[Tuple[int, float], Any] = {}
 
     # ------------------------------------------------------------------ connection
     def _ray(self):
@@ -180,18 +185,21 @@ class RayExecutor(Executor):
 
     # ------------------------------------------------------------------ primitives
     def put(self, obj: Any) -> Any:
-        return self._ray().put(obj)
+        ray = self._ray()
+        return obj if isinstance(obj, ray.ObjectRef) else ray.put(obj)
 
-    def _remote(self, fn: Callable[..., Any], num_returns: int, num_cpus: float):
-        key = (fn, num_returns, float(num_cpus))
+    def _remote(self, num_returns: int, num_cpus: float):
+        key = (num_returns, float(num_cpus))
         rf = self._remote_fns.get(key)
         if rf is None:
-            rf = self._ray().remote(num_returns=num_returns, num_cpus=num_cpus)(fn)
+            rf = self._ray().remote(num_returns=num_returns, num_cpus=num_cpus)(_apply)
             self._remote_fns[key] = rf
         return rf
 
     def submit(self, fn: Callable[..., Any], *args: Any, num_returns: int = 1, num_cpus: float = 1) -> Any:
-        refs = self._remote(fn, num_returns, num_cpus).remote(*args)
+        if not callable(fn):
+            raise ValueError(f"fn must be callable; got {type(fn).__name__}")
+        refs = self._remote(num_returns, num_cpus).remote(fn, *args)
         return tuple(refs) if num_returns > 1 else refs
 
     def get(self, handles: Any) -> Any:

@@ -1,0 +1,68 @@
+"""The distributed stages on a real local Ray cluster give exactly the local results."""
+
+import functools
+import importlib.util
+
+import numpy as np
+import pytest
+
+from ucs.distributed import LocalExecutor, embed_pool, sharded_eps_components
+from ucs.utils.dummies import DummyEmbedder
+
+pytest.importorskip("ray")
+# bounded time where pytest-timeout (extra ``dev``) is installed
+pytestmark = [pytest.mark.timeout(300)] if importlib.util.find_spec("pytest_timeout") else []
+
+
+def _add(x, y):
+    return x + y
+
+
+def _pair(x):
+    return x, -x
+
+
+def test_primitives(ray_executor):
+    ex = ray_executor
+    assert ex.num_workers == 2
+    assert ex.get(ex.submit(_add, 1, 2)) == 3
+    a, b = ex.submit(_pair, np.arange(3), num_returns=2)
+    np.testing.assert_array_equal(ex.get(b), -np.arange(3))
+    big = ex.put(np.ones(1000))
+    assert ex.map(_add, [1.0, 2.0], big)[1].sum() == 3000.0
+    assert ex.map_actors(functools.partial(functools.partial, _add, 100), [1, 2, 3]) == [101, 102, 103]
+    recs = ex.map_records(functools.partial(functools.partial, _echo_len), [{"t": ["a", "bb"]}, {"t": ["ccc"]}])
+    assert recs == [{"n": 2, "first": "a"}, {"n": 1, "first": "ccc"}]
+
+
+def _echo_len(record):
+    return {"n": len(record["t"]), "first": record["t"][0]}
+
+
+def test_embed_pool_on_ray_equals_local(ray_executor, tmp_path):
+    texts = [f"ray pool text {i}" for i in range(700)]
+    fac = functools.partial(DummyEmbedder, dim=8, seed=3)
+    on_ray = embed_pool(fac, texts, ray_executor, shard_size=150, out_dir=tmp_path / "ray")
+    local = embed_pool(fac, texts, LocalExecutor(), shard_size=150, out_dir=tmp_path / "local")
+    assert on_ray.keys == local.keys and on_ray.n_embedded == 5
+    np.testing.assert_array_equal(on_ray.load(), local.load())
+    np.testing.assert_array_equal(on_ray.load(), DummyEmbedder(dim=8, seed=3).embed(texts))
+    again = embed_pool(fac, texts, ray_executor, shard_size=150, out_dir=tmp_path / "ray")
+    assert (again.n_embedded, again.n_skipped) == (0, 5)
+
+
+@pytest.mark.parametrize("knn", ["exact", "hnsw"])
+def test_eps_components_on_ray_equal_local(ray_executor, knn):
+    if knn != "exact":
+        pytest.importorskip("faiss")
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((25, 16))[rng.integers(0, 25, 1200)] + 0.3 * rng.standard_normal((1200, 16))
+    U = (X / np.linalg.norm(X, axis=1, keepdims=True)).astype(np.float32)
+    parts = [U[s:s + 300] for s in range(0, 1200, 300)]
+    lengths = [len(p) for p in parts]
+    local = sharded_eps_components(LocalExecutor(), parts, lengths, dbscan_k=20, dbscan_q=0.2, knn=knn)
+    handles = [ray_executor.put(p) for p in parts]
+    dist = sharded_eps_components(ray_executor, handles, lengths, dbscan_k=20, dbscan_q=0.2, knn=knn)
+    assert dist.eps == local.eps
+    np.testing.assert_array_equal(dist.kth_distances, local.kth_distances)
+    np.testing.assert_array_equal(dist.labels, local.labels)
