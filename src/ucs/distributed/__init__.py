@@ -7,6 +7,7 @@ the same stage code on a Ray cluster (extra ``ray``). Ray is imported only when 
 
 from __future__ import annotations
 
+from ucs.distributed.cluster import PoolClustering, cluster_pool
 from ucs.distributed.embed import PoolEmbeddings, embed_pool
 from ucs.distributed.eps_graph import EpsGraphResult, sharded_eps_components
 from ucs.distributed.executor import EXECUTORS, Executor, LocalExecutor, get_executor
@@ -19,9 +20,11 @@ __all__ = [
     "EpsGraphResult",
     "Executor",
     "LocalExecutor",
+    "PoolClustering",
     "PoolEmbeddings",
     "RayExecutor",
     "UnionFind",
+    "cluster_pool",
     "connected_components_from_edges",
     "embed_pool",
     "first_occurrence_labels",
