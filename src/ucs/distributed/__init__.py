@@ -12,6 +12,7 @@ from ucs.distributed.embed import PoolEmbeddings, embed_pool
 from ucs.distributed.eps_graph import EpsGraphResult, sharded_eps_components
 from ucs.distributed.executor import EXECUTORS, Executor, LocalExecutor, get_executor
 from ucs.distributed.ray_executor import RayExecutor, have_ray
+from ucs.distributed.select import select_queries
 from ucs.distributed.sharding import load_shard, shard_ranges
 from ucs.distributed.unionfind import UnionFind, connected_components_from_edges, first_occurrence_labels
 
@@ -31,6 +32,7 @@ __all__ = [
     "get_executor",
     "have_ray",
     "load_shard",
+    "select_queries",
     "shard_ranges",
     "sharded_eps_components",
 ]
