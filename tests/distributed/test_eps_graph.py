@@ -39,12 +39,12 @@ def shards_of(U, size):
 
 
 @pytest.mark.parametrize("q", [0.01, 0.2, 0.6])
-@pytest.mark.parametrize("shard_size", [1500, 400, 333])
-def test_sharded_components_equal_the_definition(q, shard_size):
+@pytest.mark.parametrize("shard_size, index_shards", [(1500, None), (400, None), (333, 2), (333, 5)])
+def test_sharded_components_equal_the_definition(q, shard_size, index_shards):
     U = unit_blobs(1500, seed=int(q * 100) + shard_size)
     ref, eps, kth = brute_force(U, 20, q)
     parts, lengths = shards_of(U, shard_size)
-    res = sharded_eps_components(LocalExecutor(), parts, lengths, dbscan_k=20, dbscan_q=q)
+    res = sharded_eps_components(LocalExecutor(), parts, lengths, dbscan_k=20, dbscan_q=q, index_shards=index_shards)
     assert res.eps == eps
     np.testing.assert_array_equal(res.kth_distances, kth)
     np.testing.assert_array_equal(res.labels, ref)
@@ -71,7 +71,7 @@ def test_approximate_search_agrees_on_clustered_data(knn):
     U = unit_blobs(2000, seed=1)
     ref, eps, _ = brute_force(U, 20, 0.05)
     parts, lengths = shards_of(U, 700)
-    res = sharded_eps_components(LocalExecutor(), parts, lengths, dbscan_k=20, dbscan_q=0.05, knn=knn,
+    res = sharded_eps_components(LocalExecutor(), parts, lengths, dbscan_k=20, dbscan_q=0.05, knn=knn, index_shards=2,
                                  knn_params={"random_state": 0})
     assert not res.exact
     assert adjusted_rand_score(ref, res.labels) > 0.99

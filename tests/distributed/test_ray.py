@@ -52,9 +52,10 @@ def test_eps_components_on_ray_equal_local(ray_executor, knn):
     U = (X / np.linalg.norm(X, axis=1, keepdims=True)).astype(np.float32)
     parts = [U[s:s + 300] for s in range(0, 1200, 300)]
     lengths = [len(p) for p in parts]
-    local = sharded_eps_components(LocalExecutor(), parts, lengths, dbscan_k=20, dbscan_q=0.2, knn=knn)
+    # the same index partitions on both executors, so that approximate search sees the same indices
+    local = sharded_eps_components(LocalExecutor(), parts, lengths, dbscan_k=20, dbscan_q=0.2, knn=knn, index_shards=2)
     handles = [ray_executor.put(p) for p in parts]
-    dist = sharded_eps_components(ray_executor, handles, lengths, dbscan_k=20, dbscan_q=0.2, knn=knn)
+    dist = sharded_eps_components(ray_executor, handles, lengths, dbscan_k=20, dbscan_q=0.2, knn=knn, index_shards=2)
     assert dist.eps == local.eps
     np.testing.assert_array_equal(dist.kth_distances, local.kth_distances)
     np.testing.assert_array_equal(dist.labels, local.labels)

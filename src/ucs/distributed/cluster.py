@@ -234,6 +234,7 @@ def cluster_pool(
     knn: str = "exact",
     knn_params: Optional[Dict[str, Any]] = None,
     completion_limit: int = 60_000,
+    index_shards: Optional[int] = None,
     **params: Any,
 ) -> PoolClustering:
     """Cluster a (sharded) pool with the ``LatentClusterer`` pipeline on ``executor``.
@@ -260,6 +261,9 @@ def cluster_pool(
         See :func:`~ucs.distributed.eps_graph.sharded_eps_components`.
     completion_limit : int
         Most dense rows completed pairwise (see the eps-graph module).
+    index_shards : int, optional
+        Neighbour-index partitions (default one per worker); see
+        :func:`~ucs.distributed.eps_graph.sharded_eps_components`.
 
     Returns
     -------
@@ -313,6 +317,7 @@ def cluster_pool(
         graph = sharded_eps_components(
             ex, units, lengths, dbscan_k=p["dbscan_k"], dbscan_q=p["dbscan_q"], graph_k=p["graph_k"], knn=knn,
             knn_params={"random_state": p["random_state"], **(knn_params or {})}, completion_limit=completion_limit,
+            index_shards=index_shards,
         )
         timings.update(graph.timings)
         labels = graph.labels

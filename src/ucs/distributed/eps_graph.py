@@ -125,6 +125,19 @@ def _search_shard(Uq: NDArray[np.float32], db: Any, k: int, method: str, params:
     return I.astype(np.int64)
 
 
+def _candidate_distances(
+    Uq: NDArray[np.float32], Udb: NDArray[np.float32], cand: NDArray[np.int64], block: int = 2048
+) -> NDArray[np.float64]:
+    """``d(Uq[i], Udb[cand[i, j]])`` for all ``i, j``, blockwise over rows. Memory ``O(block m d)``."""
+    n_q, m = cand.shape
+    out = np.empty((n_q, m), dtype=np.float64)
+    for s in range(0, n_q, block):
+        c = cand[s : s + block]
+        rows = np.repeat(Uq[s : s + block], m, axis=0)
+        out[s : s + block] = pair_cosine_distances(rows, Udb[c.ravel()]).reshape(c.shape)
+    return out
+
+
 def knn_task(
     q_offset: int,
     Uq: NDArray[np.float32],
@@ -162,8 +175,7 @@ def knn_task(
         local = _search_shard(Uq, idx, k_search, method, params)
         valid = local >= 0  # faiss pads with -1 when it finds fewer results
         local_c = np.where(valid, local, 0)
-        m = local.shape[1]
-        dist = pair_cosine_distances(np.repeat(Uq, m, axis=0), Udb[local_c.ravel()]).reshape(local.shape)
+        dist = _candidate_distances(Uq, Udb, local_c)
         cand_ids.append(np.where(valid, local_c + int(off), -1))
         cand_dist.append(np.where(valid, dist, np.inf))
     ids = np.concatenate(cand_ids, axis=1)
@@ -208,6 +220,10 @@ def edges_task(
     local = UnionFind(n_q).union(a[inside] - q_offset, b[inside] - q_offset).labels()
     dense = q_offset + np.flatnonzero(dist[:, -1] <= eps + _SLACK)
     return local, a[~inside], b[~inside], dense.astype(np.int64)
+
+
+def _concat_task(*parts: NDArray[np.float32]) -> NDArray[np.float32]:
+    return np.ascontiguousarray(np.concatenate(parts))
 
 
 def take_rows_task(U: NDArray[np.float32], local_rows: NDArray[np.int64]) -> NDArray[np.float32]:
@@ -291,6 +307,7 @@ def sharded_eps_components(
     knn_params: Optional[Dict[str, Any]] = None,
     eps: Optional[float] = None,
     completion_limit: int = 60_000,
+    index_shards: Optional[int] = None,
 ) -> EpsGraphResult:
     """DBSCAN(``min_samples=1``) components of sharded unit rows (see the module docstring).
 
@@ -317,6 +334,9 @@ def sharded_eps_components(
         Use this radius instead of the quantile heuristic.
     completion_limit : int
         Most distinct dense rows completed pairwise; beyond it only k-NN pairs are used (warning).
+    index_shards : int, optional
+        Database partitions searched by every query shard (consecutive shards are concatenated);
+        default one per worker. Fewer, larger partitions mean fewer searches per query.
 
     Returns
     -------
@@ -340,13 +360,19 @@ def sharded_eps_components(
     timings: Dict[str, float] = {}
 
     t = time.perf_counter()
-    db = list(shards)
+    n_idx = executor.num_workers if index_shards is None else int(index_shards)
+    if n_idx < 1:
+        raise ValueError(f"index_shards must be a positive integer or None; got {index_shards!r}")
+    groups = [g for g in np.array_split(np.arange(len(shards)), min(n_idx, len(shards))) if g.size]
+    db = [shards[g[0]] if g.size == 1 else executor.submit(_concat_task, *[shards[i] for i in g]) for g in groups]
+    db_offsets = offsets[[g[0] for g in groups]]
     if knn != "exact":
-        db = db + [executor.submit(build_index_task, s, knn, params) for s in shards]
+        db = db + [executor.submit(build_index_task, s, knn, params) for s in db]
     packs = []
     kth_handles = []
     for off, s in zip(offsets, shards):
-        kth_h, pack_h = executor.submit(knn_task, int(off), s, offsets, knn, params, dbscan_k, gk, *db, num_returns=2)
+        kth_h, pack_h = executor.submit(knn_task, int(off), s, db_offsets, knn, params, dbscan_k, gk, *db,
+                                        num_returns=2)
         kth_handles.append(kth_h)
         packs.append(pack_h)
     kth = np.concatenate(executor.get(kth_handles))
