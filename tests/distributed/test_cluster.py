@@ -3,14 +3,12 @@
 import numpy as np
 import pytest
 
-pytest.importorskip("ucs.clustering")
+from sklearn.metrics import adjusted_rand_score
 
-from sklearn.metrics import adjusted_rand_score  # noqa: E402
-
-from ucs.clustering import LatentClusterer  # noqa: E402
-from ucs.clustering.synthetic import make_planted_embeddings  # noqa: E402
-from ucs.distributed import LocalExecutor, cluster_pool, embed_pool  # noqa: E402
-from ucs.utils.io import atomic_save_npy  # noqa: E402
+from ucs.clustering import LatentClusterer
+from ucs.clustering.synthetic import make_planted_embeddings
+from ucs.distributed import LocalExecutor, cluster_pool, embed_pool
+from ucs.utils.io import atomic_save_npy
 
 #: a small but complete dict_dbscan configuration (fast enough for CI)
 SMALL = dict(pca_dim=24, n_atoms=12, dict_max_iter=4, dbscan_k=10)

@@ -5,8 +5,9 @@ from scipy.sparse.csgraph import connected_components
 from sklearn.metrics import adjusted_rand_score
 
 from ucs.distributed import LocalExecutor, sharded_eps_components
-from ucs.distributed.eps_graph import eps_from_kth, pair_cosine_distances
-from ucs.distributed.unionfind import first_occurrence_labels
+from ucs.clustering.graph import canonical_labels
+from ucs.clustering.neighbors import eps_from_knn
+from ucs.distributed.eps_graph import pair_cosine_distances
 
 
 def unit_blobs(n, d=16, n_centres=30, noise=0.3, seed=0):
@@ -28,9 +29,9 @@ def brute_force(U, k, q):
     D[c, r] = d
     np.fill_diagonal(D, np.inf)
     kth = np.sort(D, axis=1)[:, k - 1]
-    eps = eps_from_kth(kth, q)
+    eps = eps_from_knn(kth, q)
     _, lab = connected_components(sparse.csr_matrix(D <= eps), directed=False)
-    return first_occurrence_labels(lab), eps, kth
+    return canonical_labels(lab), eps, kth
 
 
 def shards_of(U, size):

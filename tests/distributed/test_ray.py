@@ -62,7 +62,6 @@ def test_eps_components_on_ray_equal_local(ray_executor, knn):
 
 
 def test_cluster_pool_on_ray_equals_latent_clusterer(ray_executor, tmp_path):
-    pytest.importorskip("ucs.clustering")
     from ucs.clustering import LatentClusterer
     from ucs.clustering.synthetic import make_planted_embeddings
     from ucs.distributed import cluster_pool
@@ -76,7 +75,6 @@ def test_cluster_pool_on_ray_equals_latent_clusterer(ray_executor, tmp_path):
 
 
 def test_select_queries_on_ray_equals_one_call(ray_executor):
-    pytest.importorskip("ucs.selectors")
     from ucs.distributed import select_queries
     from ucs.selectors import DPPSelector, UCSPrior, VoteKSelector
 

@@ -5,11 +5,9 @@ import functools
 import numpy as np
 import pytest
 
-pytest.importorskip("ucs.selectors")
-
-from ucs.distributed import LocalExecutor, select_queries  # noqa: E402
-from ucs.distributed.select import concat_selections, is_batch_invariant  # noqa: E402
-from ucs.selectors import (  # noqa: E402
+from ucs.distributed import LocalExecutor, select_queries
+from ucs.distributed.select import concat_selections, is_batch_invariant
+from ucs.selectors import (
     DPPSelector,
     RandomSelector,
     TopKSelector,

@@ -5,12 +5,13 @@ from hypothesis import strategies as st
 from scipy import sparse
 from scipy.sparse.csgraph import connected_components
 
-from ucs.distributed.unionfind import UnionFind, connected_components_from_edges, first_occurrence_labels
+from ucs.clustering.graph import canonical_labels
+from ucs.distributed.unionfind import UnionFind, connected_components_from_edges
 
 
 def _scipy_labels(n, a, b):
     g = sparse.coo_matrix((np.ones(len(a)), (a, b)), shape=(n, n))
-    return first_occurrence_labels(connected_components(g, directed=False)[1])
+    return canonical_labels(connected_components(g, directed=False)[1])
 
 
 @settings(max_examples=60, deadline=None)
@@ -42,11 +43,6 @@ def test_long_chain_converges():
     perm = np.random.default_rng(0).permutation(n)
     lab = connected_components_from_edges(n, perm[:-1], perm[1:])
     assert lab.max() == 0
-
-
-def test_first_occurrence_labels():
-    np.testing.assert_array_equal(first_occurrence_labels([7, 7, 3, 9, 3]), [0, 0, 1, 2, 1])
-    assert first_occurrence_labels([]).shape == (0,)
 
 
 def test_bad_input():

@@ -14,7 +14,7 @@ from ucs.distributed.executor import EXECUTORS, Executor, LocalExecutor, get_exe
 from ucs.distributed.ray_executor import RayExecutor, have_ray
 from ucs.distributed.select import select_queries
 from ucs.distributed.sharding import load_shard, shard_ranges
-from ucs.distributed.unionfind import UnionFind, connected_components_from_edges, first_occurrence_labels
+from ucs.distributed.unionfind import UnionFind, connected_components_from_edges
 
 __all__ = [
     "EXECUTORS",
@@ -28,7 +28,6 @@ __all__ = [
     "cluster_pool",
     "connected_components_from_edges",
     "embed_pool",
-    "first_occurrence_labels",
     "get_executor",
     "have_ray",
     "load_shard",

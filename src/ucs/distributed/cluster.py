@@ -26,10 +26,11 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ucs.distributed.embed import PoolEmbeddings
-from ucs.distributed.eps_graph import EpsGraphResult, eps_from_kth, sharded_eps_components
+from ucs.clustering.graph import canonical_labels
+from ucs.clustering.neighbors import eps_from_knn
+from ucs.distributed.eps_graph import EpsGraphResult, sharded_eps_components
 from ucs.distributed.executor import Executor, get_executor
 from ucs.distributed.sharding import ShardSource, check_shard_size, load_shard, shard_ranges
-from ucs.distributed.unionfind import first_occurrence_labels
 
 __all__ = ["PoolClustering", "cluster_pool", "Representation"]
 
@@ -119,7 +120,7 @@ class PoolClustering:
             raise ValueError("method 'dict_argmax' has no DBSCAN stage, so there is no eps")
         if not 0 < q < 1:
             raise ValueError(f"q must be in (0, 1); got {q!r}")
-        return eps_from_kth(self.kth_distances_, q)
+        return eps_from_knn(self.kth_distances_, q)
 
 
 # ---------------------------------------------------------------------------------------- tasks
@@ -306,7 +307,7 @@ def cluster_pool(
     if p["method"] == "dict_argmax":
         lab = np.concatenate(ex.get([ex.submit(_argmax_task, s, rep_h, dtype) for s in sources]))
         timings["dictionary_transform"] = time.perf_counter() - t
-        labels = first_occurrence_labels(lab)
+        labels = canonical_labels(lab)
         graph = None
     else:
         units = [ex.submit(_unit_codes_task, s, rep_h, dtype) for s in sources]

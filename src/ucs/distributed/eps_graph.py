@@ -9,8 +9,8 @@ components without ever holding the full pair structure in one place:
    each database shard for its ``k_search`` best candidates, recomputes their distances in
    float64 and keeps the ``graph_k`` nearest other rows. Only the distance to the
    ``dbscan_k``-th neighbour travels to the driver; the neighbour lists stay in the object store.
-2. **eps** is the ``q``-quantile of those k-th distances (zero distances dropped), as in the local
-   path.
+2. **eps** is the ``q``-quantile of those k-th distances (zero distances dropped), by the local
+   clusterer's :func:`~ucs.clustering.neighbors.eps_from_knn`.
 3. **Per-shard components.** A second task per query shard keeps the k-NN pairs within ``eps``,
    joins the rows of its own shard with them (local components) and returns the pairs that cross
    shards, plus its *dense* rows — rows whose ``graph_k``-th neighbour lies within ``eps``.
@@ -39,9 +39,11 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ucs.distributed.executor import Executor
-from ucs.distributed.unionfind import UnionFind, first_occurrence_labels
+from ucs.clustering.graph import canonical_labels
+from ucs.clustering.neighbors import eps_from_knn
+from ucs.distributed.unionfind import UnionFind
 
-__all__ = ["EpsGraphResult", "sharded_eps_components", "pair_cosine_distances", "eps_from_kth", "KNN_METHODS"]
+__all__ = ["EpsGraphResult", "sharded_eps_components", "pair_cosine_distances", "KNN_METHODS"]
 
 #: Neighbour-search methods of :func:`sharded_eps_components`.
 KNN_METHODS = ("exact", "hnsw", "ivf")
@@ -50,16 +52,13 @@ _SLACK = 1e-5
 
 
 def pair_cosine_distances(A: NDArray[np.float32], B: NDArray[np.float32]) -> NDArray[np.float64]:
-    """Row-wise cosine distances ``0.5 ||A[i] - B[i]||²`` of unit rows, in float64. ``O(m d)``."""
+    """Row-wise cosine distances ``0.5 ||A[i] - B[i]||²`` of unit rows, in float64. ``O(m d)``.
+
+    The formula of :func:`ucs.clustering.neighbors.pair_distances`, for pairs whose rows live in
+    different shards, so a pair gets the same distance here as in the local clusterer.
+    """
     diff = A.astype(np.float64) - B
     return 0.5 * np.einsum("ij,ij->i", diff, diff)
-
-
-def eps_from_kth(kth_distances: NDArray[np.float64], q: float) -> float:
-    """The ``q``-quantile of the positive k-th-neighbour distances (``0.0`` when none is positive)."""
-    d = np.asarray(kth_distances, dtype=np.float64)
-    d = d[d > 0]
-    return float(np.quantile(d, q)) if d.size else 0.0
 
 
 # ---------------------------------------------------------------------------------------- tasks
@@ -378,7 +377,7 @@ def sharded_eps_components(
     kth = np.concatenate(executor.get(kth_handles))
     timings["knn"] = time.perf_counter() - t
     if eps is None:
-        eps = eps_from_kth(kth, dbscan_q)
+        eps = eps_from_knn(kth, dbscan_q)
 
     t = time.perf_counter()
     outs = executor.get([executor.submit(edges_task, int(off), float(eps), p) for off, p in zip(offsets, packs)])
@@ -399,7 +398,7 @@ def sharded_eps_components(
     uf = UnionFind(int(n_comp.sum()))
     uf.union(row_comp[cross_a], row_comp[cross_b])
     uf.union(row_comp[comp_a], row_comp[comp_b])
-    labels = first_occurrence_labels(uf.find_all()[row_comp])
+    labels = canonical_labels(uf.find_all()[row_comp])
     timings["merge"] = time.perf_counter() - t
     return EpsGraphResult(
         labels=labels,

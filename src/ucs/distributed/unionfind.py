@@ -14,22 +14,9 @@ from typing import Tuple
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-__all__ = ["UnionFind", "connected_components_from_edges", "first_occurrence_labels"]
+from ucs.clustering.graph import canonical_labels
 
-
-def first_occurrence_labels(labels: ArrayLike) -> NDArray[np.int64]:
-    """Relabel ``0, 1, ...`` in order of each cluster's first member (lowest index). ``O(n log n)``.
-
-    This is the order in which DBSCAN and breadth-first connected components number clusters,
-    so equal partitions get equal label arrays.
-    """
-    labels = np.asarray(labels).ravel()
-    if labels.size == 0:
-        return np.zeros(0, dtype=np.int64)
-    _, first, inv = np.unique(labels, return_index=True, return_inverse=True)
-    rank = np.empty(first.size, dtype=np.int64)
-    rank[np.argsort(first, kind="stable")] = np.arange(first.size)
-    return rank[inv.ravel()]
+__all__ = ["UnionFind", "connected_components_from_edges"]
 
 
 def _as_edges(a: ArrayLike, b: ArrayLike, n: int) -> Tuple[NDArray[np.int64], NDArray[np.int64]]:
@@ -108,8 +95,7 @@ class UnionFind:
 
     def labels(self) -> NDArray[np.int64]:
         """Component label of every node, numbered ``0, 1, ...`` by lowest member index."""
-        # roots are the smallest members, so ranking roots orders sets by first member
-        return first_occurrence_labels(self.find_all())
+        return canonical_labels(self.find_all())
 
     @property
     def n_components(self) -> int:
@@ -123,6 +109,6 @@ def connected_components_from_edges(n: int, a: ArrayLike, b: ArrayLike) -> NDArr
     Returns
     -------
     labels : ndarray of shape (n,), int64
-        Numbered ``0, 1, ...`` in order of each component's lowest node.
+        Numbered ``0, 1, ...`` in order of each component's lowest node (as the local clusterer numbers them).
     """
     return UnionFind(n).union(a, b).labels()
