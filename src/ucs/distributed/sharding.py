@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, List, Sequence, Union
+from typing import Any, Union
 
 import numpy as np
 from numpy.typing import NDArray
@@ -47,7 +47,3 @@ def load_shard(source: ShardSource, mmap: bool = False) -> np.ndarray:
         return load_npy(source)
     return np.asarray(source)
 
-
-def shard_lengths(sources: Sequence[ShardSource]) -> List[int]:
-    """Row counts of shards (reads only ``.npy`` headers for files)."""
-    return [int(load_shard(s, mmap=True).shape[0]) for s in sources]
