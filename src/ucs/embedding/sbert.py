@@ -83,6 +83,8 @@ class SentenceTransformerEmbedder:
             return self
         st = require("sentence_transformers", _INSTALL, "The sentence-transformers backend")
         local = Path(self.model).expanduser()
+        if not local.exists() and (self.model.startswith((".", "/", "~")) or self.model.count("/") > 1):
+            raise FileNotFoundError(f"sentence-transformers model directory not found: {local}")
         if local.exists():
             if not local.is_dir():
                 raise ValueError(f"model must be a sentence-transformers directory or hub id, got file {local}")
@@ -111,7 +113,16 @@ class SentenceTransformerEmbedder:
 
     @property
     def identity(self) -> Dict[str, Any]:
-        self.load()
+        """Cache key; for local directories computed from the files, without loading the model."""
+        local = Path(self.model).expanduser()
+        if self._st is None and local.is_dir():
+            from ucs.models.resources import fingerprint
+
+            self._revision_id = self._revision_id or "sha256:" + fingerprint(local)
+            max_len = self.max_length or _configured_max_length(local)
+        else:
+            self.load()
+            max_len = int(self._st.max_seq_length)
         return {
             "model": self.name,
             "revision": self._revision_id,
@@ -119,7 +130,7 @@ class SentenceTransformerEmbedder:
             "layer": "model",
             "pooling": "model",
             "l2": self.normalize,
-            "max_length": int(self._st.max_seq_length),
+            "max_length": max_len,
         }
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
@@ -136,6 +147,15 @@ class SentenceTransformerEmbedder:
 
     def __repr__(self) -> str:
         return f"SentenceTransformerEmbedder(model={self.name!r}, normalize={self.normalize})"
+
+
+def _configured_max_length(local: Path) -> Optional[int]:
+    import json
+
+    try:
+        return int(json.loads((local / "sentence_bert_config.json").read_text())["max_seq_length"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
 
 
 def _hub_commit(model_id: str) -> Optional[str]:

@@ -1,0 +1,473 @@
+"""llama.cpp backbone (``llama-cpp-python``): GGUF models as both Embedder and LanguageModel.
+
+One model file is mapped once and served by up to three llama.cpp contexts, each created on first use:
+
+* **embedding** — pooled final-layer (after the final norm) hidden states; many texts are packed into
+  one batch as separate sequences, so no padding is computed at all;
+* **scoring** — label continuations of a shared prefix: the prefix is evaluated once, then every
+  distinct node of the continuations' token trie is evaluated once, as a tree-shaped multi-sequence
+  batch over the cached prefix (see :mod:`ucs.lm.prefix_tree`);
+* **generation** — ``llama_cpp.Llama.create_completion`` (greedy or sampled, stop strings); the
+  prompt's KV cache is reused across calls that share a beginning.
+
+Only the final layer is reachable through llama.cpp's pooling; use the transformers engine for
+intermediate layers.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import weakref
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence
+
+import numpy as np
+
+from ucs.embedding.base import POOLINGS, l2_normalize, sanitize_text, sanitize_texts
+from ucs.lm.base import ContinuationScores, reduce_scores
+from ucs.lm.prefix_tree import build_trie, logsumexp_rows, move_trailing_spaces
+from ucs.models.errors import InvalidModelFileError, require
+
+__all__ = ["LlamaCppBackbone"]
+
+_INSTALL = "'ucs-icl[llama]'  (or: pip install llama-cpp-python)"
+
+
+def _default_threads() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def check_gguf(path: Path) -> Path:
+    """Raise a clear error unless ``path`` is an existing file that starts with the GGUF magic."""
+    if not path.exists():
+        raise FileNotFoundError(f"model file not found: {path}")
+    if not path.is_file():
+        raise InvalidModelFileError(f"model path is not a file: {path}")
+    with open(path, "rb") as fh:
+        magic = fh.read(4)
+    if magic != b"GGUF":
+        raise InvalidModelFileError(f"{path} is not a GGUF file (magic {magic!r}, expected b'GGUF')")
+    return path
+
+
+class LlamaCppBackbone:
+    """A GGUF causal LM served by llama.cpp; implements ``Embedder`` and ``LanguageModel``.
+
+    Parameters
+    ----------
+    model_path : str or Path
+        GGUF model file.
+    name : str, optional
+        Name recorded in :attr:`identity` (defaults to the file name).
+    layer : {"last"} or int, default="last"
+        Only the final layer (``"last"``, ``-1`` or ``num_layers``) is available in llama.cpp.
+    pooling : {"mean", "last", "first"}, default="mean"
+    normalize : bool, default=False
+        ℓ2-normalise embeddings.
+    max_length : int, default=512
+        Texts are truncated to this many tokens before embedding (never an error).
+    context_length : int, default=2048
+        KV-cache size of the scoring and generation contexts; prompts longer than it are
+        truncated from the left.
+    n_threads : int, optional
+        CPU threads (default: the cores available to this process).
+    n_gpu_layers : int, default=0
+        Layers to offload when llama.cpp was built with a GPU backend (-1 = all).
+    batch_tokens : int, default=512
+        Tokens per llama.cpp batch (``n_batch = n_ubatch``); small values are faster on CPU.
+    seed : int, default=0
+        Default sampling seed for :meth:`generate`.
+
+    Notes
+    -----
+    Embedding: O(total tokens · L) compute, no padding. Scoring ``k`` continuations: one prefix
+    pass plus one pass over the ``m ≤ Σ len(continuation)`` trie nodes, batched. Memory: the model
+    (memory-mapped) plus a KV cache of ``context_length`` positions per context and one
+    ``(batch_tokens, vocab)`` float32 logits buffer.
+    """
+
+    engine = "llama"
+
+    def __init__(
+        self,
+        model_path: "str | os.PathLike[str]",
+        name: Optional[str] = None,
+        layer: "str | int" = "last",
+        pooling: str = "mean",
+        normalize: bool = False,
+        max_length: int = 512,
+        context_length: int = 2048,
+        n_threads: Optional[int] = None,
+        n_gpu_layers: int = 0,
+        batch_tokens: int = 512,
+        seed: int = 0,
+    ) -> None:
+        if pooling not in POOLINGS:
+            raise ValueError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
+        for pname, val in (("max_length", max_length), ("context_length", context_length),
+                           ("batch_tokens", batch_tokens)):
+            if not isinstance(val, (int, np.integer)) or val < 1:
+                raise ValueError(f"{pname} must be a positive integer, got {val!r}")
+        if n_threads is not None and (not isinstance(n_threads, int) or n_threads < 1):
+            raise ValueError(f"n_threads must be a positive integer or None, got {n_threads!r}")
+        self.model_path = Path(model_path)
+        self.name = name or self.model_path.name
+        self.layer = layer
+        self.pooling = pooling
+        self.normalize = bool(normalize)
+        self.max_length = int(max_length)
+        self.context_length = int(context_length)
+        self.n_threads = n_threads
+        self.n_gpu_layers = n_gpu_layers
+        self.batch_tokens = int(batch_tokens)
+        self.seed = seed
+        self._llm = None
+        self._emb_ctx = None
+        self._score_ctx = None
+        self._batches: Dict[str, Any] = {}
+        self._ctxs: List[Any] = []
+        self._sha: Optional[str] = None
+
+    # ------------------------------------------------------------------ loading
+    def load(self) -> "LlamaCppBackbone":
+        """Map the model (idempotent) and validate ``layer``; returns ``self``."""
+        if self._llm is not None:
+            return self
+        llama_cpp = require("llama_cpp", _INSTALL, "The llama.cpp engine")
+        check_gguf(self.model_path)
+        threads = self.n_threads or _default_threads()
+        try:
+            with _quiet():
+                self._llm = llama_cpp.Llama(
+                    str(self.model_path), n_ctx=self.context_length, n_batch=self.batch_tokens,
+                    n_ubatch=self.batch_tokens, n_threads=threads, n_threads_batch=threads,
+                    n_gpu_layers=self.n_gpu_layers, seed=self.seed, verbose=False,
+                )
+        except (ValueError, RuntimeError) as exc:
+            raise InvalidModelFileError(f"llama.cpp could not load {self.model_path} as a model: {exc}") from exc
+        self._lc = llama_cpp
+        # free the native objects while the interpreter is still intact (not in __del__ at exit)
+        self._finalizer = weakref.finalize(self, _free, self._llm, self._batches, self._ctxs)
+        self._resolve_layer()
+        return self
+
+    @property
+    def num_layers(self) -> int:
+        self.load()
+        return int(self._lc.llama_model_n_layer(self._llm._model.model))
+
+    def _resolve_layer(self) -> None:
+        n = self.num_layers
+        if self.layer in ("last", -1, n):
+            return
+        if isinstance(self.layer, (int, np.integer)) and not -n - 1 <= self.layer <= n:
+            raise ValueError(f"layer {self.layer} is out of range for a model with {n} layers (valid: 0..{n})")
+        raise ValueError(
+            f"layer={self.layer!r}: the llama.cpp engine only exposes the last layer; "
+            "use engine='transformers' for intermediate layers"
+        )
+
+    def _new_ctx(self, *, embeddings: bool, n_ctx: int, n_seq: int, pooling: int = 0):
+        from llama_cpp import _internals as internals
+
+        lc = self._lc
+        p = lc.llama_context_default_params()
+        threads = self.n_threads or _default_threads()
+        p.n_ctx = n_ctx
+        p.n_batch = self.batch_tokens
+        p.n_ubatch = self.batch_tokens
+        p.n_seq_max = n_seq
+        p.n_threads = threads
+        p.n_threads_batch = threads
+        p.embeddings = embeddings
+        p.kv_unified = True
+        if embeddings:
+            p.pooling_type = pooling
+        with _quiet():
+            ctx = internals.LlamaContext(model=self._llm._model, params=p, verbose=False)
+        self._ctxs.append(ctx)
+        return ctx
+
+    def _batch(self, kind: str, n_seq: int):
+        from llama_cpp import _internals as internals
+
+        if kind not in self._batches:
+            self._batches[kind] = internals.LlamaBatch(
+                n_tokens=self.batch_tokens, embd=0, n_seq_max=n_seq, verbose=False)
+        return self._batches[kind]
+
+    # ------------------------------------------------------------------ identity
+    @property
+    def identity(self) -> Dict[str, Any]:
+        if self._sha is None:
+            from ucs.models.resources import fingerprint
+
+            self._sha = fingerprint(self.model_path)
+        return {
+            "model": self.name, "revision": "sha256:" + self._sha, "engine": self.engine,
+            "layer": "last", "pooling": self.pooling, "l2": self.normalize, "max_length": self.max_length,
+        }
+
+    @property
+    def dim(self) -> int:
+        self.load()
+        return int(self._llm.n_embd())
+
+    @property
+    def vocab_size(self) -> int:
+        self.load()
+        return int(self._llm.n_vocab())
+
+    # ------------------------------------------------------------------ tokens
+    def tokenize(self, text: str, add_special: bool = True) -> List[int]:
+        """Token ids of ``text`` (BOS added when the model asks for it and ``add_special``)."""
+        self.load()
+        return self._llm.tokenize(sanitize_text(text).encode("utf-8"), add_bos=add_special, special=True)
+
+    def count_tokens(self, text: str) -> int:
+        return len(self.tokenize(text))
+
+    def _fallback_token(self) -> int:
+        vocab = self._llm._model.vocab
+        bos = self._lc.llama_vocab_bos(vocab)
+        return int(bos if bos >= 0 else self._lc.llama_vocab_eos(vocab))
+
+    # ------------------------------------------------------------------ embeddings
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Pooled final-layer embeddings, shape ``(len(texts), dim)`` float32.
+
+        Texts longer than ``max_length`` tokens are truncated; an empty text is embedded as the
+        single BOS (or EOS) token.
+        """
+        texts = sanitize_texts(texts)
+        self.load()
+        d = self.dim
+        out = np.empty((len(texts), d), dtype=np.float32)
+        if not texts:
+            return out
+        lc = self._lc
+        limit = min(self.max_length, self.batch_tokens)
+        n_seq = min(self.batch_tokens, int(lc.llama_max_parallel_sequences()))
+        if self._emb_ctx is None:
+            pool_id = {"mean": lc.LLAMA_POOLING_TYPE_MEAN, "last": lc.LLAMA_POOLING_TYPE_LAST,
+                       "first": lc.LLAMA_POOLING_TYPE_CLS}[self.pooling]
+            self._emb_ctx = self._new_ctx(embeddings=True, n_ctx=self.batch_tokens, n_seq=n_seq, pooling=pool_id)
+        ctx = self._emb_ctx
+        batch = self._batch("embed", n_seq)
+        fallback = self._fallback_token()
+        toks = [self._llm.tokenize(t.encode("utf-8"), add_bos=True, special=True)[:limit] or [fallback]
+                for t in texts]
+        rows: List[int] = []
+        batch.reset()
+        used = 0
+
+        def flush() -> None:
+            ctx.kv_cache_clear()
+            ctx.decode(batch)
+            for s, r in enumerate(rows):
+                ptr = lc.llama_get_embeddings_seq(ctx.ctx, s)
+                out[r] = np.ctypeslib.as_array(ptr, shape=(d,))
+            batch.reset()
+            rows.clear()
+
+        for r, tk in enumerate(toks):
+            if used + len(tk) > self.batch_tokens or len(rows) >= n_seq:
+                flush()
+                used = 0
+            batch.add_sequence(tk, len(rows), True)
+            rows.append(r)
+            used += len(tk)
+        flush()
+        ctx.kv_cache_clear()
+        return l2_normalize(out) if self.normalize else out
+
+    # ------------------------------------------------------------------ scoring
+    def score_continuations_detailed(self, prefix: str, continuations: Sequence[str]) -> ContinuationScores:
+        """Log-probabilities of each continuation given ``prefix``, with token counts.
+
+        The prefix is evaluated once; each distinct node of the continuations' token trie is
+        evaluated once, in multi-sequence batches that share the prefix's KV cache.
+        """
+        conts = sanitize_texts(continuations)
+        self.load()
+        k = len(conts)
+        if k == 0:
+            return ContinuationScores(np.zeros(0), np.zeros(0, dtype=np.int64))
+        prefix, conts = move_trailing_spaces(sanitize_text(prefix), conts)
+        fallback = self._fallback_token()
+        p_tok = self._llm.tokenize(prefix.encode("utf-8"), add_bos=True, special=True) or [fallback]
+        c_tok = [self._llm.tokenize(c.encode("utf-8"), add_bos=False, special=True) or [fallback] for c in conts]
+        max_c = max(len(c) for c in c_tok)
+        if max_c >= self.context_length:
+            raise ValueError(f"a continuation has {max_c} tokens, more than context_length={self.context_length}")
+        # left-truncate the prefix so that prefix + the longest continuation fit the context
+        p_tok = p_tok[-max(1, self.context_length - max_c - 1):]
+        P = len(p_tok)
+        lc = self._lc
+        n_seq = min(int(lc.llama_max_parallel_sequences()), 256)
+        if self._score_ctx is None:
+            self._score_ctx = self._new_ctx(embeddings=False, n_ctx=self.context_length, n_seq=n_seq)
+        ctx = self._score_ctx
+        batch = self._batch("score", n_seq)
+        V = self.vocab_size
+        ctx.kv_cache_clear()
+        # 1) the prefix, once (sequence 0); logits only at its last token
+        last_logits = None
+        for s in range(0, P, self.batch_tokens):
+            chunk = p_tok[s:s + self.batch_tokens]
+            batch.reset()
+            b = batch.batch
+            for i, t in enumerate(chunk):
+                b.token[i] = t
+                b.pos[i] = s + i
+                b.n_seq_id[i] = 1
+                b.seq_id[i][0] = 0
+                b.logits[i] = False
+            b.logits[len(chunk) - 1] = True
+            b.n_tokens = len(chunk)
+            ctx.decode(batch)
+            if s + self.batch_tokens >= P:
+                last_logits = np.ctypeslib.as_array(lc.llama_get_logits_ith(ctx.ctx, len(chunk) - 1), shape=(V,)).copy()
+        first_lse = float(logsumexp_rows(last_logits[None, :])[0])
+        logp = np.zeros(k, dtype=np.float64)
+        n_tok = np.array([len(c) for c in c_tok], dtype=np.int64)
+        # 2) continuations in groups of < n_seq sequences whose trie fits the KV cache
+        order = sorted(range(k), key=lambda j: c_tok[j])
+        room = self.context_length - P
+        groups: List[List[int]] = []
+        cur: List[int] = []
+        seen: set = set()
+        for j in order:
+            new = {tuple(c_tok[j][:i + 1]) for i in range(len(c_tok[j]))} - seen
+            if cur and (len(cur) >= n_seq - 1 or len(seen) + len(new) > room):
+                groups.append(cur)
+                cur, seen = [], set()
+                new = {tuple(c_tok[j][:i + 1]) for i in range(len(c_tok[j]))}
+            cur.append(j)
+            seen |= new
+        groups.append(cur)
+        for g in groups:
+            self._score_group(ctx, batch, P, [c_tok[j] for j in g], g, last_logits, first_lse, logp, V)
+        ctx.kv_cache_clear()
+        return ContinuationScores(logprob=logp, n_tokens=n_tok)
+
+    def _score_group(self, ctx, batch, P, toks, idx, last_logits, first_lse, logp, V) -> None:
+        lc = self._lc
+        trie = build_trie(toks)
+        members = trie.members()
+        need = trie.has_children()
+        for s in range(1, len(toks) + 1):
+            lc.llama_memory_seq_cp(ctx.memory, 0, s, -1, -1)
+        node_lp = np.empty(trie.n_nodes, dtype=np.float64)  # log p(node token | its parent path)
+        first = trie.depth == 0
+        node_lp[first] = last_logits[trie.tokens[first]] - first_lse
+        m = trie.n_nodes
+        for s in range(0, m, self.batch_tokens):
+            e = min(m, s + self.batch_tokens)
+            batch.reset()
+            b = batch.batch
+            out_rows = []
+            for i in range(s, e):
+                r = i - s
+                b.token[r] = int(trie.tokens[i])
+                b.pos[r] = P + int(trie.depth[i])
+                mem = members[i]
+                b.n_seq_id[r] = len(mem)
+                for q, j in enumerate(mem):
+                    b.seq_id[r][q] = j + 1
+                b.logits[r] = bool(need[i])
+                if need[i]:
+                    out_rows.append((r, i))
+            b.n_tokens = e - s
+            ctx.decode(batch)
+            if out_rows:
+                logits = np.stack([np.ctypeslib.as_array(lc.llama_get_logits_ith(ctx.ctx, r), shape=(V,))
+                                   for r, _ in out_rows])
+                lse = logsumexp_rows(logits)
+                row_of = {i: q for q, (_, i) in enumerate(out_rows)}
+                # children of the nodes evaluated here
+                for c in np.nonzero(np.isin(trie.parent, [i for _, i in out_rows]))[0]:
+                    q = row_of[int(trie.parent[c])]
+                    node_lp[c] = float(logits[q, trie.tokens[c]]) - lse[q]
+        for s in range(1, len(toks) + 1):
+            lc.llama_memory_seq_rm(ctx.memory, s, -1, -1)
+        for local, j in enumerate(idx):
+            logp[j] = node_lp[trie.paths[local]].sum()
+
+    def score_continuations(self, prefix: str, continuations: Sequence[str], reduction: str = "sum") -> np.ndarray:
+        """Total (``"sum"``) or per-token mean (``"mean"``) log-probability of each continuation."""
+        return reduce_scores(self.score_continuations_detailed(prefix, continuations), reduction)
+
+    # ------------------------------------------------------------------ generation
+    def generate(
+        self,
+        prompts: Sequence[str],
+        max_new_tokens: int = 16,
+        temperature: float = 0.0,
+        top_p: float = 1.0,
+        stop: Optional[Sequence[str]] = None,
+        seed: Optional[int] = None,
+    ) -> List[str]:
+        """Complete each prompt (greedy when ``temperature == 0``); returns the new text only.
+
+        Sampling uses exactly ``temperature`` and nucleus ``top_p`` (no top-k, min-p or repetition
+        penalty); prompt ``i`` is sampled with seed ``seed + i`` (default ``self.seed + i``).
+        """
+        from ucs.utils.dummies import _check_generation_args
+
+        _check_generation_args(max_new_tokens, temperature, top_p)
+        prompts = sanitize_texts(prompts)
+        self.load()
+        base = self.seed if seed is None else seed
+        out = []
+        keep = max(1, self.context_length - max_new_tokens)
+        for i, p in enumerate(prompts):
+            toks = self.tokenize(p)[-keep:] or [self._fallback_token()]
+            res = self._llm.create_completion(
+                toks, max_tokens=max_new_tokens, temperature=float(temperature), top_p=float(top_p),
+                top_k=0, min_p=0.0, repeat_penalty=1.0, stop=list(stop) if stop else None,
+                seed=int(base) + i,
+            )
+            out.append(res["choices"][0]["text"])
+        return out
+
+    def close(self) -> None:
+        """Free the llama.cpp contexts and the model (a later call loads them again)."""
+        if self._llm is not None:
+            self._finalizer()
+        self._llm = self._emb_ctx = self._score_ctx = None
+        self._batches, self._ctxs = {}, []
+
+    def __repr__(self) -> str:
+        return f"LlamaCppBackbone({self.name!r}, pooling={self.pooling!r}, normalize={self.normalize})"
+
+
+def _free(llm, batches: Dict[str, Any], ctxs: List[Any]) -> None:
+    for b in batches.values():
+        b.close()
+    batches.clear()
+    for c in ctxs:
+        c.close()
+    ctxs.clear()
+    llm.close()
+
+
+@contextlib.contextmanager
+def _quiet():
+    """Silence llama.cpp's C-level log output to stderr while loading."""
+    try:
+        fd = os.dup(2)
+    except OSError:  # pragma: no cover
+        yield
+        return
+    try:
+        with open(os.devnull, "w") as devnull:
+            os.dup2(devnull.fileno(), 2)
+            yield
+    finally:
+        os.dup2(fd, 2)
+        os.close(fd)

