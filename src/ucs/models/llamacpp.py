@@ -185,6 +185,12 @@ class LlamaCppBackbone:
         p.n_threads_batch = threads
         p.embeddings = embeddings
         p.kv_unified = True
+        # Measured with llama.cpp as bundled by llama-cpp-python 0.3.36 on CPU: packed embedding
+        # batches are only row-independent with the classic attention kernel, and tree-shaped
+        # multi-sequence scoring batches only match one-continuation-at-a-time scoring with flash
+        # attention. Tests (tests/models/test_llamacpp.py) check both properties.
+        p.flash_attn_type = (lc.LLAMA_FLASH_ATTN_TYPE_DISABLED if embeddings
+                             else lc.LLAMA_FLASH_ATTN_TYPE_ENABLED)
         if embeddings:
             p.pooling_type = pooling
         with _quiet():
@@ -337,7 +343,9 @@ class LlamaCppBackbone:
         n_tok = np.array([len(c) for c in c_tok], dtype=np.int64)
         # 2) continuations in groups of < n_seq sequences whose trie fits the KV cache
         order = sorted(range(k), key=lambda j: c_tok[j])
-        room = self.context_length - P
+        # each group's trie goes into ONE decode call: splitting a tree batch over several calls
+        # gave slightly different numbers than one-at-a-time scoring with this llama.cpp
+        room = min(self.context_length - P, self.batch_tokens)
         groups: List[List[int]] = []
         cur: List[int] = []
         seen: set = set()
@@ -366,7 +374,7 @@ class LlamaCppBackbone:
         first = trie.depth == 0
         node_lp[first] = last_logits[trie.tokens[first]] - first_lse
         m = trie.n_nodes
-        for s in range(0, m, self.batch_tokens):
+        for s in range(0, m, self.batch_tokens):  # one iteration: groups are built to fit a batch
             e = min(m, s + self.batch_tokens)
             batch.reset()
             b = batch.batch
