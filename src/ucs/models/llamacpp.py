@@ -131,6 +131,8 @@ class LlamaCppBackbone:
         self._batches: Dict[str, Any] = {}
         self._ctxs: List[Any] = []
         self._sha: Optional[str] = None
+        self._score_prefix: Optional[List[int]] = None
+        self._score_last_logits: Optional[np.ndarray] = None
 
     # ------------------------------------------------------------------ loading
     def load(self) -> "LlamaCppBackbone":
@@ -320,24 +322,32 @@ class LlamaCppBackbone:
         ctx = self._score_ctx
         batch = self._batch("score", n_seq)
         V = self.vocab_size
-        ctx.kv_cache_clear()
-        # 1) the prefix, once (sequence 0); logits only at its last token
-        last_logits = None
-        for s in range(0, P, self.batch_tokens):
-            chunk = p_tok[s:s + self.batch_tokens]
-            batch.reset()
-            b = batch.batch
-            for i, t in enumerate(chunk):
-                b.token[i] = t
-                b.pos[i] = s + i
-                b.n_seq_id[i] = 1
-                b.seq_id[i][0] = 0
-                b.logits[i] = False
-            b.logits[len(chunk) - 1] = True
-            b.n_tokens = len(chunk)
-            ctx.decode(batch)
-            if s + self.batch_tokens >= P:
-                last_logits = np.ctypeslib.as_array(lc.llama_get_logits_ith(ctx.ctx, len(chunk) - 1), shape=(V,)).copy()
+        # 1) the prefix, once (sequence 0); logits only at its last token. The prefix's KV cache is
+        # kept, so scoring more continuations of the *same* prefix later skips this step (an exact
+        # match only: a partial reuse would make results depend on the call history).
+        if self._score_prefix == p_tok:
+            last_logits = self._score_last_logits
+        else:
+            ctx.kv_cache_clear()
+            self._score_prefix = None
+            last_logits = None
+            for s in range(0, P, self.batch_tokens):
+                chunk = p_tok[s:s + self.batch_tokens]
+                batch.reset()
+                b = batch.batch
+                for i, t in enumerate(chunk):
+                    b.token[i] = t
+                    b.pos[i] = s + i
+                    b.n_seq_id[i] = 1
+                    b.seq_id[i][0] = 0
+                    b.logits[i] = False
+                b.logits[len(chunk) - 1] = True
+                b.n_tokens = len(chunk)
+                ctx.decode(batch)
+                if s + self.batch_tokens >= P:
+                    last_logits = np.ctypeslib.as_array(
+                        lc.llama_get_logits_ith(ctx.ctx, len(chunk) - 1), shape=(V,)).copy()
+            self._score_prefix, self._score_last_logits = list(p_tok), last_logits
         first_lse = float(logsumexp_rows(last_logits[None, :])[0])
         logp = np.zeros(k, dtype=np.float64)
         n_tok = np.array([len(c) for c in c_tok], dtype=np.int64)
@@ -360,7 +370,6 @@ class LlamaCppBackbone:
         groups.append(cur)
         for g in groups:
             self._score_group(ctx, batch, P, [c_tok[j] for j in g], g, last_logits, first_lse, logp, V)
-        ctx.kv_cache_clear()
         return ContinuationScores(logprob=logp, n_tokens=n_tok)
 
     def _score_group(self, ctx, batch, P, toks, idx, last_logits, first_lse, logp, V) -> None:
@@ -449,6 +458,7 @@ class LlamaCppBackbone:
             self._finalizer()
         self._llm = self._emb_ctx = self._score_ctx = None
         self._batches, self._ctxs = {}, []
+        self._score_prefix = self._score_last_logits = None
 
     def __repr__(self) -> str:
         return f"LlamaCppBackbone({self.name!r}, pooling={self.pooling!r}, normalize={self.normalize})"
