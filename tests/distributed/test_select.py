@@ -77,6 +77,13 @@ def test_factory_is_built_per_worker(data):
     _assert_same(select_queries(fac, queries, batch_size=10, budget=4), fac().select(queries, 4))
 
 
+def test_query_independent_without_queries(data):
+    pool, lab, queries = data
+    sel = VoteKSelector(k=3).fit(pool)
+    texts = [f"q{i}" for i in range(5)]
+    _assert_same(select_queries(sel, None, budget=4, query_texts=texts), sel.select(None, 4, query_texts=texts))
+
+
 def test_batch_dependent_selectors_warn(data):
     pool, lab, queries = data
     sel = RandomSelector(per_query=True).fit(pool)

@@ -95,7 +95,7 @@ class _SelectWorker:
 
 def select_queries(
     selector: Union[Any, Callable[[], Any]],
-    queries: Any,
+    queries: Optional[Any],
     executor: Union[None, str, Executor] = None,
     batch_size: int = 1024,
     *,
@@ -111,8 +111,9 @@ def select_queries(
     selector : fitted Selector, or a zero-argument picklable callable returning one
         A fitted selector is shipped once to each worker; a factory (for example a
         ``functools.partial`` that loads the pool and fits) is called once per worker instead.
-    queries : array-like of shape (Q, d)
-        Query embeddings (the retrieval embedder's).
+    queries : array-like of shape (Q, d), or None
+        Query embeddings (the retrieval embedder's). ``None`` is for query-independent selectors
+        (VoteK, Random): their one shared row is computed on the driver.
     executor : {"local", "ray"} or Executor, optional
     batch_size : int, default=1024
         Queries per task, at least 2 (a trailing batch of one query joins the previous batch), so
@@ -134,6 +135,10 @@ def select_queries(
     Time: the selector's own per-query cost divided across workers. Memory: one fitted selector
     per worker (the pool matrix, ``O(N d)``) plus one batch of queries.
     """
+    if queries is None:
+        # query-independent selectors: one shared row, nothing to split
+        sel = selector if hasattr(selector, "select") else selector()
+        return sel.select(None, budget, query_texts=None if query_texts is None else list(query_texts))
     batch_size = check_shard_size(batch_size, "batch_size")
     if batch_size < 2:
         raise ValueError(
