@@ -10,7 +10,7 @@ Spectra are returned as integer arrays indexed by ``s`` with ``f[0] == 0``, so
 
 from __future__ import annotations
 
-from typing import Iterable, Optional
+from typing import Optional
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -71,13 +71,16 @@ def validate_cluster_ids(cluster_ids: ArrayLike, name: str = "cluster_ids") -> N
 
 
 def validate_subset(subset: ArrayLike, n_items: int, name: str = "subset", allow_empty: bool = True) -> NDArray[np.int64]:
-    """Check an array of pool indices against a pool of ``n_items`` items."""
-    arr = np.asarray(subset if subset is not None else [], dtype=object if subset is None else None)
+    """Check an array of pool indices against a pool of ``n_items`` items.
+
+    Returns the indices as int64; an empty subset is allowed unless ``allow_empty=False``.
+    """
+    arr = np.asarray([] if subset is None else subset)
     if arr.size == 0:
         if not allow_empty:
             raise ValueError(f"{name} is empty; give at least one pool index")
         return np.zeros(0, dtype=np.int64)
-    idx = validate_cluster_ids(np.asarray(subset), name=name)
+    idx = validate_cluster_ids(arr.reshape(-1) if arr.ndim == 0 else arr, name=name)
     if idx.max() >= n_items:
         raise ValueError(f"{name} contains index {int(idx.max())} but the pool has only {n_items} items")
     return idx
@@ -158,6 +161,3 @@ def k_seen(ids: ArrayLike) -> int:
     """Number of distinct clusters ``K_seen`` among ``ids``."""
     return int(multiplicities(ids).size)
 
-
-def _as_int_list(values: Iterable[int]) -> list[int]:  # pragma: no cover - tiny helper
-    return [int(v) for v in values]

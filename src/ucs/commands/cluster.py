@@ -1,0 +1,53 @@
+"""``ucs cluster``: discretise a saved embedding matrix into latent cluster ids."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("cluster")
+    def cluster(
+        embeddings: Path = typer.Argument(..., exists=True, dir_okay=False, help="Embedding matrix (.npy, n × d)."),
+        out: Path = typer.Argument(..., file_okay=False, help="Directory for the fitted clusterer and labels."),
+        method: str = typer.Option("dict_dbscan", help="dict_dbscan | dbscan | dict_argmax"),
+        q: float = typer.Option(0.01, "--q", help="Quantile of k-NN distances used as DBSCAN eps."),
+        k: int = typer.Option(20, "--k", help="k of the k-NN distances."),
+        min_samples: int = typer.Option(1, help="DBSCAN min_samples."),
+        pca_dim: int = typer.Option(128, help="PCA dimension (0 disables PCA)."),
+        n_atoms: int = typer.Option(64, help="Dictionary atoms."),
+        coding: str = typer.Option("ridge", help="ridge | omp"),
+        standardize: bool = typer.Option(False, help="Standardise features before PCA."),
+        backend: str = typer.Option("fast", help="fast | sklearn"),
+        seed: Optional[int] = typer.Option(0, help="Random seed."),
+    ) -> None:
+        """Fit a LatentClusterer on EMBEDDINGS and save it (npz + json) with a cluster report."""
+        from ucs.clustering import LatentClusterer
+        from ucs.utils.io import atomic_write_text, load_npy
+
+        E = load_npy(embeddings)
+        c = LatentClusterer(
+            method=method,
+            dbscan_q=q,
+            dbscan_k=k,
+            min_samples=min_samples,
+            pca_dim=pca_dim or None,
+            n_atoms=n_atoms,
+            coding=coding,
+            standardize=standardize,
+            backend=backend,
+            random_state=seed,
+        )
+        try:
+            c.fit(E)
+        except ValueError as exc:
+            typer.echo(f"error: {exc}", err=True)
+            raise typer.Exit(2)
+        c.save(out)
+        md = c.report().to_markdown()
+        atomic_write_text(out / "report.md", md + "\n")
+        typer.echo(f"{c.n_clusters_} clusters over {E.shape[0]} items (eps={c.eps_}); saved to {out}")
+        typer.echo(md)

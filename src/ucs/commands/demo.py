@@ -1,0 +1,136 @@
+"""``ucs demo``: the whole UCS pipeline, offline, on the shipped sample dataset (or any dataset)."""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Optional
+
+import numpy as np
+import typer
+
+HELP = """Run the whole pipeline on a small scale and show every stage.
+
+Embeds the pool with the ICL backbone (default SmolLM2-135M, offline), clusters it into latent clusters,
+selects demonstrations with base selectors and their UCS forms, evaluates a handful of test queries by
+label likelihood, and prints a chosen prompt, the coverage diagnostics and the accuracies.
+"""
+
+
+def _echo_rule(title: str) -> None:
+    typer.echo(f"\n== {title} " + "=" * max(3, 70 - len(title)))
+
+
+def run_demo(
+    dataset: str = "sample",
+    data_dir: Optional[str] = None,
+    backbone: str = "smollm2",
+    engine: Optional[str] = None,
+    selectors: str = "dpp,dpp+ucs,votek,votek+ucs",
+    queries: int = 8,
+    budget: int = 5,
+    runs: int = 1,
+    lam: Optional[float] = None,
+    dbscan_q: Optional[float] = None,
+    estimator: Optional[str] = None,
+    out: Optional[Path] = None,
+    cache_dir: Optional[Path] = None,
+    show_prompts: int = 1,
+    backbone_obj: Any = None,
+) -> Any:
+    """Run the demo and print it; returns the :class:`~ucs.pipeline.PipelineResult`."""
+    from ucs.evaluation.prompts import PromptBuilder, format_for_task
+    from ucs.pipeline import Pipeline, PipelineConfig
+
+    options = dict(lam=lam, dbscan_q=dbscan_q, estimator=estimator)
+    cfg = PipelineConfig(
+        dataset=dataset, data_dir=data_dir, backbone=backbone, engine=engine, selectors=selectors, budget=budget,
+        n_runs=runs, test_size=queries, mode="likelihood", retrieval_embedder="backbone", preset="demo",
+        **{k: v for k, v in options.items() if v is not None},
+    )
+    tmp = None
+    if out is None:
+        tmp = tempfile.TemporaryDirectory(prefix="ucs-demo-")
+        out = Path(tmp.name)
+    pipe = Pipeline(cfg, backbone=backbone_obj, cache_dir=cache_dir, out_dir=out, progress=False)
+    try:
+        ds = pipe.dataset
+        _echo_rule("data")
+        typer.echo(f"{ds.name}: pool {len(ds.pool)}, test {len(ds.test)}, {ds.n_labels} labels; "
+                   f"evaluating {min(queries, len(ds.test))} test queries, {runs} run(s), budget {budget}")
+
+        _echo_rule("1. pool embeddings (ICL backbone)")
+        t0 = time.perf_counter()
+        E = pipe.pool_embeddings()
+        ident = dict(pipe.backbone.identity)
+        typer.echo(f"backbone {ident.get('model')} ({ident.get('engine', 'dummy')}): E {E.shape[0]} × {E.shape[1]} "
+                   f"in {time.perf_counter() - t0:.1f} s (cache: {pipe.embedding_cache.root})")
+
+        seed = cfg.run_seeds[0]
+        _echo_rule(f"2. latent clusters (seed {seed}, q = {cfg.dbscan_q})")
+        t0 = time.perf_counter()
+        ids = pipe.cluster_ids(seed)
+        sizes = np.bincount(ids)
+        largest = np.sort(sizes)[::-1][:8].tolist()
+        typer.echo(f"{sizes.size} clusters in {time.perf_counter() - t0:.1f} s; singletons {int((sizes == 1).sum())}; "
+                   f"largest sizes {largest}")
+
+        _echo_rule("3. selection + ICL evaluation (likelihood of every label)")
+        result = pipe.run(out)
+        eval_ds = cfg.protocol().apply(ds)
+        qtexts = list(eval_ds.test.texts[: min(queries, len(eval_ds.test))])
+        builder = PromptBuilder(format_for_task(ds.task), ds.label_names, None, None, None)
+        for m in cfg.selectors:
+            sel = pipe.selection(m, seed, qtexts)
+            row = sel.indices[0]
+            cids = pipe.cluster_ids(seed, cfg.dbscan_q_for(m))
+            typer.echo(f"\n[{m}] demonstrations for query 0 ({qtexts[0]!r}):")
+            for i in row.tolist():
+                typer.echo(f"  - {ds.pool.texts[i]!r} → {ds.label_names[int(ds.pool.labels[i])]}"
+                           f"  [cluster {int(cids[i])}, size {int(np.bincount(cids)[cids[i]])}]")
+        shown = [m for m in cfg.selectors if m.endswith("+ucs")][:show_prompts] or list(cfg.selectors[:show_prompts])
+        for m in shown:
+            sel = pipe.selection(m, seed, qtexts)
+            demos = [(ds.pool.texts[i], ds.label_names[int(ds.pool.labels[i])]) for i in sel.indices[0].tolist()]
+            _echo_rule(f"prompt chosen by {m} for query 0")
+            typer.echo(builder.build(demos, qtexts[0]).text)
+
+        _echo_rule("coverage of the chosen prompts (mean over queries)")
+        from ucs.pipeline.diagnostics import coverage_markdown
+
+        typer.echo(coverage_markdown(result.coverage))
+        _echo_rule("accuracy")
+        typer.echo(result.evaluation.to_markdown())
+        times = {k: round(v, 2) for k, v in pipe.timings.items()}
+        typer.echo(f"timings (s): {times}")
+        if tmp is None:
+            typer.echo(f"files: {out}")
+        return result
+    finally:
+        if tmp is not None:
+            tmp.cleanup()
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("demo", help=HELP)
+    def demo_cmd(
+        dataset: str = typer.Option("sample", "--dataset", "-d", help="Dataset name (default: the shipped sample)."),
+        data_dir: Optional[Path] = typer.Option(None, "--data-dir", help="Folder of the public data files."),
+        model: str = typer.Option("smollm2", "--model", "-m", "--backbone", help="ICL backbone (smollm2, gemma3, ...)."),
+        engine: Optional[str] = typer.Option(None, "--engine", help="llama | transformers."),
+        selectors: str = typer.Option("dpp,dpp+ucs,votek,votek+ucs", "--selectors", "-s", help="Methods to compare."),
+        queries: int = typer.Option(8, "--queries", "-n", help="Test queries to evaluate."),
+        budget: int = typer.Option(5, "--budget", "-b", help="Demonstrations per prompt."),
+        runs: int = typer.Option(1, "--runs", help="Runs (seeds 42, 43, ...)."),
+        lam: Optional[float] = typer.Option(None, "--lam", help="UCS weight λ."),
+        dbscan_q: Optional[float] = typer.Option(None, "--dbscan-q", help="Clustering quantile q."),
+        estimator: Optional[str] = typer.Option(None, "--estimator", help="Unseen estimator (paper, binomial, ...)."),
+        out: Optional[Path] = typer.Option(None, "--out", "-o", help="Keep the run's files here (default: temporary)."),
+        cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help="Embedding/cluster cache."),
+    ) -> None:
+        try:
+            run_demo(dataset, None if data_dir is None else str(data_dir), model, engine, selectors, queries, budget,
+                     runs, lam, dbscan_q, estimator, out, cache_dir)
+        except ValueError as exc:
+            raise typer.BadParameter(str(exc)) from None

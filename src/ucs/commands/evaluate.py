@@ -1,0 +1,113 @@
+"""``ucs evaluate``: the main job — select demonstrations with each method and measure ICL accuracy."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+import typer
+
+HELP = """Run the UCS pipeline on a dataset and write the results table (markdown + JSON).
+
+Stages: pool embeddings with the ICL backbone (cached) → latent clusters per run seed → retrieval
+embeddings → each selector → ICL evaluation (resumable: rerun the same command to continue).
+Settings start from --preset (paper Tables 8-10: 'paper', 'default' = paper with ridge codes,
+'cpu' = small evaluation for a CPU machine), then --config FILE, then the options given.
+"""
+
+
+def _parse_overrides(items: Optional[List[str]], param: str) -> Dict[str, float]:
+    out: Dict[str, float] = {}
+    for it in items or []:
+        for part in it.split(","):
+            if not part.strip():
+                continue
+            if "=" not in part:
+                raise typer.BadParameter(f"expected SELECTOR=VALUE such as votek=5; got {part!r}", param_hint=param)
+            k, v = part.split("=", 1)
+            try:
+                out[k.strip()] = float(v)
+            except ValueError:
+                raise typer.BadParameter(f"{v!r} is not a number", param_hint=param) from None
+    return out
+
+
+def build_config(preset: Optional[str] = None, config_file: Optional[Path] = None, **options: Any):
+    """A :class:`~ucs.pipeline.PipelineConfig` from a preset (default ``default``) or a JSON file, then the
+    explicit ``options`` (``None`` keeps the earlier value)."""
+    from ucs.pipeline import PipelineConfig
+
+    if config_file is not None and preset is not None:
+        raise ValueError("give either --preset or --config, not both (a configuration file is complete)")
+    if config_file is not None:
+        base = PipelineConfig.from_json(config_file).to_dict()
+    else:
+        base = PipelineConfig.from_preset(preset or "default").to_dict()
+    base.update({k: v for k, v in options.items() if v is not None})
+    return PipelineConfig.from_dict(base)
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("evaluate", help=HELP)
+    def evaluate_cmd(
+        dataset: str = typer.Option("banking77", "--dataset", "-d", help="Dataset name or table path."),
+        data_dir: Optional[Path] = typer.Option(None, "--data-dir", help="Folder of the public data files."),
+        model: Optional[str] = typer.Option(None, "--model", "-m", help="ICL backbone: smollm2, gemma3, GGUF file, hub id."),
+        engine: Optional[str] = typer.Option(None, "--engine", help="llama | transformers (default: the model layer's)."),
+        selectors: Optional[str] = typer.Option(
+            None, "--selectors", "-s", help="Comma-separated: random,topk,dpp,dpp+ucs,mdl,mdl+ucs,votek,votek+ucs."
+        ),
+        budget: Optional[int] = typer.Option(None, "--budget", "-b", help="Demonstrations per prompt."),
+        runs: Optional[int] = typer.Option(None, "--runs", help="Number of runs (seeds 42, 43, ...)."),
+        test_size: Optional[int] = typer.Option(None, "--test-size", help="Test queries drawn once with seed 42."),
+        mode: Optional[str] = typer.Option(
+            None, "--mode", help="likelihood | generate (greedy) | greedy-strict | paper (sampled, T=0.1)."
+        ),
+        estimator: Optional[str] = typer.Option(
+            None, "--estimator", help="paper | poisson | binomial | efron_thisted | good_toulmin | chao1."
+        ),
+        lam: Optional[float] = typer.Option(None, "--lam", help="UCS weight λ (0 = the base selector)."),
+        lam_by: Optional[List[str]] = typer.Option(None, "--lam-by", help="Per-selector λ, e.g. votek=5,dpp=0.5."),
+        dbscan_q: Optional[float] = typer.Option(None, "--dbscan-q", help="Clustering quantile q."),
+        q_by: Optional[List[str]] = typer.Option(None, "--q-by", help="Per-selector q, e.g. dpp=0.1."),
+        design: Optional[str] = typer.Option(None, "--design", help="full | seen_only | unseen_only | ratio."),
+        retrieval: Optional[str] = typer.Option(
+            None, "--retrieval", help="backbone | all-minilm-l6-v2 | all-mpnet-base-v2 | sentence-transformers dir."
+        ),
+        mdl_scorer: Optional[str] = typer.Option(
+            None, "--mdl-scorer", help="LM that scores MDL subsets: 'backbone' or any --model value (paper: gpt2)."
+        ),
+        out: Path = typer.Option(..., "--out", "-o", help="Results folder (rerun to resume)."),
+        limit: Optional[int] = typer.Option(None, "--limit", help="Only the first N test queries (resumable)."),
+        preset: Optional[str] = typer.Option(None, "--preset", help="paper | default | cpu (default: default)."),
+        config_file: Optional[Path] = typer.Option(None, "--config", help="JSON configuration (PipelineConfig)."),
+        cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help="Embedding/cluster cache (default ~/.cache/ucs)."),
+        device: Optional[str] = typer.Option(None, "--device", help="Torch device for the transformers engine (cuda)."),
+        n_gpu_layers: Optional[int] = typer.Option(None, "--n-gpu-layers", help="llama.cpp layers to offload (-1 all)."),
+        seed: Optional[int] = typer.Option(None, "--seed", help="First run seed (default 42)."),
+        progress: bool = typer.Option(True, "--progress/--no-progress", help="Show a progress bar."),
+        print_config: bool = typer.Option(False, "--print-config", help="Print the resolved configuration and exit."),
+    ) -> None:
+        from ucs.pipeline import Pipeline
+
+        try:
+            cfg = build_config(
+                preset, config_file,
+                dataset=dataset, data_dir=None if data_dir is None else str(data_dir), backbone=model, engine=engine,
+                selectors=selectors, budget=budget, n_runs=runs, test_size=test_size, mode=mode,
+                estimator=estimator, lam=lam, dbscan_q=dbscan_q, design=design, retrieval_embedder=retrieval,
+                device=device, n_gpu_layers=n_gpu_layers, seed=seed, mdl_scorer=mdl_scorer,
+                lam_by_selector=_parse_overrides(lam_by, "--lam-by") or None,
+                dbscan_q_by_selector=_parse_overrides(q_by, "--q-by") or None,
+            )
+        except ValueError as exc:
+            raise typer.BadParameter(str(exc)) from None
+        if print_config:
+            typer.echo(cfg.to_json())
+            raise typer.Exit()
+        pipe = Pipeline(cfg, cache_dir=cache_dir, out_dir=out, progress=progress)
+        result = pipe.run(out, limit=limit)
+        typer.echo(result.to_markdown())
+        status = json.loads((Path(out) / "manifest.json").read_text(encoding="utf-8")).get("status")
+        typer.echo(f"results: {Path(out) / 'results.md'} (+ results.json, coverage.md/json); status: {status}")

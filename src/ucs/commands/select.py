@@ -1,0 +1,59 @@
+"""``ucs select``: choose demonstrations from saved embeddings and write what each query got."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+METHODS = ("random", "topk", "dpp", "votek")
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("select")
+    def select_cmd(
+        pool_embeddings: Path = typer.Option(..., "--pool", help="Pool embeddings, .npy of shape (N, d)."),
+        query_embeddings: Optional[Path] = typer.Option(None, "--queries", help="Query embeddings, .npy (Q, d)."),
+        method: str = typer.Option("dpp", help=f"One of {', '.join(METHODS)} (MDL needs an LM: use the Python API)."),
+        budget: int = typer.Option(10, help="Demonstrations per query (0 = zero-shot)."),
+        cluster_ids: Optional[Path] = typer.Option(None, help="Cluster ids, .npy (N,); enables --lam."),
+        lam: float = typer.Option(0.0, help="UCS weight λ (0 = the base selector)."),
+        estimator: str = typer.Option("paper", help="Unseen estimator of the UCS prior."),
+        design: str = typer.Option("full", help="Score design: full, seen_only, unseen_only, ratio."),
+        corpus_prior: str = typer.Option("good_turing", help="VoteK prior: good_turing, inverse_size, spectrum_rarity."),
+        seed: int = typer.Option(0, help="Random seed (Random selector, VoteK fill)."),
+        pool_texts: Optional[Path] = typer.Option(None, help="UTF-8 file with one pool text per line (for exports)."),
+        out: Path = typer.Option(Path("selection.json"), help="Output: .json or .csv."),
+    ) -> None:
+        """Select demonstrations for every query and write them (with pool texts when given)."""
+        from ucs.selectors import DPPSelector, RandomSelector, TopKSelector, UCSPrior, VoteKSelector
+        from ucs.utils.io import load_npy
+
+        if method not in METHODS:
+            raise typer.BadParameter(f"method must be one of {METHODS}; got {method!r}")
+        pool = load_npy(pool_embeddings)
+        queries = None if query_embeddings is None else load_npy(query_embeddings)
+        ids = None if cluster_ids is None else load_npy(cluster_ids)
+        prior = None
+        if lam != 0.0 or (ids is not None and method in ("dpp", "votek")):
+            if ids is None:
+                raise typer.BadParameter("--lam needs --cluster-ids")
+            prior = UCSPrior(ids, estimator=estimator, lam=lam, design=design, corpus_prior=corpus_prior)
+        if method == "random":
+            sel = RandomSelector(random_state=seed)
+        elif method == "topk":
+            sel = TopKSelector(prior=prior)
+        elif method == "dpp":
+            sel = DPPSelector(prior=prior)
+        else:
+            sel = VoteKSelector(prior=prior, random_state=seed)
+        texts = None
+        if pool_texts is not None:
+            texts = pool_texts.read_text(encoding="utf-8").splitlines()
+        selection = sel.fit(pool, cluster_ids=ids).select(queries, budget)
+        if out.suffix == ".csv":
+            selection.to_csv(str(out), pool_texts=texts)
+        else:
+            selection.to_json(str(out), pool_texts=texts)
+        typer.echo(f"{type(sel).__name__}: {selection.indices.shape[0]} row(s) × {selection.budget} → {out}")

@@ -1,0 +1,164 @@
+"""Any user dataset from CSV/TSV or JSON Lines files with named text and label columns."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from ucs.data._files import file_hashes, read_csv_rows, require_file
+from ucs.data.dataset import Dataset, DatasetError, Split, encode_labels, validate
+from ucs.data.splits import pool_test_split
+
+__all__ = ["load_table", "read_table"]
+
+TABLE_SUFFIXES = (".csv", ".tsv", ".jsonl", ".json")
+POOL_SPLIT_NAMES = ("pool", "train")
+TEST_SPLIT_NAMES = ("test",)
+
+
+def read_table(
+    path: str | os.PathLike[str],
+    text_column: str = "text",
+    label_column: str = "label",
+    extra_columns: Sequence[str] = (),
+    delimiter: str | None = None,
+) -> dict[str, list[str]]:
+    """Read the named columns of a ``.csv``/``.tsv`` (quoted, header row) or ``.jsonl`` file as strings.
+
+    ``.json`` may hold a list of objects. Raises :class:`~ucs.data.DatasetError` naming the file and line
+    when a column is missing or a line is not a JSON object.
+    """
+    path = require_file(Path(path), "table")
+    columns = (text_column, label_column, *extra_columns)
+    out: dict[str, list[str]] = {c: [] for c in columns}
+    suffix = path.suffix.lower()
+    if suffix in (".csv", ".tsv"):
+        delim = delimiter or ("\t" if suffix == ".tsv" else ",")
+        for _, row in read_csv_rows(path, columns, delimiter=delim):
+            for c in columns:
+                out[c].append(row[c])
+    elif suffix in (".jsonl", ".json"):
+        rows = _json_rows(path)
+        for line, obj in rows:
+            if not isinstance(obj, dict):
+                raise DatasetError(f"{path}, line {line}: expected a JSON object, got {type(obj).__name__}")
+            missing = [c for c in columns if c not in obj]
+            if missing:
+                raise DatasetError(f"{path}, line {line}: missing key(s) {missing} (found {sorted(obj)})")
+            for c in columns:
+                v = obj[c]
+                if isinstance(v, (dict, list)) or v is None:
+                    raise DatasetError(f"{path}, line {line}: {c!r} must be a string or number, got {v!r}")
+                out[c].append(str(v))
+    else:
+        raise DatasetError(f"{path}: unsupported file type {suffix!r}; use one of {TABLE_SUFFIXES}")
+    return out
+
+
+def _json_rows(path: Path) -> list[tuple[int, object]]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise DatasetError(f"{path} is not UTF-8 text: {exc}") from exc
+    if path.suffix.lower() == ".json":
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise DatasetError(f"{path} is not valid JSON: {exc}") from exc
+        if not isinstance(data, list):
+            raise DatasetError(f"{path}: a .json table must be a list of objects (or use .jsonl)")
+        return list(enumerate(data, start=1))
+    rows = []
+    for i, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            rows.append((i, json.loads(line)))
+        except json.JSONDecodeError as exc:
+            raise DatasetError(f"{path}, line {i}: not valid JSON: {exc}") from exc
+    return rows
+
+
+def load_table(
+    pool: str | os.PathLike[str],
+    test: str | os.PathLike[str] | None = None,
+    *,
+    text_column: str = "text",
+    label_column: str = "label",
+    split_column: str | None = None,
+    label_names: Sequence[str] | None = None,
+    name: str | None = None,
+    task: str = "intent",
+    pool_fraction: float = 0.8,
+    split_seed: int = 42,
+    delimiter: str | None = None,
+) -> Dataset:
+    """A :class:`~ucs.data.Dataset` from one or two table files.
+
+    Parameters
+    ----------
+    pool, test : path
+        Files with a header row (CSV/TSV) or one JSON object per line (JSONL). With ``test`` given, ``pool``
+        is the pool and ``test`` the test split. Otherwise ``split_column`` (values ``pool``/``train`` and
+        ``test``) splits the one file, and without it a seeded random split with ``pool_fraction`` is made.
+    text_column, label_column : str
+        Column names of the input text and its label.
+    label_names : sequence of str, optional
+        The label list (its order fixes the ids); every label in the files must be in it. Default: the
+        sorted distinct labels of both files.
+    task : {"intent", "reasoning"}
+        Chooses the prompt format and default test size downstream.
+    """
+    pool_path = Path(pool)
+    extra = (split_column,) if (split_column and test is None) else ()
+    p = read_table(pool_path, text_column, label_column, extra, delimiter)
+    paths = [pool_path]
+    info: dict[str, object] = {"text_column": text_column, "label_column": label_column}
+    if test is not None:
+        t = read_table(Path(test), text_column, label_column, (), delimiter)
+        paths.append(Path(test))
+        pool_t, pool_l, test_t, test_l = p[text_column], p[label_column], t[text_column], t[label_column]
+    elif split_column:
+        split = [s.strip().lower() for s in p[split_column]]
+        bad = sorted(set(split) - set(POOL_SPLIT_NAMES) - set(TEST_SPLIT_NAMES))
+        if bad:
+            raise DatasetError(
+                f"{pool_path}: column {split_column!r} has values {bad[:5]}; expected 'pool'/'train' or 'test'"
+            )
+        is_test = np.array([s in TEST_SPLIT_NAMES for s in split], dtype=bool)
+        texts, labels = p[text_column], p[label_column]
+        pool_t = [x for x, m in zip(texts, is_test) if not m]
+        pool_l = [x for x, m in zip(labels, is_test) if not m]
+        test_t = [x for x, m in zip(texts, is_test) if m]
+        test_l = [x for x, m in zip(labels, is_test) if m]
+        info["split_column"] = split_column
+    else:
+        pool_idx, test_idx = pool_test_split(len(p[text_column]), pool_fraction, split_seed)
+        pool_t = [p[text_column][i] for i in pool_idx]
+        pool_l = [p[label_column][i] for i in pool_idx]
+        test_t = [p[text_column][i] for i in test_idx]
+        test_l = [p[label_column][i] for i in test_idx]
+        info.update(pool_fraction=float(pool_fraction), split_seed=int(split_seed))
+    pool_l = [x.strip() for x in pool_l]
+    test_l = [x.strip() for x in test_l]
+    if label_names is None:
+        names = tuple(sorted(set(pool_l) | set(test_l)))
+    else:
+        names = tuple(label_names)
+    pool_ids, names = encode_labels(pool_l, names, where=f"{pool_path} (pool)")
+    test_ids, _ = encode_labels(test_l, names, where=f"{paths[-1]} (test)")
+    root = pool_path.parent
+    ds = Dataset(
+        name=name or pool_path.stem,
+        task=task,
+        label_names=names,
+        pool=Split(tuple(pool_t), pool_ids),
+        test=Split(tuple(test_t), test_ids),
+        source=file_hashes(root, paths),
+        info=info,
+    )
+    return validate(ds)

@@ -1,0 +1,251 @@
+"""Prompt formats of the ICL protocol (SPEC §5), chat-template rendering and the prompt token budget.
+
+Intent tasks (plain text, no chat template, as in the paper)::
+
+    You are an assistant for intent classification.
+    Assign exactly one label from the list below to the text. Answer as 'Label: <intent_name>'.
+    Labels: card_arrival, card_linking, ...
+
+    Example:
+    Text: <demo text>
+    Label: <demo label>
+
+    ...
+
+    Now answer the following question.
+    Text: <query>
+    Label:
+
+Reasoning tasks (BBEH) use ``Q: … A: …`` blocks under a reasoning-assistant system line and no label list.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping, Sequence
+
+__all__ = [
+    "PromptFormat",
+    "INTENT_FORMAT",
+    "REASONING_FORMAT",
+    "format_for_task",
+    "BuiltPrompt",
+    "PromptBuilder",
+    "render_chat",
+]
+
+
+@dataclass(frozen=True)
+class PromptFormat:
+    """A plain-text ICL prompt layout.
+
+    Parameters
+    ----------
+    system : str
+        First line of the prompt (the system message when a chat template is used).
+    instruction : str
+        Task instruction; ``{labels}`` is replaced by the comma-separated label names.
+    demo_template, query_template : str
+        ``{text}`` / ``{label}`` placeholders; the query template ends with the answer marker.
+    answer_marker : str
+        The string after which the model answers (``"Label:"``); answer extraction looks for it.
+    block_separator : str
+        Between header, demonstrations and the query.
+    """
+
+    name: str
+    system: str
+    instruction: str
+    demo_template: str
+    query_template: str
+    answer_marker: str
+    block_separator: str = "\n\n"
+
+    def header(self, label_names: Sequence[str]) -> str:
+        instruction = self.instruction.replace("{labels}", ", ".join(label_names))
+        return f"{self.system}\n{instruction}"
+
+    def demo(self, text: str, label: str) -> str:
+        return self.demo_template.replace("{text}", text).replace("{label}", label)
+
+    def query(self, text: str) -> str:
+        return self.query_template.replace("{text}", text)
+
+    def user_part(self, demos: Sequence[tuple[str, str]], query: str, label_names: Sequence[str]) -> str:
+        """Everything after the system line (the user message of a chat rendering)."""
+        instruction = self.instruction.replace("{labels}", ", ".join(label_names))
+        blocks = [instruction, *(self.demo(t, y) for t, y in demos), self.query(query)]
+        return self.block_separator.join(blocks)
+
+    def render(self, demos: Sequence[tuple[str, str]], query: str, label_names: Sequence[str]) -> str:
+        """The plain-text prompt for ``demos`` (``(text, label)`` pairs, in order) and ``query``."""
+        return f"{self.system}\n{self.user_part(demos, query, label_names)}"
+
+    def continuation(self, label: str, chat: bool = False) -> str:
+        """The text scored for ``label`` in likelihood mode: ``" " + label`` after the marker."""
+        return label if chat else " " + label
+
+
+INTENT_FORMAT = PromptFormat(
+    name="intent",
+    system="You are an assistant for intent classification.",
+    instruction=(
+        "Assign exactly one label from the list below to the text. Answer as 'Label: <intent_name>'.\n"
+        "Labels: {labels}"
+    ),
+    demo_template="Example:\nText: {text}\nLabel: {label}",
+    query_template="Now answer the following question.\nText: {text}\nLabel:",
+    answer_marker="Label:",
+)
+
+REASONING_FORMAT = PromptFormat(
+    name="reasoning",
+    system="You are an assistant for reasoning tasks.",
+    instruction="Answer the last question. Give only the final answer after 'A:'.",
+    demo_template="Q: {text}\nA: {label}",
+    query_template="Q: {text}\nA:",
+    answer_marker="A:",
+)
+
+_FORMATS = {"intent": INTENT_FORMAT, "reasoning": REASONING_FORMAT}
+
+
+def format_for_task(task: str) -> PromptFormat:
+    """The default format of a dataset task kind (``"intent"`` or ``"reasoning"``)."""
+    if task not in _FORMATS:
+        raise ValueError(f"task must be one of {sorted(_FORMATS)}, got {task!r}")
+    return _FORMATS[task]
+
+
+ChatTemplate = Callable[[list], str]
+
+
+def render_chat(
+    fmt: PromptFormat,
+    demos: Sequence[tuple[str, str]],
+    query: str,
+    label_names: Sequence[str],
+    chat_template: Any,
+) -> str:
+    """Render through a chat template: system message = ``fmt.system``, user message = the rest.
+
+    ``chat_template`` is a callable ``messages -> str`` or a tokenizer with ``apply_chat_template`` (called
+    with ``tokenize=False, add_generation_prompt=True``). Templates that reject a system role (some
+    instruct models) get the system line prepended to the user message instead.
+    """
+    system: Mapping[str, str] = {"role": "system", "content": fmt.system}
+    user = {"role": "user", "content": fmt.user_part(demos, query, label_names)}
+    apply = _template_callable(chat_template)
+    try:
+        return apply([dict(system), user])
+    except Exception:
+        merged = {"role": "user", "content": f"{fmt.system}\n{user['content']}"}
+        return apply([merged])
+
+
+def _template_callable(chat_template: Any) -> ChatTemplate:
+    if hasattr(chat_template, "apply_chat_template"):
+        def apply(messages: list) -> str:
+            return chat_template.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+
+        return apply
+    if callable(chat_template):
+        return chat_template
+    raise ValueError("chat_template must be a callable messages -> str or a tokenizer with apply_chat_template")
+
+
+@dataclass(frozen=True)
+class BuiltPrompt:
+    """A rendered prompt and what the budget did to it.
+
+    ``n_demos`` demonstrations were kept (the first ones of the selection), ``n_dropped`` were removed from
+    the end to fit ``max_tokens``; ``n_tokens`` is the prompt's token count (``None`` without a counter);
+    ``fits`` is False when even the prompt without demonstrations exceeds the budget.
+    """
+
+    text: str
+    n_demos: int
+    n_dropped: int
+    n_tokens: int | None
+    fits: bool
+
+
+class PromptBuilder:
+    """Render prompts for one dataset and keep them within the model's context.
+
+    Parameters
+    ----------
+    fmt : PromptFormat
+    label_names : sequence of str
+        All label names of the task (listed in intent prompts).
+    count_tokens : callable, optional
+        ``text -> int`` (e.g. ``lm.count_tokens``). Without it no budget is enforced.
+    max_tokens : int, optional
+        Prompt budget in tokens: the model context minus the tokens reserved for the answer.
+    chat_template : callable or tokenizer, optional
+        Render through a chat template (see :func:`render_chat`) instead of plain text.
+
+    Notes
+    -----
+    When a prompt is too long, demonstrations are dropped from the **end** of the selection (the selector's
+    order is kept for the rest). The number kept is found by binary search over the prefix length, so a
+    selection of B demonstrations costs O(log B) token counts instead of O(B).
+    """
+
+    def __init__(
+        self,
+        fmt: PromptFormat,
+        label_names: Sequence[str],
+        count_tokens: Callable[[str], int] | None = None,
+        max_tokens: int | None = None,
+        chat_template: Any = None,
+    ) -> None:
+        if max_tokens is not None and (not isinstance(max_tokens, int) or max_tokens < 1):
+            raise ValueError(f"max_tokens must be a positive integer or None, got {max_tokens!r}")
+        if max_tokens is not None and count_tokens is None:
+            raise ValueError("max_tokens needs count_tokens (a callable text -> number of tokens)")
+        self.fmt = fmt
+        self.label_names = tuple(label_names)
+        self.count_tokens = count_tokens
+        self.max_tokens = max_tokens
+        self.chat_template = chat_template
+
+    @property
+    def chat(self) -> bool:
+        return self.chat_template is not None
+
+    def render(self, demos: Sequence[tuple[str, str]], query: str) -> str:
+        if self.chat_template is not None:
+            return render_chat(self.fmt, demos, query, self.label_names, self.chat_template)
+        return self.fmt.render(demos, query, self.label_names)
+
+    def build(self, demos: Sequence[tuple[str, str]], query: str) -> BuiltPrompt:
+        """Render ``demos`` + ``query``, dropping trailing demonstrations until the prompt fits."""
+        demos = list(demos)
+        full = self.render(demos, query)
+        if self.max_tokens is None or self.count_tokens is None:
+            n = self.count_tokens(full) if self.count_tokens is not None else None
+            return BuiltPrompt(full, len(demos), 0, n, True)
+        n_full = self.count_tokens(full)
+        if n_full <= self.max_tokens:
+            return BuiltPrompt(full, len(demos), 0, n_full, True)
+        lo, hi = 0, len(demos) - 1  # largest k in [lo, hi] with prompt(demos[:k]) fitting
+        cache: dict[int, tuple[str, int]] = {}
+
+        def measure(k: int) -> tuple[str, int]:
+            if k not in cache:
+                text = self.render(demos[:k], query)
+                cache[k] = (text, self.count_tokens(text))
+            return cache[k]
+
+        if measure(0)[1] > self.max_tokens:
+            text, n = measure(0)
+            return BuiltPrompt(text, 0, len(demos), n, False)
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if measure(mid)[1] <= self.max_tokens:
+                lo = mid
+            else:
+                hi = mid - 1
+        text, n = measure(lo)
+        return BuiltPrompt(text, lo, len(demos) - lo, n, True)

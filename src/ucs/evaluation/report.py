@@ -1,0 +1,123 @@
+"""Results tables (markdown and JSON) from evaluation records."""
+
+from __future__ import annotations
+
+import os
+from collections import defaultdict
+from pathlib import Path
+from typing import Iterable, Sequence
+
+import numpy as np
+
+from ucs.evaluation.metrics import bootstrap_ci, mean_std
+from ucs.utils.io import atomic_write_json, atomic_write_text
+
+__all__ = ["summarize", "to_markdown", "write_report", "grid_markdown"]
+
+
+def summarize(
+    records: Iterable[dict],
+    run_seeds: Sequence[int] | None = None,
+    n_boot: int = 2000,
+    confidence: float = 0.95,
+    bootstrap_seed: int = 0,
+) -> dict:
+    """Per-method accuracy: per run, mean ± population std over runs, bootstrap CI over queries.
+
+    Returns ``{"methods": {method: {...}}, "confidence": ..., "n_boot": ...}``. For each method: ``runs``
+    (seed → ``n``, ``correct``, ``accuracy``, ``unmatched``, ``demos_dropped``), ``mean``, ``std``, ``ci``
+    (over the queries answered in every run; ``None`` if there are none) and ``complete`` (every listed run
+    answered the same, non-empty set of queries).
+    """
+    by_method: dict[str, dict[int, dict[int, dict]]] = defaultdict(lambda: defaultdict(dict))
+    for r in records:
+        by_method[r["method"]][int(r["seed"])][int(r["query"])] = r
+    out: dict = {"confidence": confidence, "n_boot": n_boot, "methods": {}}
+    for method in by_method:
+        runs = by_method[method]
+        seeds = list(run_seeds) if run_seeds is not None else sorted(runs)
+        per_run = {}
+        for s in seeds:
+            recs = list(runs.get(s, {}).values())
+            n = len(recs)
+            correct = sum(bool(r["correct"]) for r in recs)
+            per_run[str(s)] = {
+                "n": n,
+                "correct": correct,
+                "accuracy": correct / n if n else None,
+                "unmatched": sum(r.get("parsed") is None for r in recs),
+                "demos_dropped": sum(int(r.get("n_dropped", 0)) for r in recs),
+            }
+        accs = [v["accuracy"] for v in per_run.values() if v["accuracy"] is not None]
+        mean, std = mean_std(accs) if accs else (None, None)
+        query_sets = [set(runs.get(s, {})) for s in seeds]
+        common = sorted(set.intersection(*query_sets)) if query_sets else []
+        ci = None
+        if common:
+            mat = np.array([[bool(runs[s][q]["correct"]) for q in common] for s in seeds], dtype=np.float64)
+            ci = list(bootstrap_ci(mat, n_boot=n_boot, confidence=confidence, seed=bootstrap_seed))
+        complete = bool(common) and all(len(qs) == len(common) for qs in query_sets)
+        out["methods"][method] = {
+            "runs": per_run,
+            "mean": mean,
+            "std": std,
+            "ci": ci,
+            "n_queries": len(common),
+            "complete": complete,
+        }
+    return out
+
+
+def _pct(x: float | None) -> str:
+    return "—" if x is None else f"{100 * x:.1f}"
+
+
+def to_markdown(summary: dict, title: str | None = None) -> str:
+    """A markdown table: method, mean ± std (%), CI, per-run accuracies, unmatched outputs, queries."""
+    conf = int(round(100 * summary.get("confidence", 0.95)))
+    lines = [f"## {title}", ""] if title else []
+    lines += [
+        f"| method | accuracy (mean ± std, %) | {conf}% CI (queries) | per run | unmatched | queries |",
+        "|---|---|---|---|---|---|",
+    ]
+    for method, m in summary["methods"].items():
+        acc = "—" if m["mean"] is None else f"{100 * m['mean']:.1f} ± {100 * m['std']:.1f}"
+        ci = "—" if m["ci"] is None else f"[{_pct(m['ci'][0])}, {_pct(m['ci'][1])}]"
+        per_run = ", ".join(_pct(v["accuracy"]) for v in m["runs"].values())
+        unmatched = sum(v["unmatched"] for v in m["runs"].values())
+        flag = "" if m["complete"] else " (incomplete)"
+        lines.append(f"| {method} | {acc} | {ci} | {per_run} | {unmatched} | {m['n_queries']}{flag} |")
+    return "\n".join(lines) + "\n"
+
+
+def write_report(out_dir: "str | os.PathLike[str]", summary: dict, title: str | None = None) -> tuple[Path, Path]:
+    """Write ``results.json`` and ``results.md`` atomically into ``out_dir``."""
+    out = Path(out_dir)
+    j = atomic_write_json(out / "results.json", summary)
+    m = atomic_write_text(out / "results.md", to_markdown(summary, title))
+    return j, m
+
+
+def grid_markdown(summaries: "dict[str, dict]", digits: int = 1) -> str:
+    """The paper's table layout: one row per method, one column per dataset, cells ``mean ± std`` (%).
+
+    ``summaries`` maps a column name (dataset) to a :func:`summarize` result; methods missing from a
+    dataset show ``—``. Rows follow the order of first appearance.
+    """
+    cols = list(summaries)
+    methods: list[str] = []
+    for s in summaries.values():
+        for m in s["methods"]:
+            if m not in methods:
+                methods.append(m)
+    lines = ["| method | " + " | ".join(cols) + " |", "|---|" + "---|" * len(cols)]
+    for m in methods:
+        cells = []
+        for c in cols:
+            r = summaries[c]["methods"].get(m)
+            if r is None or r["mean"] is None:
+                cells.append("—")
+            else:
+                cells.append(f"{100 * r['mean']:.{digits}f} ± {100 * r['std']:.{digits}f}")
+        lines.append(f"| {m} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"

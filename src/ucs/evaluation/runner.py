@@ -1,0 +1,373 @@
+"""The resumable ICL evaluation runner.
+
+For every (method, run seed, test query) the runner renders the prompt from the method's selection, asks the
+LM, matches the answer and appends **one JSON line** to ``records.jsonl`` (flushed and synced after each
+batch). Re-running with the same configuration skips what is recorded and recomputes nothing else, so a
+killed run resumes without repeating or losing a record. ``manifest.json`` (written atomically) holds the
+configuration, package versions, model identity, data hashes and seeds; a resume with a different
+configuration is refused.
+
+The runner does not know the selectors: it takes a *selection function*
+``select(method, seed, query_texts) -> int array (Q, B)`` (or ``(B,)`` / ``(1, B)`` for one selection shared
+by all queries) giving pool indices in prompt order. Selections are cached under ``selections/`` so a resume
+does not re-fit anything.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import sys
+import time
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+from typing import Any, Callable, Optional, Sequence
+
+import numpy as np
+
+from ucs.data.dataset import Dataset
+from ucs.data.splits import TestProtocol
+from ucs.evaluation.predict import PredictionMode, generate_answers, get_mode, likelihood_predict
+from ucs.evaluation.prompts import PromptBuilder, PromptFormat, format_for_task
+from ucs.evaluation.records import RecordWriter, read_records, record_key
+from ucs.evaluation.report import summarize, write_report
+from ucs.utils.io import atomic_save_npy, atomic_write_json, hash_texts, load_npy
+
+__all__ = ["SelectionFn", "EvaluationResult", "evaluate", "package_versions", "prompt_hash"]
+
+#: ``select(method, seed, query_texts) -> (Q, B) int array of pool indices``.
+SelectionFn = Callable[[str, int, Sequence[str]], Any]
+
+RECORDS = "records.jsonl"
+MANIFEST = "manifest.json"
+_VERSIONED = (
+    "ucs-icl", "numpy", "scipy", "scikit-learn", "torch", "transformers", "sentence-transformers",
+    "llama_cpp_python", "faiss-cpu", "datasets",
+)
+
+
+def package_versions(names: Sequence[str] = _VERSIONED) -> dict[str, str]:
+    """Installed versions of the packages that can change results (absent ones omitted), plus Python's."""
+    out = {"python": platform.python_version()}
+    for n in names:
+        try:
+            out[n] = metadata.version(n)
+        except metadata.PackageNotFoundError:
+            continue
+    if "ucs-icl" not in out:
+        from ucs import __version__
+
+        out["ucs"] = __version__
+    return out
+
+
+def prompt_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", errors="surrogatepass")).hexdigest()
+
+
+def _batch_seed(run_seed: int, batch_start: int) -> int:
+    """Sampling seed of a batch: fixed per (run seed, batch position), independent of resumes."""
+    d = hashlib.sha256(f"{int(run_seed)}:{int(batch_start)}".encode()).digest()
+    return int.from_bytes(d[:4], "little")
+
+
+@dataclass(frozen=True)
+class EvaluationResult:
+    """What :func:`evaluate` produced: the summary and the paths of its files."""
+
+    summary: dict
+    out_dir: Path
+    records_path: Path
+    manifest_path: Path
+    n_new_records: int
+
+    def to_markdown(self) -> str:
+        from ucs.evaluation.report import to_markdown
+
+        return to_markdown(self.summary)
+
+
+def _model_identity(lm: Any, given: Optional[dict]) -> dict:
+    if given is not None:
+        return dict(given)
+    ident = getattr(lm, "identity", None)
+    if callable(ident):
+        ident = ident()
+    if isinstance(ident, dict):
+        return json.loads(json.dumps(ident, default=str))
+    return {"repr": repr(lm)}
+
+
+def _check_selection(sel: Any, n_queries: int, n_pool: int, method: str, seed: int) -> np.ndarray:
+    arr = np.asarray(sel)
+    if arr.ndim == 1:
+        arr = arr[None, :]
+    if arr.ndim != 2 or (arr.size and not np.issubdtype(arr.dtype, np.integer)):
+        raise ValueError(
+            f"selection of {method!r} (seed {seed}) must be an integer array of shape (Q, B) or (B,), "
+            f"got dtype {arr.dtype} shape {arr.shape}"
+        )
+    if arr.shape[0] not in (1, n_queries):
+        raise ValueError(
+            f"selection of {method!r} (seed {seed}) has {arr.shape[0]} rows; expected {n_queries} (one per "
+            "query) or 1 (shared by all queries)"
+        )
+    if arr.size and (arr.min() < 0 or arr.max() >= n_pool):
+        raise ValueError(f"selection of {method!r} (seed {seed}) has pool indices outside [0, {n_pool})")
+    return arr.astype(np.int64)
+
+
+def evaluate(
+    dataset: Dataset,
+    lm: Any,
+    methods: Sequence[str],
+    select: SelectionFn,
+    out_dir: "str | os.PathLike[str]",
+    *,
+    mode: "str | PredictionMode" = "paper",
+    protocol: TestProtocol | None = None,
+    limit: Optional[int] = None,
+    batch_size: int = 8,
+    prompt_format: PromptFormat | None = None,
+    chat_template: Any = None,
+    max_context: Optional[int] = None,
+    model_identity: Optional[dict] = None,
+    config: Optional[dict] = None,
+    progress: bool = True,
+    n_boot: int = 2000,
+) -> EvaluationResult:
+    """Evaluate ``methods`` on ``dataset`` with ``lm``; resumable, one JSON record per (method, run, query).
+
+    Parameters
+    ----------
+    dataset : Dataset
+        Full dataset; the protocol draws the evaluation queries from its test split.
+    lm : LanguageModel
+        Needs ``generate`` (generation modes) or ``score_continuations[_detailed]`` (likelihood mode);
+        ``count_tokens`` and ``context_length`` enable the prompt budget.
+    methods : sequence of str
+        Method names passed to ``select``.
+    select : SelectionFn
+        ``select(method, seed, query_texts)`` → pool indices, shape (Q, B), or (B,) shared by all queries.
+    out_dir : path
+        Receives ``records.jsonl``, ``manifest.json``, ``selections/``, ``results.json``, ``results.md``.
+    mode : str or PredictionMode
+        ``paper`` (default), ``greedy``, ``greedy-strict``, ``likelihood``.
+    protocol : TestProtocol
+        Test-set draw and run seeds; default 500 / 40 queries, seed 42, runs 42, 43, 44.
+    limit : int, optional
+        Evaluate only the first ``limit`` protocol queries (a quick look; resumable into the full run).
+    batch_size : int
+        Prompts per ``generate`` call. Part of the configuration (sampling seeds are per batch).
+    prompt_format : PromptFormat, optional
+        Default: the dataset task's format.
+    chat_template : callable or tokenizer, optional
+        Render prompts through a chat template.
+    max_context : int, optional
+        Context size in tokens; default ``lm.context_length``. Demonstrations are dropped from the end of a
+        prompt that exceeds it (minus the answer budget) and the number dropped is recorded.
+    model_identity : dict, optional
+        Overrides ``lm.identity`` in the manifest.
+    config : dict, optional
+        Extra configuration recorded in the manifest and part of the resume check (selector settings...).
+    progress : bool
+        Show a progress bar with ETA (rich, on stderr).
+
+    Returns
+    -------
+    EvaluationResult
+
+    Notes
+    -----
+    Cost: one ``generate`` call per batch of ``batch_size`` prompts (or one shared-prefix label scoring per
+    prompt in likelihood mode) for each pending (method, run, query). On resume, a batch that was partly
+    recorded is generated again as a whole (same prompts, same seed) and only its missing records are
+    written, so outputs do not depend on where the interruption happened.
+    """
+    if not methods:
+        raise ValueError("methods must name at least one method")
+    if len(set(methods)) != len(methods):
+        raise ValueError(f"methods must be distinct, got {list(methods)}")
+    if not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
+    if limit is not None and (not isinstance(limit, int) or limit < 1):
+        raise ValueError(f"limit must be a positive integer or None, got {limit!r}")
+    protocol = protocol or TestProtocol()
+    pm = get_mode(mode)
+    fmt = prompt_format or format_for_task(dataset.task)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+
+    test_idx = protocol.test_indices(dataset)
+    eval_ds = dataset.with_test(test_idx)
+    n_q = len(eval_ds.test) if limit is None else min(limit, len(eval_ds.test))
+    query_texts = list(eval_ds.test.texts[:n_q])
+    gold = eval_ds.test.labels[:n_q]
+    label_names = dataset.label_names
+
+    count_tokens = getattr(lm, "count_tokens", None)
+    context = max_context if max_context is not None else getattr(lm, "context_length", None)
+    chat = chat_template is not None
+    continuations = [fmt.continuation(n, chat=chat) for n in label_names]
+    budget = None
+    if context is not None and count_tokens is not None:
+        reserve = pm.answer_tokens() if pm.kind == "generate" else max(count_tokens(c) for c in continuations)
+        budget = int(context) - int(reserve)
+        if budget < 1:
+            raise ValueError(f"the model context ({context}) leaves no room for a prompt after {reserve} answer tokens")
+    builder = PromptBuilder(fmt, label_names, count_tokens, budget, chat_template)
+    matcher = pm.make_matcher(fmt.answer_marker) if pm.kind == "generate" else None
+
+    key_config = {
+        "dataset": {
+            "name": dataset.name,
+            "fingerprint": dataset.fingerprint(),
+            "source": dict(dataset.source),
+            "info": {k: v for k, v in dataset.info.items() if k not in ("pool_indices", "test_source_indices")},
+        },
+        "protocol": {
+            "test_size": protocol.size_for(dataset),
+            "test_seed": protocol.test_seed,
+            "run_seeds": list(protocol.run_seeds),
+            "test_indices_sha256": hashlib.sha256(np.asarray(test_idx, "<i8").tobytes()).hexdigest(),
+        },
+        "mode": pm.as_dict(),
+        "prompt_format": fmt.name,
+        "chat_template": chat,
+        "prompt_budget_tokens": budget,
+        "batch_size": batch_size,
+        "model": _model_identity(lm, model_identity),
+        "config": json.loads(json.dumps(config or {}, default=str)),
+    }
+    manifest_path = out / MANIFEST
+    records_path = out / RECORDS
+    previous_methods: list[str] = []
+    if manifest_path.exists():
+        old = json.loads(manifest_path.read_text(encoding="utf-8"))
+        old_key = old.get("key", {})
+        if old_key != key_config:
+            diff = sorted(k for k in set(old_key) | set(key_config) if old_key.get(k) != key_config.get(k))
+            raise ValueError(
+                f"{out} holds results of a different configuration (differs in: {', '.join(diff)}); "
+                "use another out_dir, or delete the old one to start over"
+            )
+        previous_methods = list(old.get("methods", []))
+    all_methods = previous_methods + [m for m in methods if m not in previous_methods]
+    manifest = {
+        "key": key_config,
+        "methods": all_methods,
+        "seeds": {"test_seed": protocol.test_seed, "run_seeds": list(protocol.run_seeds)},
+        "limit": limit,
+        "versions": package_versions(),
+        "platform": {"python": sys.version.split()[0], "machine": platform.machine(), "system": platform.system()},
+        "status": "running",
+        "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    }
+    atomic_write_json(manifest_path, manifest)
+
+    existing = read_records(records_path)
+    done = {record_key(r) for r in existing}
+    total_pending = sum(
+        1 for m in methods for s in protocol.run_seeds for q in range(n_q) if (m, s, q) not in done
+    )
+    qhash = hash_texts(query_texts)[:16]
+    n_new = 0
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+    bar = Progress(
+        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+        TextColumn("eta"), TimeRemainingColumn(), disable=not progress, transient=False,
+    )
+    with RecordWriter(records_path) as writer, bar:
+        task = bar.add_task(f"{dataset.name} [{pm.name}]", total=total_pending)
+        for method in methods:
+            for run, seed in enumerate(protocol.run_seeds):
+                pending = [q for q in range(n_q) if (method, seed, q) not in done]
+                if not pending:
+                    continue
+                bar.update(task, description=f"{dataset.name} {method} seed {seed}")
+                sel = _selection(out, method, seed, qhash, query_texts, select, len(dataset.pool), n_q)
+                pending_set = set(pending)
+                starts = sorted({q - q % batch_size for q in pending})
+                for start in starts:
+                    batch = list(range(start, min(start + batch_size, n_q)))
+                    todo = [q for q in batch if q in pending_set]
+                    run_on = batch if pm.sampled else todo
+                    built = [_build(builder, dataset, sel, q, query_texts[q]) for q in run_on]
+                    prompts = [b[1].text for b in built]
+                    if pm.kind == "generate":
+                        outputs = generate_answers(lm, prompts, pm, _batch_seed(seed, start))
+                        parsed = [matcher(o, label_names) for o in outputs]
+                        extra = [{} for _ in outputs]
+                    else:
+                        pred, margin = likelihood_predict(lm, prompts, continuations, pm.reduction)
+                        parsed = pred.tolist()
+                        outputs = [label_names[p] for p in parsed]
+                        extra = [{"margin": float(x)} for x in margin]
+                    recs = []
+                    for (q, b, demos), o, p, e in zip(built, outputs, parsed, extra):
+                        if q not in pending_set:
+                            continue
+                        g = int(gold[q])
+                        recs.append({
+                            "method": method,
+                            "seed": int(seed),
+                            "run": run,
+                            "query": q,
+                            "test_index": int(test_idx[q]),
+                            "mode": pm.name,
+                            "prompt_sha256": prompt_hash(b.text),
+                            "n_prompt_tokens": b.n_tokens,
+                            "selected": demos,
+                            "n_demos": b.n_demos,
+                            "n_dropped": b.n_dropped,
+                            "prompt_fits": b.fits,
+                            "raw_output": o,
+                            "parsed": None if p is None else label_names[p],
+                            "parsed_id": p,
+                            "gold": label_names[g],
+                            "gold_id": g,
+                            "correct": p is not None and int(p) == g,
+                            **e,
+                        })
+                    writer.write(recs)
+                    n_new += len(recs)
+                    bar.advance(task, len(recs))
+
+    records = read_records(records_path)
+    summary = summarize(
+        [r for r in records if r["method"] in all_methods and r["query"] < n_q],
+        run_seeds=protocol.run_seeds,
+        n_boot=n_boot,
+    )
+    summary["dataset"] = dataset.name
+    summary["mode"] = pm.name
+    summary["n_queries_requested"] = n_q
+    write_report(out, summary, title=f"{dataset.name} — mode {pm.name}")
+    manifest["status"] = "complete" if all(m["complete"] for m in summary["methods"].values()) else "partial"
+    manifest["finished_at"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    manifest["n_records"] = len(records)
+    atomic_write_json(manifest_path, manifest)
+    return EvaluationResult(summary, out, records_path, manifest_path, n_new)
+
+
+def _selection(
+    out: Path, method: str, seed: int, qhash: str, queries: list[str], select: SelectionFn, n_pool: int, n_q: int
+) -> np.ndarray:
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in method)
+    path = out / "selections" / f"{safe}__seed{seed}__{n_q}q_{qhash}.npy"
+    if path.exists():
+        return _check_selection(load_npy(path), n_q, n_pool, method, seed)
+    sel = _check_selection(select(method, seed, queries), n_q, n_pool, method, seed)
+    atomic_save_npy(path, sel)
+    return sel
+
+
+def _build(builder: PromptBuilder, dataset: Dataset, sel: np.ndarray, q: int, query: str):
+    row = sel[0] if sel.shape[0] == 1 else sel[q]
+    idx = row.tolist()
+    demos = [(dataset.pool.texts[i], dataset.label_names[int(dataset.pool.labels[i])]) for i in idx]
+    return q, builder.build(demos, query), idx

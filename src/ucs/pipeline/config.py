@@ -1,0 +1,341 @@
+"""The pipeline configuration: one dataclass that names every choice of a run and round-trips to JSON.
+
+Field names follow the hyper-parameter presets of :mod:`ucs.experiments.presets` (paper Tables 8–10), so a
+preset becomes a configuration with :meth:`PipelineConfig.from_preset`; everything else (dataset, backbone,
+selectors, estimator, prediction mode) has its own field. The configuration is written into the run
+manifest (:func:`ucs.evaluation.evaluate`'s ``config=``) and a resume with different settings is refused.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import numbers
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any, Dict, Mapping, Optional, Tuple
+
+__all__ = [
+    "BASE_SELECTORS",
+    "METHODS",
+    "MODE_ALIASES",
+    "PipelineConfig",
+    "parse_method",
+    "parse_methods",
+]
+
+#: Base selectors and whether each takes the UCS prior (all of them do; Random has no utility to add to).
+BASE_SELECTORS = ("random", "topk", "dpp", "mdl", "votek")
+#: Method names understood by the pipeline: a base selector, or ``<base>+ucs`` for its UCS form.
+METHODS = ("random", "topk", "topk+ucs", "dpp", "dpp+ucs", "mdl", "mdl+ucs", "votek", "votek+ucs")
+#: CLI spellings of the prediction modes of :mod:`ucs.evaluation.predict`.
+MODE_ALIASES = {"generate": "greedy", "generate-strict": "greedy-strict"}
+#: Retrieval embedder meaning "the backbone's own embeddings, ℓ2-normalised" (SPEC §1).
+BACKBONE_RETRIEVAL = "backbone"
+
+_SUFFIXES = ("+ucs", "_ucs", "-ucs", "_sgt")
+
+
+def parse_method(name: str) -> Tuple[str, bool]:
+    """``"dpp+ucs"`` → ``("dpp", True)``; ``"votek"`` → ``("votek", False)``.
+
+    ``_ucs``, ``-ucs`` and the authors' ``_sgt`` suffixes are accepted; case is ignored.
+    """
+    if not isinstance(name, str) or not name.strip():
+        raise ValueError(f"a method name must be a non-empty string such as 'dpp+ucs'; got {name!r}")
+    key = name.strip().lower()
+    ucs = False
+    for s in _SUFFIXES:
+        if key.endswith(s):
+            key, ucs = key[: -len(s)], True
+            break
+    if key not in BASE_SELECTORS or (ucs and key == "random"):
+        raise ValueError(f"unknown method {name!r}; choose from {', '.join(METHODS)}")
+    return key, ucs
+
+
+def canonical_method(name: str) -> str:
+    base, ucs = parse_method(name)
+    return f"{base}+ucs" if ucs else base
+
+
+def parse_methods(spec: "str | Any") -> Tuple[str, ...]:
+    """Comma-separated (or sequence of) method names → canonical, distinct names in the given order."""
+    items = spec.split(",") if isinstance(spec, str) else list(spec)
+    out: list = []
+    for it in items:
+        if isinstance(it, str) and not it.strip():
+            continue
+        m = canonical_method(it)
+        if m not in out:
+            out.append(m)
+    if not out:
+        raise ValueError(f"selectors must name at least one method from {', '.join(METHODS)}; got {spec!r}")
+    return tuple(out)
+
+
+def _check_int(value: Any, name: str, low: int, allow_none: bool = False) -> None:
+    if value is None and allow_none:
+        return
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < low:
+        raise ValueError(f"{name} must be an integer >= {low}{' or None' if allow_none else ''}; got {value!r}")
+
+
+def _check_float(value: Any, name: str, low: float = 0.0, strict: bool = False, high: Optional[float] = None) -> None:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or value != value:
+        raise ValueError(f"{name} must be a number; got {value!r}")
+    if value < low or (strict and value == low) or (high is not None and value >= high):
+        rng = f"{'>' if strict else '>='} {low}" + (f" and < {high}" if high is not None else "")
+        raise ValueError(f"{name} must be {rng}; got {value!r}")
+
+
+@dataclass(frozen=True)
+class PipelineConfig:
+    """Every setting of a UCS run: data, backbone, clustering, retrieval, selectors, prior, evaluation.
+
+    Parameters
+    ----------
+    dataset : str
+        Registry name (``banking77``, ``clinc150``, ``hwu64``, ``bbeh_*``, ``sample``) or a table path.
+    data_dir : str, optional
+        Folder of the original public files (default ``$UCS_DATA_DIR``, else ``./data``). Not part of the
+        resume key: the data files' hashes are.
+    backbone : str
+        The ICL model: ``smollm2`` (default), ``gemma3``, a GGUF file, a hub id or model directory (through
+        :func:`ucs.models.load_backbone`), or ``dummy`` (hash-based doubles, for tests and dry runs).
+    engine : str, optional
+        ``llama`` or ``transformers``; ``None`` lets the model layer choose.
+    layer, pooling, embed_normalize, embed_max_length
+        Pool-embedding settings of the backbone (SPEC §1: last layer, masked mean, no ℓ2, 256 tokens).
+    device : str, optional
+        Torch device of the transformers engine (``cuda``); ``n_gpu_layers`` offloads llama.cpp layers.
+    retrieval_embedder : str
+        Similarity used inside TopK / DPP / MDL / VoteK: ``backbone`` (the backbone's embeddings,
+        ℓ2-normalised), ``all-minilm-l6-v2``, ``all-mpnet-base-v2`` (the paper's), or a
+        sentence-transformers directory / hub id.
+    selectors : tuple of str
+        Methods to evaluate (see :data:`METHODS`).
+    budget, candidate_num, dpp_scale_factor, votek_k, mdl_select_time, mdl_scorer
+        Selector settings (paper Table 8). ``mdl_scorer="backbone"`` scores MDL with the ICL model.
+    clustering, pca_dim, dict_n_atoms, dict_coding, dict_ridge_alpha, dict_omp_nonzeros, dict_tau,
+    dict_max_iter, dict_batch_size, dbscan_k, dbscan_q, min_samples, standardize
+        :class:`ucs.clustering.LatentClusterer` settings (``clustering`` is its ``method``). ``dict_tau`` is
+        recorded for parity with the paper's table; the clusterer has no such parameter.
+    estimator, lam, t, bin_size, alpha, integer, design, corpus_prior
+        The UCS prior: unseen estimator, weight ``λ``, expansion ``t``, truncation ``M``, offset ``α``,
+        integer floor, score design, corpus-level prior of VoteK+UCS.
+    lam_by_selector, dbscan_q_by_selector : dict
+        Per-base-selector overrides of ``lam`` / ``dbscan_q`` (paper Tables 9–10 tune them per selector),
+        e.g. ``{"votek": 5.0}``. A selector-specific ``q`` re-cuts the run's clustering; nothing is refitted.
+    mode : str
+        Prediction mode: ``paper``, ``greedy`` (alias ``generate``), ``greedy-strict``, ``likelihood``.
+    test_size, test_seed, n_runs, seed
+        Evaluation protocol: ``test_size`` queries drawn once with ``test_seed``; ``n_runs`` runs with seeds
+        ``seed, seed + 1, ...`` (each run re-fits the clustering and re-seeds the selectors).
+    icl_batch_size : int
+        Prompts per generation call (part of the sampling seeds).
+    preset : str, optional
+        Name of the preset the settings came from (recorded only).
+    """
+
+    dataset: str = "sample"
+    data_dir: Optional[str] = None
+    backbone: str = "smollm2"
+    engine: Optional[str] = None
+    layer: Any = "last"
+    pooling: str = "mean"
+    embed_normalize: bool = False
+    embed_max_length: int = 256
+    context_length: Optional[int] = None
+    device: Optional[str] = None
+    n_gpu_layers: int = 0
+    retrieval_embedder: str = BACKBONE_RETRIEVAL
+    selectors: Tuple[str, ...] = ("random", "topk", "dpp", "dpp+ucs", "votek", "votek+ucs")
+    budget: int = 10
+    candidate_num: int = 50
+    dpp_scale_factor: float = 0.1
+    votek_k: int = 3
+    mdl_select_time: int = 5
+    mdl_scorer: str = "backbone"
+    clustering: str = "dict_dbscan"
+    pca_dim: Optional[int] = 128
+    dict_n_atoms: int = 64
+    dict_coding: str = "ridge"
+    dict_ridge_alpha: float = 10.0
+    dict_omp_nonzeros: int = 4
+    dict_tau: float = 1e-3
+    dict_max_iter: int = 50
+    dict_batch_size: int = 512
+    dbscan_k: int = 20
+    dbscan_q: float = 0.01
+    min_samples: int = 1
+    standardize: bool = False
+    estimator: str = "paper"
+    lam: float = 0.1
+    t: float = 5.0
+    bin_size: int = 20
+    alpha: float = 1.0
+    integer: bool = False
+    design: str = "full"
+    corpus_prior: str = "good_turing"
+    lam_by_selector: Dict[str, float] = field(default_factory=dict)
+    dbscan_q_by_selector: Dict[str, float] = field(default_factory=dict)
+    mode: str = "paper"
+    test_size: Optional[int] = None
+    test_seed: int = 42
+    n_runs: int = 3
+    seed: int = 42
+    icl_batch_size: int = 16
+    preset: Optional[str] = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "selectors", parse_methods(self.selectors))
+        object.__setattr__(self, "mode", MODE_ALIASES.get(self.mode, self.mode))
+        for name in ("lam_by_selector", "dbscan_q_by_selector"):
+            raw = dict(getattr(self, name) or {})
+            clean = {}
+            for k, v in raw.items():
+                base, _ = parse_method(k)
+                clean[base] = float(v)
+            object.__setattr__(self, name, clean)
+        self.validate()
+
+    # ---------------------------------------------------------------- checks
+    def validate(self) -> "PipelineConfig":
+        """Raise ``ValueError`` naming the first invalid setting."""
+        from ucs.evaluation.predict import MODES
+
+        if not isinstance(self.dataset, str) or not self.dataset:
+            raise ValueError(f"dataset must be a dataset name or table path; got {self.dataset!r}")
+        if not isinstance(self.backbone, str) or not self.backbone:
+            raise ValueError(f"backbone must name a model (e.g. 'smollm2'); got {self.backbone!r}")
+        if self.engine not in (None, "llama", "transformers"):
+            raise ValueError(f"engine must be 'llama', 'transformers' or None; got {self.engine!r}")
+        if self.pooling not in ("mean", "last", "first"):
+            raise ValueError(f"pooling must be 'mean', 'last' or 'first'; got {self.pooling!r}")
+        if not (self.layer in ("last", "mid") or (isinstance(self.layer, int) and not isinstance(self.layer, bool))):
+            raise ValueError(f"layer must be 'last', 'mid' or an integer; got {self.layer!r}")
+        if self.mode not in MODES:
+            raise ValueError(f"mode must be one of {sorted(MODES) + sorted(MODE_ALIASES)}; got {self.mode!r}")
+        for name, low in (("embed_max_length", 1), ("budget", 0), ("candidate_num", 1), ("votek_k", 1),
+                          ("mdl_select_time", 1), ("dict_n_atoms", 1), ("dict_omp_nonzeros", 1),
+                          ("dict_max_iter", 1), ("dict_batch_size", 1), ("dbscan_k", 1), ("min_samples", 1),
+                          ("bin_size", 1), ("test_seed", 0), ("n_runs", 1), ("seed", 0), ("icl_batch_size", 1),
+                          ("n_gpu_layers", -1)):
+            _check_int(getattr(self, name), name, low)
+        for name in ("pca_dim", "test_size", "context_length"):
+            _check_int(getattr(self, name), name, 1, allow_none=True)
+        _check_float(self.dpp_scale_factor, "dpp_scale_factor", strict=True)
+        _check_float(self.dict_ridge_alpha, "dict_ridge_alpha", strict=True)
+        _check_float(self.lam, "lam")
+        _check_float(self.t, "t", strict=True)
+        _check_float(self.alpha, "alpha", strict=True)
+        _check_float(self.dbscan_q, "dbscan_q", strict=True, high=1.0)
+        for k, v in self.lam_by_selector.items():
+            _check_float(v, f"lam_by_selector[{k!r}]")
+        for k, v in self.dbscan_q_by_selector.items():
+            _check_float(v, f"dbscan_q_by_selector[{k!r}]", strict=True, high=1.0)
+        if self.clustering not in ("dict_dbscan", "dbscan", "dict_argmax"):
+            raise ValueError(f"clustering must be 'dict_dbscan', 'dbscan' or 'dict_argmax'; got {self.clustering!r}")
+        if self.dict_coding not in ("ridge", "omp"):
+            raise ValueError(f"dict_coding must be 'ridge' or 'omp'; got {self.dict_coding!r}")
+        if self.design not in ("full", "seen_only", "unseen_only", "ratio"):
+            raise ValueError(f"design must be 'full', 'seen_only', 'unseen_only' or 'ratio'; got {self.design!r}")
+        if self.corpus_prior not in ("good_turing", "spectrum_rarity", "inverse_size"):
+            raise ValueError(
+                f"corpus_prior must be 'good_turing', 'spectrum_rarity' or 'inverse_size'; got {self.corpus_prior!r}"
+            )
+        from ucs.estimators import resolve_estimator_name
+
+        resolve_estimator_name(self.estimator)
+        return self
+
+    # ------------------------------------------------------------- derived
+    @property
+    def run_seeds(self) -> Tuple[int, ...]:
+        """``seed, seed + 1, ..., seed + n_runs - 1`` (the paper: 42, 43, 44)."""
+        return tuple(self.seed + i for i in range(self.n_runs))
+
+    def lam_for(self, method: str) -> float:
+        """``λ`` of ``method`` (a per-selector override, else ``lam``)."""
+        base, _ = parse_method(method)
+        return float(self.lam_by_selector.get(base, self.lam))
+
+    def dbscan_q_for(self, method: str) -> float:
+        """Clustering quantile ``q`` of ``method`` (a per-selector override, else ``dbscan_q``).
+
+        A base selector gets the ``q`` of its UCS form, so both are diagnosed on the same clusters."""
+        base, _ = parse_method(method)
+        return float(self.dbscan_q_by_selector.get(base, self.dbscan_q))
+
+    def estimator_params(self) -> Dict[str, Any]:
+        """Keyword arguments of :class:`ucs.estimators.UnseenCoverage` for the chosen estimator."""
+        from ucs.estimators import resolve_estimator_name
+
+        params: Dict[str, Any] = {"t": float(self.t)}
+        if resolve_estimator_name(self.estimator) == "paper":
+            params.update(bin_size=int(self.bin_size), alpha=float(self.alpha), integer=bool(self.integer))
+        return params
+
+    def protocol(self):
+        """The :class:`ucs.data.TestProtocol` of this configuration."""
+        from ucs.data import TestProtocol
+
+        return TestProtocol(test_size=self.test_size, test_seed=self.test_seed, run_seeds=self.run_seeds)
+
+    # ------------------------------------------------------------- JSON
+    def to_dict(self) -> Dict[str, Any]:
+        """Plain JSON types (tuples become lists); :meth:`from_dict` inverts it."""
+        d = dataclasses.asdict(self)
+        d["selectors"] = list(self.selectors)
+        return d
+
+    def to_json(self, path: "str | Path | None" = None) -> str:
+        text = json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n"
+        if path is not None:
+            from ucs.utils.io import atomic_write_text
+
+            atomic_write_text(path, text)
+        return text
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "PipelineConfig":
+        names = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - names)
+        if unknown:
+            raise ValueError(f"unknown configuration key(s) {unknown}; valid keys: {sorted(names)}")
+        d = dict(data)
+        if "selectors" in d:
+            d["selectors"] = tuple(d["selectors"]) if not isinstance(d["selectors"], str) else d["selectors"]
+        return cls(**d)
+
+    @classmethod
+    def from_json(cls, text_or_path: "str | Path") -> "PipelineConfig":
+        p = Path(text_or_path) if not str(text_or_path).lstrip().startswith("{") else None
+        text = p.read_text(encoding="utf-8") if p is not None else str(text_or_path)
+        return cls.from_dict(json.loads(text))
+
+    def replace(self, **changes: Any) -> "PipelineConfig":
+        return dataclasses.replace(self, **changes)
+
+    @classmethod
+    def from_preset(cls, name: str, **overrides: Any) -> "PipelineConfig":
+        """Settings of a named preset (``paper``, ``default``, ``cpu``), then ``overrides``.
+
+        Preset keys that are not configuration fields are ignored (``icl_batch_size`` etc. map one to one).
+        """
+        from ucs.experiments.presets import get_preset
+
+        preset = get_preset(name)
+        names = {f.name for f in fields(cls)}
+        settings = {k: v for k, v in preset.settings.items() if k in names}
+        settings["preset"] = name
+        settings.update({k: v for k, v in overrides.items() if v is not None})
+        return cls.from_dict(settings)
+
+    def key_dict(self) -> Dict[str, Any]:
+        """The settings that change results: what the resume check compares (no paths, no method list)."""
+        d = self.to_dict()
+        for k in ("data_dir", "selectors", "preset", "device", "n_gpu_layers"):
+            d.pop(k, None)
+        return d

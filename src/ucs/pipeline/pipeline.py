@@ -1,0 +1,391 @@
+"""The UCS pipeline: dataset → embeddings → latent clusters → retrieval → selectors → ICL evaluation.
+
+Each stage is a method that returns a plain array or a small object and remembers its result, so a run can
+be inspected stage by stage (``pipe.pool_embeddings()``, ``pipe.cluster_ids(seed)``, ``pipe.selection(...)``)
+and every expensive stage is also cached on disk:
+
+========================  ===================================================  =================================
+stage                     cache                                                key
+========================  ===================================================  =================================
+pool / query embeddings   ``<cache_dir>/embeddings`` (:class:`EmbeddingCache`)  model identity + texts hash
+latent clusters (per run) ``<cache_dir>/clusters/<key>/labels_q<q>.npy``        embeddings hash + clusterer
+                                                                               settings + run seed
+selections                ``<out_dir>/selections/*.npy`` (the runner) and       method, seed, queries
+                          ``<out_dir>/pipeline/selections/*.json`` (diagnostics)
+ICL records               ``<out_dir>/records.jsonl`` (the runner; resumable)   (method, seed, query)
+========================  ===================================================  =================================
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from ucs.embedding.base import l2_normalize
+from ucs.embedding.cache import EmbeddingCache, default_cache_dir
+from ucs.pipeline.config import PipelineConfig, canonical_method, parse_method
+from ucs.pipeline.diagnostics import coverage_markdown, coverage_stats, summarize_coverage
+from ucs.utils.io import atomic_save_npy, atomic_write_json, atomic_write_text, hash_array, load_npy
+
+__all__ = ["Pipeline", "PipelineResult"]
+
+
+class PipelineResult:
+    """What :meth:`Pipeline.run` returns: the evaluation result plus the coverage diagnostics."""
+
+    def __init__(self, evaluation: Any, coverage: Dict[str, Dict[str, Dict[str, float]]], out_dir: Path) -> None:
+        self.evaluation = evaluation
+        self.coverage = coverage
+        self.out_dir = out_dir
+
+    @property
+    def summary(self) -> dict:
+        return self.evaluation.summary
+
+    def accuracy(self, method: str) -> Optional[float]:
+        """Mean accuracy (fraction) of ``method`` over runs, or ``None`` when absent."""
+        m = self.evaluation.summary["methods"].get(method)
+        return None if m is None else m.get("mean")
+
+    def to_markdown(self) -> str:
+        return self.evaluation.to_markdown() + "\n" + coverage_markdown(self.coverage)
+
+
+class Pipeline:
+    """The whole UCS job for one dataset and backbone.
+
+    Parameters
+    ----------
+    config : PipelineConfig
+    dataset : ucs.data.Dataset, optional
+        Default: ``load_dataset(config.dataset, config.data_dir)``.
+    backbone : Embedder and LanguageModel, optional
+        The ICL model (embeds the pool for clustering, answers prompts, scores MDL). Default:
+        :func:`ucs.pipeline.backbones.load_backbone_for`.
+    retrieval : Embedder, optional
+        Retrieval embedder; default from ``config.retrieval_embedder`` (``backbone`` reuses the backbone's
+        pool embeddings, ℓ2-normalised, without another model pass).
+    cache_dir : path, optional
+        Root of the embedding and cluster caches (default ``$UCS_CACHE_DIR`` or ``~/.cache/ucs``).
+    out_dir : path, optional
+        Where :meth:`run` writes results; also receives per-selection diagnostics.
+    progress : bool
+        Progress bar of the evaluation runner.
+
+    Notes
+    -----
+    Nothing is computed in ``__init__``. The pool is embedded once per backbone (cached across runs and
+    processes); clustering is fitted once per run seed (and re-cut, not refitted, for other ``q``);
+    selectors are fitted once per (method, seed) on the pool and select for all queries in one batched
+    call.
+    """
+
+    def __init__(
+        self,
+        config: PipelineConfig,
+        *,
+        dataset: Any = None,
+        backbone: Any = None,
+        retrieval: Any = None,
+        cache_dir: "str | os.PathLike[str] | None" = None,
+        out_dir: "str | os.PathLike[str] | None" = None,
+        progress: bool = True,
+    ) -> None:
+        if not isinstance(config, PipelineConfig):
+            raise ValueError(f"config must be a PipelineConfig; got {type(config).__name__}")
+        self.config = config
+        self._dataset = dataset
+        self._backbone = backbone
+        self._retrieval = retrieval
+        self.cache_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+        self.out_dir = Path(out_dir) if out_dir is not None else None
+        self.progress = progress
+        self.embedding_cache = EmbeddingCache(self.cache_dir / "embeddings")
+        self.timings: Dict[str, float] = {}
+        self._memo: Dict[Any, Any] = {}
+
+    # ------------------------------------------------------------------ helpers
+    def _timed(self, name: str, t0: float) -> None:
+        self.timings[name] = self.timings.get(name, 0.0) + time.perf_counter() - t0
+
+    # ------------------------------------------------------------------ stage 0: data and models
+    @property
+    def dataset(self) -> Any:
+        if self._dataset is None:
+            from ucs.data import load_dataset
+
+            self._dataset = load_dataset(self.config.dataset, self.config.data_dir)
+        return self._dataset
+
+    @property
+    def backbone(self) -> Any:
+        if self._backbone is None:
+            from ucs.pipeline.backbones import load_backbone_for
+
+            self._backbone = load_backbone_for(self.config)
+        return self._backbone
+
+    @property
+    def retrieval(self) -> Any:
+        """The retrieval embedder (``None`` when the backbone's own embeddings are used)."""
+        if self._retrieval is None and self.config.retrieval_embedder != "backbone":
+            from ucs.pipeline.backbones import load_retrieval_for
+
+            self._retrieval = load_retrieval_for(self.config, self.backbone)
+        return self._retrieval
+
+    def pool_labels_text(self) -> List[str]:
+        ds = self.dataset
+        return [ds.label_names[int(y)] for y in ds.pool.labels]
+
+    # ------------------------------------------------------------------ stage 1: embeddings
+    def pool_embeddings(self) -> np.ndarray:
+        """Backbone embeddings of the pool inputs (never the labels), shape (N, d), float32; cached."""
+        if "pool_emb" not in self._memo:
+            t0 = time.perf_counter()
+            self._memo["pool_emb"] = self.embedding_cache.embed(self.backbone, list(self.dataset.pool.texts))
+            self._timed("pool_embedding", t0)
+        return self._memo["pool_emb"]
+
+    def retrieval_pool(self) -> np.ndarray:
+        """Retrieval embeddings of the pool, ℓ2-normalised, shape (N, d_r)."""
+        if "ret_pool" not in self._memo:
+            if self.config.retrieval_embedder == "backbone":
+                self._memo["ret_pool"] = l2_normalize(self.pool_embeddings())
+            else:
+                t0 = time.perf_counter()
+                emb = self.embedding_cache.embed(self.retrieval, list(self.dataset.pool.texts))
+                self._memo["ret_pool"] = l2_normalize(emb)
+                self._timed("retrieval_pool_embedding", t0)
+        return self._memo["ret_pool"]
+
+    def retrieval_queries(self, query_texts: Sequence[str]) -> np.ndarray:
+        """Retrieval embeddings of queries, ℓ2-normalised, shape (Q, d_r); cached by the texts' hash."""
+        t0 = time.perf_counter()
+        model = self.backbone if self.config.retrieval_embedder == "backbone" else self.retrieval
+        emb = l2_normalize(self.embedding_cache.embed(model, list(query_texts)))
+        self._timed("query_embedding", t0)
+        return emb
+
+    # ------------------------------------------------------------------ stage 2: clusters
+    def clusterer_params(self, seed: int) -> Dict[str, Any]:
+        """Keyword arguments of :class:`ucs.clustering.LatentClusterer` for run ``seed``."""
+        c = self.config
+        return {
+            "method": c.clustering,
+            "pca_dim": c.pca_dim,
+            "n_atoms": c.dict_n_atoms,
+            "coding": c.dict_coding,
+            "ridge_alpha": c.dict_ridge_alpha,
+            "omp_n_nonzero": c.dict_omp_nonzeros,
+            "dict_batch_size": c.dict_batch_size,
+            "dict_max_iter": c.dict_max_iter,
+            "dbscan_k": c.dbscan_k,
+            "dbscan_q": c.dbscan_q,
+            "min_samples": c.min_samples,
+            "standardize": c.standardize,
+            "random_state": int(seed),
+        }
+
+    def _cluster_dir(self, seed: int) -> Path:
+        if "emb_hash" not in self._memo:
+            self._memo["emb_hash"] = hash_array(self.pool_embeddings())
+        key = json.dumps({"emb": self._memo["emb_hash"], "params": self.clusterer_params(seed)},
+                         sort_keys=True)
+        return self.cache_dir / "clusters" / hashlib.sha256(key.encode()).hexdigest()[:24]
+
+    def clusterer(self, seed: int) -> Any:
+        """The :class:`~ucs.clustering.LatentClusterer` fitted on the pool embeddings for run ``seed``."""
+        memo = ("clusterer", int(seed))
+        if memo not in self._memo:
+            from ucs.clustering import LatentClusterer
+
+            t0 = time.perf_counter()
+            est = LatentClusterer(**self.clusterer_params(seed)).fit(self.pool_embeddings())
+            self._timed("clustering_fit", t0)
+            self._memo[memo] = est
+            d = self._cluster_dir(seed)
+            atomic_save_npy(d / f"labels_q{float(self.config.dbscan_q)!r}.npy", est.labels_)
+            atomic_write_json(d / "meta.json", {
+                "params": self.clusterer_params(seed), "eps": getattr(est, "eps_", None),
+                "n_clusters": int(est.n_clusters_), "timings": getattr(est, "timings_", {}),
+            })
+        return self._memo[memo]
+
+    def cluster_ids(self, seed: int, q: Optional[float] = None) -> np.ndarray:
+        """Cluster id of every pool item for run ``seed`` at quantile ``q`` (default ``config.dbscan_q``).
+
+        Loaded from the cluster cache when present; otherwise the run's clusterer is fitted once and other
+        quantiles are re-cut from it (``LatentClusterer.recut``, no refit).
+        """
+        q = float(self.config.dbscan_q if q is None else q)
+        memo = ("ids", int(seed), q)
+        if memo in self._memo:
+            return self._memo[memo]
+        path = self._cluster_dir(seed) / f"labels_q{q!r}.npy"
+        if path.is_file():
+            ids = load_npy(path).astype(np.int64)
+        else:
+            est = self.clusterer(seed)
+            if q == float(self.config.dbscan_q):
+                ids = np.asarray(est.labels_, dtype=np.int64)
+            else:
+                t0 = time.perf_counter()
+                ids = np.asarray(est.recut(q), dtype=np.int64)
+                self._timed("clustering_recut", t0)
+            atomic_save_npy(path, ids)
+        if ids.shape != (len(self.dataset.pool),):
+            raise ValueError(f"cached cluster ids at {path} have shape {ids.shape}; expected ({len(self.dataset.pool)},)")
+        self._memo[memo] = ids
+        return ids
+
+    # ------------------------------------------------------------------ stage 3: selectors
+    def prior(self, method: str, seed: int) -> Any:
+        """The :class:`~ucs.selectors.UCSPrior` of a ``+ucs`` method for run ``seed``."""
+        from ucs.selectors import UCSPrior
+
+        c = self.config
+        return UCSPrior(
+            self.cluster_ids(seed, c.dbscan_q_for(method)),
+            estimator=c.estimator,
+            lam=c.lam_for(method),
+            design=c.design,
+            corpus_prior=c.corpus_prior,
+            **c.estimator_params(),
+        )
+
+    def mdl_scorer(self) -> Any:
+        if self.config.mdl_scorer in ("backbone", self.config.backbone):
+            return self.backbone
+        from ucs.pipeline.backbones import load_backbone_for
+
+        return load_backbone_for(self.config.replace(backbone=self.config.mdl_scorer))
+
+    def build_selector(self, method: str, seed: int) -> Any:
+        """An unfitted selector for ``method`` (``dpp``, ``dpp+ucs``, ...) seeded with the run ``seed``."""
+        from ucs import selectors as S
+
+        c = self.config
+        base, ucs = parse_method(method)
+        prior = self.prior(method, seed) if ucs else None
+        if base == "random":
+            return S.RandomSelector(random_state=int(seed))
+        if base == "topk":
+            return S.TopKSelector(prior=prior, candidate_num=c.candidate_num)
+        if base == "dpp":
+            return S.DPPSelector(candidate_num=c.candidate_num, scale_factor=c.dpp_scale_factor, prior=prior)
+        if base == "votek":
+            return S.VoteKSelector(k=c.votek_k, prior=prior, random_state=int(seed))
+        if base == "mdl":
+            return S.MDLSelector(
+                scorer=self.mdl_scorer(), label_set=list(self.dataset.label_names), candidate_num=c.candidate_num,
+                select_time=c.mdl_select_time, prior=prior, random_state=int(seed),
+            )
+        raise AssertionError(base)  # parse_method rejects anything else
+
+    def selection(self, method: str, seed: int, query_texts: Sequence[str]) -> Any:
+        """The :class:`~ucs.selectors.Selection` of ``method`` for run ``seed`` on ``query_texts`` (memoised)."""
+        method = canonical_method(method)
+        qkey = hashlib.sha256("\x00".join(query_texts).encode("utf-8", "surrogatepass")).hexdigest()[:16]
+        memo = ("selection", method, int(seed), qkey)
+        if memo in self._memo:
+            return self._memo[memo]
+        base, _ = parse_method(method)
+        ids = self.cluster_ids(seed, self.config.dbscan_q_for(method))
+        pool = self.retrieval_pool()
+        selector = self.build_selector(method, seed)
+        t0 = time.perf_counter()
+        selector.fit(pool, labels=self.pool_labels_text(), texts=list(self.dataset.pool.texts), cluster_ids=ids)
+        queries = self.retrieval_queries(query_texts) if selector.query_dependent or base == "mdl" else None
+        sel = selector.select(queries, self.config.budget, query_texts=list(query_texts))
+        self._timed(f"select:{method}", t0)
+        self._memo[memo] = sel
+        self._record_diagnostics(method, seed, sel, len(query_texts))
+        return sel
+
+    def select(self, method: str, seed: int, query_texts: Sequence[str]) -> np.ndarray:
+        """The runner's selection function: pool indices, (Q, B) or (1, B) for query-independent methods."""
+        return np.asarray(self.selection(method, seed, query_texts).indices, dtype=np.int64)
+
+    # ------------------------------------------------------------------ diagnostics
+    def coverage(self, method: str, seed: int, indices: np.ndarray) -> Dict[str, np.ndarray]:
+        """Per-prompt coverage exposure of ``indices`` on run ``seed``'s clusters (at ``method``'s ``q``), with Φ
+        under the configured estimator (for base selectors too, so both forms are comparable)."""
+        from ucs.estimators import UnseenCoverage
+
+        ids = self.cluster_ids(seed, self.config.dbscan_q_for(method))
+        cov = UnseenCoverage(self.config.estimator, design=self.config.design, **self.config.estimator_params()).fit(ids)
+        return coverage_stats(ids, np.asarray(indices), cov)
+
+    def _diag_dir(self) -> Optional[Path]:
+        return None if self.out_dir is None else self.out_dir / "pipeline"
+
+    def _record_diagnostics(self, method: str, seed: int, sel: Any, n_queries: int) -> None:
+        stats = summarize_coverage(self.coverage(method, seed, sel.indices))
+        self._memo[("coverage", method, int(seed), n_queries)] = stats
+        d = self._diag_dir()
+        if d is None:
+            return
+        safe = method.replace("+", "_plus_")
+        atomic_write_json(d / "coverage" / f"{safe}__seed{seed}__{n_queries}q.json",
+                          {"method": method, "seed": int(seed), "n_queries": n_queries, "coverage": stats})
+        atomic_write_text(d / "selections" / f"{safe}__seed{seed}__{n_queries}q.json", sel.to_json())
+
+    def coverage_table(self, methods: Sequence[str], n_queries: int) -> Dict[str, Dict[str, Dict[str, float]]]:
+        """``table[method][seed]`` of mean coverage stats, from memory or the diagnostics files."""
+        out: Dict[str, Dict[str, Dict[str, float]]] = {}
+        d = self._diag_dir()
+        for m in methods:
+            for s in self.config.run_seeds:
+                stats = self._memo.get(("coverage", m, int(s), n_queries))
+                if stats is None and d is not None:
+                    p = d / "coverage" / f"{m.replace('+', '_plus_')}__seed{s}__{n_queries}q.json"
+                    if p.is_file():
+                        stats = json.loads(p.read_text(encoding="utf-8"))["coverage"]
+                if stats is not None:
+                    out.setdefault(m, {})[str(s)] = stats
+        return out
+
+    # ------------------------------------------------------------------ stage 4: evaluation
+    def run(
+        self,
+        out_dir: "str | os.PathLike[str] | None" = None,
+        methods: Optional[Sequence[str]] = None,
+        *,
+        limit: Optional[int] = None,
+    ) -> PipelineResult:
+        """Evaluate ``methods`` (default ``config.selectors``) with the resumable runner.
+
+        Writes the runner's files (``records.jsonl``, ``manifest.json`` with this configuration,
+        ``results.{json,md}``) and ``coverage.{json,md}`` and ``pipeline/config.json`` to ``out_dir``.
+        Calling it again with the same configuration continues where it stopped.
+        """
+        from ucs.evaluation import evaluate
+
+        if out_dir is not None:
+            self.out_dir = Path(out_dir)
+        if self.out_dir is None:
+            raise ValueError("out_dir is required: pass run(out_dir=...) or Pipeline(..., out_dir=...)")
+        methods = tuple(canonical_method(m) for m in (methods or self.config.selectors))
+        out = self.out_dir
+        self.config.to_json(out / "pipeline" / "config.json")
+        t0 = time.perf_counter()
+        result = evaluate(
+            self.dataset, self.backbone, list(methods), self.select, out,
+            mode=self.config.mode, protocol=self.config.protocol(), limit=limit,
+            batch_size=self.config.icl_batch_size, config={"pipeline": self.config.key_dict()},
+            progress=self.progress,
+        )
+        self._timed("evaluate", t0)
+        n_q = int(result.summary.get("n_queries_requested", 0))
+        cov = self.coverage_table(result.summary["methods"].keys(), n_q)
+        atomic_write_json(out / "coverage.json", {"n_queries": n_q, "coverage": cov})
+        atomic_write_text(out / "coverage.md", coverage_markdown(cov))
+        atomic_write_json(out / "pipeline" / "timings.json", self.timings)
+        return PipelineResult(result, cov, out)

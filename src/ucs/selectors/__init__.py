@@ -1,0 +1,34 @@
+"""Demonstration selectors (SPEC §4) behind one contract, with UCS as a composable prior.
+
+``Selector.fit(pool_embeddings, labels=, texts=, cluster_ids=) -> self`` then
+``select(query_embeddings, budget) -> Selection``. Pass ``prior=UCSPrior(cluster_ids, estimator, lam)`` to
+DPP, MDL, VoteK (or TopK) for the UCS-regularised form; ``lam = 0`` is the base selector exactly.
+"""
+
+from ucs.selectors.base import Selector
+from ucs.selectors.dpp import DPPSelector, dpp_kernel, greedy_map_dpp
+from ucs.selectors.mdl import ContinuationScorer, MDLSelector, negative_entropy
+from ucs.selectors.prior import CORPUS_PRIORS, SCORE_DESIGNS, UCSPrior
+from ucs.selectors.random import RandomSelector
+from ucs.selectors.selection import Selection
+from ucs.selectors.topk import TopKSelector
+from ucs.selectors.votek import VoteGraph, VoteKSelector, build_vote_graph
+
+__all__ = [
+    "CORPUS_PRIORS",
+    "SCORE_DESIGNS",
+    "ContinuationScorer",
+    "DPPSelector",
+    "MDLSelector",
+    "RandomSelector",
+    "Selection",
+    "Selector",
+    "TopKSelector",
+    "UCSPrior",
+    "VoteGraph",
+    "VoteKSelector",
+    "build_vote_graph",
+    "dpp_kernel",
+    "greedy_map_dpp",
+    "negative_entropy",
+]

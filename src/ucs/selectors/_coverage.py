@@ -1,0 +1,117 @@
+"""Coverage Φ for many subsets / many greedy queries at once.
+
+Everything goes through :meth:`ucs.estimators.UnseenCoverage.phi_from_spectra`, the one function
+the estimators use for recomputation and incremental gains alike, so values here are bit-identical
+to :meth:`UnseenCoverage.phi` and :meth:`CoverageState.gains` — only batched over queries.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+__all__ = ["BatchedCoverage", "BatchedGreedyState"]
+
+
+class BatchedCoverage:
+    """Vectorised Φ evaluation over rows of pool indices.
+
+    Parameters
+    ----------
+    coverage : ucs.estimators.UnseenCoverage
+        Fitted on the pool's cluster ids.
+    cluster_ids : ndarray of shape (N,)
+        The same ids (kept for diagnostics).
+    """
+
+    def __init__(self, coverage: Any, cluster_ids: np.ndarray) -> None:
+        self.coverage = coverage
+        self.cluster_ids = cluster_ids
+        self.cid = coverage.cluster_index_
+
+    def spectra(self, subsets: np.ndarray) -> np.ndarray:
+        """Spectra of each row of ``subsets`` (shape (P, n)) as an int64 array of shape (P, n + 2).
+
+        O(P·n²) (pairwise comparison inside each row; n is a prompt budget, so tiny).
+        """
+        subsets = np.asarray(subsets, dtype=np.int64)
+        p, n = subsets.shape
+        F = np.zeros((p, n + 2), dtype=np.int64)
+        if n == 0 or p == 0:
+            return F
+        c = self.cid[subsets]
+        mult = (c[:, :, None] == c[:, None, :]).sum(axis=2)  # multiplicity of each member's cluster
+        flat = (np.arange(p)[:, None] * (n + 2) + mult).ravel()
+        counts = np.bincount(flat, minlength=p * (n + 2)).reshape(p, n + 2)
+        s = np.arange(n + 2)
+        F[:, 1:] = counts[:, 1:] // s[1:]
+        return F
+
+    def phi_subsets(self, subsets: np.ndarray) -> np.ndarray:
+        """Φ of every row of ``subsets`` (P, n) → shape (P,), float64."""
+        subsets = np.asarray(subsets, dtype=np.int64)
+        if subsets.ndim != 2:
+            raise ValueError(f"subsets must be 2-D (P, n); got shape {subsets.shape}")
+        if subsets.shape[0] == 0:
+            return np.zeros(0)
+        F = self.spectra(subsets)
+        return np.asarray(self.coverage.phi_from_spectra(F, subsets.shape[1]), dtype=np.float64)
+
+    def greedy(self, candidates: np.ndarray, max_steps: int) -> "BatchedGreedyState":
+        """A greedy state over ``Q`` queries, each choosing among its own candidate row (Q, C)."""
+        return BatchedGreedyState(self, candidates, max_steps)
+
+
+class BatchedGreedyState:
+    """``Q`` growing subsets, one per query, built from per-query candidate lists.
+
+    ``gains()`` returns the exact ``Φ(S_q ∪ {j}) − Φ(S_q)`` for every candidate ``j`` of every query
+    (shape (Q, C)); ``add(pos)`` adds candidate ``pos[q]`` to ``S_q``. Both are O(Q·C) plus one
+    estimator call on ``Q · (n + 1)`` spectra (one per query and possible multiplicity), n = |S_q|.
+    """
+
+    def __init__(self, batched: BatchedCoverage, candidates: np.ndarray, max_steps: int) -> None:
+        cand = np.asarray(candidates, dtype=np.int64)
+        self.coverage = batched.coverage
+        self.cl = batched.cid[cand]  # (Q, C) compact cluster of each candidate
+        q = cand.shape[0]
+        self.mult = np.zeros(cand.shape, dtype=np.int64)  # multiplicity in S_q of each candidate's cluster
+        self.F = np.zeros((q, max_steps + 3), dtype=np.int64)
+        self.n = 0
+        self.phi = np.asarray(self.coverage.phi_from_spectra(self.F[:, :2], 0), dtype=np.float64)
+        self._rows = np.arange(q)
+        self._next = None
+
+    def gains(self) -> np.ndarray:
+        q, c = self.mult.shape
+        if q == 0 or c == 0:
+            return np.zeros((q, c))
+        width = self.n + 2
+        # Φ after adding an item whose cluster has multiplicity m, for every query and every m in 0..n:
+        # one estimator call on Q·(n+1) spectra, then a gather (no per-candidate work beyond indexing).
+        m = np.arange(self.n + 1)
+        F = np.repeat(self.F[:, None, :width], m.size, axis=1)  # (Q, n+1, width)
+        F[:, m[1:], m[1:]] -= 1
+        F[:, m, m + 1] += 1
+        phi_new = np.asarray(self.coverage.phi_from_spectra(F.reshape(-1, width), self.n + 1), dtype=np.float64)
+        phi_new = phi_new.reshape(q, m.size)
+        self._next = (self.n, phi_new)  # lets add() read Φ(S ∪ {j}) instead of recomputing it
+        return np.take_along_axis(phi_new - self.phi[:, None], self.mult, axis=1)
+
+    def add(self, pos: np.ndarray) -> None:
+        pos = np.asarray(pos, dtype=np.int64)
+        rows = self._rows
+        chosen_cl = self.cl[rows, pos]
+        m = self.mult[rows, pos].copy()
+        nz = m > 0
+        self.F[rows[nz], m[nz]] -= 1
+        self.F[rows, m + 1] += 1
+        self.mult += self.cl == chosen_cl[:, None]
+        nxt = self._next
+        self._next = None
+        self.n += 1
+        if nxt is not None and nxt[0] == self.n - 1:
+            self.phi = nxt[1][rows, m]  # the same phi_from_spectra value, computed in gains()
+        else:
+            self.phi = np.asarray(self.coverage.phi_from_spectra(self.F[:, : self.n + 2], self.n), dtype=np.float64)

@@ -1,0 +1,301 @@
+"""The selector contract shared by every demonstration selector."""
+
+from __future__ import annotations
+
+import inspect
+import numbers
+from typing import Any, ClassVar, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from ucs.selectors._retrieval import l2_normalize
+from ucs.selectors.selection import Selection
+
+__all__ = ["Selector", "check_embeddings", "check_budget", "check_random_state"]
+
+
+def check_embeddings(x: Any, name: str, dim: Optional[int] = None, allow_empty: bool = False) -> np.ndarray:
+    """Validate an embedding matrix: 2-D, numeric, finite, and of width ``dim`` when given."""
+    try:
+        arr = np.asarray(x, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{name} must be a numeric array of shape (n, d)") from exc
+    if arr.ndim == 1 and dim is not None and arr.shape[0] == dim:
+        arr = arr[None, :]
+    if arr.ndim != 2:
+        raise ValueError(f"{name} must be a 2-D array of shape (n, d); got shape {arr.shape}")
+    if arr.shape[0] == 0 and not allow_empty:
+        raise ValueError(f"{name} is empty; give at least one row")
+    if dim is not None and arr.shape[1] != dim:
+        raise ValueError(
+            f"{name} has dimension {arr.shape[1]} but the pool embeddings have dimension {dim}; "
+            "embed queries with the same model as the pool"
+        )
+    if not np.all(np.isfinite(arr)):
+        bad = int(np.count_nonzero(~np.all(np.isfinite(arr), axis=1)))
+        raise ValueError(f"{name} contains NaN or inf in {bad} row(s); fix or drop those embeddings")
+    return arr
+
+
+def check_budget(budget: Any) -> int:
+    """Validate a demonstration budget (a non-negative integer; ``0`` is zero-shot)."""
+    if isinstance(budget, bool) or not isinstance(budget, numbers.Integral):
+        raise ValueError(f"budget must be a non-negative integer; got {budget!r}")
+    if budget < 0:
+        raise ValueError(f"budget must be >= 0 (0 means zero-shot); got {budget}")
+    return int(budget)
+
+
+def check_random_state(random_state: Any) -> int:
+    """Validate a seed: a non-negative integer (global RNG state is never used)."""
+    if isinstance(random_state, bool) or not isinstance(random_state, numbers.Integral) or random_state < 0:
+        raise ValueError(f"random_state must be a non-negative integer seed; got {random_state!r}")
+    return int(random_state)
+
+
+def _check_int(value: Any, name: str, low: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < low:
+        raise ValueError(f"{name} must be an integer >= {low}; got {value!r}")
+    return int(value)
+
+
+def _check_positive_float(value: Any, name: str, strict: bool = True) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not np.isfinite(value):
+        raise ValueError(f"{name} must be a finite number; got {value!r}")
+    if value < 0 or (strict and value == 0):
+        raise ValueError(f"{name} must be {'> 0' if strict else '>= 0'}; got {value!r}")
+    return float(value)
+
+
+_REGISTRY: Dict[str, type] = {}
+
+
+class Selector:
+    """Base class: ``fit(pool) -> self``, then ``select(queries, budget) -> Selection``.
+
+    Subclasses implement ``_validate_params``, optionally ``_fit`` (pool-level precomputation) and
+    ``_select(queries, budget, query_texts)`` returning ``(indices (R, B), scores (R, B), extras)``.
+    ``__init__`` only stores parameters (scikit-learn convention); fitted attributes end in ``_``.
+
+    Fitted attributes
+    -----------------
+    pool_ : ndarray (N, d)      ℓ2-normalised pool embeddings (cosine similarity = dot product).
+    n_pool_ : int
+    cluster_ids_ : ndarray (N,) or None   cluster ids used for diagnostics (the prior's when it has them).
+    labels_, texts_ : list or None        pool labels / texts when given.
+    """
+
+    #: Whether selections differ per query.
+    query_dependent: ClassVar[bool] = True
+    #: Short name used in :class:`Selection` and exports.
+    name: ClassVar[str] = "selector"
+
+    # ------------------------------------------------------------ parameters
+    @classmethod
+    def _param_names(cls) -> List[str]:
+        sig = inspect.signature(cls.__init__)
+        return [p for p in sig.parameters if p != "self"]
+
+    def get_params(self) -> Dict[str, Any]:
+        """Constructor parameters (scikit-learn style)."""
+        return {k: getattr(self, k) for k in self._param_names()}
+
+    def set_params(self, **params: Any) -> "Selector":
+        names = set(self._param_names())
+        for k, v in params.items():
+            if k not in names:
+                raise ValueError(f"{type(self).__name__} has no parameter {k!r}; valid: {sorted(names)}")
+            setattr(self, k, v)
+        return self
+
+    def clone(self, **overrides: Any) -> "Selector":
+        """An unfitted copy with the same parameters (``overrides`` replace some)."""
+        params = self.get_params()
+        params.update(overrides)
+        return type(self)(**params)
+
+    def __repr__(self) -> str:
+        parts = []
+        for k, v in self.get_params().items():
+            parts.append(f"{k}={v!r}" if not callable(v) or isinstance(v, type) else f"{k}={type(v).__name__}")
+        return f"{type(self).__name__}({', '.join(parts)})"
+
+    def config(self, summary: bool = False) -> Dict[str, Any]:
+        """JSON-friendly description (parameters that are objects are given by their ``config()`` or type).
+
+        With ``summary=True`` a prior's cluster ids are replaced by their count and hash (what a
+        :class:`Selection` records); the full form rebuilds the selector with :meth:`from_config`.
+        """
+        out: Dict[str, Any] = {}
+        for k, v in self.get_params().items():
+            if summary and hasattr(v, "summary") and callable(v.summary):
+                out[k] = v.summary()
+            elif hasattr(v, "config") and callable(v.config):
+                out[k] = v.config()
+            elif v is None or isinstance(v, (bool, int, float, str)):
+                out[k] = v
+            elif isinstance(v, (list, tuple)) and all(isinstance(e, (bool, int, float, str)) for e in v):
+                out[k] = list(v)
+            else:
+                out[k] = f"<{type(v).__name__}>"
+        return {"selector": type(self).__name__, "params": out}
+
+    @staticmethod
+    def from_config(config: Dict[str, Any], **objects: Any) -> "Selector":
+        """Rebuild an unfitted selector from :meth:`config`; ``objects`` supply parameters that are not
+        JSON (a scorer LM, callables), e.g. ``Selector.from_config(cfg, scorer=lm)``."""
+        from ucs.selectors.prior import UCSPrior
+
+        name = config.get("selector")
+        if name not in _REGISTRY:
+            raise ValueError(f"unknown selector {name!r}; known: {sorted(_REGISTRY)}")
+        params = dict(config.get("params", {}))
+        params.update(objects)
+        for k, v in list(params.items()):
+            if isinstance(v, str) and v.startswith("<") and v.endswith(">") and k not in objects:
+                raise ValueError(f"parameter {k!r} is an object ({v}); pass it to from_config({k}=...)")
+        if isinstance(params.get("prior"), dict):
+            params["prior"] = UCSPrior(**params["prior"])
+        return _REGISTRY[name](**params)
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        _REGISTRY[cls.__name__] = cls
+
+    def _validate_params(self) -> None:  # pragma: no cover - overridden
+        pass
+
+    # ------------------------------------------------------------------- fit
+    def fit(
+        self,
+        pool_embeddings: Any,
+        *,
+        labels: Optional[Sequence[Any]] = None,
+        texts: Optional[Sequence[str]] = None,
+        cluster_ids: Optional[Any] = None,
+    ) -> "Selector":
+        """Fit on the pool.
+
+        Parameters
+        ----------
+        pool_embeddings : array-like of shape (N, d)
+            Retrieval embeddings of the pool (any scale; they are ℓ2-normalised here). Must be finite.
+        labels, texts : sequence of length N, optional
+            Pool labels and input texts (MDL needs both; exports use the texts).
+        cluster_ids : array-like of shape (N,), optional
+            Cluster ids for diagnostics (``clusters_covered``); the UCS prior brings its own.
+
+        Returns
+        -------
+        self
+        """
+        self._validate_params()
+        x = check_embeddings(pool_embeddings, "pool_embeddings")
+        n = x.shape[0]
+        for nm, seq in (("labels", labels), ("texts", texts)):
+            if seq is not None and len(seq) != n:
+                raise ValueError(f"{nm} has {len(seq)} entries but pool_embeddings has {n} rows")
+        prior = getattr(self, "prior", None)
+        if prior is not None:
+            prior._check_pool_size(n)
+        if cluster_ids is not None:
+            from ucs.estimators.spectrum import validate_cluster_ids
+
+            cids = validate_cluster_ids(cluster_ids, name="cluster_ids")
+            if cids.shape[0] != n:
+                raise ValueError(f"cluster_ids has {cids.shape[0]} entries but pool_embeddings has {n} rows")
+        elif prior is not None:
+            cids = prior.cluster_ids_array()
+        else:
+            cids = None
+        self.pool_ = l2_normalize(x)
+        self.n_pool_ = n
+        self.dim_ = x.shape[1]
+        self.cluster_ids_ = cids
+        self.labels_ = None if labels is None else list(labels)
+        self.texts_ = None if texts is None else list(texts)
+        self._fit()
+        return self
+
+    def _fit(self) -> None:
+        """Pool-level precomputation (override)."""
+
+    def _check_fitted(self) -> None:
+        if not hasattr(self, "pool_"):
+            raise ValueError(f"{type(self).__name__} is not fitted; call fit(pool_embeddings) first")
+
+    # ---------------------------------------------------------------- select
+    def select(
+        self,
+        query_embeddings: Any = None,
+        budget: int = 10,
+        *,
+        query_texts: Optional[Sequence[str]] = None,
+    ) -> Selection:
+        """Choose ``min(budget, N)`` demonstrations per query.
+
+        Parameters
+        ----------
+        query_embeddings : array-like of shape (Q, d), optional
+            Required by query-dependent selectors; query-independent ones use only its row count.
+        budget : int
+            Demonstrations per query, ``>= 0``. ``0`` gives the zero-shot (empty) selection; a budget larger
+            than the pool is clipped to the pool size.
+        query_texts : sequence of str, optional
+            Needed by selectors that score text (MDL).
+
+        Returns
+        -------
+        Selection
+        """
+        self._check_fitted()
+        b = min(check_budget(budget), self.n_pool_)
+        if query_embeddings is None:
+            if self.query_dependent:
+                raise ValueError(f"{type(self).__name__} is query-dependent; pass query_embeddings of shape (Q, d)")
+            queries = np.zeros((0, self.dim_))
+            n_queries = 0 if query_texts is None else len(query_texts)
+        else:
+            queries = l2_normalize(
+                check_embeddings(query_embeddings, "query_embeddings", dim=self.dim_, allow_empty=True)
+            )
+            n_queries = queries.shape[0]
+        if query_texts is not None and len(query_texts) != n_queries:
+            raise ValueError(f"query_texts has {len(query_texts)} entries but there are {n_queries} queries")
+        idx, scores, extras = self._select(queries, b, query_texts)
+        idx = np.ascontiguousarray(idx, dtype=np.int64)
+        scores = np.ascontiguousarray(scores, dtype=np.float64)
+        return Selection(
+            indices=idx,
+            scores=scores,
+            query_dependent=self.query_dependent,
+            n_queries=n_queries,
+            method=self.name + ("+ucs" if getattr(self, "prior", None) is not None else ""),
+            params=self._summary_params(),
+            clusters_covered=self._clusters_covered(idx),
+            phi=self._phi(idx),
+            extras=extras,
+        )
+
+    def _summary_params(self) -> Dict[str, Any]:
+        return self.config(summary=True)["params"]
+
+    def _select(
+        self, queries: np.ndarray, budget: int, query_texts: Optional[Sequence[str]]
+    ) -> Tuple[np.ndarray, np.ndarray, Dict[str, np.ndarray]]:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    # ----------------------------------------------------------- diagnostics
+    def _clusters_covered(self, idx: np.ndarray) -> Optional[np.ndarray]:
+        if self.cluster_ids_ is None:
+            return None
+        c = np.sort(self.cluster_ids_[idx], axis=1)
+        if c.shape[1] == 0:
+            return np.zeros(c.shape[0], dtype=np.int64)
+        return (1 + np.count_nonzero(np.diff(c, axis=1), axis=1)).astype(np.int64)
+
+    def _phi(self, idx: np.ndarray) -> Optional[np.ndarray]:
+        prior = getattr(self, "prior", None)
+        if prior is None:
+            return None
+        return prior.batched().phi_subsets(idx)

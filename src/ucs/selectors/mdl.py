@@ -1,0 +1,211 @@
+"""MDL demonstrations (Wu et al., 2023, OpenICL's MDL retriever) and MDL+UCS."""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Dict, List, Optional, Protocol, Sequence, Tuple, Union, runtime_checkable
+
+import numpy as np
+
+from ucs.selectors._retrieval import topk_cosine
+from ucs.selectors.base import Selector, _check_int, check_random_state
+from ucs.selectors.prior import UCSPrior
+
+__all__ = ["ContinuationScorer", "MDLSelector", "negative_entropy", "format_prompt"]
+
+Template = Union[str, Callable[[str, str], str]]
+
+
+@runtime_checkable
+class ContinuationScorer(Protocol):
+    """What MDL needs from a language model (a subset of :class:`ucs.lm.LanguageModel`).
+
+    ``score_continuations(prefix, continuations, reduction="mean")`` returns, for each continuation,
+    the mean per-token log-probability of its tokens given ``prefix`` (minus the mean token
+    cross-entropy), shape ``(len(continuations),)``.
+    """
+
+    def score_continuations(
+        self, prefix: str, continuations: Sequence[str], reduction: str = "sum"
+    ) -> np.ndarray: ...  # pragma: no cover
+
+
+def negative_entropy(mean_logprob: np.ndarray) -> np.ndarray:
+    """``Σ_y p_y log p_y`` with ``p_y ∝ exp(−loss_y) = exp(mean_logprob_y)``, over the last axis.
+
+    Computed stably in log space (OpenICL normalises ``exp(−loss)`` directly; the values agree up to
+    rounding, and a label with ``p_y = 0`` contributes 0 instead of ``nan``).
+    """
+    x = np.asarray(mean_logprob, dtype=np.float64)
+    mx = x.max(axis=-1, keepdims=True)
+    logp = x - mx - np.log(np.exp(x - mx).sum(axis=-1, keepdims=True))
+    p = np.exp(logp)
+    return np.where(p > 0, p * logp, 0.0).sum(axis=-1)
+
+
+def _apply(template: Template, text: str, label: str) -> str:
+    if callable(template):
+        return template(text, label)
+    return template.format(text=text, label=label)
+
+
+def format_prompt(
+    texts: Sequence[str],
+    labels: Sequence[str],
+    demo_template: Template = "{text} {label}",
+    separator: str = "\n",
+) -> str:
+    """The demonstration prefix: each demonstration formatted and followed by ``separator``."""
+    return "".join(_apply(demo_template, t, str(y)) + separator for t, y in zip(texts, labels))
+
+
+class MDLSelector(Selector):
+    """Minimum-description-length demonstrations; MDL+UCS with a prior.
+
+    For each query: the ``candidate_num`` most similar pool items; ``select_time`` candidate subsets
+    of size ``B`` — the first is the top ``B`` by similarity, the others random ``B``-subsets of the
+    candidates (seeded once per ``select`` call); for each subset the prefix of formatted
+    demonstrations, and for every label ``y`` the mean token log-probability of
+    ``query_template(query, y)`` given that prefix under ``scorer``; ``p_y ∝ exp(−loss_y)``;
+    ``MDL(S) = Σ_y p_y log p_y``. The subset with the largest ``MDL(S) (+ λ Φ(S))`` wins (the first
+    on ties).
+
+    Parameters
+    ----------
+    scorer : ContinuationScorer
+        The scoring LM (any :class:`ucs.lm.LanguageModel`; the paper used GPT-2).
+    label_set : sequence, optional
+        Labels to score. Default: every distinct pool label in order of first occurrence (the task's
+        full label set; OpenICL scores the labels that occur in the test set instead).
+    candidate_num : int
+        Candidates per query (OpenICL: 50); raised to the budget when smaller.
+    select_time : int
+        Candidate subsets per query (OpenICL: 5).
+    demo_template, query_template : str or callable
+        ``str.format`` templates with ``{text}`` and ``{label}`` (or callables ``(text, label) -> str``)
+        for a demonstration and for the scored continuation.
+    separator : str
+        Written after every demonstration.
+    prior : UCSPrior, optional
+        Adds ``λ · Φ(S)`` to each subset's score (score designs via ``prior.design``).
+    random_state : int
+        Seed of the random subsets.
+
+    Notes
+    -----
+    Retrieval and Φ are batched over queries (one matrix product; one estimator call for all
+    ``Q · select_time`` subsets). The LM calls, ``Q · select_time`` prefixes of ``|labels|``
+    continuations each, dominate the cost.
+    """
+
+    name = "mdl"
+
+    def __init__(
+        self,
+        scorer: Any = None,
+        label_set: Optional[Sequence[Any]] = None,
+        candidate_num: int = 50,
+        select_time: int = 5,
+        demo_template: Template = "{text} {label}",
+        query_template: Template = "{text} {label}",
+        separator: str = "\n",
+        prior: Optional[UCSPrior] = None,
+        random_state: int = 0,
+        block: int = 1024,
+    ) -> None:
+        self.scorer = scorer
+        self.label_set = label_set
+        self.candidate_num = candidate_num
+        self.select_time = select_time
+        self.demo_template = demo_template
+        self.query_template = query_template
+        self.separator = separator
+        self.prior = prior
+        self.random_state = random_state
+        self.block = block
+
+    def _validate_params(self) -> None:
+        if self.scorer is None or not callable(getattr(self.scorer, "score_continuations", None)):
+            raise ValueError(
+                "scorer must provide score_continuations(prefix, continuations, reduction='mean') "
+                "(any ucs.lm.LanguageModel, or ucs.utils.dummies.DummyLM in tests)"
+            )
+        _check_int(self.candidate_num, "candidate_num", 1)
+        _check_int(self.select_time, "select_time", 1)
+        _check_int(self.block, "block", 1)
+        check_random_state(self.random_state)
+        for nm in ("demo_template", "query_template"):
+            t = getattr(self, nm)
+            if not (callable(t) or isinstance(t, str)):
+                raise ValueError(f"{nm} must be a format string or a callable (text, label) -> str")
+        if not isinstance(self.separator, str):
+            raise ValueError(f"separator must be a string; got {self.separator!r}")
+        if self.label_set is not None and len(self.label_set) == 0:
+            raise ValueError("label_set is empty; give the task's labels or leave it None to use the pool's")
+        if self.prior is not None and not isinstance(self.prior, UCSPrior):
+            raise ValueError(f"prior must be a UCSPrior or None; got {type(self.prior).__name__}")
+
+    def _fit(self) -> None:
+        if self.labels_ is None or self.texts_ is None:
+            raise ValueError("MDLSelector.fit needs labels= and texts= for the pool (to build prompts)")
+        if self.label_set is not None:
+            labels = list(self.label_set)
+        else:
+            labels = list(dict.fromkeys(self.labels_))
+        self.label_set_ = [str(y) for y in labels]
+
+    def candidate_subsets(self, queries: np.ndarray, budget: int) -> Tuple[np.ndarray, np.ndarray]:
+        """Candidate subsets of every query: pool indices of shape (Q, select_time, B) and the
+        candidates' similarities (Q, C)."""
+        c = min(self.n_pool_, max(self.candidate_num, budget))
+        cand, sims = topk_cosine(queries, self.pool_, c, block=self.block)
+        q, t = cand.shape[0], self.select_time
+        pos = np.empty((q, t, budget), dtype=np.int64)
+        pos[:, 0, :] = np.arange(budget)
+        if t > 1 and budget > 0:
+            rng = np.random.default_rng(self.random_state)
+            keys = rng.random((q, t - 1, c))
+            pos[:, 1:, :] = np.argsort(keys, axis=2, kind="stable")[:, :, :budget]
+        subsets = np.take_along_axis(cand[:, None, :], pos.reshape(q, t * budget)[:, None, :], axis=2)
+        return subsets.reshape(q, t, budget), sims
+
+    def _select(
+        self, queries: np.ndarray, budget: int, query_texts: Optional[Sequence[str]]
+    ) -> Tuple[np.ndarray, np.ndarray, Dict[str, np.ndarray]]:
+        q = queries.shape[0]
+        if query_texts is None:
+            raise ValueError("MDLSelector.select needs query_texts= (one text per query) to score labels")
+        if budget == 0 or q == 0:
+            return np.zeros((q, budget), dtype=np.int64), np.zeros((q, budget)), {}
+        subsets, _ = self.candidate_subsets(queries, budget)
+        t = subsets.shape[1]
+        mdl = np.empty((q, t))
+        for qi in range(q):
+            conts = [_apply(self.query_template, query_texts[qi], y) for y in self.label_set_]
+            for ti in range(t):
+                members = subsets[qi, ti]
+                prefix = format_prompt(
+                    [self.texts_[i] for i in members],
+                    [self.labels_[i] for i in members],
+                    self.demo_template,
+                    self.separator,
+                )
+                ll = np.asarray(self.scorer.score_continuations(prefix, conts, reduction="mean"), dtype=np.float64)
+                if ll.shape != (len(conts),) or not np.all(np.isfinite(ll)):
+                    raise ValueError(
+                        f"scorer returned {ll.shape} values (finite: {bool(np.all(np.isfinite(ll)))}) for "
+                        f"{len(conts)} continuations; expected one finite mean log-probability each"
+                    )
+                mdl[qi, ti] = negative_entropy(ll)
+        extras: Dict[str, np.ndarray] = {"mdl": mdl}
+        total = mdl
+        if self.prior is not None:
+            phi = self.prior.batched().phi_subsets(subsets.reshape(q * t, budget)).reshape(q, t)
+            extras["subset_phi"] = phi
+            lam = float(self.prior.lam)
+            total = mdl + lam * phi if lam != 0 else mdl
+        best = np.argmax(total, axis=1)  # first wins ties
+        extras["subset_scores"] = total
+        extras["chosen_subset"] = best.astype(np.float64)
+        idx = subsets[np.arange(q), best]
+        sims = np.einsum("qbd,qd->qb", self.pool_[idx], queries)
+        return idx, sims, extras

@@ -1,0 +1,203 @@
+"""The UCS coverage prior: cluster ids + an unseen estimator + λ, composable with any selector."""
+
+from __future__ import annotations
+
+import numbers
+from typing import Any, Dict, Optional
+
+import numpy as np
+
+__all__ = ["UCSPrior", "SCORE_DESIGNS", "CORPUS_PRIORS"]
+
+#: Subset-level score designs (paper Table 6): Φ = K_seen + Û, K_seen, Û, Û / K_seen.
+SCORE_DESIGNS = ("full", "seen_only", "unseen_only", "ratio")
+#: Corpus-level rarity priors used by VoteK+UCS: Good–Turing (SPEC §4), B2 spectrum rarity, B1 inverse size.
+CORPUS_PRIORS = ("good_turing", "spectrum_rarity", "inverse_size")
+
+
+class UCSPrior:
+    """Unseen-coverage prior that a selector adds to its own utility.
+
+    Subset-level selectors (DPP, MDL, TopK) add ``λ · Φ(S)`` (or the greedy gain ``λ · ΔΦ``) where
+    ``Φ`` is the coverage functional of :class:`ucs.estimators.UnseenCoverage` (estimator and score
+    design given here). Corpus-level selectors (VoteK) add ``λ · log w_{c(i)}`` with the weights of
+    :class:`ucs.estimators.GoodTuringPrior` (``corpus_prior``: ``good_turing`` = SPEC §4 VoteK+UCS,
+    ``spectrum_rarity`` = rarity control B2, ``inverse_size`` = B1).
+
+    Parameters
+    ----------
+    cluster_ids : array-like of shape (N,)
+        Non-negative cluster id of every pool item (noise already remapped to singletons).
+    estimator : str
+        Unseen estimator: ``"paper"``, ``"poisson"``, ``"binomial"``, ``"efron_thisted"``, ``"good_toulmin"``,
+        ``"chao1"``.
+    lam : float
+        Weight ``λ >= 0`` of the prior; ``λ = 0`` reproduces the base selector exactly.
+    design : str
+        Score design, one of :data:`SCORE_DESIGNS`.
+    corpus_prior : str
+        Corpus-level weights for query-independent selectors, one of :data:`CORPUS_PRIORS`.
+    corpus_smoothing : str or None
+        Spectrum smoothing of the corpus prior (``"power_law"`` per SPEC §4).
+    epsilon : float
+        ``ε`` of the corpus weights ``1 / (p + ε)``.
+    **estimator_params
+        Passed to :class:`~ucs.estimators.UnseenCoverage` (``t``, ``bin_size``, ``alpha``, ``integer``,
+        ``smoothing``).
+
+    Notes
+    -----
+    Like scikit-learn estimators, the constructor only stores its arguments; they are validated when a
+    selector is fitted with the prior (or by :meth:`validate`). The fitted estimator objects are built
+    lazily and cached, so one prior can be shared by several selectors.
+    """
+
+    def __init__(
+        self,
+        cluster_ids: Any,
+        estimator: str = "paper",
+        lam: float = 0.1,
+        design: str = "full",
+        corpus_prior: str = "good_turing",
+        corpus_smoothing: Optional[str] = "power_law",
+        epsilon: float = 1e-6,
+        **estimator_params: Any,
+    ) -> None:
+        self.cluster_ids = cluster_ids
+        self.estimator = estimator
+        self.lam = lam
+        self.design = design
+        self.corpus_prior = corpus_prior
+        self.corpus_smoothing = corpus_smoothing
+        self.epsilon = epsilon
+        self.estimator_params = dict(estimator_params)
+
+    # ------------------------------------------------------------ parameters
+    def get_params(self) -> Dict[str, Any]:
+        params = {
+            "cluster_ids": self.cluster_ids,
+            "estimator": self.estimator,
+            "lam": self.lam,
+            "design": self.design,
+            "corpus_prior": self.corpus_prior,
+            "corpus_smoothing": self.corpus_smoothing,
+            "epsilon": self.epsilon,
+        }
+        params.update(self.estimator_params)
+        return params
+
+    def clone(self, **overrides: Any) -> "UCSPrior":
+        """A new prior with the same parameters (``overrides`` replace some), e.g. ``prior.clone(lam=0)``."""
+        params = self.get_params()
+        params.update(overrides)
+        return UCSPrior(**params)
+
+    def config(self) -> Dict[str, Any]:
+        """JSON-friendly description (cluster ids as a list); ``UCSPrior(**config)`` rebuilds it."""
+        params = self.get_params()
+        params["cluster_ids"] = np.asarray(self.cluster_ids).tolist()
+        return params
+
+    def summary(self) -> Dict[str, Any]:
+        """Like :meth:`config` but with the cluster ids replaced by their count and SHA-256 (cached):
+        what a :class:`Selection` records."""
+        ids = self.cluster_ids_array()
+        cached = self.__dict__.get("_cache_digest")
+        if cached is None or cached[0] is not ids:
+            from ucs.utils.io import hash_array
+
+            cached = (ids, {"n": int(ids.size), "sha256": hash_array(ids)})
+            self.__dict__["_cache_digest"] = cached
+        params = self.get_params()
+        params["cluster_ids"] = dict(cached[1])
+        return params
+
+    def __repr__(self) -> str:
+        n = np.asarray(self.cluster_ids).shape
+        extra = "".join(f", {k}={v!r}" for k, v in self.estimator_params.items())
+        return (
+            f"UCSPrior(cluster_ids=<{n[0] if n else '?'} ids>, estimator={self.estimator!r}, lam={self.lam!r}, "
+            f"design={self.design!r}, corpus_prior={self.corpus_prior!r}{extra})"
+        )
+
+    def __getstate__(self) -> Dict[str, Any]:
+        # Cached fitted objects are rebuilt on demand; keep pickles small and version-independent.
+        return {k: v for k, v in self.__dict__.items() if not k.startswith("_cache")}
+
+    # ------------------------------------------------------------ validation
+    def validate(self) -> "UCSPrior":
+        """Check every parameter; raise ``ValueError`` naming the bad one."""
+        lam = self.lam
+        if isinstance(lam, bool) or not isinstance(lam, numbers.Real) or not np.isfinite(lam):
+            raise ValueError(f"lam must be a finite number >= 0; got {lam!r}")
+        if lam < 0:
+            raise ValueError(f"lam must be >= 0 (lam = 0 gives the base selector); got {lam!r}")
+        if self.design not in SCORE_DESIGNS:
+            raise ValueError(f"design must be one of {SCORE_DESIGNS}; got {self.design!r}")
+        if self.corpus_prior not in CORPUS_PRIORS:
+            raise ValueError(f"corpus_prior must be one of {CORPUS_PRIORS}; got {self.corpus_prior!r}")
+        if not isinstance(self.epsilon, numbers.Real) or not self.epsilon > 0:
+            raise ValueError(f"epsilon must be > 0; got {self.epsilon!r}")
+        self.cluster_ids_array()
+        return self
+
+    def cluster_ids_array(self) -> np.ndarray:
+        """The validated cluster ids as int64 (cached)."""
+        cached = self.__dict__.get("_cache_ids")
+        if cached is not None and cached[0] is self.cluster_ids:
+            return cached[1]
+        from ucs.estimators.spectrum import validate_cluster_ids
+
+        ids = validate_cluster_ids(self.cluster_ids, name="cluster_ids")
+        ids.setflags(write=False)
+        self.__dict__["_cache_ids"] = (self.cluster_ids, ids)
+        return ids
+
+    def _check_pool_size(self, n: int) -> None:
+        self.validate()
+        m = self.cluster_ids_array().shape[0]
+        if m != n:
+            raise ValueError(
+                f"the prior's cluster_ids has {m} entries but the pool has {n} items; "
+                "cluster the same pool the selector is fitted on"
+            )
+
+    # ---------------------------------------------------------- fitted parts
+    def coverage(self) -> Any:
+        """The fitted :class:`ucs.estimators.UnseenCoverage` (cached)."""
+        key = ("coverage", self.estimator, self.design, tuple(sorted(self.estimator_params.items())))
+        cached = self.__dict__.get("_cache_cov")
+        if cached is not None and cached[0] == key and cached[1] is self.cluster_ids:
+            return cached[2]
+        from ucs.estimators import UnseenCoverage
+
+        cov = UnseenCoverage(estimator=self.estimator, design=self.design, **self.estimator_params)
+        cov.fit(self.cluster_ids_array())
+        self.__dict__["_cache_cov"] = (key, self.cluster_ids, cov)
+        self.__dict__.pop("_cache_batched", None)
+        return cov
+
+    def batched(self) -> Any:
+        """A :class:`ucs.selectors._coverage.BatchedCoverage` for many subsets / queries at once (cached)."""
+        cov = self.coverage()
+        cached = self.__dict__.get("_cache_batched")
+        if cached is not None and cached[0] is cov:
+            return cached[1]
+        from ucs.selectors._coverage import BatchedCoverage
+
+        bc = BatchedCoverage(cov, self.cluster_ids_array())
+        self.__dict__["_cache_batched"] = (cov, bc)
+        return bc
+
+    def item_log_weights(self) -> np.ndarray:
+        """``log w_{c(i)}`` for every pool item under ``corpus_prior`` (cached), shape (N,)."""
+        key = (self.corpus_prior, self.corpus_smoothing, float(self.epsilon))
+        cached = self.__dict__.get("_cache_logw")
+        if cached is not None and cached[0] == key and cached[1] is self.cluster_ids:
+            return cached[2]
+        from ucs.estimators import GoodTuringPrior
+
+        gt = GoodTuringPrior(variant=self.corpus_prior, smoothing=self.corpus_smoothing, epsilon=self.epsilon)
+        logw = np.asarray(gt.fit(self.cluster_ids_array()).item_log_weights_, dtype=np.float64)
+        self.__dict__["_cache_logw"] = (key, self.cluster_ids, logw)
+        return logw

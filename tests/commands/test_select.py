@@ -1,0 +1,35 @@
+"""``ucs select`` end to end on small saved embeddings."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+from typer.testing import CliRunner
+
+from ucs.cli import app
+from ucs.selectors import DPPSelector, UCSPrior
+
+
+def test_select_command_writes_json_with_texts(tmp_path):
+    rng = np.random.default_rng(0)
+    pool, queries, ids = rng.normal(size=(40, 8)), rng.normal(size=(3, 8)), rng.integers(0, 6, 40)
+    np.save(tmp_path / "pool.npy", pool)
+    np.save(tmp_path / "q.npy", queries)
+    np.save(tmp_path / "ids.npy", ids)
+    (tmp_path / "texts.txt").write_text("\n".join(f"text {i}" for i in range(40)), encoding="utf-8")
+    out = tmp_path / "sel.json"
+    res = CliRunner().invoke(app, ["select", "--pool", str(tmp_path / "pool.npy"), "--queries", str(tmp_path / "q.npy"),
+                                   "--method", "dpp", "--budget", "4", "--cluster-ids", str(tmp_path / "ids.npy"),
+                                   "--lam", "0.5", "--pool-texts", str(tmp_path / "texts.txt"), "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    obj = json.loads(out.read_text())
+    want = DPPSelector(prior=UCSPrior(ids, lam=0.5)).fit(pool).select(queries, 4).indices
+    assert obj["indices"] == want.tolist()
+    assert obj["records"][0]["text"] == f"text {want[0, 0]}"
+
+
+def test_select_command_rejects_unknown_method(tmp_path):
+    np.save(tmp_path / "pool.npy", np.ones((3, 2)))
+    res = CliRunner().invoke(app, ["select", "--pool", str(tmp_path / "pool.npy"), "--method", "nope"])
+    assert res.exit_code != 0

@@ -1,0 +1,187 @@
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from fakes import make_lm, two_methods
+from ucs.data import TestProtocol, load_dataset
+from ucs.evaluation import evaluate, read_records
+
+SRC = Path(__file__).resolve().parents[2] / "src"
+
+
+@pytest.fixture(scope="module")
+def sample():
+    return load_dataset("sample")
+
+
+def _key(r):
+    return (r["method"], r["seed"], r["query"])
+
+
+def test_greedy_run_writes_records_manifest_and_report(sample, tmp_path):
+    sel = two_methods(sample)
+    res = evaluate(sample, make_lm(), ["oracle", "random"], sel, tmp_path, mode="greedy", progress=False,
+                   protocol=TestProtocol(test_size=20))
+    recs = read_records(res.records_path)
+    assert len(recs) == 2 * 3 * 20 == res.n_new_records
+    assert len({_key(r) for r in recs}) == len(recs)
+    r = recs[0]
+    for field in ("prompt_sha256", "selected", "raw_output", "parsed", "gold", "correct", "n_dropped", "test_index"):
+        assert field in r
+    assert len(r["selected"]) == 4 and len(r["prompt_sha256"]) == 64
+    m = res.summary["methods"]
+    assert m["oracle"]["mean"] == 1.0 and m["oracle"]["std"] == 0.0 and m["oracle"]["complete"]
+    assert m["random"]["mean"] < 1.0
+    lo, hi = m["random"]["ci"]
+    assert lo <= m["random"]["mean"] <= hi
+    manifest = json.loads(res.manifest_path.read_text())
+    assert manifest["status"] == "complete"
+    assert manifest["key"]["dataset"]["fingerprint"] == sample.fingerprint()
+    assert manifest["key"]["protocol"]["run_seeds"] == [42, 43, 44]
+    assert manifest["key"]["model"] == {"model": "dummy-lm", "revision": "seed=0"}
+    assert "numpy" in manifest["versions"]
+    assert "| oracle | 100.0 ± 0.0 |" in (tmp_path / "results.md").read_text()
+    assert json.loads((tmp_path / "results.json").read_text())["methods"]["oracle"]["mean"] == 1.0
+    # the same queries in every run and method
+    qs = {(r["method"], r["seed"]): sorted(x["test_index"] for x in recs if _key(x)[:2] == _key(r)[:2]) for r in recs}
+    assert len({tuple(v) for v in qs.values()}) == 1
+
+
+def test_rerun_and_limit_resume_without_repeating(sample, tmp_path):
+    sel = two_methods(sample)
+    proto = TestProtocol(test_size=12)
+    first = evaluate(sample, make_lm(), ["oracle"], sel, tmp_path, mode="greedy", protocol=proto,
+                     limit=5, progress=False)
+    assert first.n_new_records == 15 and first.summary["methods"]["oracle"]["n_queries"] == 5
+    full = evaluate(sample, make_lm(), ["oracle"], sel, tmp_path, mode="greedy", protocol=proto, progress=True)
+    assert full.n_new_records == 3 * 12 - 15
+    again = evaluate(sample, make_lm(), ["oracle"], sel, tmp_path, mode="greedy", protocol=proto, progress=False)
+    assert again.n_new_records == 0
+    recs = read_records(tmp_path / "records.jsonl")
+    assert len(recs) == 36 == len({_key(r) for r in recs})
+    # a selection is computed once per (method, seed, query set) and cached
+    assert sel.calls.count(("oracle", 42, 12)) == 1
+    # adding a method later resumes into the same directory
+    more = evaluate(sample, make_lm(), ["random"], sel, tmp_path, mode="greedy", protocol=proto, progress=False)
+    assert set(more.summary["methods"]) == {"oracle", "random"}
+
+
+def test_different_configuration_is_refused(sample, tmp_path):
+    sel = two_methods(sample)
+    proto = TestProtocol(test_size=4)
+    evaluate(sample, make_lm(), ["oracle"], sel, tmp_path, mode="greedy", protocol=proto, progress=False)
+    with pytest.raises(ValueError, match="different configuration.*mode"):
+        evaluate(sample, make_lm(), ["oracle"], sel, tmp_path, mode="paper", protocol=proto, progress=False)
+
+
+def test_likelihood_mode(sample, tmp_path):
+    res = evaluate(sample, make_lm(), ["oracle", "random"], two_methods(sample), tmp_path, mode="likelihood",
+                   protocol=TestProtocol(test_size=10, run_seeds=(42,)), progress=False)
+    assert res.summary["methods"]["oracle"]["mean"] == 1.0
+    recs = read_records(res.records_path)
+    assert all(r["parsed"] in sample.label_names and "margin" in r for r in recs)
+
+
+def test_unmatched_outputs_are_wrong_and_recorded(sample, tmp_path):
+    res = evaluate(sample, make_lm(noise=0.5), ["oracle"], two_methods(sample), tmp_path, mode="paper",
+                   protocol=TestProtocol(test_size=30), progress=False)
+    recs = read_records(res.records_path)
+    unmatched = [r for r in recs if r["parsed"] is None]
+    assert unmatched and not any(r["correct"] for r in unmatched)
+    assert all(r["raw_output"].startswith("answer_") for r in unmatched)
+    m = res.summary["methods"]["oracle"]
+    assert sum(v["unmatched"] for v in m["runs"].values()) == len(unmatched)
+    assert m["mean"] == pytest.approx(1 - len(unmatched) / len(recs))
+
+
+def test_context_budget_drops_demos_and_records_it(sample, tmp_path):
+    res = evaluate(sample, make_lm(context_length=150), ["random"], two_methods(sample, budget=10), tmp_path,
+                   mode="greedy", protocol=TestProtocol(test_size=5, run_seeds=(1,)), progress=False)
+    recs = read_records(res.records_path)
+    assert all(r["n_dropped"] > 0 and r["n_demos"] + r["n_dropped"] == 10 for r in recs)
+    assert all(r["n_prompt_tokens"] <= 150 - 16 and r["prompt_fits"] for r in recs)
+
+
+def test_bad_selections_and_arguments(sample, tmp_path):
+    lm = make_lm()
+    proto = TestProtocol(test_size=3, run_seeds=(1,))
+    with pytest.raises(ValueError, match="outside"):
+        evaluate(sample, lm, ["m"], lambda m, s, q: np.array([[10_000]] * 3), tmp_path / "a", protocol=proto,
+                 progress=False)
+    with pytest.raises(ValueError, match="rows"):
+        evaluate(sample, lm, ["m"], lambda m, s, q: np.zeros((2, 3), int), tmp_path / "b", protocol=proto,
+                 progress=False)
+    with pytest.raises(ValueError, match="integer array"):
+        evaluate(sample, lm, ["m"], lambda m, s, q: np.zeros((3, 2)), tmp_path / "c", protocol=proto,
+                 progress=False)
+    with pytest.raises(ValueError, match="methods must"):
+        evaluate(sample, lm, [], lambda m, s, q: None, tmp_path / "d")
+    with pytest.raises(ValueError, match="limit"):
+        evaluate(sample, lm, ["m"], lambda m, s, q: None, tmp_path / "e", limit=0)
+
+
+def test_partial_last_line_is_repaired(sample, tmp_path):
+    sel = two_methods(sample)
+    proto = TestProtocol(test_size=6, run_seeds=(42,))
+    evaluate(sample, make_lm(), ["oracle"], sel, tmp_path, mode="greedy", protocol=proto, progress=False)
+    path = tmp_path / "records.jsonl"
+    lines = path.read_text().splitlines(keepends=True)
+    path.write_text("".join(lines[:-2]) + lines[-2][: len(lines[-2]) // 2])  # kill mid-write
+    res = evaluate(sample, make_lm(), ["oracle"], sel, tmp_path, mode="greedy", protocol=proto, progress=False)
+    assert res.n_new_records == 2
+    assert path.read_text().splitlines(keepends=True) == lines
+
+
+_SCRIPT = """
+import sys
+sys.path[:0] = [{src!r}, {tests!r}]
+from fakes import make_lm, two_methods
+from ucs.data import TestProtocol, load_dataset
+from ucs.evaluation import evaluate
+ds = load_dataset("sample")
+evaluate(ds, make_lm(delay={delay}), ["oracle", "random"], two_methods(ds), {out!r}, mode="paper",
+         protocol=TestProtocol(test_size=40), batch_size=3, progress=False)
+"""
+
+
+def test_killed_run_resumes_without_losing_or_repeating_records(sample, tmp_path):
+    out = tmp_path / "killed"
+    script = tmp_path / "run.py"
+    script.write_text(_SCRIPT.format(src=str(SRC), tests=str(Path(__file__).parent), delay=0.03, out=str(out)))
+    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    records = out / "records.jsonl"
+    deadline = time.time() + 60
+    try:
+        while time.time() < deadline:
+            if records.exists() and records.read_text().count("\n") >= 60:
+                break
+            if proc.poll() is not None:
+                pytest.fail(f"run ended before it could be interrupted: {proc.stderr.read().decode()[-2000:]}")
+            time.sleep(0.02)
+        os.kill(proc.pid, signal.SIGKILL)
+    finally:
+        proc.wait(timeout=30)
+    n_before = len(read_records(records))
+    assert 60 <= n_before < 240
+    sel = two_methods(sample)
+    res = evaluate(sample, make_lm(), ["oracle", "random"], sel, out, mode="paper",
+                   protocol=TestProtocol(test_size=40), batch_size=3, progress=False)
+    assert res.n_new_records == 240 - n_before
+    resumed = read_records(records)
+    assert len(resumed) == 240 == len({_key(r) for r in resumed})
+    assert len(records.read_text().splitlines()) == 240  # no duplicate lines on disk either
+    # identical to an uninterrupted run (sampled decoding: seeds are fixed per batch)
+    ref = evaluate(sample, make_lm(), ["oracle", "random"], two_methods(sample), tmp_path / "ref", mode="paper",
+                   protocol=TestProtocol(test_size=40), batch_size=3, progress=False)
+    by_key = {_key(r): r for r in read_records(ref.records_path)}
+    assert all(by_key[_key(r)] == r for r in resumed)
+    assert res.summary["methods"] == ref.summary["methods"]

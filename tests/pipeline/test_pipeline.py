@@ -1,0 +1,126 @@
+"""Orchestration tests of the pipeline with the weight-free DummyBackbone on the shipped sample dataset.
+
+The clusterer and the selectors are the real ones; only the model is a double."""
+
+import json
+
+import numpy as np
+import pytest
+
+pytest.importorskip("ucs.clustering")
+pytest.importorskip("ucs.selectors")
+
+from ucs.clustering import LatentClusterer  # noqa: E402
+from ucs.pipeline import DummyBackbone, Pipeline, PipelineConfig  # noqa: E402
+
+SMALL = dict(dataset="sample", backbone="dummy", mode="likelihood", test_size=6, n_runs=2, budget=4,
+             pca_dim=16, dict_n_atoms=8, dbscan_k=5, dbscan_q=0.1, candidate_num=20)
+
+
+def make(tmp_path, **kw):
+    cfg = PipelineConfig(**{**SMALL, **kw})
+    return Pipeline(cfg, cache_dir=tmp_path / "cache", out_dir=tmp_path / "out", progress=False)
+
+
+def test_full_run_records_every_method_run_and_query(tmp_path):
+    methods = ("random", "topk", "topk+ucs", "dpp", "dpp+ucs", "votek", "votek+ucs", "mdl", "mdl+ucs")
+    pipe = make(tmp_path, selectors=methods)
+    res = pipe.run()
+    recs = [json.loads(x) for x in (tmp_path / "out" / "records.jsonl").read_text().splitlines()]
+    assert len(recs) == len(methods) * 2 * 6
+    assert {(r["method"], r["seed"]) for r in recs} == {(m, s) for m in methods for s in (42, 43)}
+    assert all(r["n_demos"] == 4 for r in recs)
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    assert manifest["status"] == "complete"
+    assert manifest["key"]["config"]["pipeline"] == pipe.config.key_dict()
+    assert PipelineConfig.from_json(tmp_path / "out" / "pipeline" / "config.json") == pipe.config
+    cov = json.loads((tmp_path / "out" / "coverage.json").read_text())["coverage"]
+    assert set(cov) == set(methods) and all(set(v) == {"42", "43"} for v in cov.values())
+    for m in methods:
+        assert 1 <= cov[m]["42"]["unique_clusters"] <= 4
+        assert res.accuracy(m) is not None
+    assert "| dpp+ucs |" in res.to_markdown()
+
+
+def test_resume_recomputes_nothing(tmp_path):
+    pipe = make(tmp_path, selectors=("dpp", "dpp+ucs", "votek+ucs"))
+    first = pipe.run(limit=3)
+    assert first.evaluation.n_new_records == 3 * 2 * 3
+    backbone = DummyBackbone()
+    again = Pipeline(pipe.config, backbone=backbone, cache_dir=tmp_path / "cache", out_dir=tmp_path / "out",
+                     progress=False)
+    full = again.run()
+    assert full.evaluation.n_new_records == 3 * 2 * 3  # only the queries the limited run left out
+    assert "clustering_fit" not in again.timings  # clusters came from the cache
+    third = Pipeline(pipe.config, backbone=DummyBackbone(), cache_dir=tmp_path / "cache", out_dir=tmp_path / "out",
+                     progress=False).run()
+    assert third.evaluation.n_new_records == 0
+    assert third.coverage == full.coverage
+
+
+def test_embeddings_and_clusters_are_cached_on_disk(tmp_path):
+    a = make(tmp_path)
+    ids = a.cluster_ids(42)
+    b = Pipeline(a.config, backbone=DummyBackbone(), cache_dir=tmp_path / "cache", progress=False)
+    np.testing.assert_array_equal(b.cluster_ids(42), ids)
+    assert b.backbone.n_texts_embedded_ == 0  # pool embeddings read from the cache
+    assert "clustering_fit" not in b.timings
+    assert b.embedding_cache.hits == 1
+
+
+def test_clusters_are_refit_per_seed_and_recut_for_another_q(tmp_path):
+    pipe = make(tmp_path, dbscan_q_by_selector={"dpp": 0.3})
+    E = pipe.pool_embeddings()
+    for seed in (42, 43):
+        ref = LatentClusterer(**pipe.clusterer_params(seed)).fit(E)
+        np.testing.assert_array_equal(pipe.cluster_ids(seed), ref.labels_)
+    fitted = pipe.timings["clustering_fit"]
+    recut = pipe.cluster_ids(42, pipe.config.dbscan_q_for("dpp+ucs"))
+    assert pipe.timings["clustering_fit"] == fitted  # no refit for another q
+    direct = LatentClusterer(**{**pipe.clusterer_params(42), "dbscan_q": 0.3}).fit(E).labels_
+    np.testing.assert_array_equal(recut, direct)
+    assert len(np.unique(recut)) <= len(np.unique(pipe.cluster_ids(42)))
+
+
+@pytest.mark.parametrize("base", ["dpp", "votek", "topk", "mdl"])
+def test_lambda_zero_reproduces_the_base_selector(tmp_path, base):
+    pipe = make(tmp_path, lam=0.0)
+    q = list(pipe.dataset.test.texts[:5])
+    np.testing.assert_array_equal(pipe.select(f"{base}+ucs", 42, q), pipe.select(base, 42, q))
+
+
+def test_same_seed_same_selection_other_seed_other_random(tmp_path):
+    q = list(PipelineConfig().protocol().apply(__import__("ucs.data", fromlist=["x"]).load_dataset("sample")).test.texts[:5])
+    a = make(tmp_path)
+    b = make(tmp_path / "b")
+    for m in ("random", "dpp+ucs", "votek+ucs"):
+        np.testing.assert_array_equal(a.select(m, 42, q), b.select(m, 42, q))
+    assert not np.array_equal(a.select("random", 42, q), a.select("random", 43, q))
+    assert a.select("votek", 42, q).shape == (1, 4)  # one selection shared by all queries
+    assert a.select("dpp", 42, q).shape == (5, 4)
+
+
+def test_resume_with_another_configuration_is_refused(tmp_path):
+    make(tmp_path, selectors=("dpp+ucs",)).run(limit=2)
+    with pytest.raises(ValueError, match="different configuration"):
+        make(tmp_path, selectors=("dpp+ucs",), lam=0.7).run(limit=2)
+
+
+def test_ucs_changes_coverage_diagnostics(tmp_path):
+    pipe = make(tmp_path, lam=1000.0, estimator="binomial", test_size=10)
+    q = list(pipe.config.protocol().apply(pipe.dataset).test.texts)
+    base = pipe.coverage("dpp", 42, pipe.select("dpp", 42, q))
+    ucs = pipe.coverage("dpp+ucs", 42, pipe.select("dpp+ucs", 42, q))
+    assert ucs["phi"].mean() >= base["phi"].mean()
+
+
+def test_sentence_transformer_retrieval_is_used_when_named(tmp_path):
+    from ucs.utils.dummies import DummyEmbedder
+
+    ret = DummyEmbedder(dim=8, seed=3)
+    cfg = PipelineConfig(**{**SMALL, "retrieval_embedder": "all-minilm-l6-v2"})
+    pipe = Pipeline(cfg, retrieval=ret, cache_dir=tmp_path / "c", progress=False)
+    assert pipe.retrieval_pool().shape == (150, 8)
+    np.testing.assert_allclose(np.linalg.norm(pipe.retrieval_pool(), axis=1), 1.0, rtol=1e-5)
+    assert pipe.retrieval_queries(["hello"]).shape == (1, 8)
+    assert pipe.pool_embeddings().shape == (150, 32)  # clustering still uses the backbone

@@ -1,0 +1,59 @@
+"""The generic battery (ucs.selectors.checks) on every selector and variant."""
+
+from __future__ import annotations
+
+import pytest
+
+from ucs.selectors import DPPSelector, MDLSelector, RandomSelector, TopKSelector, UCSPrior, VoteKSelector
+from ucs.selectors.checks import check_selector
+
+try:
+    from ucs.utils import dummies
+except ImportError:  # the model layer's test doubles are not installed
+    dummies = None
+
+
+def _prior(cids, **kw):
+    return UCSPrior(cids, **kw)
+
+
+CASES = {
+    "random": lambda c: RandomSelector(random_state=3),
+    "random_per_query": lambda c: RandomSelector(random_state=3, per_query=True),
+    "topk": lambda c: TopKSelector(),
+    "topk_ucs": lambda c: TopKSelector(prior=_prior(c, estimator="binomial", lam=0.5), candidate_num=20),
+    "dpp": lambda c: DPPSelector(candidate_num=20),
+    "dpp_ucs_paper": lambda c: DPPSelector(candidate_num=20, prior=_prior(c)),
+    "dpp_ucs_paper_int": lambda c: DPPSelector(candidate_num=20, prior=_prior(c, integer=True, lam=0.01)),
+    "dpp_ucs_binomial": lambda c: DPPSelector(candidate_num=20, prior=_prior(c, estimator="binomial", lam=1.0)),
+    "dpp_ucs_chao1": lambda c: DPPSelector(candidate_num=20, prior=_prior(c, estimator="chao1", lam=1.0)),
+    "dpp_ucs_seen_only": lambda c: DPPSelector(candidate_num=20, prior=_prior(c, design="seen_only", lam=1.0)),
+    "dpp_ucs_unseen_only": lambda c: DPPSelector(candidate_num=20, prior=_prior(c, design="unseen_only")),
+    "dpp_ucs_ratio": lambda c: DPPSelector(candidate_num=20, prior=_prior(c, design="ratio", lam=1.0)),
+    "votek": lambda c: VoteKSelector(random_state=5),
+    "votek_ucs": lambda c: VoteKSelector(prior=_prior(c, lam=1.0)),
+    "votek_b1": lambda c: VoteKSelector(prior=_prior(c, lam=1.0, corpus_prior="inverse_size")),
+    "votek_b2": lambda c: VoteKSelector(prior=_prior(c, lam=1.0, corpus_prior="spectrum_rarity")),
+    "mdl": lambda c: MDLSelector(scorer=dummies.DummyLM(seed=1), candidate_num=12, select_time=3),
+    "mdl_ucs": lambda c: MDLSelector(scorer=dummies.DummyLM(seed=1), candidate_num=12, select_time=3,
+                                     prior=_prior(c, estimator="binomial", lam=0.5)),
+    "mdl_ucs_seen_only": lambda c: MDLSelector(scorer=dummies.DummyLM(seed=1), candidate_num=12, select_time=3,
+                                               prior=_prior(c, design="seen_only", lam=0.5)),
+    "mdl_ucs_unseen_only": lambda c: MDLSelector(scorer=dummies.DummyLM(seed=1), candidate_num=12, select_time=3,
+                                                 prior=_prior(c, design="unseen_only", lam=0.01)),
+    "mdl_ucs_ratio": lambda c: MDLSelector(scorer=dummies.DummyLM(seed=1), candidate_num=12, select_time=3,
+                                           prior=_prior(c, design="ratio", lam=0.5)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_battery(case, pool_data):
+    pool, queries, cids, labels, texts, query_texts = pool_data
+    if case.startswith("mdl") and dummies is None:
+        pytest.skip("ucs.utils.dummies.DummyLM is not available")
+    sel = CASES[case](cids)
+    if case.startswith("mdl"):
+        queries, query_texts = queries[:3], query_texts[:3]
+    ran = check_selector(sel, pool=pool, queries=queries, cluster_ids=cids, labels=labels, texts=texts,
+                         query_texts=query_texts, budget=5)
+    assert len(ran) == 7

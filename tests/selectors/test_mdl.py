@@ -1,0 +1,104 @@
+"""MDL and MDL+UCS with the package's deterministic fake LM."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.stats import entropy
+from selector_data import make_pool
+
+from ucs.selectors import MDLSelector, TopKSelector, UCSPrior, negative_entropy
+from ucs.selectors.mdl import format_prompt
+
+dummies = pytest.importorskip("ucs.utils.dummies", reason="DummyLM (model layer) not available")
+
+
+def test_negative_entropy_matches_scipy():
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(4, 6))
+    p = np.exp(x) / np.exp(x).sum(axis=1, keepdims=True)
+    np.testing.assert_allclose(negative_entropy(x), -entropy(p, axis=1), rtol=1e-12)
+    assert negative_entropy(np.zeros(5)) == pytest.approx(-np.log(5))
+
+
+def _setup(seed=0, q=3):
+    pool, queries, cids, labels, texts, qtexts = make_pool(seed=seed, q=q)
+    return pool, queries, cids, labels, texts, qtexts
+
+
+def test_mdl_picks_the_best_recomputed_subset():
+    pool, queries, cids, labels, texts, qtexts = _setup()
+    lm = dummies.DummyLM(seed=3)
+    sel = MDLSelector(scorer=lm, candidate_num=15, select_time=4).fit(pool, labels=labels, texts=texts)
+    s = sel.select(queries, 4, query_texts=qtexts)
+    subsets, _ = sel.candidate_subsets(l2(queries), 4)
+    label_set = list(dict.fromkeys(labels))
+    for q in range(len(queries)):
+        scores = []
+        for t in range(4):
+            prefix = "".join(f"{texts[i]} {labels[i]}\n" for i in subsets[q, t])
+            ll = lm.score_continuations(prefix, [f"{qtexts[q]} {y}" for y in label_set], reduction="mean")
+            scores.append(negative_entropy(ll))
+        np.testing.assert_allclose(s.extras["mdl"][q], scores, rtol=0, atol=0)
+        assert s.indices[q].tolist() == subsets[q, int(np.argmax(scores))].tolist()
+
+
+def l2(x):
+    return x / np.linalg.norm(x, axis=1, keepdims=True)
+
+
+def test_first_subset_is_topk_and_random_subsets_are_candidates():
+    pool, queries, cids, labels, texts, qtexts = _setup(1)
+    sel = MDLSelector(scorer=dummies.DummyLM(), candidate_num=10, select_time=5).fit(pool, labels=labels, texts=texts)
+    subsets, _ = sel.candidate_subsets(l2(queries), 4)
+    top = TopKSelector().fit(pool).select(queries, 10).indices
+    assert np.array_equal(subsets[:, 0], top[:, :4])
+    for q in range(len(queries)):
+        for t in range(1, 5):
+            assert set(subsets[q, t]) <= set(top[q]) and len(set(subsets[q, t])) == 4
+
+
+def test_mdl_ucs_large_lambda_picks_max_phi_subset():
+    pool, queries, cids, labels, texts, qtexts = _setup(2)
+    prior = UCSPrior(cids, design="seen_only", lam=1e6)
+    s = MDLSelector(scorer=dummies.DummyLM(), candidate_num=20, select_time=5, prior=prior).fit(
+        pool, labels=labels, texts=texts).select(queries, 5, query_texts=qtexts)
+    phi = s.extras["subset_phi"]
+    assert np.array_equal(s.phi, phi.max(axis=1))
+    chosen = s.extras["chosen_subset"].astype(int)
+    mdl = np.where(phi == phi.max(axis=1, keepdims=True), s.extras["mdl"], -np.inf)
+    assert np.array_equal(chosen, np.argmax(mdl, axis=1))  # ties in Φ are broken by MDL
+
+
+def test_label_set_and_templates():
+    pool, queries, cids, labels, texts, qtexts = _setup()
+    lm = dummies.DummyLM()
+    sel = MDLSelector(scorer=lm, label_set=["a", "b"], demo_template="Text: {text}\nLabel: {label}",
+                      query_template="Text: {text}\nLabel: {label}", separator="\n\n").fit(pool, labels=labels, texts=texts)
+    assert sel.label_set_ == ["a", "b"]
+    assert format_prompt(["x"], ["y"], "Text: {text}\nLabel: {label}", "\n\n") == "Text: x\nLabel: y\n\n"
+    before = lm.n_score_calls_
+    sel.select(queries, 2, query_texts=qtexts)
+    assert lm.n_score_calls_ - before == len(queries) * 5
+
+
+def test_mdl_needs_texts_labels_scorer_and_query_texts():
+    pool, queries, cids, labels, texts, qtexts = _setup()
+    with pytest.raises(ValueError, match="scorer"):
+        MDLSelector().fit(pool, labels=labels, texts=texts)
+    with pytest.raises(ValueError, match="labels= and texts="):
+        MDLSelector(scorer=dummies.DummyLM()).fit(pool)
+    sel = MDLSelector(scorer=dummies.DummyLM()).fit(pool, labels=labels, texts=texts)
+    with pytest.raises(ValueError, match="query_texts"):
+        sel.select(queries, 3)
+    with pytest.raises(ValueError, match="select_time"):
+        MDLSelector(scorer=dummies.DummyLM(), select_time=0).fit(pool, labels=labels, texts=texts)
+    with pytest.raises(ValueError, match="label_set"):
+        MDLSelector(scorer=dummies.DummyLM(), label_set=[]).fit(pool, labels=labels, texts=texts)
+
+
+def test_zero_shot_makes_no_lm_calls():
+    pool, queries, cids, labels, texts, qtexts = _setup()
+    lm = dummies.DummyLM()
+    s = MDLSelector(scorer=lm).fit(pool, labels=labels, texts=texts).select(queries, 0, query_texts=qtexts)
+    assert s.indices.shape == (len(queries), 0) and lm.n_score_calls_ == 0
