@@ -58,7 +58,11 @@ def prompts(train, test, labels, n_queries: int, shots: int = 10, seed: int = 0)
     return [head + f"Query: {q['text']}\nLabel:" for q in qs], [q["category"] for q in qs]
 
 
+THREADS = {"n": None}
+
+
 def record(results: list, **kw):
+    kw.setdefault("threads", THREADS["n"])
     kw["load_avg_1m"] = round(os.getloadavg()[0], 2)
     results.append(kw)
     print(json.dumps(kw), flush=True)
@@ -132,16 +136,16 @@ def render(results: list, cmd: str) -> str:
     emb = [r for r in results if r["section"] == "embed"]
     if emb:
         lines += ["## Embedding (pool of sampled train utterances)", "",
-                  "| backend | texts | texts/s | 1-NN same label | dim | load |", "|---|---|---|---|---|---|"]
+                  "| backend | texts | texts/s | 1-NN same label | dim | llama threads | load |", "|---|---|---|---|---|---|---|"]
         lines += [f"| {r['backend']} | {r['n']} | {r['texts_per_s']} | {r['nn_same_label']} | {r['dim']} | "
-                  f"{r['load_avg_1m']} |" for r in emb]
+                  f"{r.get('threads', 1)} | {r['load_avg_1m']} |" for r in emb]
         lines.append("")
     sc = [r for r in results if r["section"] == "score"]
     if sc:
         lines += ["## Label scoring: 10-shot prompt, all 77 labels, log-likelihood argmax", "",
-                  "| backend | queries | s/query | prompt tokens | correct | load |", "|---|---|---|---|---|---|"]
+                  "| backend | queries | s/query | prompt tokens | correct | llama threads | load |", "|---|---|---|---|---|---|---|"]
         lines += [f"| {r['backend']} | {r['queries']} | {r['s_per_query']} | {r['prompt_tokens']} | {r['accuracy']} | "
-                  f"{r['load_avg_1m']} |" for r in sc]
+                  f"{r.get('threads', 1)} | {r['load_avg_1m']} |" for r in sc]
         lines.append("")
     ge = [r for r in results if r["section"] == "generate"]
     if ge:
@@ -179,6 +183,7 @@ def main(argv=None):
         texts, y = [r["text"] for r in pool], [r["category"] for r in pool]
         ps, gold = prompts(train, test, labels, args.queries)
         t = args.threads
+        THREADS["n"] = t
         if allsec or "embed-llama" in secs:
             raw_llama_embed(results, smollm2_gguf_path(), texts, y, t)
             bench_embed(results, "SmolLM2 llama.cpp (ucs, packed batches)",
