@@ -2,7 +2,7 @@
 
 Usage::
 
-    PYTHONPATH=src python benchmarks/clustering/make_results.py /work/cache/clustering/bench_15k.json ...
+    PYTHONPATH=src python benchmarks/clustering/make_results.py .cache/bench/clustering/bench_15k.json ...
 """
 
 from __future__ import annotations
