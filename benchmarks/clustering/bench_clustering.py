@@ -2,9 +2,9 @@
 
 Usage (results in benchmarks/clustering/RESULTS.md were produced with these)::
 
-    PYTHONPATH=src python benchmarks/clustering/bench_clustering.py --suite 15k --out /work/cache/clustering/bench_15k.json
-    PYTHONPATH=src python benchmarks/clustering/bench_clustering.py --suite banking77 --out /work/cache/clustering/bench_b77.json
-    PYTHONPATH=src python benchmarks/clustering/bench_clustering.py --suite 1m --out /work/cache/clustering/bench_1m.json
+    PYTHONPATH=src python benchmarks/clustering/bench_clustering.py --suite 15k --out .cache/bench/clustering/bench_15k.json
+    PYTHONPATH=src python benchmarks/clustering/bench_clustering.py --suite banking77 --out .cache/bench/clustering/bench_b77.json
+    PYTHONPATH=src python benchmarks/clustering/bench_clustering.py --suite 1m --out .cache/bench/clustering/bench_1m.json
 
 Suites
 - ``15k``: 15,000 × 3,584 float32 synthetic embeddings with planted clusters (the shape of a 7B model's
@@ -183,7 +183,7 @@ def suite_1m(args) -> Dict[str, Any]:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--suite", choices=["15k", "banking77", "1m"], required=True)
-    ap.add_argument("--cache", default="/work/cache/clustering")
+    ap.add_argument("--cache", default=".cache/bench/clustering")
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
     res = {"15k": suite_15k, "banking77": suite_banking77, "1m": suite_1m}[args.suite](args)

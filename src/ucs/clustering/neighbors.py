@@ -82,7 +82,7 @@ def knn(
     k: int,
     algorithm: str = "auto",
     exact_max: int = 200_000,
-    hnsw_m: int = 32,
+    hnsw_m: int = 16,
     hnsw_ef_construction: int = 64,
     hnsw_ef_search: Optional[int] = None,
     block: int = 2048,

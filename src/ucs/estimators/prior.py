@@ -124,7 +124,11 @@ class GoodTuringPrior:
             with np.errstate(divide="ignore"):
                 w_by_size = np.where(s > 0, 1.0 / np.maximum(s, 1.0), 0.0)
         w = w_by_size[self.sizes_]
-        self.weights_ = w / w.mean()
+        # mean over clusters summed by size (ascending), not in cluster-id order, so relabelling the
+        # clusters cannot change the normalised weights even in the last bit
+        occurring = np.nonzero(g)[0]
+        mean = float((g[occurring] * w_by_size[occurring]).sum()) / float(g.sum())
+        self.weights_ = w / mean
         self.item_log_weights_ = np.log(self.weights_)[inverse.reshape(-1)]
         return self
 

@@ -55,7 +55,8 @@ class SpectrumModel:
 
     def __call__(self, s: ArrayLike) -> NDArray[np.float64]:
         s = np.asarray(s, dtype=np.float64)
-        out = np.asarray(self._fn(s), dtype=np.float64)
+        with np.errstate(divide="ignore", over="ignore", invalid="ignore"):  # e.g. (β + 0)^(−a) at β = 0
+            out = np.asarray(self._fn(s), dtype=np.float64)
         out = np.where(np.isfinite(out), out, 0.0)
         return np.maximum(out, 0.0)
 

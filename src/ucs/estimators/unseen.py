@@ -380,7 +380,10 @@ class Chao1(UnseenEstimator):
         if n <= 0:
             return np.zeros(F.shape[0])
         f1, f2 = F[:, 1], F[:, 2]
-        return ((n - 1.0) / n) * f1 * (f1 - 1.0) / (2.0 * (f2 + 1.0))
+        # rows of a batch may hold spectra that callers discard (e.g. a bin decremented below 0 for a
+        # multiplicity no candidate has); they must not warn, and _finish maps non-finite values to 0
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return ((n - 1.0) / n) * f1 * (f1 - 1.0) / (2.0 * (f2 + 1.0))
 
 
 _REGISTRY: dict[str, type[UnseenEstimator]] = {

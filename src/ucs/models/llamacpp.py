@@ -131,6 +131,8 @@ class LlamaCppBackbone:
         self._batches: Dict[str, Any] = {}
         self._ctxs: List[Any] = []
         self._sha: Optional[str] = None
+        self._score_prefix: Optional[List[int]] = None
+        self._score_last_logits: Optional[np.ndarray] = None
 
     # ------------------------------------------------------------------ loading
     def load(self) -> "LlamaCppBackbone":
@@ -185,6 +187,12 @@ class LlamaCppBackbone:
         p.n_threads_batch = threads
         p.embeddings = embeddings
         p.kv_unified = True
+        # Measured with llama.cpp as bundled by llama-cpp-python 0.3.36 on CPU: packed embedding
+        # batches are only row-independent with the classic attention kernel, and tree-shaped
+        # multi-sequence scoring batches only match one-continuation-at-a-time scoring with flash
+        # attention. Tests (tests/models/test_llamacpp.py) check both properties.
+        p.flash_attn_type = (lc.LLAMA_FLASH_ATTN_TYPE_DISABLED if embeddings
+                             else lc.LLAMA_FLASH_ATTN_TYPE_ENABLED)
         if embeddings:
             p.pooling_type = pooling
         with _quiet():
@@ -314,30 +322,40 @@ class LlamaCppBackbone:
         ctx = self._score_ctx
         batch = self._batch("score", n_seq)
         V = self.vocab_size
-        ctx.kv_cache_clear()
-        # 1) the prefix, once (sequence 0); logits only at its last token
-        last_logits = None
-        for s in range(0, P, self.batch_tokens):
-            chunk = p_tok[s:s + self.batch_tokens]
-            batch.reset()
-            b = batch.batch
-            for i, t in enumerate(chunk):
-                b.token[i] = t
-                b.pos[i] = s + i
-                b.n_seq_id[i] = 1
-                b.seq_id[i][0] = 0
-                b.logits[i] = False
-            b.logits[len(chunk) - 1] = True
-            b.n_tokens = len(chunk)
-            ctx.decode(batch)
-            if s + self.batch_tokens >= P:
-                last_logits = np.ctypeslib.as_array(lc.llama_get_logits_ith(ctx.ctx, len(chunk) - 1), shape=(V,)).copy()
+        # 1) the prefix, once (sequence 0); logits only at its last token. The prefix's KV cache is
+        # kept, so scoring more continuations of the *same* prefix later skips this step (an exact
+        # match only: a partial reuse would make results depend on the call history).
+        if self._score_prefix == p_tok:
+            last_logits = self._score_last_logits
+        else:
+            ctx.kv_cache_clear()
+            self._score_prefix = None
+            last_logits = None
+            for s in range(0, P, self.batch_tokens):
+                chunk = p_tok[s:s + self.batch_tokens]
+                batch.reset()
+                b = batch.batch
+                for i, t in enumerate(chunk):
+                    b.token[i] = t
+                    b.pos[i] = s + i
+                    b.n_seq_id[i] = 1
+                    b.seq_id[i][0] = 0
+                    b.logits[i] = False
+                b.logits[len(chunk) - 1] = True
+                b.n_tokens = len(chunk)
+                ctx.decode(batch)
+                if s + self.batch_tokens >= P:
+                    last_logits = np.ctypeslib.as_array(
+                        lc.llama_get_logits_ith(ctx.ctx, len(chunk) - 1), shape=(V,)).copy()
+            self._score_prefix, self._score_last_logits = list(p_tok), last_logits
         first_lse = float(logsumexp_rows(last_logits[None, :])[0])
         logp = np.zeros(k, dtype=np.float64)
         n_tok = np.array([len(c) for c in c_tok], dtype=np.int64)
         # 2) continuations in groups of < n_seq sequences whose trie fits the KV cache
         order = sorted(range(k), key=lambda j: c_tok[j])
-        room = self.context_length - P
+        # each group's trie goes into ONE decode call: splitting a tree batch over several calls
+        # gave slightly different numbers than one-at-a-time scoring with this llama.cpp
+        room = min(self.context_length - P, self.batch_tokens)
         groups: List[List[int]] = []
         cur: List[int] = []
         seen: set = set()
@@ -352,7 +370,6 @@ class LlamaCppBackbone:
         groups.append(cur)
         for g in groups:
             self._score_group(ctx, batch, P, [c_tok[j] for j in g], g, last_logits, first_lse, logp, V)
-        ctx.kv_cache_clear()
         return ContinuationScores(logprob=logp, n_tokens=n_tok)
 
     def _score_group(self, ctx, batch, P, toks, idx, last_logits, first_lse, logp, V) -> None:
@@ -366,7 +383,7 @@ class LlamaCppBackbone:
         first = trie.depth == 0
         node_lp[first] = last_logits[trie.tokens[first]] - first_lse
         m = trie.n_nodes
-        for s in range(0, m, self.batch_tokens):
+        for s in range(0, m, self.batch_tokens):  # one iteration: groups are built to fit a batch
             e = min(m, s + self.batch_tokens)
             batch.reset()
             b = batch.batch
@@ -441,6 +458,7 @@ class LlamaCppBackbone:
             self._finalizer()
         self._llm = self._emb_ctx = self._score_ctx = None
         self._batches, self._ctxs = {}, []
+        self._score_prefix = self._score_last_logits = None
 
     def __repr__(self) -> str:
         return f"LlamaCppBackbone({self.name!r}, pooling={self.pooling!r}, normalize={self.normalize})"

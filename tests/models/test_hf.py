@@ -1,0 +1,116 @@
+"""transformers backbone: pooling arithmetic (fast) and real SmolLM2 weights (slow)."""
+
+import numpy as np
+import pytest
+
+from tests.models.conftest import TEXTS
+from ucs.embedding import Embedder
+from ucs.lm import LanguageModel
+
+torch = pytest.importorskip("torch")
+
+from ucs.models.hf import TransformersBackbone, pool_hidden  # noqa: E402
+
+LABELS = [" card_arrival", " card_linking", " exchange_rate", " lost_or_stolen_card"]
+PROMPT = ("Query: I still have not got my card\nLabel: card_arrival\n\n"
+          "Query: where is the card you sent me?\nLabel:")
+
+
+@pytest.mark.parametrize("pooling", ["mean", "last", "first"])
+def test_pooling_is_the_same_under_left_and_right_padding(pooling):
+    g = torch.Generator().manual_seed(0)
+    lens = [3, 5, 1]
+    T, d = 6, 4
+    seqs = [torch.randn(n, d, generator=g) for n in lens]
+    right = torch.zeros(3, T, d)
+    left = torch.zeros(3, T, d)
+    mr = torch.zeros(3, T, dtype=torch.long)
+    ml = torch.zeros(3, T, dtype=torch.long)
+    for i, s in enumerate(seqs):
+        right[i, : len(s)] = s
+        mr[i, : len(s)] = 1
+        left[i, T - len(s):] = s
+        ml[i, T - len(s):] = 1
+    a, b = pool_hidden(right, mr, pooling), pool_hidden(left, ml, pooling)
+    torch.testing.assert_close(a, b)
+    ref = {"mean": torch.stack([s.mean(0) for s in seqs]), "last": torch.stack([s[-1] for s in seqs]),
+           "first": torch.stack([s[0] for s in seqs])}[pooling]
+    torch.testing.assert_close(a, ref)
+
+
+def test_parameter_validation(tmp_path):
+    with pytest.raises(ValueError, match="pooling"):
+        TransformersBackbone("x", pooling="max")
+    with pytest.raises(ValueError, match="layer"):
+        TransformersBackbone("x", layer="middle")
+    with pytest.raises(ValueError, match="batch_size"):
+        TransformersBackbone("x", batch_size=0)
+    bad = tmp_path / "weights.bin"
+    bad.write_bytes(b"\x00" * 16)
+    from ucs.models import InvalidModelFileError
+
+    with pytest.raises(InvalidModelFileError, match="neither a model directory nor a GGUF"):
+        TransformersBackbone(bad).load()
+    with pytest.raises(FileNotFoundError):
+        TransformersBackbone(tmp_path / "nope" / "model").load()
+
+
+@pytest.mark.slow
+def test_embeddings_batching_padding_and_layers(smollm2_hf):
+    m = smollm2_hf
+    assert isinstance(m, Embedder) and isinstance(m, LanguageModel)
+    x = m.embed(TEXTS)
+    assert x.shape == (5, 576) and x.dtype == np.float32 and np.isfinite(x).all()
+    # a row does not depend on its batch-mates (padding is masked out)
+    for i in (0, 1, 4):
+        np.testing.assert_allclose(m.embed([TEXTS[i]])[0], x[i], rtol=1e-4, atol=1e-4)
+    mid = TransformersBackbone(m.model, layer="mid", pooling="last", normalize=True, max_length=64)
+    y = mid.embed(TEXTS[:2])
+    np.testing.assert_allclose(np.linalg.norm(y, axis=1), 1.0, rtol=1e-5)
+    assert not np.allclose(y[0] / np.linalg.norm(y[0]), x[0] / np.linalg.norm(x[0]), atol=1e-2)
+    assert mid.identity["layer"] == "mid" and m.identity["layer"] == "last"
+
+
+@pytest.mark.slow
+def test_layer_out_of_range(smollm2_hf):
+    bad = TransformersBackbone(smollm2_hf.model, layer=31)
+    with pytest.raises(ValueError, match="out of range"):
+        bad.load()
+
+
+@pytest.mark.slow
+def test_tree_mask_scoring_equals_full_forward(smollm2_hf):
+    m = smollm2_hf
+    d = m.score_continuations_detailed(PROMPT, LABELS)
+    naive = []
+    for c in LABELS:
+        p, t = m.tokenize(PROMPT), m.tokenize(c, add_special=False)
+        with torch.inference_mode():
+            lp = torch.log_softmax(m._model(torch.tensor([p + t])).logits[0].double(), -1)
+        naive.append(sum(lp[len(p) - 1 + i, tok].item() for i, tok in enumerate(t)))
+    np.testing.assert_allclose(d.logprob, naive, atol=2e-3)
+    np.testing.assert_array_equal(d.n_tokens, [len(m.tokenize(c, add_special=False)) for c in LABELS])
+    assert np.isfinite(m.score_continuations("word " * 2000, LABELS[:2])).all()  # left-truncated
+
+
+@pytest.mark.slow
+def test_agrees_with_llama_cpp(smollm2_hf, smollm2_llama):
+    a, b = smollm2_hf.embed(TEXTS[:2]), smollm2_llama.embed(TEXTS[:2])
+    cos = (a * b).sum(1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
+    assert (cos > 0.999).all()
+    sa = smollm2_hf.score_continuations(PROMPT, LABELS)
+    sb = smollm2_llama.score_continuations(PROMPT, LABELS)
+    assert np.abs(sa - sb).max() < 1.0  # Q4_1 activations vs float32
+    g = smollm2_hf.generate(["The capital of France is"], max_new_tokens=5, stop=["\n"])
+    assert g == smollm2_llama.generate(["The capital of France is"], max_new_tokens=5, stop=["\n"])
+
+
+@pytest.mark.slow
+def test_generation(smollm2_hf):
+    m = smollm2_hf
+    g = m.generate(["1, 2, 3, 4,", ""], max_new_tokens=4, stop=[","])
+    assert "," not in g[0] and "5" in g[0] and isinstance(g[1], str)
+    state = torch.random.get_rng_state()
+    s = m.generate(["Once upon a time"], max_new_tokens=6, temperature=1.0, seed=4)
+    assert s == m.generate(["Once upon a time"], max_new_tokens=6, temperature=1.0, seed=4)
+    assert torch.equal(state, torch.random.get_rng_state())  # the global RNG is untouched
