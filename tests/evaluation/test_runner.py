@@ -185,3 +185,51 @@ def test_killed_run_resumes_without_losing_or_repeating_records(sample, tmp_path
     by_key = {_key(r): r for r in read_records(ref.records_path)}
     assert all(by_key[_key(r)] == r for r in resumed)
     assert res.summary["methods"] == ref.summary["methods"]
+
+
+class _CountingLM(type(make_lm())):
+    def __init__(self):
+        base = make_lm()
+        super().__init__(answers=base.answers)
+        self.prompts_seen = 0
+
+    def generate(self, prompts, *args, **kwargs):
+        self.prompts_seen += len(prompts)
+        return super().generate(prompts, *args, **kwargs)
+
+    def score_continuations_detailed(self, prompt, *args, **kwargs):
+        self.prompts_seen += 1
+        return super().score_continuations_detailed(prompt, *args, **kwargs)
+
+
+def _fixed_selection(method, seed, queries):
+    # seed-independent, like TopK: the same prompt for a query in every run
+    return np.tile(np.arange(4), (len(queries), 1)) + (1 if method == "b" else 0)
+
+
+@pytest.mark.parametrize("mode", ["greedy", "likelihood"])
+def test_deterministic_modes_answer_a_repeated_prompt_once(sample, tmp_path, mode):
+    lm = _CountingLM()
+    proto = TestProtocol(test_size=6, run_seeds=(42, 43, 44))
+    res = evaluate(sample, lm, ["a", "b"], _fixed_selection, tmp_path, mode=mode, protocol=proto, progress=False)
+    recs = read_records(res.records_path)
+    assert len(recs) == 2 * 3 * 6
+    assert lm.prompts_seen == 2 * 6  # one model call per distinct prompt
+    first = {(r["method"], r["query"]): r for r in recs if r["seed"] == 42}
+    for r in recs:
+        f = first[(r["method"], r["query"])]
+        assert r["raw_output"] == f["raw_output"] and r["parsed"] == f["parsed"]
+        assert r.get("reused", False) == (r["seed"] != 42)
+    # a resumed run with a new method reuses prompts answered in the earlier process
+    lm2 = _CountingLM()
+    evaluate(sample, lm2, ["a", "b", "c"], _fixed_selection, tmp_path, mode=mode, protocol=proto, progress=False)
+    assert lm2.prompts_seen == 0  # method "c" selects what "a" selected
+
+
+def test_sampled_mode_never_reuses_answers(sample, tmp_path):
+    lm = _CountingLM()
+    proto = TestProtocol(test_size=4, run_seeds=(42, 43))
+    res = evaluate(sample, lm, ["a"], _fixed_selection, tmp_path, mode="paper", protocol=proto, progress=False,
+                   batch_size=4)
+    assert lm.prompts_seen == 2 * 4
+    assert not any(r.get("reused") for r in read_records(res.records_path))

@@ -183,7 +183,10 @@ def evaluate(
     Notes
     -----
     Cost: one ``generate`` call per batch of ``batch_size`` prompts (or one shared-prefix label scoring per
-    prompt in likelihood mode) for each pending (method, run, query). On resume, a batch that was partly
+    prompt in likelihood mode) for each pending (method, run, query). In the deterministic modes (greedy,
+    greedy-strict, likelihood) a prompt that was already answered in ``out_dir`` — the same demonstrations
+    for the same query, as a seed-independent selector such as TopK or DPP gives in every run — is not sent to
+    the model again; its record copies the earlier answer and carries ``"reused": true``. On resume, a batch that was partly
     recorded is generated again as a whole (same prompts, same seed) and only its missing records are
     written, so outputs do not depend on where the interruption happened.
     """
@@ -270,6 +273,11 @@ def evaluate(
 
     existing = read_records(records_path)
     done = {record_key(r) for r in existing}
+    # Deterministic modes give the same answer to the same prompt: a prompt already answered (by another run
+    # seed of a seed-independent selector such as TopK, or by another method) is not sent to the model again.
+    answered: dict[str, dict] = {} if pm.sampled else {
+        r["prompt_sha256"]: r for r in existing if r.get("mode") == pm.name and "prompt_sha256" in r
+    }
     total_pending = sum(
         1 for m in methods for s in protocol.run_seeds for q in range(n_q) if (m, s, q) not in done
     )
@@ -297,16 +305,27 @@ def evaluate(
                     todo = [q for q in batch if q in pending_set]
                     run_on = batch if pm.sampled else todo
                     built = [_build(builder, dataset, sel, q, query_texts[q]) for q in run_on]
-                    prompts = [b[1].text for b in built]
-                    if pm.kind == "generate":
-                        outputs = generate_answers(lm, prompts, pm, _batch_seed(seed, start))
-                        parsed = [matcher(o, label_names) for o in outputs]
-                        extra = [{} for _ in outputs]
-                    else:
+                    hashes = [prompt_hash(b[1].text) for b in built]
+                    fresh = [i for i, h in enumerate(hashes) if h not in answered]
+                    prompts = [built[i][1].text for i in fresh]
+                    outputs: list = [None] * len(built)
+                    parsed: list = [None] * len(built)
+                    extra: list = [{} for _ in built]
+                    if pm.kind == "generate" and prompts:
+                        gen = generate_answers(lm, prompts, pm, _batch_seed(seed, start))
+                        for i, o in zip(fresh, gen):
+                            outputs[i], parsed[i] = o, matcher(o, label_names)
+                    elif prompts:
                         pred, margin = likelihood_predict(lm, prompts, continuations, pm.reduction)
-                        parsed = pred.tolist()
-                        outputs = [label_names[p] for p in parsed]
-                        extra = [{"margin": float(x)} for x in margin]
+                        for i, p_, m_ in zip(fresh, pred.tolist(), margin):
+                            outputs[i], parsed[i], extra[i] = label_names[p_], p_, {"margin": float(m_)}
+                    fresh_set = set(fresh)
+                    for i, h in enumerate(hashes):
+                        if i not in fresh_set:
+                            prev = answered[h]
+                            outputs[i], parsed[i] = prev["raw_output"], prev["parsed_id"]
+                            extra[i] = {"margin": prev["margin"]} if "margin" in prev else {}
+                            extra[i]["reused"] = True
                     recs = []
                     for (q, b, demos), o, p, e in zip(built, outputs, parsed, extra):
                         if q not in pending_set:
@@ -333,6 +352,9 @@ def evaluate(
                             "correct": p is not None and int(p) == g,
                             **e,
                         })
+                    if not pm.sampled:
+                        for r in recs:
+                            answered.setdefault(r["prompt_sha256"], r)
                     writer.write(recs)
                     n_new += len(recs)
                     bar.advance(task, len(recs))
