@@ -54,3 +54,9 @@ def test_evaluate_writes_results_and_resumes(tmp_path):
     res = runner.invoke(app, args)  # nothing left to do
     assert res.exit_code == 0 and len((out / "records.jsonl").read_text().splitlines()) == n
     assert (out / "coverage.md").read_text().count("|") > 10
+
+
+def test_executor_options_are_checked(tmp_path):
+    for bad in (["--executor", "spark"], ["--address", "auto"], ["--knn", "annoy"]):
+        res = runner.invoke(app, ["evaluate", *SMALL, "--out", str(tmp_path / "o"), *bad])
+        assert res.exit_code == 2, (bad, res.output)

@@ -137,3 +137,35 @@ def test_coverage_of_a_method_resumed_from_a_longer_run(tmp_path):
     fresh = make(tmp_path / "fresh", selectors=("dpp",))
     direct = fresh.run(limit=3).coverage["dpp"]["42"]
     assert res.coverage["dpp"]["42"] == pytest.approx(direct)
+
+
+def test_executor_arguments_are_validated(tmp_path):
+    cfg = PipelineConfig(**SMALL)
+    for bad in (dict(executor="spark"), dict(shard_size=0), dict(knn="annoy"), dict(select_batch_size=1)):
+        with pytest.raises(ValueError, match=next(iter(bad))):
+            Pipeline(cfg, **bad)
+    assert not Pipeline(cfg, executor="local").distributed and Pipeline(cfg, executor="ray").distributed
+
+
+def test_sharded_path_on_the_local_executor_equals_the_in_process_path(tmp_path):
+    """The executor code path (sharded embedding, cluster_pool, select_queries), run in-process by a
+    LocalExecutor subclass so that ``distributed`` is on, gives the in-process cluster ids and selections."""
+    from ucs.distributed import LocalExecutor
+
+    class Sharded(LocalExecutor):  # not the plain local executor: takes the executor path
+        pass
+
+    cfg = PipelineConfig(**SMALL)
+    plain = Pipeline(cfg, backbone=DummyBackbone(), cache_dir=tmp_path / "a", progress=False)
+    sharded = Pipeline(cfg, backbone=DummyBackbone(), cache_dir=tmp_path / "b", progress=False,
+                       executor=Sharded(), shard_size=40, select_batch_size=2)
+    assert sharded.distributed
+    np.testing.assert_array_equal(sharded.pool_embeddings(), plain.pool_embeddings())
+    assert sharded._memo["pool_shards"].n_shards > 1
+    np.testing.assert_array_equal(sharded.cluster_ids(42), plain.cluster_ids(42))
+    np.testing.assert_array_equal(sharded.cluster_ids(42, 0.3), plain.cluster_ids(42, 0.3))  # refit vs re-cut
+    queries = list(sharded.dataset.test.texts[:5])
+    for m in ("topk", "dpp+ucs", "votek+ucs"):
+        a, b = plain.selection(m, 42, queries), sharded.selection(m, 42, queries)
+        np.testing.assert_array_equal(a.indices, b.indices)
+        np.testing.assert_array_equal(a.scores, b.scores)

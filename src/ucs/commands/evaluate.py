@@ -86,6 +86,15 @@ def register(app: typer.Typer) -> None:
         device: Optional[str] = typer.Option(None, "--device", help="Torch device for the transformers engine (cuda)."),
         n_gpu_layers: Optional[int] = typer.Option(None, "--n-gpu-layers", help="llama.cpp layers to offload (-1 all)."),
         seed: Optional[int] = typer.Option(None, "--seed", help="First run seed (default 42)."),
+        executor: str = typer.Option(
+            "local", "--executor", help="Where embedding, clustering and selection run: local (this process) or ray."
+        ),
+        address: Optional[str] = typer.Option(
+            None, "--address", help="Ray cluster: 'auto', 'ray://host:10001', or empty for a private local one."
+        ),
+        num_cpus: Optional[int] = typer.Option(None, "--num-cpus", help="CPUs of a private local Ray cluster."),
+        shard_size: int = typer.Option(10_000, "--shard-size", help="Pool texts per embedding shard (ray)."),
+        knn: str = typer.Option("exact", "--knn", help="exact | hnsw | ivf neighbour search of the sharded clustering (ray)."),
         progress: bool = typer.Option(True, "--progress/--no-progress", help="Show a progress bar."),
         print_config: bool = typer.Option(False, "--print-config", help="Print the resolved configuration and exit."),
     ) -> None:
@@ -106,8 +115,17 @@ def register(app: typer.Typer) -> None:
         if print_config:
             typer.echo(cfg.to_json())
             raise typer.Exit()
-        pipe = Pipeline(cfg, cache_dir=cache_dir, out_dir=out, progress=progress)
-        result = pipe.run(out, limit=limit)
+        from ucs.commands.distributed import _executor
+
+        ex = _executor(executor, address, num_cpus)
+        try:
+            with Pipeline(cfg, cache_dir=cache_dir, out_dir=out, progress=progress, executor=ex,
+                          shard_size=shard_size, knn=knn) as pipe:
+                result = pipe.run(out, limit=limit)
+        except ValueError as exc:
+            raise typer.BadParameter(str(exc)) from None
+        finally:
+            ex.close()
         typer.echo(result.to_markdown())
         status = json.loads((Path(out) / "manifest.json").read_text(encoding="utf-8")).get("status")
         typer.echo(f"results: {Path(out) / 'results.md'} (+ results.json, coverage.md/json); status: {status}")

@@ -14,6 +14,13 @@ selections                ``<out_dir>/selections/*.npy`` (the runner) and       
                           ``<out_dir>/pipeline/selections/*.json`` (diagnostics)
 ICL records               ``<out_dir>/records.jsonl`` (the runner; resumable)   (method, seed, query)
 ========================  ===================================================  =================================
+
+The heavy stages can run on an executor (``Pipeline(cfg, executor="ray")``, see :mod:`ucs.distributed`):
+the pool is embedded shard by shard by backbone replicas (:func:`~ucs.distributed.embed_pool`), clustered
+with per-shard codes and k-NN (:func:`~ucs.distributed.cluster_pool`) and query-dependent selectors select
+query batches on workers (:func:`~ucs.distributed.select_queries`). The ICL evaluation itself stays on the
+driver. With exact k-NN and a pool no larger than ``fit_sample_size`` the cluster ids, and therefore the
+selections, are identical to the in-process path.
 """
 
 from __future__ import annotations
@@ -23,7 +30,7 @@ import json
 import os
 import time
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -77,6 +84,21 @@ class Pipeline:
         Where :meth:`run` writes results; also receives per-selection diagnostics.
     progress : bool
         Progress bar of the evaluation runner.
+    executor : {None, "local", "ray"} or ucs.distributed.Executor, optional
+        Where the heavy stages run. ``None``, ``"local"`` or a plain ``LocalExecutor``: in this process (the
+        one-machine estimators, :class:`~ucs.clustering.LatentClusterer` with its re-cut). ``"ray"`` or a
+        :class:`~ucs.distributed.RayExecutor`: embedding, clustering and query-dependent selection on the
+        cluster. Workers build their own backbone replica from the configuration (or receive a pickled copy
+        of an injected ``backbone``, which must then be picklable).
+    shard_size : int, default=10000
+        Pool texts per embedding shard (executor path only; also the unit of the shard cache).
+    fit_sample_size : int, default=100000
+        Rows the clustering representation is fitted on (executor path only); pools no larger than this
+        give exactly the in-process cluster ids when ``knn="exact"``.
+    knn : {"exact", "hnsw", "ivf"}, default="exact"
+        Neighbour search of the executor's clustering (approximate methods need faiss).
+    select_batch_size : int, optional
+        Queries per selection task (executor path); default: the queries split evenly over the workers.
 
     Notes
     -----
@@ -96,9 +118,32 @@ class Pipeline:
         cache_dir: "str | os.PathLike[str] | None" = None,
         out_dir: "str | os.PathLike[str] | None" = None,
         progress: bool = True,
+        executor: Any = None,
+        shard_size: int = 10_000,
+        fit_sample_size: int = 100_000,
+        knn: str = "exact",
+        select_batch_size: Optional[int] = None,
     ) -> None:
         if not isinstance(config, PipelineConfig):
             raise ValueError(f"config must be a PipelineConfig; got {type(config).__name__}")
+        from ucs.distributed.executor import EXECUTORS, Executor, LocalExecutor
+        from ucs.distributed.sharding import check_shard_size
+
+        if not (executor is None or isinstance(executor, Executor) or executor in EXECUTORS):
+            raise ValueError(f"executor must be None, one of {EXECUTORS} or an Executor instance; got {executor!r}")
+        check_shard_size(shard_size)
+        check_shard_size(fit_sample_size, "fit_sample_size")
+        if knn not in ("exact", "hnsw", "ivf"):
+            raise ValueError(f"knn must be 'exact', 'hnsw' or 'ivf'; got {knn!r}")
+        if select_batch_size is not None and (not isinstance(select_batch_size, int) or select_batch_size < 2):
+            raise ValueError(f"select_batch_size must be an integer >= 2 or None; got {select_batch_size!r}")
+        self.executor = executor
+        self.distributed = not (executor is None or executor == "local" or type(executor) is LocalExecutor)
+        self.shard_size = shard_size
+        self.fit_sample_size = fit_sample_size
+        self.knn = knn
+        self.select_batch_size = select_batch_size
+        self._backbone_injected = backbone is not None
         self.config = config
         self._dataset = dataset
         self._backbone = backbone
@@ -113,6 +158,36 @@ class Pipeline:
     # ------------------------------------------------------------------ helpers
     def _timed(self, name: str, t0: float) -> None:
         self.timings[name] = self.timings.get(name, 0.0) + time.perf_counter() - t0
+
+    def _executor(self) -> Any:
+        """The resolved executor of the distributed path (a Ray connection is made on first use)."""
+        if "executor" not in self._memo:
+            from ucs.distributed import get_executor
+
+            self._memo["executor"] = get_executor(self.executor)
+        return self._memo["executor"]
+
+    def close(self) -> None:
+        """Release the executor this pipeline started (a private local Ray cluster); idempotent."""
+        ex = self._memo.pop("executor", None)
+        if ex is not None and ex is not self.executor:
+            ex.close()
+
+    def __enter__(self) -> "Pipeline":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def _backbone_factory(self) -> Callable[[], Any]:
+        """A picklable zero-argument callable that builds a backbone replica on a worker."""
+        import functools
+
+        if self._backbone_injected:
+            return functools.partial(_same, self._backbone)
+        from ucs.pipeline.backbones import load_backbone_for
+
+        return functools.partial(load_backbone_for, self.config)
 
     # ------------------------------------------------------------------ stage 0: data and models
     @property
@@ -149,7 +224,17 @@ class Pipeline:
         """Backbone embeddings of the pool inputs (never the labels), shape (N, d), float32; cached."""
         if "pool_emb" not in self._memo:
             t0 = time.perf_counter()
-            self._memo["pool_emb"] = self.embedding_cache.embed(self.backbone, list(self.dataset.pool.texts))
+            if self.distributed:
+                from ucs.distributed import embed_pool
+
+                shards = embed_pool(
+                    self._backbone_factory(), list(self.dataset.pool.texts), self._executor(), self.shard_size,
+                    self.cache_dir / "embeddings", identity=dict(self.backbone.identity),
+                )
+                self._memo["pool_shards"] = shards
+                self._memo["pool_emb"] = shards.load()
+            else:
+                self._memo["pool_emb"] = self.embedding_cache.embed(self.backbone, list(self.dataset.pool.texts))
             self._timed("pool_embedding", t0)
         return self._memo["pool_emb"]
 
@@ -196,22 +281,40 @@ class Pipeline:
     def _cluster_dir(self, seed: int) -> Path:
         if "emb_hash" not in self._memo:
             self._memo["emb_hash"] = hash_array(self.pool_embeddings())
-        key = json.dumps({"emb": self._memo["emb_hash"], "params": self.clusterer_params(seed)},
-                         sort_keys=True)
+        spec: Dict[str, Any] = {"emb": self._memo["emb_hash"], "params": self.clusterer_params(seed)}
+        n = len(self.dataset.pool)
+        if self.distributed and (n > self.fit_sample_size or self.knn != "exact"):
+            # only then can the executor's ids differ from the in-process ones
+            spec["sharded"] = {"fit_sample_size": self.fit_sample_size, "knn": self.knn}
+        key = json.dumps(spec, sort_keys=True)
         return self.cache_dir / "clusters" / hashlib.sha256(key.encode()).hexdigest()[:24]
 
-    def clusterer(self, seed: int) -> Any:
-        """The :class:`~ucs.clustering.LatentClusterer` fitted on the pool embeddings for run ``seed``."""
-        memo = ("clusterer", int(seed))
+    def clusterer(self, seed: int, q: Optional[float] = None) -> Any:
+        """The clustering of the pool for run ``seed``: a fitted :class:`~ucs.clustering.LatentClusterer`
+        in-process, a :class:`~ucs.distributed.PoolClustering` on an executor (one per ``q`` there: the
+        executor path has no re-cut, so another ``q`` is a new sharded run with the same seed)."""
+        if not self.distributed:
+            q = None
+        qv = float(self.config.dbscan_q if q is None else q)
+        memo = ("clusterer", int(seed)) if q is None or qv == float(self.config.dbscan_q) else ("clusterer", int(seed), qv)
         if memo not in self._memo:
-            from ucs.clustering import LatentClusterer
-
             t0 = time.perf_counter()
-            est = LatentClusterer(**self.clusterer_params(seed)).fit(self.pool_embeddings())
+            if self.distributed:
+                from ucs.distributed import cluster_pool
+
+                self.pool_embeddings()
+                est = cluster_pool(
+                    self._memo["pool_shards"], {**self.clusterer_params(seed), "dbscan_q": qv}, self._executor(),
+                    fit_sample_size=self.fit_sample_size, knn=self.knn,
+                )
+            else:
+                from ucs.clustering import LatentClusterer
+
+                est = LatentClusterer(**self.clusterer_params(seed)).fit(self.pool_embeddings())
             self._timed("clustering_fit", t0)
             self._memo[memo] = est
             d = self._cluster_dir(seed)
-            atomic_save_npy(d / f"labels_q{float(self.config.dbscan_q)!r}.npy", est.labels_)
+            atomic_save_npy(d / f"labels_q{qv!r}.npy", est.labels_)
             atomic_write_json(d / "meta.json", {
                 "params": self.clusterer_params(seed), "eps": getattr(est, "eps_", None),
                 "n_clusters": int(est.n_clusters_), "timings": getattr(est, "timings_", {}),
@@ -232,8 +335,8 @@ class Pipeline:
         if path.is_file():
             ids = load_npy(path).astype(np.int64)
         else:
-            est = self.clusterer(seed)
-            if q == float(self.config.dbscan_q):
+            est = self.clusterer(seed, q)
+            if q == float(self.config.dbscan_q) or self.distributed:
                 ids = np.asarray(est.labels_, dtype=np.int64)
             else:
                 t0 = time.perf_counter()
@@ -303,7 +406,16 @@ class Pipeline:
         t0 = time.perf_counter()
         selector.fit(pool, labels=self.pool_labels_text(), texts=list(self.dataset.pool.texts), cluster_ids=ids)
         queries = self.retrieval_queries(query_texts) if selector.query_dependent or base == "mdl" else None
-        sel = selector.select(queries, self.config.budget, query_texts=list(query_texts))
+        if self.distributed and queries is not None and base != "mdl":
+            # MDL scores with the driver's backbone, which is not shipped to workers
+            from ucs.distributed import select_queries
+
+            ex = self._executor()
+            bs = self.select_batch_size or max(2, -(-len(query_texts) // max(1, ex.num_workers)))
+            sel = select_queries(selector, queries, ex, bs, budget=self.config.budget,
+                                 query_texts=list(query_texts))
+        else:
+            sel = selector.select(queries, self.config.budget, query_texts=list(query_texts))
         self._timed(f"select:{method}", t0)
         self._memo[memo] = sel
         self._record_diagnostics(method, seed, sel, len(query_texts))
@@ -418,3 +530,8 @@ class Pipeline:
         atomic_write_text(out / "coverage.md", coverage_markdown(cov))
         atomic_write_json(out / "pipeline" / "timings.json", self.timings)
         return PipelineResult(result, cov, out)
+
+
+def _same(obj: Any) -> Any:
+    """``functools.partial(_same, obj)`` is a picklable factory returning ``obj`` (an injected backbone)."""
+    return obj
