@@ -126,13 +126,51 @@ def bench_generate(results, name, m, ps):
            example=out[0][:40])
 
 
+def _find(results: list, section: str, prefix: str):
+    for r in results:
+        if r["section"] == section and r["backend"].startswith(prefix):
+            return r
+    return None
+
+
+def _findings(results: list) -> list:
+    """Ratios computed from the rows (what the targets of the model layer are checked against)."""
+    out = []
+    raw = _find(results, "embed", "raw llama.cpp")
+    ours = _find(results, "embed", "SmolLM2 llama.cpp (ucs")
+    hf = _find(results, "embed", "SmolLM2 transformers fp32")
+    if raw and ours:
+        out.append(f"- Embedding: ucs's packed llama.cpp path runs at {ours['texts_per_s'] / raw['texts_per_s']:.0%} "
+                   f"of the raw per-text engine loop ({ours['texts_per_s']} vs {raw['texts_per_s']} texts/s; target ≥ 90 %).")
+    if hf and ours:
+        out.append(f"- The transformers engine embeds {hf['texts_per_s'] / ours['texts_per_s']:.1f}× faster than llama.cpp "
+                   f"here ({hf['texts_per_s']} vs {ours['texts_per_s']} texts/s); 1-NN same-label "
+                   f"{hf['nn_same_label']} vs {ours['nn_same_label']} (same model, fp32 vs Q4_1 arithmetic).")
+    naive = _find(results, "score", "SmolLM2 llama.cpp, naive")
+    trie = _find(results, "score", "SmolLM2 llama.cpp, ucs")
+    hfs = _find(results, "score", "SmolLM2 transformers")
+    if naive and trie:
+        out.append(f"- Label scoring (77 labels): the label-token trie is {naive['s_per_query'] / trie['s_per_query']:.1f}× "
+                   f"faster than prefix-once/label-at-a-time on llama.cpp ({trie['s_per_query']} vs "
+                   f"{naive['s_per_query']} s/query; target ≤ 2 s).")
+    if hfs:
+        out.append(f"- Label scoring on the transformers engine: {hfs['s_per_query']} s/query (prefix + trie in one masked "
+                   "pass).")
+    gl = _find(results, "generate", "SmolLM2 llama.cpp")
+    gh = _find(results, "generate", "SmolLM2 transformers")
+    if gl and gh:
+        out.append(f"- Greedy generation: llama.cpp {gl['s_per_query']} s/query, transformers {gh['s_per_query']} s/query.")
+    return (["## Findings", ""] + out + [""]) if out else []
+
+
 def render(results: list, cmd: str) -> str:
     lines = ["# Model-layer benchmarks", "",
-             "Real BANKING77 utterances from `../shared/data/banking77` on a **2-core CPU machine** (no GPU) that",
-             "other jobs shared; the 1-minute load average at each measurement is listed (2.0 = both cores busy).",
-             "Timings taken under load are upper bounds.", "",
+             "Real BANKING77 utterances from `../shared/data/banking77` on a **2-core CPU machine** (no GPU); the",
+             "1-minute load average at each measurement is listed (2.0 = both cores busy; the benchmark itself",
+             "uses both). llama.cpp rows use `llama threads` threads; torch uses its default (2).", "",
              f"Command: `{cmd}`", "",
              f"Python {platform.python_version()}, {platform.machine()}.", ""]
+    lines += _findings(results)
     emb = [r for r in results if r["section"] == "embed"]
     if emb:
         lines += ["## Embedding (pool of sampled train utterances)", "",
