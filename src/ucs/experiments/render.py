@@ -98,7 +98,36 @@ def _accuracy(exp: Experiment, cells: Sequence[Cell], results: Sequence[Dict[str
                 row += [accuracy_cell_text(lookup(ds, bb, v.name, m), reference(ds, bb, v.name, m)) for ds in datasets]
                 lines.append("| " + " | ".join(row) + " |")
         lines.append("")
+        if exp.options.get("show_coverage"):
+            lines += _coverage_side_table(cells, results, bb, variants, datasets, single)
     return lines
+
+
+def _coverage_side_table(cells: Sequence[Cell], results: Sequence[Dict[str, Any]], bb: str, variants: Sequence[Any],
+                         datasets: Sequence[str], single: bool) -> List[str]:
+    """Distinct clusters per prompt and mean cluster size of the same selections (did the prior change them?)."""
+    by = {(c.dataset, c.variant.name): r for c, r in zip(cells, results) if c.backbone == bb}
+    head = ([] if single else ["setting"]) + ["method"] + list(datasets)
+    lines = ["Coverage of the same prompts: distinct latent clusters / mean pool size of the demonstrations' "
+             "clusters (mean over queries and runs).", "",
+             "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for v in variants:
+        methods: List[str] = []
+        for c in cells:
+            if c.variant.name == v.name and c.backbone == bb:
+                methods += [m for m in c.methods if m not in methods]
+        for m in methods:
+            row = ([] if single else [v.label or v.name]) + [m]
+            for ds in datasets:
+                runs = list((by.get((ds, v.name)) or {}).get("coverage", {}).get(m, {}).values())
+                if not runs:
+                    row.append("—")
+                    continue
+                u = np.mean([r["unique_clusters"] for r in runs])
+                sz = np.mean([r["mean_cluster_size"] for r in runs])
+                row.append(f"{u:.2f} / {sz:.3g}")
+            lines.append("| " + " | ".join(row) + " |")
+    return lines + [""]
 
 
 def _coverage(exp: Experiment, cells: Sequence[Cell], results: Sequence[Dict[str, Any]]) -> List[str]:

@@ -206,7 +206,7 @@ def describe_cells(names: "str | Sequence[str] | None", options: ReproduceOption
                 except (OSError, ValueError):
                     sizes[key] = (None, None)
             n_test, n_pool = sizes[key]
-            rows.append({"experiment": n, **c.describe(),
+            rows.append({"experiment": n, "kind": exp.kind, "mdl_select_time": c.config.mdl_select_time, **c.describe(),
                          "eval_dir": _rel(eval_dir_for(options.work_dir, c)) if exp.kind in ("accuracy", "coverage") else
                          _rel(Path(options.work_dir) / n / c.id),
                          **estimate_cost(exp, c, n_test, n_pool, options.limit)})
