@@ -36,7 +36,7 @@ from ucs.evaluation.records import RecordWriter, read_records, record_key
 from ucs.evaluation.report import summarize, write_report
 from ucs.utils.io import atomic_save_npy, atomic_write_json, hash_texts, load_npy
 
-__all__ = ["SelectionFn", "EvaluationResult", "evaluate", "package_versions", "prompt_hash"]
+__all__ = ["SelectionFn", "EvaluationResult", "evaluate", "package_versions", "prompt_hash", "selection_path"]
 
 #: ``select(method, seed, query_texts) -> (Q, B) int array of pool indices``.
 SelectionFn = Callable[[str, int, Sequence[str]], Any]
@@ -376,11 +376,22 @@ def evaluate(
     return EvaluationResult(summary, out, records_path, manifest_path, n_new)
 
 
+def selection_path(out_dir: "str | os.PathLike[str]", method: str, seed: int, query_texts: Sequence[str]) -> Path:
+    """Where the runner caches the selection of ``method`` for run ``seed`` on ``query_texts`` in ``out_dir``.
+
+    A selection written there (an int array (Q, B), or (1, B) shared by all queries) is used by
+    :func:`evaluate` instead of calling the selection function, so a stage that computed selections
+    elsewhere (coverage diagnostics) can hand them to a later evaluation of the same folder.
+    """
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in method)
+    qhash = hash_texts(list(query_texts))[:16]
+    return Path(out_dir) / "selections" / f"{safe}__seed{seed}__{len(query_texts)}q_{qhash}.npy"
+
+
 def _selection(
     out: Path, method: str, seed: int, qhash: str, queries: list[str], select: SelectionFn, n_pool: int, n_q: int
 ) -> np.ndarray:
-    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in method)
-    path = out / "selections" / f"{safe}__seed{seed}__{n_q}q_{qhash}.npy"
+    path = selection_path(out, method, seed, queries)
     if path.exists():
         return _check_selection(load_npy(path), n_q, n_pool, method, seed)
     sel = _check_selection(select(method, seed, queries), n_q, n_pool, method, seed)

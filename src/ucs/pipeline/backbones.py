@@ -94,12 +94,15 @@ def _default_engine() -> str:
 def load_backbone_for(config: Any) -> Any:
     """The ICL backbone named by ``config.backbone`` (an Embedder and a LanguageModel in one object).
 
-    ``dummy`` gives a :class:`DummyBackbone`; anything else goes to :func:`ucs.models.load_backbone` with
+    ``dummy`` gives a :class:`DummyBackbone` (``dummy-<n>`` one seeded with ``n``, a different double); anything else goes to :func:`ucs.models.load_backbone` with
     ``engine=config.engine`` and the embedding settings of the configuration. Nothing is loaded into memory
     until the backbone is first used.
     """
-    if config.backbone.lower() == "dummy":
+    name = config.backbone.lower()
+    if name == "dummy":
         return DummyBackbone()
+    if name.startswith("dummy-") and name[6:].isdigit():  # distinct weight-free doubles (joint-dictionary tests)
+        return DummyBackbone(seed=int(name[6:]))
     from ucs.models import load_backbone
 
     kwargs = backbone_kwargs(config)

@@ -124,6 +124,10 @@ class PipelineConfig:
     estimator, lam, t, bin_size, alpha, integer, design, corpus_prior
         The UCS prior: unseen estimator, weight ``λ``, expansion ``t``, truncation ``M``, offset ``α``,
         integer floor, score design, corpus-level prior of VoteK+UCS.
+    joint_backbones : tuple of str
+        Extra backbones whose pool embeddings join this backbone's in a joint dictionary
+        (:class:`ucs.clustering.JointLatentClusterer`, paper §5.1); empty (default) = single-source clusters.
+        The ICL model stays ``backbone``. ``joint_iter`` is the number of alternation rounds.
     lam_by_selector, dbscan_q_by_selector : dict
         Per-base-selector overrides of ``lam`` / ``dbscan_q`` (paper Tables 9–10 tune them per selector),
         e.g. ``{"votek": 5.0}``. A selector-specific ``q`` re-cuts the run's clustering; nothing is refitted.
@@ -178,6 +182,8 @@ class PipelineConfig:
     integer: bool = False
     design: str = "full"
     corpus_prior: str = "good_turing"
+    joint_backbones: Tuple[str, ...] = ()
+    joint_iter: int = 5
     lam_by_selector: Dict[str, float] = field(default_factory=dict)
     dbscan_q_by_selector: Dict[str, float] = field(default_factory=dict)
     mode: str = "paper"
@@ -191,6 +197,8 @@ class PipelineConfig:
     def __post_init__(self) -> None:
         object.__setattr__(self, "selectors", parse_methods(self.selectors))
         object.__setattr__(self, "mode", MODE_ALIASES.get(self.mode, self.mode))
+        jb = self.joint_backbones
+        object.__setattr__(self, "joint_backbones", (jb,) if isinstance(jb, str) else tuple(jb or ()))
         for name in ("lam_by_selector", "dbscan_q_by_selector"):
             raw = dict(getattr(self, name) or {})
             clean = {}
@@ -221,7 +229,7 @@ class PipelineConfig:
                           ("mdl_select_time", 1), ("dict_n_atoms", 1), ("dict_omp_nonzeros", 1),
                           ("dict_max_iter", 1), ("dict_batch_size", 1), ("dbscan_k", 1), ("min_samples", 1),
                           ("bin_size", 1), ("test_seed", 0), ("n_runs", 1), ("seed", 0), ("icl_batch_size", 1),
-                          ("n_gpu_layers", -1)):
+                          ("n_gpu_layers", -1), ("joint_iter", 1)):
             _check_int(getattr(self, name), name, low)
         for name in ("pca_dim", "test_size", "context_length"):
             _check_int(getattr(self, name), name, 1, allow_none=True)
@@ -235,6 +243,10 @@ class PipelineConfig:
             _check_float(v, f"lam_by_selector[{k!r}]")
         for k, v in self.dbscan_q_by_selector.items():
             _check_float(v, f"dbscan_q_by_selector[{k!r}]", strict=True, high=1.0)
+        if any(not isinstance(b, str) or not b for b in self.joint_backbones):
+            raise ValueError(f"joint_backbones must be backbone names (e.g. ['gemma3']); got {self.joint_backbones!r}")
+        if self.joint_backbones and self.clustering == "dbscan":
+            raise ValueError("joint_backbones needs a dictionary: set clustering to 'dict_dbscan' or 'dict_argmax'")
         if self.clustering not in ("dict_dbscan", "dbscan", "dict_argmax"):
             raise ValueError(f"clustering must be 'dict_dbscan', 'dbscan' or 'dict_argmax'; got {self.clustering!r}")
         if self.dict_coding not in ("ridge", "omp"):
@@ -288,6 +300,7 @@ class PipelineConfig:
         """Plain JSON types (tuples become lists); :meth:`from_dict` inverts it."""
         d = dataclasses.asdict(self)
         d["selectors"] = list(self.selectors)
+        d["joint_backbones"] = list(self.joint_backbones)
         return d
 
     def to_json(self, path: "str | Path | None" = None) -> str:
@@ -307,6 +320,8 @@ class PipelineConfig:
         d = dict(data)
         if "selectors" in d:
             d["selectors"] = tuple(d["selectors"]) if not isinstance(d["selectors"], str) else d["selectors"]
+        if "joint_backbones" in d and not isinstance(d["joint_backbones"], str):
+            d["joint_backbones"] = tuple(d["joint_backbones"] or ())
         return cls(**d)
 
     @classmethod
@@ -338,4 +353,7 @@ class PipelineConfig:
         d = self.to_dict()
         for k in ("data_dir", "selectors", "preset", "device", "n_gpu_layers"):
             d.pop(k, None)
+        if not self.joint_backbones:  # single-source runs keep the key they had before joint clustering existed
+            d.pop("joint_backbones", None)
+            d.pop("joint_iter", None)
         return d

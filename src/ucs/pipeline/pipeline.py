@@ -99,6 +99,12 @@ class Pipeline:
         Neighbour search of the executor's clustering (approximate methods need faiss).
     select_batch_size : int, optional
         Queries per selection task (executor path); default: the queries split evenly over the workers.
+    pool_embeddings : ndarray of shape (N, d), optional
+        Backbone embeddings of the pool computed elsewhere (e.g. rows of a larger pool's cached matrix, as
+        :func:`ucs.experiments.tune` does for a pool with a validation split held out); used instead of
+        embedding the pool. The cluster cache is keyed by their content, as for computed ones.
+    retrieval_embeddings : ndarray of shape (N, d_r), optional
+        Retrieval embeddings of the pool computed elsewhere (ℓ2-normalised here).
 
     Notes
     -----
@@ -123,6 +129,8 @@ class Pipeline:
         fit_sample_size: int = 100_000,
         knn: str = "exact",
         select_batch_size: Optional[int] = None,
+        pool_embeddings: Optional[np.ndarray] = None,
+        retrieval_embeddings: Optional[np.ndarray] = None,
     ) -> None:
         if not isinstance(config, PipelineConfig):
             raise ValueError(f"config must be a PipelineConfig; got {type(config).__name__}")
@@ -154,6 +162,16 @@ class Pipeline:
         self.embedding_cache = EmbeddingCache(self.cache_dir / "embeddings")
         self.timings: Dict[str, float] = {}
         self._memo: Dict[Any, Any] = {}
+        for name, arr in (("pool_emb", pool_embeddings), ("ret_pool", retrieval_embeddings)):
+            if arr is not None:
+                arr = np.asarray(arr)
+                if arr.ndim != 2 or not np.issubdtype(arr.dtype, np.floating):
+                    raise ValueError(f"{'pool_embeddings' if name == 'pool_emb' else 'retrieval_embeddings'} must be "
+                                     f"a 2-D float array (one row per pool item); got shape {arr.shape}, dtype {arr.dtype}")
+                if self.distributed:
+                    raise ValueError("injected embeddings are not supported on an executor; use executor=None")
+                self._memo[name] = arr if name == "pool_emb" else l2_normalize(arr)
+        self._injected = {k for k in ("pool_emb", "ret_pool") if k in self._memo}
 
     # ------------------------------------------------------------------ helpers
     def _timed(self, name: str, t0: float) -> None:
@@ -222,6 +240,9 @@ class Pipeline:
     # ------------------------------------------------------------------ stage 1: embeddings
     def pool_embeddings(self) -> np.ndarray:
         """Backbone embeddings of the pool inputs (never the labels), shape (N, d), float32; cached."""
+        if "pool_emb" in self._injected and "pool_checked" not in self._memo:
+            self._check_rows(self._memo["pool_emb"], "pool_embeddings")
+            self._memo["pool_checked"] = True
         if "pool_emb" not in self._memo:
             t0 = time.perf_counter()
             if self.distributed:
@@ -238,8 +259,30 @@ class Pipeline:
             self._timed("pool_embedding", t0)
         return self._memo["pool_emb"]
 
+    def _check_rows(self, arr: np.ndarray, name: str) -> None:
+        n = len(self.dataset.pool)
+        if arr.shape[0] != n:
+            raise ValueError(f"{name} has {arr.shape[0]} rows but the pool has {n} items")
+
+    def joint_embeddings(self) -> List[np.ndarray]:
+        """Pool embeddings of each of ``config.joint_backbones`` (cached like the backbone's own), in order."""
+        if "joint_emb" not in self._memo:
+            from ucs.pipeline.backbones import load_backbone_for
+
+            t0 = time.perf_counter()
+            out = []
+            for name in self.config.joint_backbones:
+                model = load_backbone_for(self.config.replace(backbone=name, engine=None, joint_backbones=()))
+                out.append(self.embedding_cache.embed(model, list(self.dataset.pool.texts)))
+            self._memo["joint_emb"] = out
+            self._timed("joint_pool_embedding", t0)
+        return self._memo["joint_emb"]
+
     def retrieval_pool(self) -> np.ndarray:
         """Retrieval embeddings of the pool, ℓ2-normalised, shape (N, d_r)."""
+        if "ret_pool" in self._injected and "ret_checked" not in self._memo:
+            self._check_rows(self._memo["ret_pool"], "retrieval_embeddings")
+            self._memo["ret_checked"] = True
         if "ret_pool" not in self._memo:
             if self.config.retrieval_embedder == "backbone":
                 self._memo["ret_pool"] = l2_normalize(self.pool_embeddings())
@@ -282,6 +325,9 @@ class Pipeline:
         if "emb_hash" not in self._memo:
             self._memo["emb_hash"] = hash_array(self.pool_embeddings())
         spec: Dict[str, Any] = {"emb": self._memo["emb_hash"], "params": self.clusterer_params(seed)}
+        if self.config.joint_backbones:
+            spec["joint"] = {"emb": [hash_array(E) for E in self.joint_embeddings()],
+                             "joint_iter": self.config.joint_iter}
         n = len(self.dataset.pool)
         if self.distributed and (n > self.fit_sample_size or self.knn != "exact"):
             # only then can the executor's ids differ from the in-process ones
@@ -299,7 +345,14 @@ class Pipeline:
         memo = ("clusterer", int(seed)) if q is None or qv == float(self.config.dbscan_q) else ("clusterer", int(seed), qv)
         if memo not in self._memo:
             t0 = time.perf_counter()
-            if self.distributed:
+            if self.distributed and self.config.joint_backbones:
+                raise ValueError("joint_backbones (a joint dictionary) runs in-process only; use executor=None")
+            if self.config.joint_backbones:
+                from ucs.clustering import JointLatentClusterer
+
+                Es = [self.pool_embeddings(), *self.joint_embeddings()]
+                est = JointLatentClusterer(**self.clusterer_params(seed), joint_iter=self.config.joint_iter).fit(Es)
+            elif self.distributed:
                 from ucs.distributed import cluster_pool
 
                 self.pool_embeddings()

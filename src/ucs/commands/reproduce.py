@@ -1,0 +1,130 @@
+"""``ucs reproduce``: regenerate the paper's tables and figures (and the estimator study) as named experiments."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+import typer
+
+HELP = """Run named experiments end to end and write <results-dir>/<name>.md (+ .png, + .manifest.json).
+
+Every evaluation cell is a resumable runner folder under --work-dir; embeddings and clusterings come from
+--cache-dir; rerun the same command to continue after an interruption. --preset picks the sizes: 'paper'
+(500 queries, 3 runs, sampled generation, SmolLM2 and Gemma-3) or 'cpu' (SmolLM2, likelihood mode, 100
+queries). See docs/reproduce.md.
+"""
+
+
+def _split(value: Optional[str]) -> Optional[List[str]]:
+    if value is None:
+        return None
+    items = [v.strip() for v in value.split(",") if v.strip()]
+    return items or None
+
+
+def parse_settings(items: Optional[List[str]]) -> Dict[str, Any]:
+    """``["lam=0.5", "retrieval_embedder=backbone"]`` → dict; values parse as JSON when they can."""
+    out: Dict[str, Any] = {}
+    for it in items or []:
+        if "=" not in it:
+            raise typer.BadParameter(f"expected KEY=VALUE such as lam=0.5; got {it!r}", param_hint="--set")
+        k, v = it.split("=", 1)
+        try:
+            out[k.strip()] = json.loads(v)
+        except json.JSONDecodeError:
+            out[k.strip()] = v
+    return out
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("reproduce", help=HELP)
+    def reproduce_cmd(
+        list_: bool = typer.Option(False, "--list", help="List the experiments (name, paper reference, cells)."),
+        only: Optional[str] = typer.Option(None, "--only", help="Comma-separated experiment names (default: all)."),
+        preset: str = typer.Option("paper", "--preset", help="Sizes: paper | cpu."),
+        datasets: Optional[str] = typer.Option(None, "--datasets", help="Comma-separated datasets (replaces the experiment's)."),
+        backbones: Optional[str] = typer.Option(None, "--backbones", help="Comma-separated backbones: smollm2, gemma3, ..."),
+        selectors: Optional[str] = typer.Option(None, "--selectors", help="Comma-separated methods (replaces the experiment's)."),
+        test_size: Optional[int] = typer.Option(None, "--test-size", help="Test queries drawn once with seed 42."),
+        runs: Optional[int] = typer.Option(None, "--runs", help="Number of runs (seeds 42, 43, ...)."),
+        limit: Optional[int] = typer.Option(None, "--limit", help="Only the first N test queries (resumable)."),
+        mode: Optional[str] = typer.Option(None, "--mode", help="likelihood | generate | greedy-strict | paper."),
+        data_dir: Optional[Path] = typer.Option(None, "--data-dir", help="Folder of the public data files."),
+        work_dir: Path = typer.Option(Path("runs/reproduce"), "--work-dir", help="Runner folders (resumable)."),
+        results_dir: Path = typer.Option(Path("docs/results"), "--results-dir", help="Where markdown/PNG/manifests go."),
+        cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help="Embedding/cluster cache (default ~/.cache/ucs)."),
+        settings: Optional[List[str]] = typer.Option(None, "--set", help="Any PipelineConfig setting, KEY=VALUE (repeatable)."),
+        dry_run: bool = typer.Option(False, "--dry-run", help="Print the cells and their model-call estimates; run nothing."),
+        progress: bool = typer.Option(False, "--progress/--no-progress", help="Progress bars of the runner."),
+    ) -> None:
+        from ucs.experiments.registry import get_experiment, resolve_names
+        from ucs.experiments.reproduce import ReproduceOptions, describe_cells, plan, reproduce
+
+        try:
+            names = resolve_names(only)
+        except ValueError as exc:
+            raise typer.BadParameter(str(exc), param_hint="--only") from None
+        opts = ReproduceOptions(
+            preset=preset, datasets=_split(datasets), backbones=_split(backbones), selectors=_split(selectors),
+            test_size=test_size, runs=runs, mode=mode, data_dir=None if data_dir is None else str(data_dir),
+            settings=parse_settings(settings), limit=limit, work_dir=str(work_dir), results_dir=str(results_dir),
+            cache_dir=None if cache_dir is None else str(cache_dir), progress=progress,
+            command="ucs " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv[1:] else None,
+        )
+        try:
+            planned = plan(names, opts)
+        except ValueError as exc:
+            raise typer.BadParameter(str(exc)) from None
+        if list_:
+            rows = [("name", "paper", "varies", "kind", "cells")]
+            for n, cells in planned.items():
+                e = get_experiment(n)
+                rows.append((n, e.paper_ref, e.varies, e.kind, str(len(cells))))
+            widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+            for j, r in enumerate(rows):
+                typer.echo("  ".join(x.ljust(w) for x, w in zip(r, widths)).rstrip())
+                if j == 0:
+                    typer.echo("  ".join("-" * w for w in widths))
+            typer.echo(f"\npreset {preset}: {sum(len(c) for c in planned.values())} cells")
+            raise typer.Exit()
+        if dry_run:
+            rows = describe_cells(names, opts)
+            from ucs.pipeline.config import parse_method
+
+            totals: Dict[str, Any] = {"icl_prompts": 0, "mdl_scorings": 0}
+            embeds = {}
+            seen: set = set()
+            for r in rows:
+                for m in r["methods"]:  # cells sharing a runner folder share prompts and selections
+                    per = None if r["queries"] is None else r["queries"] * r["runs"]
+                    for k, kinds, mult in (("icl_prompts", ("accuracy", "runtime"), 1),
+                                           ("mdl_scorings", ("accuracy", "runtime", "coverage"), r["mdl_select_time"])):
+                        tag = (k, r["eval_dir"], m)
+                        if r["kind"] not in kinds or tag in seen or (k == "mdl_scorings" and parse_method(m)[0] != "mdl"):
+                            continue
+                        seen.add(tag)
+                        totals[k] = None if totals[k] is None or per is None else totals[k] + per * mult
+                typer.echo(
+                    f"{r['experiment']:20s} {r['cell']:45s} methods={','.join(r['methods'])} queries={r['queries']} "
+                    f"runs={r['runs']} mode={r['mode']} prompts≤{r['icl_prompts']} mdl_scorings={r['mdl_scorings']} "
+                    f"dir={r['eval_dir']}"
+                )
+                embeds[r["embedding"]] = r["pool"]
+            n_embed = sum(v for v in embeds.values() if v) if all(embeds.values()) else None
+            typer.echo(
+                f"\n{len(rows)} cells; at most {totals['icl_prompts']} ICL prompts and {totals['mdl_scorings']} MDL "
+                f"subset scorings after sharing between cells of one configuration (deterministic modes also answer "
+                f"a repeated prompt once), {len(embeds)} pool embedding pass(es) over {n_embed} texts unless cached"
+            )
+            raise typer.Exit()
+        try:
+            done = reproduce(names, opts, log=lambda s: typer.echo(s, err=True))
+        except ValueError as exc:
+            raise typer.BadParameter(str(exc)) from None
+        for r in done:
+            extra = f" + {r.figure_path}" if r.figure_path else ""
+            typer.echo(f"{r.experiment.name}: {r.markdown_path}{extra} ({'computed' if r.computed else 'all cached'})")

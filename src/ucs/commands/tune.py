@@ -1,0 +1,67 @@
+"""``ucs tune``: pick ``dbscan_q`` and ``λ`` per UCS selector on a validation split held out of the pool."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+HELP = """Grid-search the clustering quantile q and the UCS weight λ of each UCS selector.
+
+A seeded fraction of the POOL becomes the validation queries (the test split is never read); the selectors
+choose from the rest of the pool; the criterion is ICL accuracy (likelihood mode unless --mode). Embeddings
+come from the cache and every q is a re-cut of one clustering per run seed. Writes tune.md / tune.json, and
+chosen.json + tuned_config.json (use: ucs evaluate --config OUT/tuned_config.json ...).
+"""
+
+
+def _floats(value: Optional[str], name: str) -> Optional[List[float]]:
+    if value is None:
+        return None
+    try:
+        return [float(v) for v in value.split(",") if v.strip()]
+    except ValueError:
+        raise typer.BadParameter(f"expected comma-separated numbers; got {value!r}", param_hint=name) from None
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("tune", help=HELP)
+    def tune_cmd(
+        dataset: Optional[str] = typer.Option(None, "--dataset", "-d", help="Dataset name or table path (default: the config's)."),
+        data_dir: Optional[Path] = typer.Option(None, "--data-dir", help="Folder of the public data files."),
+        model: Optional[str] = typer.Option(None, "--model", "-m", help="ICL backbone: smollm2, gemma3, ..."),
+        selectors: str = typer.Option("dpp+ucs,votek+ucs", "--selectors", "-s", help="UCS methods to tune."),
+        q_grid: Optional[str] = typer.Option(None, "--q-grid", help="Comma-separated q values (default: paper Table 9's)."),
+        lam_grid: Optional[str] = typer.Option(None, "--lam-grid", help="Comma-separated λ values (default: Table 10's + 0)."),
+        val_fraction: float = typer.Option(0.1, "--val-fraction", help="Share of the pool held out for validation."),
+        val_seed: int = typer.Option(0, "--val-seed", help="Seed of the validation split."),
+        val_size: Optional[int] = typer.Option(None, "--val-size", help="Validation queries used, drawn once from the held-out items (default: the protocol size, 500 or 40)."),
+        runs: Optional[int] = typer.Option(None, "--runs", help="Runs per grid point (default 1)."),
+        mode: str = typer.Option("likelihood", "--mode", help="likelihood | generate | greedy-strict | paper."),
+        limit: Optional[int] = typer.Option(None, "--limit", help="Only the first N validation queries."),
+        retrieval: Optional[str] = typer.Option(None, "--retrieval", help="Retrieval embedder (default: the preset's)."),
+        preset: Optional[str] = typer.Option(None, "--preset", help="paper | default | cpu (default: default)."),
+        config_file: Optional[Path] = typer.Option(None, "--config", help="JSON configuration (PipelineConfig)."),
+        out: Path = typer.Option(..., "--out", "-o", help="Output folder (rerun to resume)."),
+        cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help="Embedding/cluster cache (default ~/.cache/ucs)."),
+        progress: bool = typer.Option(False, "--progress/--no-progress", help="Progress bars of the runner."),
+    ) -> None:
+        from ucs.commands.evaluate import build_config
+        from ucs.experiments.tune import tune
+
+        try:
+            cfg = build_config(
+                preset, config_file, dataset=dataset, data_dir=None if data_dir is None else str(data_dir),
+                backbone=model, mode=mode, n_runs=runs if runs is not None else 1, test_size=val_size,
+                retrieval_embedder=retrieval, selectors=selectors,
+            )
+            if val_size is None:
+                cfg = cfg.replace(test_size=None)
+            result = tune(cfg, out, q_grid=_floats(q_grid, "--q-grid"), lam_grid=_floats(lam_grid, "--lam-grid"),
+                          val_fraction=val_fraction, val_seed=val_seed, limit=limit, cache_dir=cache_dir,
+                          progress=progress)
+        except (ValueError, FileNotFoundError) as exc:
+            raise typer.BadParameter(str(exc)) from None
+        typer.echo(result.to_markdown())
+        typer.echo(f"chosen: {out / 'chosen.json'}; full configuration: {out / 'tuned_config.json'}")

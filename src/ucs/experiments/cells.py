@@ -1,0 +1,299 @@
+"""Running one cell of an experiment through :class:`~ucs.pipeline.Pipeline`, resumably.
+
+Where each kind of cell keeps its files (``work`` = the work directory):
+
+* ``accuracy`` and ``coverage`` cells share one runner folder per configuration,
+  ``work/evals/<dataset>__<backbone>__<hash of the resume key>/``: two experiments that evaluate the same
+  configuration (the main table's UCS+DPP and the score-design ablation's default row, say) answer each
+  prompt once, and coverage cells read the selections and diagnostics an evaluation left there (and leave
+  theirs for a later evaluation). The runner's manifest guards the folder against a different configuration.
+* ``clusters`` and ``runtime`` cells keep their own folder, ``work/<experiment>/<cell>/``, with a
+  ``cell.json`` holding the result and the key it was computed for.
+
+Embeddings and clusterings always come from the shared cache (``cache_dir``); nothing is recomputed that a
+previous invocation finished.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Optional
+
+import numpy as np
+
+from ucs.experiments.spec import Cell
+from ucs.utils.io import atomic_write_json
+
+__all__ = ["Models", "CellContext", "run_cell", "eval_dir_for", "query_texts_for"]
+
+
+class Models:
+    """Backbones and retrieval embedders loaded once and shared by every cell of a reproduction.
+
+    Parameters
+    ----------
+    backbone_factory : callable, optional
+        ``factory(config) -> backbone``; default :func:`ucs.pipeline.load_backbone_for`. Tests pass one
+        that counts model calls.
+    """
+
+    def __init__(self, backbone_factory: Optional[Callable[[Any], Any]] = None) -> None:
+        self.backbone_factory = backbone_factory
+        self.backbones: Dict[str, Any] = {}
+        self.retrievals: Dict[str, Any] = {}
+
+    @staticmethod
+    def _key(cfg: Any) -> str:
+        from ucs.pipeline.backbones import backbone_kwargs
+
+        if cfg.backbone.lower().startswith("dummy"):
+            return cfg.backbone.lower()
+        return json.dumps([cfg.backbone, cfg.engine, backbone_kwargs(cfg)], sort_keys=True, default=str)
+
+    def backbone(self, cfg: Any) -> Any:
+        key = self._key(cfg)
+        if key not in self.backbones:
+            from ucs.pipeline.backbones import load_backbone_for
+
+            self.backbones[key] = (self.backbone_factory or load_backbone_for)(cfg)
+        return self.backbones[key]
+
+    def retrieval(self, cfg: Any) -> Any:
+        """The retrieval embedder (``None`` for ``backbone``: the pipeline derives it from the pool embeddings)."""
+        if cfg.retrieval_embedder == "backbone":
+            return None
+        key = json.dumps([cfg.retrieval_embedder, cfg.device])
+        if key not in self.retrievals:
+            from ucs.pipeline.backbones import load_retrieval_for
+
+            self.retrievals[key] = load_retrieval_for(cfg, None)
+        return self.retrievals[key]
+
+
+class CellContext:
+    """Where and how cells run: work and cache folders, the shared models, the query limit."""
+
+    def __init__(self, work_dir: "str | Path", cache_dir: "str | Path | None" = None, models: Optional[Models] = None,
+                 limit: Optional[int] = None, progress: bool = False) -> None:
+        from ucs.embedding.cache import default_cache_dir
+
+        self.work_dir = Path(work_dir)
+        self.cache_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+        self.models = models or Models()
+        self.limit = limit
+        self.progress = progress
+        self._datasets: Dict[Any, Any] = {}
+
+    def dataset(self, cfg: Any) -> Any:
+        key = (cfg.dataset, cfg.data_dir)
+        if key not in self._datasets:
+            from ucs.data import load_dataset
+
+            self._datasets[key] = load_dataset(cfg.dataset, cfg.data_dir)
+        return self._datasets[key]
+
+    def pipeline(self, cell: Cell, out_dir: "Path | None") -> Any:
+        from ucs.pipeline import Pipeline
+
+        cfg = cell.config
+        return Pipeline(cfg, dataset=self.dataset(cfg), backbone=self.models.backbone(cfg),
+                        retrieval=self.models.retrieval(cfg), cache_dir=self.cache_dir, out_dir=out_dir,
+                        progress=self.progress)
+
+    def cell_dir(self, cell: Cell) -> Path:
+        return self.work_dir / cell.experiment / cell.id
+
+
+def eval_dir_for(work_dir: "str | Path", cell: Cell) -> Path:
+    """The runner folder shared by every accuracy / coverage cell with this cell's resume key."""
+    from ucs.experiments.spec import _safe
+
+    key = json.dumps(cell.config.key_dict(), sort_keys=True, default=str)
+    h = hashlib.sha256(key.encode()).hexdigest()[:12]
+    return Path(work_dir) / "evals" / f"{_safe(cell.dataset)}__{_safe(cell.backbone)}__{h}"
+
+
+def query_texts_for(cfg: Any, dataset: Any, limit: Optional[int]) -> List[str]:
+    """The protocol's evaluation queries (the first ``limit``), exactly as the runner draws them."""
+    idx = cfg.protocol().test_indices(dataset)
+    n = len(idx) if limit is None else min(int(limit), len(idx))
+    return [dataset.test.texts[int(i)] for i in idx[:n]]
+
+
+def _cached(path: Path, key: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+    if path.is_file():
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if data.get("key") == json.loads(json.dumps(key, default=str)):
+            return data["result"]
+    return None
+
+
+def _cell_key(cell: Cell, ctx: CellContext, **extra: Any) -> Dict[str, Any]:
+    return {"config": cell.config.key_dict(), "methods": list(cell.methods), "limit": ctx.limit,
+            "options": dict(cell.options), **extra}
+
+
+# ---------------------------------------------------------------------- kinds
+def run_accuracy(cell: Cell, ctx: CellContext) -> Dict[str, Any]:
+    """Evaluate the cell's methods with the resumable runner; returns their summaries and coverage."""
+    out = eval_dir_for(ctx.work_dir, cell)
+    pipe = ctx.pipeline(cell, out)
+    res = pipe.run(out, methods=cell.methods, limit=ctx.limit)
+    summ = res.summary
+    manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
+    return {
+        "dir": str(out),
+        "n_queries": int(summ.get("n_queries_requested", 0)),
+        "methods": {m: summ["methods"][m] for m in cell.methods if m in summ["methods"]},
+        "coverage": {m: res.coverage[m] for m in cell.methods if m in res.coverage},
+        "new_records": int(res.evaluation.n_new_records),
+        "computed": bool(res.evaluation.n_new_records),
+        "runner_manifest": {k: manifest.get(k) for k in ("key", "methods", "status", "n_records", "limit")},
+        "timings": dict(pipe.timings),
+    }
+
+
+def run_coverage(cell: Cell, ctx: CellContext) -> Dict[str, Any]:
+    """Coverage exposure of the selections (no ICL calls), per (method, run seed); resumable per pair."""
+    from ucs.evaluation.runner import selection_path
+    from ucs.utils.io import atomic_save_npy
+
+    out = eval_dir_for(ctx.work_dir, cell)
+    pipe = ctx.pipeline(cell, out)
+    queries = query_texts_for(cell.config, pipe.dataset, ctx.limit)
+    n_q = len(queries)
+    table = pipe.coverage_table(cell.methods, n_q)
+    computed = 0
+    for m in cell.methods:
+        for s in cell.config.run_seeds:
+            if str(s) in table.get(m, {}):
+                continue
+            sel = pipe.selection(m, s, queries)
+            path = selection_path(out, m, s, queries)
+            if not path.is_file():  # hand the selection to a later evaluation of this folder
+                atomic_save_npy(path, np.asarray(sel.indices, dtype=np.int64))
+            computed += 1
+    if computed:
+        table = pipe.coverage_table(cell.methods, n_q)
+    return {"dir": str(out), "n_queries": n_q, "coverage": {m: table.get(m, {}) for m in cell.methods},
+            "computed": bool(computed), "selections_computed": computed, "timings": dict(pipe.timings)}
+
+
+def _audit_entry(ids: np.ndarray, c: int, labels: List[str], texts: List[str], n_members: int) -> Dict[str, Any]:
+    members = np.flatnonzero(ids == c)
+    vals, cnts = np.unique(np.asarray(labels, dtype=object)[members].astype(str), return_counts=True)
+    order = np.lexsort((vals, -cnts))
+    return {
+        "cluster": int(c), "size": int(members.size), "purity": float(cnts[order[0]] / members.size),
+        "majority_label": str(vals[order[0]]),
+        "composition": [[str(vals[i]), int(cnts[i])] for i in order],
+        "members": [[texts[i], labels[i]] for i in members[:n_members].tolist()],
+    }
+
+
+def run_clusters(cell: Cell, ctx: CellContext) -> Dict[str, Any]:
+    """Cluster-size distribution (every run seed) and the qualitative audit (first run seed)."""
+    from ucs.clustering import cluster_report
+
+    d = ctx.cell_dir(cell)
+    key = _cell_key(cell, ctx)
+    hit = _cached(d / "cell.json", key)
+    if hit is not None:
+        return {**hit, "computed": False}
+    o = cell.options
+    pipe = ctx.pipeline(cell, None)
+    ds = pipe.dataset
+    labels = [ds.label_names[int(y)] for y in ds.pool.labels]
+    texts = list(ds.pool.texts)
+    per_seed: Dict[str, Any] = {}
+    audit: Dict[str, Any] = {}
+    for i, seed in enumerate(cell.config.run_seeds):
+        ids = pipe.cluster_ids(seed)
+        rep = cluster_report(ids, y=np.asarray(labels, dtype=object), top=8)
+        per_seed[str(seed)] = {
+            "n_items": rep.n_items, "n_clusters": rep.n_clusters, "n_singletons": rep.n_singletons,
+            "purity": rep.purity, "items_by_size": {str(k): v for k, v in rep.items_by_size.items()},
+            "largest_sizes": rep.largest_sizes,
+        }
+        if i == 0:
+            n_members = int(o.get("audit_members", 5))
+            largest = [_audit_entry(ids, c.cluster, labels, texts, n_members)
+                       for c in rep.top[: int(o.get("audit_largest", 3))]]
+            sizes = np.bincount(ids)
+            lo, hi = int(o.get("audit_min_size", 3)), int(o.get("audit_max_size", 10))
+            cand = np.flatnonzero((sizes >= lo) & (sizes <= hi))
+            k = min(int(o.get("audit_small", 4)), cand.size)
+            pick = np.sort(np.random.default_rng(int(seed)).choice(cand, size=k, replace=False)) if k else []
+            small = [_audit_entry(ids, int(c), labels, texts, n_members) for c in pick]
+            audit = {"seed": int(seed), "largest": largest, "small": small, "size_range": [lo, hi]}
+    result = {"per_seed": per_seed, "audit": audit, "n_pool": len(texts)}
+    atomic_write_json(d / "cell.json", {"key": key, "result": result})
+    return {**result, "computed": True}
+
+
+def run_runtime(cell: Cell, ctx: CellContext) -> Dict[str, Any]:
+    """Offline stage times (fresh embedding sample + fresh clustering fit) and online time per method."""
+    from ucs.clustering import LatentClusterer
+    from ucs.pipeline.config import canonical_method
+
+    d = ctx.cell_dir(cell)
+    key = _cell_key(cell, ctx)
+    offline_path = d / "offline.json"
+    offline = _cached(offline_path, key)
+    pipe = ctx.pipeline(cell, d / "eval")
+    computed = False
+    if offline is None:
+        texts = list(pipe.dataset.pool.texts)
+        n_embed = cell.options.get("embed_sample")
+        n_embed = len(texts) if n_embed is None else min(int(n_embed), len(texts))
+        t0 = time.perf_counter()
+        pipe.backbone.embed(texts[:n_embed])  # bypasses the cache on purpose: this is what is timed
+        emb_s = time.perf_counter() - t0
+        E = pipe.pool_embeddings()
+        seed = cell.config.run_seeds[0]
+        t0 = time.perf_counter()
+        est = LatentClusterer(**pipe.clusterer_params(seed)).fit(E)
+        fit_s = time.perf_counter() - t0
+        offline = {
+            "n_pool": len(texts), "embed_texts": n_embed, "embed_s": emb_s,
+            "embed_pool_s": emb_s * len(texts) / max(n_embed, 1), "cluster_fit_s": fit_s,
+            "stages": {k: float(v) for k, v in getattr(est, "timings_", {}).items()},
+            "n_clusters": int(est.n_clusters_),
+        }
+        atomic_write_json(offline_path, {"key": key, "result": offline})
+        computed = True
+    # warm the caches so that the online times are selection + evaluation only
+    queries = query_texts_for(cell.config, pipe.dataset, ctx.limit)
+    for s in cell.config.run_seeds:
+        for m in cell.methods:
+            pipe.cluster_ids(s, cell.config.dbscan_q_for(m))
+    pipe.retrieval_pool()
+    pipe.retrieval_queries(queries)
+    online: Dict[str, Any] = {}
+    for m in cell.methods:
+        m = canonical_method(m)
+        path = d / "online" / f"{m.replace('+', '_plus_')}.json"
+        hit = _cached(path, key)
+        if hit is None:
+            before = pipe.timings.get(f"select:{m}", 0.0)
+            t0 = time.perf_counter()
+            res = pipe.run(d / "eval", methods=[m], limit=ctx.limit)
+            total = time.perf_counter() - t0
+            sel = pipe.timings.get(f"select:{m}", 0.0) - before
+            hit = {"total_s": total, "selection_s": sel, "evaluation_s": total - sel,
+                   "records": int(res.evaluation.n_new_records)}
+            atomic_write_json(path, {"key": key, "result": hit})
+            computed = True
+        online[m] = hit
+    return {"dir": str(d), "offline": offline, "online": online, "n_queries": len(queries), "computed": computed}
+
+
+RUNNERS = {"accuracy": run_accuracy, "coverage": run_coverage, "clusters": run_clusters, "runtime": run_runtime}
+
+
+def run_cell(kind: str, cell: Cell, ctx: CellContext) -> Dict[str, Any]:
+    """Run ``cell`` as an experiment of ``kind`` (``accuracy``, ``coverage``, ``clusters``, ``runtime``)."""
+    return RUNNERS[kind](cell, ctx)

@@ -1,0 +1,223 @@
+"""Markdown rendering of experiment results (one function per experiment kind)."""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from ucs.experiments.spec import Cell, Experiment
+from ucs.pipeline.config import parse_method
+from ucs.pipeline.diagnostics import coverage_markdown
+
+__all__ = ["render", "accuracy_cell_text"]
+
+
+def _header(exp: Experiment, cells: Sequence[Cell], preset: str, results: Sequence[Dict[str, Any]]) -> List[str]:
+    c0 = cells[0].config if cells else None
+    lines = [f"# {exp.title}", "", f"- paper: {exp.paper_ref}", f"- varies: {exp.varies}",
+             f"- size preset: `{preset}`; configuration file: `{exp.config_file}`"]
+    if c0 is not None:
+        nq = sorted({r.get("n_queries") for r in results if r.get("n_queries") is not None})
+        lines.append(
+            f"- protocol: {'/'.join(str(n) for n in nq) or '—'} test queries (drawn once, seed {c0.test_seed}), "
+            f"{c0.n_runs} run(s) (seeds {', '.join(map(str, c0.run_seeds))}), mode `{c0.mode}`, "
+            f"backbone(s) {', '.join(dict.fromkeys(c.backbone for c in cells))}, retrieval `{c0.retrieval_embedder}`, "
+            f"budget {c0.budget} unless varied"
+        )
+    note = exp.presets.get(preset, {}).get("note")
+    if note:
+        lines.append(f"- preset note: {note}")
+    if exp.description:
+        lines += ["", exp.description]
+    lines += ["", f"Each cell's configuration, data hashes and package versions: `{exp.name}.manifest.json`.", ""]
+    return lines
+
+
+def _fmt_acc(m: Optional[Dict[str, Any]]) -> Tuple[str, Optional[float]]:
+    if not m or m.get("mean") is None:
+        return "—", None
+    s = f"{100 * m['mean']:.1f} ± {100 * (m.get('std') or 0.0):.1f}"
+    if m.get("ci"):
+        s += f" [{100 * m['ci'][0]:.1f}, {100 * m['ci'][1]:.1f}]"
+    if not m.get("complete", True):
+        s += " (incomplete)"
+    return s, float(m["mean"])
+
+
+def accuracy_cell_text(m: Optional[Dict[str, Any]], ref: Optional[Dict[str, Any]] = None) -> str:
+    """``mean ± std [CI] (Δ)`` in percent; Δ against ``ref`` (another method's summary) when given."""
+    s, mean = _fmt_acc(m)
+    if mean is not None and ref is not None and ref.get("mean") is not None:
+        s += f" ({100 * (mean - ref['mean']):+.1f})"
+    return s
+
+
+def _accuracy(exp: Experiment, cells: Sequence[Cell], results: Sequence[Dict[str, Any]]) -> List[str]:
+    by = {(c.dataset, c.backbone, c.variant.name): r for c, r in zip(cells, results)}
+    datasets = list(dict.fromkeys(c.dataset for c in cells))
+    backbones = list(dict.fromkeys(c.backbone for c in cells))
+    variants = [v for v in exp.variants if any(c.variant.name == v.name for c in cells)]
+    ref_variant = exp.options.get("delta_vs_variant")
+    single = len(variants) == 1
+    lines: List[str] = []
+    if ref_variant:
+        lines.append(f"Cells: accuracy %, mean ± std over runs [95% bootstrap CI over queries] (Δ vs `{ref_variant}`).")
+    else:
+        lines.append("Cells: accuracy %, mean ± std over runs [95% bootstrap CI over queries] (Δ = UCS form minus "
+                     "its base selector, same queries and runs).")
+    lines.append("")
+
+    def lookup(ds: str, bb: str, vname: str, method: str) -> Optional[Dict[str, Any]]:
+        r = by.get((ds, bb, vname))
+        return None if r is None else r.get("methods", {}).get(method)
+
+    def reference(ds: str, bb: str, vname: str, method: str) -> Optional[Dict[str, Any]]:
+        if ref_variant:
+            return None if vname == ref_variant else lookup(ds, bb, ref_variant, method)
+        base, ucs = parse_method(method)
+        if not ucs:
+            return None
+        hit = lookup(ds, bb, vname, base)
+        if hit is None:
+            for v in variants:
+                hit = hit or lookup(ds, bb, v.name, base)
+        return hit
+
+    for bb in backbones:
+        lines += [f"## Backbone `{bb}`", ""]
+        head = ([] if single else ["setting"]) + ["method"] + datasets
+        lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        for v in variants:
+            methods: List[str] = []
+            for c in cells:
+                if c.variant.name == v.name and c.backbone == bb:
+                    methods += [m for m in c.methods if m not in methods]
+            for m in methods:
+                row = ([] if single else [v.label or v.name]) + [m]
+                row += [accuracy_cell_text(lookup(ds, bb, v.name, m), reference(ds, bb, v.name, m)) for ds in datasets]
+                lines.append("| " + " | ".join(row) + " |")
+        lines.append("")
+        if exp.options.get("show_coverage"):
+            lines += _coverage_side_table(cells, results, bb, variants, datasets, single)
+    return lines
+
+
+def _coverage_side_table(cells: Sequence[Cell], results: Sequence[Dict[str, Any]], bb: str, variants: Sequence[Any],
+                         datasets: Sequence[str], single: bool) -> List[str]:
+    """Distinct clusters per prompt and mean cluster size of the same selections (did the prior change them?)."""
+    by = {(c.dataset, c.variant.name): r for c, r in zip(cells, results) if c.backbone == bb}
+    head = ([] if single else ["setting"]) + ["method"] + list(datasets)
+    lines = ["Coverage of the same prompts: distinct latent clusters / mean pool size of the demonstrations' "
+             "clusters (mean over queries and runs).", "",
+             "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for v in variants:
+        methods: List[str] = []
+        for c in cells:
+            if c.variant.name == v.name and c.backbone == bb:
+                methods += [m for m in c.methods if m not in methods]
+        for m in methods:
+            row = ([] if single else [v.label or v.name]) + [m]
+            for ds in datasets:
+                runs = list((by.get((ds, v.name)) or {}).get("coverage", {}).get(m, {}).values())
+                if not runs:
+                    row.append("—")
+                    continue
+                u = np.mean([r["unique_clusters"] for r in runs])
+                sz = np.mean([r["mean_cluster_size"] for r in runs])
+                row.append(f"{u:.2f} / {sz:.3g}")
+            lines.append("| " + " | ".join(row) + " |")
+    return lines + [""]
+
+
+def _coverage(exp: Experiment, cells: Sequence[Cell], results: Sequence[Dict[str, Any]]) -> List[str]:
+    lines = ["Per prompt: distinct latent clusters, mean pool size of the demonstrations' clusters, mean inverse "
+             "size, and Φ under the configured estimator; averaged over test queries, then mean ± std over runs.", ""]
+    for c, r in zip(cells, results):
+        lines += [f"## {c.dataset} × `{c.backbone}` ({r.get('n_queries')} queries)", "",
+                  coverage_markdown(r.get("coverage", {})), ""]
+    return lines
+
+
+def _clusters(exp: Experiment, cells: Sequence[Cell], results: Sequence[Dict[str, Any]], png: Optional[str]) -> List[str]:
+    lines: List[str] = []
+    if png:
+        lines += [f"![cluster-size distributions]({png})", ""]
+    lines += ["| dataset | backbone | pool | clusters | singletons | purity | items in clusters of size 1..8 | "
+              "larger | 8 largest sizes |", "|---|---|---|---|---|---|---|---|---|"]
+    for c, r in zip(cells, results):
+        seeds = list(r["per_seed"])
+        s0 = r["per_seed"][seeds[0]]
+
+        def ms(key: str) -> str:
+            v = np.asarray([r["per_seed"][s][key] for s in seeds], dtype=float)
+            return f"{v.mean():.0f}" + (f" ± {v.std():.0f}" if v.size > 1 else "")
+
+        pur = np.mean([r["per_seed"][s]["purity"] for s in seeds])
+        by = ", ".join(str(s0["items_by_size"].get(str(k), 0)) for k in range(1, 9))
+        lines.append(f"| {c.dataset} | {c.backbone} | {r['n_pool']} | {ms('n_clusters')} | {ms('n_singletons')} | "
+                     f"{pur:.3f} | {by} | {s0['items_by_size'].get('0', 0)} | {s0['largest_sizes']} |")
+    lines += ["", "Counts are mean ± std over run seeds; the size columns are for the first run seed. Purity: "
+              "fraction of pool items carrying their cluster's majority label.", ""]
+    for c, r in zip(cells, results):
+        a = r["audit"]
+        lines += [f"## Audit: {c.dataset} × `{c.backbone}` (run seed {a['seed']})", ""]
+        for title, entries in (("largest clusters", a["largest"]),
+                               (f"clusters of size {a['size_range'][0]}–{a['size_range'][1]} (random)", a["small"])):
+            lines += [f"### {title}", ""]
+            if not entries:
+                lines += ["none", ""]
+            for e in entries:
+                comp = ", ".join(f"{lab} ({n})" for lab, n in e["composition"][:5])
+                lines.append(f"- **cluster {e['cluster']}** — size {e['size']}, purity {e['purity']:.2f}; "
+                             f"labels: {comp}")
+                for text, lab in e["members"]:
+                    lines.append(f"  - {text.replace('|', '/')} — *{lab}*")
+            lines.append("")
+    return lines
+
+
+def _runtime(exp: Experiment, cells: Sequence[Cell], results: Sequence[Dict[str, Any]]) -> List[str]:
+    lines = ["Times in seconds on the machine that ran it (see the manifest for its platform). Embedding: "
+             "measured on the first `embed texts` pool items without the cache, extrapolated to the pool.", "",
+             "## Offline (one-time per dataset × backbone)", "",
+             "| dataset | backbone | pool | embed texts | embedding (measured) | embedding (pool, est.) | PCA | "
+             "dictionary fit | dictionary transform | k-NN | DBSCAN | clustering total |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for c, r in zip(cells, results):
+        o = r["offline"]
+        st = o["stages"]
+        g = lambda k: f"{st[k]:.2f}" if k in st else "—"  # noqa: E731
+        lines.append(f"| {c.dataset} | {c.backbone} | {o['n_pool']} | {o['embed_texts']} | {o['embed_s']:.2f} | "
+                     f"{o['embed_pool_s']:.1f} | {g('pca')} | {g('dictionary_fit')} | {g('dictionary_transform')} | "
+                     f"{g('knn')} | {g('dbscan')} | {o['cluster_fit_s']:.2f} |")
+    lines += ["", "## Online (selection + ICL evaluation, all runs)", "",
+              "| dataset | backbone | method | selection | evaluation | total | Δ total vs base | prompts |",
+              "|---|---|---|---|---|---|---|---|"]
+    for c, r in zip(cells, results):
+        on = r["online"]
+        for m, t in on.items():
+            base, ucs = parse_method(m)
+            d = f"{t['total_s'] - on[base]['total_s']:+.2f}" if ucs and base in on else ""
+            lines.append(f"| {c.dataset} | {c.backbone} | {m} | {t['selection_s']:.2f} | {t['evaluation_s']:.2f} | "
+                         f"{t['total_s']:.2f} | {d} | {t['records']} |")
+    lines += ["", "A resumed method reports only the part computed in the invocation that finished it "
+              "(`prompts` = records written then).", ""]
+    return lines
+
+
+def render(exp: Experiment, cells: Sequence[Cell], results: Sequence[Dict[str, Any]], preset: str,
+           png: Optional[str] = None) -> str:
+    """The markdown of ``exp`` from its cells' results (``png``: file name of its figure, if any)."""
+    lines = _header(exp, cells, preset, results)
+    if exp.kind == "accuracy":
+        if png:
+            lines += [f"![{exp.name}]({png})", ""]
+        lines += _accuracy(exp, cells, results)
+    elif exp.kind == "coverage":
+        lines += _coverage(exp, cells, results)
+    elif exp.kind == "clusters":
+        lines += _clusters(exp, cells, results, png)
+    elif exp.kind == "runtime":
+        lines += _runtime(exp, cells, results)
+    return "\n".join(lines).rstrip() + "\n"

@@ -1,0 +1,213 @@
+"""``reproduce``: run named experiments end to end and write their markdown, figures and manifests.
+
+>>> from ucs.experiments.reproduce import ReproduceOptions, plan
+>>> cells = plan(["sensitivity_budget"], ReproduceOptions(preset="cpu"))["sensitivity_budget"]
+>>> [c.config.budget for c in cells]
+[0, 1, 5, 10, 20]
+
+For each experiment: plan its cells (:meth:`~ucs.experiments.spec.Experiment.plan`), run every cell
+through :class:`~ucs.pipeline.Pipeline` (:mod:`ucs.experiments.cells`: cached embeddings and clusterings,
+resumable runner folders), then write ``<results_dir>/<name>.md`` (+ ``<name>.png`` for figures) and
+``<name>.manifest.json`` (each cell's configuration and runner manifest, data hashes, package versions).
+A second invocation recomputes nothing that the first finished.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
+
+from ucs.experiments.cells import CellContext, Models, eval_dir_for, run_cell
+from ucs.experiments.registry import get_experiment, resolve_names
+from ucs.experiments.spec import Cell, Experiment
+from ucs.utils.io import atomic_write_json, atomic_write_text
+
+__all__ = ["ReproduceOptions", "ExperimentRun", "plan", "reproduce", "run_experiment", "estimate_cost"]
+
+
+@dataclass
+class ReproduceOptions:
+    """How to run experiments. ``None`` keeps the experiment's (or its size preset's) value.
+
+    ``settings`` are any :class:`~ucs.pipeline.PipelineConfig` fields (``--set KEY=VALUE``); ``limit`` evaluates
+    only the first ``limit`` protocol queries (resumable into the full run).
+    """
+
+    preset: str = "paper"
+    datasets: Optional[Sequence[str]] = None
+    backbones: Optional[Sequence[str]] = None
+    selectors: Optional[Sequence[str]] = None
+    test_size: Optional[int] = None
+    runs: Optional[int] = None
+    mode: Optional[str] = None
+    data_dir: Optional[str] = None
+    settings: Mapping[str, Any] = field(default_factory=dict)
+    limit: Optional[int] = None
+    work_dir: str = "runs/reproduce"
+    results_dir: str = "docs/results"
+    cache_dir: Optional[str] = None
+    progress: bool = False
+    command: Optional[str] = None
+
+    def overrides(self) -> Dict[str, Any]:
+        o: Dict[str, Any] = dict(self.settings)
+        for k, v in (("test_size", self.test_size), ("n_runs", self.runs), ("mode", self.mode),
+                     ("data_dir", self.data_dir)):
+            if v is not None:
+                o[k] = v
+        return o
+
+
+@dataclass
+class ExperimentRun:
+    """What :func:`run_experiment` did: the cells, their results and the files written."""
+
+    experiment: Experiment
+    cells: List[Cell]
+    results: List[Dict[str, Any]]
+    markdown_path: Path
+    manifest_path: Path
+    figure_path: Optional[Path] = None
+
+    @property
+    def computed(self) -> bool:
+        """Whether any cell computed something (False on a resume of a finished experiment)."""
+        return any(r.get("computed") for r in self.results)
+
+
+def plan(names: "str | Sequence[str] | None", options: ReproduceOptions) -> Dict[str, List[Cell]]:
+    """The cells of each named experiment (all when ``names`` is ``None``); raises ``ValueError`` on bad names."""
+    return {
+        n: get_experiment(n).plan(options.preset, datasets=options.datasets, backbones=options.backbones,
+                                  selectors=options.selectors, overrides=options.overrides())
+        for n in resolve_names(names)
+    }
+
+
+def estimate_cost(exp: Experiment, cell: Cell, n_test: Optional[int] = None, n_pool: Optional[int] = None,
+                  limit: Optional[int] = None) -> Dict[str, Any]:
+    """Model calls a cell needs when nothing is cached: ICL prompts (upper bound — deterministic modes answer a
+    repeated prompt once), MDL subset scorings, and pool texts to embed (per distinct embedding setting)."""
+    from ucs.data.splits import DEFAULT_TEST_SIZE
+    from ucs.pipeline.config import parse_method
+
+    c = cell.config
+    size = c.test_size if c.test_size is not None else DEFAULT_TEST_SIZE["reasoning" if c.dataset.startswith("bbeh") else "intent"]
+    nq: Optional[int] = size if n_test is None else min(size, n_test)
+    if limit is not None and nq is not None:
+        nq = min(nq, limit)
+    n_mdl = sum(parse_method(m)[0] == "mdl" for m in cell.methods)
+    prompts = 0 if exp.kind in ("coverage", "clusters") else (None if nq is None else len(cell.methods) * c.n_runs * nq)
+    mdl = None if nq is None else n_mdl * c.n_runs * nq * c.mdl_select_time
+    if exp.kind == "clusters":
+        mdl = 0
+    embed = [c.dataset, c.backbone, c.engine, c.layer, c.pooling, c.embed_normalize, *c.joint_backbones]
+    return {"icl_prompts": prompts, "mdl_scorings": mdl, "queries": nq, "pool": n_pool,
+            "embedding": "/".join(str(x) for x in embed)}
+
+
+def _rel(path: Path) -> str:
+    try:
+        return os.path.relpath(path)
+    except ValueError:  # another drive
+        return str(path)
+
+
+def run_experiment(
+    name: str,
+    options: ReproduceOptions,
+    *,
+    models: Optional[Models] = None,
+    log: Optional[Callable[[str], None]] = None,
+) -> ExperimentRun:
+    """Run every cell of experiment ``name`` and write its markdown, figure and manifest."""
+    from ucs.evaluation.runner import package_versions
+
+    exp = get_experiment(name)
+    cells = plan([name], options)[name]
+    ctx = CellContext(options.work_dir, options.cache_dir, models or Models(), options.limit, options.progress)
+    results: List[Dict[str, Any]] = []
+    for i, cell in enumerate(cells, 1):
+        if log:
+            log(f"[{exp.name} {i}/{len(cells)}] {cell.id} ({', '.join(cell.methods)})")
+        t0 = time.perf_counter()
+        res = run_cell(exp.kind, cell, ctx)
+        res["wall_s"] = time.perf_counter() - t0
+        results.append(res)
+    out = Path(options.results_dir)
+    png = None
+    if "png" in exp.outputs:
+        from ucs.experiments.figures import figure_for
+
+        png = figure_for(exp, cells, results, out / f"{exp.name}.png")
+    from ucs.experiments.render import render
+
+    md = atomic_write_text(out / f"{exp.name}.md", render(exp, cells, results, options.preset,
+                                                           png.name if png else None))
+    cell_entries = []
+    for cell, res in zip(cells, results):
+        ds = ctx.dataset(cell.config)
+        entry = {
+            **cell.describe(),
+            "dir": _rel(Path(res.get("dir", ctx.cell_dir(cell)))),
+            "config": cell.config.to_dict(),
+            "data": {"name": ds.name, "fingerprint": ds.fingerprint(), "source": dict(ds.source)},
+            "computed_in_this_invocation": bool(res.get("computed")),
+        }
+        if "runner_manifest" in res:
+            entry["runner_manifest"] = res["runner_manifest"]
+        cell_entries.append(entry)
+    manifest = {
+        "experiment": exp.to_dict(),
+        "preset": options.preset,
+        "options": {k: (list(v) if isinstance(v, (tuple, list)) else v) for k, v in asdict(options).items()},
+        "command": options.command,
+        "versions": package_versions(),
+        "created_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "cells": cell_entries,
+        "results": [{k: v for k, v in r.items() if k not in ("runner_manifest",)} for r in results],
+    }
+    mf = atomic_write_json(out / f"{exp.name}.manifest.json", manifest)
+    return ExperimentRun(exp, cells, results, md, mf, png)
+
+
+def reproduce(
+    names: "str | Sequence[str] | None",
+    options: ReproduceOptions,
+    *,
+    models: Optional[Models] = None,
+    log: Optional[Callable[[str], None]] = None,
+) -> List[ExperimentRun]:
+    """Run the named experiments (all when ``None``) in registry order, sharing loaded models."""
+    names = resolve_names(names)
+    plan(names, options)  # every configuration is valid before anything runs
+    models = models or Models()
+    return [run_experiment(n, options, models=models, log=log) for n in names]
+
+
+def describe_cells(names: "str | Sequence[str] | None", options: ReproduceOptions) -> List[Dict[str, Any]]:
+    """One row per cell with its cost estimate (for ``--dry-run``); datasets are loaded to size them."""
+    from ucs.data import load_dataset
+
+    rows = []
+    sizes: Dict[Any, Any] = {}
+    for n, cells in plan(names, options).items():
+        exp = get_experiment(n)
+        for c in cells:
+            key = (c.config.dataset, c.config.data_dir)
+            if key not in sizes:
+                try:
+                    ds = load_dataset(c.config.dataset, c.config.data_dir)
+                    sizes[key] = (len(ds.test), len(ds.pool))
+                except (OSError, ValueError):
+                    sizes[key] = (None, None)
+            n_test, n_pool = sizes[key]
+            rows.append({"experiment": n, "kind": exp.kind, "mdl_select_time": c.config.mdl_select_time, **c.describe(),
+                         "eval_dir": _rel(eval_dir_for(options.work_dir, c)) if exp.kind in ("accuracy", "coverage") else
+                         _rel(Path(options.work_dir) / n / c.id),
+                         **estimate_cost(exp, c, n_test, n_pool, options.limit)})
+    return rows

@@ -1,0 +1,244 @@
+"""Tuning ``dbscan_q`` and ``λ`` per UCS selector on a validation split held out of the pool.
+
+The paper tuned both by grid search (its Tables 9–10) without saying on what. :func:`tune` does it on data
+the test set never sees: a seeded fraction of the **pool** becomes the validation queries, the selectors
+choose demonstrations from the rest of the pool, and the criterion is ICL accuracy on those queries.
+It is cheap because nothing expensive is recomputed per grid point:
+
+* the full pool is embedded once (the embedding cache) and the remaining pool's rows are sliced out of it
+  (:class:`~ucs.pipeline.Pipeline`'s ``pool_embeddings=`` hook);
+* the remaining pool is clustered once per run seed and every other ``q`` is a re-cut
+  (:meth:`~ucs.clustering.LatentClusterer.recut`), stored in the cluster cache;
+* each grid point is a resumable runner folder, and ``λ = 0`` (the base selector, whatever ``q``) is
+  evaluated once per selector.
+
+>>> from ucs.experiments.tune import default_grids
+>>> q, lam = default_grids()
+>>> q
+(0.01, 0.1, 0.15, 0.5)
+>>> lam[:3]
+(0.0, 0.001, 0.005)
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from ucs.utils.io import atomic_write_json, atomic_write_text
+
+__all__ = ["default_grids", "validation_split", "TuneResult", "tune"]
+
+
+def default_grids() -> Tuple[Tuple[float, ...], Tuple[float, ...]]:
+    """``q``: the values in paper Table 9; ``λ``: the values in paper Table 10 plus 0 (the base selector)."""
+    from ucs.experiments.presets import TUNED_DBSCAN_Q, TUNED_LAMBDA
+
+    return tuple(sorted(set(TUNED_DBSCAN_Q.values()))), tuple(sorted(set(TUNED_LAMBDA.values()) | {0.0}))
+
+
+def validation_split(dataset: Any, fraction: float = 0.1, seed: int = 0) -> Tuple[Any, np.ndarray, np.ndarray]:
+    """``dataset`` with a seeded ``fraction`` of its pool moved into the test split (the validation queries).
+
+    Returns ``(tuning dataset, kept pool indices, validation pool indices)``; indices refer to the original
+    pool. The original test split is dropped, so nothing downstream can read it.
+    """
+    from dataclasses import replace
+
+    from ucs.data.splits import pool_test_split
+
+    if not 0.0 < float(fraction) < 1.0:
+        raise ValueError(f"val_fraction must be in (0, 1); got {fraction!r}")
+    keep, val = pool_test_split(len(dataset.pool), 1.0 - float(fraction), seed)
+    info = {k: v for k, v in dataset.info.items()}
+    info.update(validation_of=dataset.name, val_fraction=float(fraction), val_seed=int(seed),
+                val_pool_indices=[int(i) for i in val])
+    tuned = replace(dataset, name=f"{dataset.name}-val", pool=dataset.pool.subset(keep),
+                    test=dataset.pool.subset(val), info=info, validation=None)
+    return tuned, keep, val
+
+
+def _fmt_q(q: float) -> str:
+    return repr(float(q))
+
+
+@dataclass
+class TuneResult:
+    """The grid (one row per evaluated point) and the chosen values."""
+
+    grid: List[Dict[str, Any]]
+    chosen: Dict[str, Dict[str, float]]
+    config: Any  # the tuned PipelineConfig
+    out_dir: Path
+    info: Dict[str, Any] = field(default_factory=dict)
+
+    def to_markdown(self) -> str:
+        lines = [f"# Tuning on a validation split of the {self.info.get('dataset')} pool", "",
+                 f"- validation: {self.info.get('n_val_queries')} queries held out of the pool "
+                 f"(fraction {self.info.get('val_fraction')}, seed {self.info.get('val_seed')}); selectors choose "
+                 f"from the remaining {self.info.get('n_pool')} items; the test split is never read",
+                 f"- backbone `{self.config.backbone}`, mode `{self.config.mode}`, {self.config.n_runs} run(s); "
+                 "criterion: mean accuracy; ties go to the configuration's own (paper default) values", ""]
+        from ucs.pipeline.config import parse_method
+
+        for sel in dict.fromkeys(r["selector"] for r in self.grid):
+            base_name = parse_method(sel)[0]
+            rows = [r for r in self.grid if r["selector"] == sel]
+            qs = sorted({r["q"] for r in rows if r["lam"] != 0})
+            lams = sorted({r["lam"] for r in rows})
+            base = next((r for r in rows if r["lam"] == 0), None)
+            lines += [f"## {sel}", "", "accuracy % (rows q, columns λ; λ = 0 is the base selector, the same for every q)", "",
+                      "| q \\ λ | " + " | ".join(f"{lam:g}" for lam in lams) + " |", "|---|" + "---|" * len(lams)]
+            for q in qs:
+                cells = []
+                for lam in lams:
+                    r = base if lam == 0 else next((x for x in rows if x["q"] == q and x["lam"] == lam), None)
+                    acc = "—" if r is None or r["accuracy"] is None else f"{100 * r['accuracy']:.1f}"
+                    if self.chosen["lam_by_selector"].get(base_name) == lam and (
+                            lam == 0 or self.chosen["dbscan_q_by_selector"].get(base_name) == q):
+                        acc = f"**{acc}**"
+                    cells.append(acc)
+                lines.append(f"| {q:g} | " + " | ".join(cells) + " |")
+            lines += ["", f"chosen: q = {self.chosen['dbscan_q_by_selector'][base_name]:g}, "
+                          f"λ = {self.chosen['lam_by_selector'][base_name]:g}", ""]
+        return "\n".join(lines)
+
+
+def _choose(rows: List[Dict[str, Any]], q0: float, lam0: float) -> Tuple[float, float]:
+    """Best mean accuracy; ties toward ``(q0, λ0)``: the same q and λ first, then the nearest (log scale)."""
+    def dist(v: float, ref: float) -> float:
+        return abs(math.log10(v + 1e-4) - math.log10(ref + 1e-4))
+
+    def key(r: Dict[str, Any]) -> Tuple:
+        acc = -1.0 if r["accuracy"] is None else r["accuracy"]
+        return (-round(acc, 12), r["q"] != q0, r["lam"] != lam0, dist(r["lam"], lam0) + dist(r["q"], q0))
+
+    best = min(rows, key=key)
+    return float(best["q"]), float(best["lam"])
+
+
+def tune(
+    config: Any,
+    out_dir: "str | Path",
+    *,
+    selectors: Optional[Sequence[str]] = None,
+    q_grid: Optional[Sequence[float]] = None,
+    lam_grid: Optional[Sequence[float]] = None,
+    val_fraction: float = 0.1,
+    val_seed: int = 0,
+    limit: Optional[int] = None,
+    cache_dir: "str | Path | None" = None,
+    dataset: Any = None,
+    backbone: Any = None,
+    retrieval: Any = None,
+    progress: bool = False,
+) -> TuneResult:
+    """Grid-search ``dbscan_q`` × ``λ`` for each UCS selector on a validation split of the pool.
+
+    Parameters
+    ----------
+    config : PipelineConfig
+        Everything else (dataset, backbone, mode, runs, ...). ``test_size`` caps the number of validation
+        queries (drawn once with ``test_seed`` from the held-out pool items); ``config.dbscan_q_for`` /
+        ``config.lam_for`` of each selector are the tie-break defaults.
+    out_dir : path
+        Receives ``tune.md``, ``tune.json`` (the grid), ``chosen.json`` (``lam_by_selector`` and
+        ``dbscan_q_by_selector``), ``tuned_config.json`` (a complete configuration for ``ucs evaluate
+        --config``) and one runner folder per grid point under ``grid/`` (rerun to resume).
+    selectors : sequence of str, optional
+        UCS methods to tune (default: the ``+ucs`` methods of ``config.selectors``).
+    q_grid, lam_grid : sequence of float, optional
+        Default :func:`default_grids` (paper Tables 9 and 10, plus ``λ = 0``).
+    val_fraction, val_seed : float, int
+        Share of the pool held out as validation queries, and the seed of that split.
+    limit : int, optional
+        Only the first ``limit`` validation queries.
+    dataset, backbone, retrieval : optional
+        Injected objects (tests); defaults come from ``config``.
+
+    Returns
+    -------
+    TuneResult
+
+    Notes
+    -----
+    Cost: ``len(selectors) × (len(q_grid) × (len(lam_grid) − 1) + 1)`` evaluations of ``n_runs × n_val``
+    prompts; one clustering fit per run seed and one re-cut per ``q``.
+    """
+    from ucs.pipeline import Pipeline
+    from ucs.pipeline.config import parse_method, parse_methods
+
+    out = Path(out_dir)
+    methods = parse_methods(selectors) if selectors is not None else tuple(
+        m for m in config.selectors if parse_method(m)[1])
+    if not methods or any(not parse_method(m)[1] for m in methods):
+        raise ValueError(f"selectors must be UCS methods such as 'dpp+ucs'; got {list(methods) or config.selectors}")
+    dq, dl = default_grids()
+    q_grid = tuple(float(q) for q in (q_grid if q_grid is not None else dq))
+    lam_grid = tuple(float(v) for v in (lam_grid if lam_grid is not None else dl))
+    if not q_grid or not lam_grid:
+        raise ValueError("q_grid and lam_grid must each hold at least one value")
+    for q in q_grid:
+        if not 0.0 < q < 1.0:
+            raise ValueError(f"every q in q_grid must be in (0, 1); got {q!r}")
+    if any(v < 0 for v in lam_grid):
+        raise ValueError(f"every λ in lam_grid must be >= 0; got {lam_grid}")
+
+    full = Pipeline(config, dataset=dataset, backbone=backbone, retrieval=retrieval, cache_dir=cache_dir,
+                    progress=False)
+    E = full.pool_embeddings()
+    R = full.retrieval_pool() if config.retrieval_embedder != "backbone" else None
+    val_ds, keep, val = validation_split(full.dataset, val_fraction, val_seed)
+    shared = dict(dataset=val_ds, backbone=full.backbone, retrieval=full._retrieval, cache_dir=full.cache_dir,
+                  pool_embeddings=E[keep], retrieval_embeddings=None if R is None else R[keep])
+    # one fit per run seed, every q a re-cut, all stored in the cluster cache for the grid points below
+    base_pipe = Pipeline(config, progress=False, **shared)
+    for s in config.run_seeds:
+        for q in q_grid:
+            base_pipe.cluster_ids(s, q)
+
+    grid: List[Dict[str, Any]] = []
+    for m in methods:
+        base, _ = parse_method(m)
+        points = [(q_grid[0], 0.0)] if 0.0 in lam_grid else []
+        points += [(q, lam) for q in q_grid for lam in lam_grid if lam != 0.0]
+        for q, lam in points:
+            cfg = config.replace(
+                selectors=(m,),
+                lam_by_selector={**config.lam_by_selector, base: lam},
+                dbscan_q_by_selector={**config.dbscan_q_by_selector, base: q},
+            )
+            name = f"{base}__lam0" if lam == 0.0 else f"{base}__q{_fmt_q(q)}__lam{lam!r}"
+            pipe = Pipeline(cfg, progress=progress, **shared)
+            res = pipe.run(out / "grid" / name, limit=limit)
+            s = res.summary["methods"].get(m, {})
+            grid.append({"selector": m, "q": float(q), "lam": float(lam), "accuracy": s.get("mean"),
+                         "std": s.get("std"), "ci": s.get("ci"), "n_queries": s.get("n_queries"),
+                         "dir": str(out / "grid" / name)})
+
+    chosen: Dict[str, Dict[str, float]] = {"lam_by_selector": {}, "dbscan_q_by_selector": {}}
+    for m in methods:
+        base, _ = parse_method(m)
+        rows = [r for r in grid if r["selector"] == m]
+        expanded = [dict(r, q=q) for r in rows if r["lam"] == 0.0 for q in q_grid] + [r for r in rows if r["lam"] != 0]
+        q, lam = _choose(expanded, config.dbscan_q_for(m), config.lam_for(m))
+        chosen["lam_by_selector"][base] = lam
+        chosen["dbscan_q_by_selector"][base] = q
+    tuned = config.replace(lam_by_selector={**config.lam_by_selector, **chosen["lam_by_selector"]},
+                           dbscan_q_by_selector={**config.dbscan_q_by_selector, **chosen["dbscan_q_by_selector"]})
+    n_val = max((r["n_queries"] or 0) for r in grid) if grid else 0
+    info = {"dataset": full.dataset.name, "val_fraction": float(val_fraction), "val_seed": int(val_seed),
+            "n_val_pool": int(len(val)), "n_val_queries": int(n_val), "n_pool": int(len(keep)),
+            "q_grid": list(q_grid), "lam_grid": list(lam_grid), "selectors": list(methods)}
+    result = TuneResult(grid, chosen, tuned, out, info)
+    atomic_write_json(out / "tune.json", {"info": info, "grid": grid, "chosen": chosen,
+                                          "config": config.to_dict()})
+    atomic_write_json(out / "chosen.json", chosen)
+    tuned.to_json(out / "tuned_config.json")
+    atomic_write_text(out / "tune.md", result.to_markdown())
+    return result

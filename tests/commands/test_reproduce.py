@@ -1,0 +1,94 @@
+"""``ucs reproduce`` and ``ucs tune`` on the command line (weight-free backbones, the sample dataset)."""
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from ucs.cli import app
+from ucs.experiments.registry import experiment_names
+
+runner = CliRunner(env={"COLUMNS": "250", "NO_COLOR": "1"})
+TINY = ["--set", "pca_dim=16", "--set", "dict_n_atoms=8", "--set", "dbscan_k=5", "--set", "dbscan_q=0.1",
+        "--set", "candidate_num=20", "--set", "retrieval_embedder=backbone", "--set", "budget=3"]
+
+
+def test_list_shows_every_experiment():
+    res = runner.invoke(app, ["reproduce", "--list", "--preset", "cpu"])
+    assert res.exit_code == 0, res.output
+    lines = res.output.splitlines()
+    for name in experiment_names():
+        assert any(line.startswith(name + " ") for line in lines), name
+    assert "tab:icl_main_multi_dataset" in res.output and "preset cpu:" in res.output
+
+
+def test_unknown_names_and_bad_options_exit_2():
+    res = runner.invoke(app, ["reproduce", "--only", "main_table,table_99"])
+    assert res.exit_code == 2
+    text = " ".join(res.output.split())
+    assert "table_99" in text and "estimator_study" in text  # the list of valid names
+    assert runner.invoke(app, ["reproduce", "--list", "--preset", "gpu"]).exit_code == 2
+    assert runner.invoke(app, ["reproduce", "--dry-run", "--set", "novalue"]).exit_code == 2
+    assert runner.invoke(app, ["reproduce", "--dry-run", "--only", "main_table", "--set", "lam=-1"]).exit_code == 2
+
+
+def test_dry_run_prints_cells_and_runs_nothing(tmp_path):
+    res = runner.invoke(app, ["reproduce", "--dry-run", "--preset", "cpu", "--only", "sensitivity_budget",
+                              "--datasets", "sample", "--work-dir", str(tmp_path / "w")])
+    assert res.exit_code == 0, res.output
+    for b in (0, 1, 5, 10, 20):
+        assert f"sample__smollm2__B{b} " in res.output
+    assert "5 cells; at most 1500 ICL prompts" in res.output  # 5 budgets × 2 methods × 3 runs × 50 (all) queries
+    assert not (tmp_path / "w").exists()
+
+
+def test_reproduce_one_experiment_then_resume(tmp_path):
+    pytest.importorskip("ucs.clustering")
+    args = ["reproduce", "--only", "cluster_sizes,ablation_rarity", "--preset", "cpu", "--datasets", "sample",
+            "--backbones", "dummy", "--runs", "1", "--test-size", "4", "--work-dir", str(tmp_path / "w"),
+            "--results-dir", str(tmp_path / "r"), "--cache-dir", str(tmp_path / "c"), *TINY]
+    res = runner.invoke(app, args)
+    assert res.exit_code == 0, res.output
+    assert "cluster_sizes:" in res.output and "(computed)" in res.output
+    assert (tmp_path / "r" / "cluster_sizes.png").is_file()
+    man = json.loads((tmp_path / "r" / "ablation_rarity.manifest.json").read_text())
+    assert man["command"] is None or man["command"].startswith("ucs ")
+    assert {c["config"]["corpus_prior"] for c in man["cells"]} == {"good_turing", "inverse_size", "spectrum_rarity"}
+    again = runner.invoke(app, args)
+    assert again.exit_code == 0 and again.output.count("(all cached)") == 2, again.output
+
+
+def test_tune_command_writes_a_consumable_configuration(tmp_path):
+    pytest.importorskip("ucs.clustering")
+    from ucs.pipeline import PipelineConfig
+
+    PipelineConfig(dataset="sample", backbone="dummy", pca_dim=16, dict_n_atoms=8, dbscan_k=5, dbscan_q=0.1,
+                   candidate_num=20, retrieval_embedder="backbone", budget=3).to_json(tmp_path / "base.json")
+    res = runner.invoke(app, ["tune", "--config", str(tmp_path / "base.json"), "--selectors", "dpp+ucs",
+                              "--q-grid", "0.05,0.2", "--lam-grid", "0,0.5", "--val-fraction", "0.2", "--limit", "6",
+                              "--out", str(tmp_path / "t"), "--cache-dir", str(tmp_path / "c")])
+    assert res.exit_code == 0, res.output
+    chosen = json.loads((tmp_path / "t" / "chosen.json").read_text())
+    assert chosen["lam_by_selector"]["dpp"] in (0.0, 0.5) and chosen["dbscan_q_by_selector"]["dpp"] in (0.05, 0.2)
+    ev = runner.invoke(app, ["evaluate", "--config", str(tmp_path / "t" / "tuned_config.json"), "--out", "x",
+                             "--print-config"])
+    assert ev.exit_code == 0 and json.loads(ev.output)["lam_by_selector"] == chosen["lam_by_selector"]
+    bad = runner.invoke(app, ["tune", "--config", str(tmp_path / "base.json"), "--q-grid", "a,b", "--out", "y"])
+    assert bad.exit_code == 2
+
+
+@pytest.mark.slow
+def test_reproduce_coverage_exposure_with_the_real_smollm2(tmp_path):
+    pytest.importorskip("llama_cpp")
+    res = runner.invoke(app, ["reproduce", "--only", "coverage_exposure", "--preset", "cpu", "--datasets", "sample",
+                              "--backbones", "smollm2", "--selectors", "dpp,dpp+ucs,votek,votek+ucs", "--runs", "1",
+                              "--limit", "2", "--set", "engine=llama", "--set", "retrieval_embedder=backbone",
+                              "--work-dir", str(tmp_path / "w"), "--results-dir", str(tmp_path / "r"),
+                              "--cache-dir", str(tmp_path / "c")])
+    assert res.exit_code == 0, res.output
+    md = (tmp_path / "r" / "coverage_exposure.md").read_text()
+    assert "## sample × `smollm2` (2 queries)" in md and "| dpp+ucs |" in md
+    man = json.loads((tmp_path / "r" / "coverage_exposure.manifest.json").read_text())
+    cov = man["results"][0]["coverage"]
+    assert set(cov) == {"dpp", "dpp+ucs", "votek", "votek+ucs"}
+    assert all(1 <= cov[m]["42"]["unique_clusters"] <= 10 for m in cov)  # budget 10, real clusters

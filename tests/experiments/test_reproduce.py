@@ -1,0 +1,132 @@
+"""Every registered experiment end to end on the shipped sample dataset with weight-free backbones.
+
+The clusterer, selectors, estimators and the runner are the real ones; only the models are doubles."""
+
+import json
+
+import pytest
+
+pytest.importorskip("ucs.clustering")
+pytest.importorskip("ucs.selectors")
+
+from ucs.experiments.cells import Models  # noqa: E402
+from ucs.experiments.registry import experiment_names, get_experiment  # noqa: E402
+from ucs.experiments.reproduce import ReproduceOptions, describe_cells, plan, reproduce  # noqa: E402
+from ucs.pipeline import load_backbone_for  # noqa: E402
+
+TINY = dict(pca_dim=16, dict_n_atoms=8, dbscan_k=5, dbscan_q=0.1, candidate_num=20, retrieval_embedder="backbone",
+            budget=3)
+
+
+def options(tmp, **kw):
+    base = dict(preset="cpu", datasets=["sample"], backbones=["dummy", "dummy-1"], test_size=4, runs=2,
+                settings=TINY, work_dir=str(tmp / "work"), results_dir=str(tmp / "results"), cache_dir=str(tmp / "cache"))
+    return ReproduceOptions(**{**base, **kw})
+
+
+class Counting:
+    """A factory that remembers the backbones it built, to count their model calls."""
+
+    def __init__(self):
+        self.built = []
+
+    def __call__(self, cfg):
+        bb = load_backbone_for(cfg)
+        self.built.append(bb)
+        return bb
+
+    def calls(self):
+        return sum(b._emb.n_calls_ + b._lm.n_score_calls_ + b._lm.n_generate_calls_ for b in self.built)
+
+
+@pytest.fixture(scope="module")
+def first_run(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("repro")
+    runs = reproduce(None, options(tmp), models=Models(Counting()))
+    return tmp, runs
+
+
+def test_every_experiment_writes_markdown_figure_and_manifest(first_run):
+    tmp, runs = first_run
+    assert [r.experiment.name for r in runs] == experiment_names()
+    res = tmp / "results"
+    for r in runs:
+        e = r.experiment
+        md = (res / f"{e.name}.md").read_text()
+        assert md.startswith(f"# {e.title}") and e.paper_ref in md
+        assert (res / f"{e.name}.png").is_file() == ("png" in e.outputs)
+        man = json.loads((res / f"{e.name}.manifest.json").read_text())
+        assert man["experiment"]["name"] == e.name and man["preset"] == "cpu" and "numpy" in man["versions"]
+        assert len(man["cells"]) == len(r.cells) > 0
+        for cell in man["cells"]:
+            assert cell["data"]["fingerprint"] and cell["config"]["dataset"] == "sample"
+            if e.kind == "accuracy":
+                assert cell["runner_manifest"]["status"] == "complete"
+        if e.kind == "accuracy":
+            for c, out in zip(r.cells, r.results):
+                assert set(out["methods"]) == set(c.methods)
+                assert all(m["n_queries"] == 4 and len(m["runs"]) == 2 for m in out["methods"].values())
+    assert (res / "cluster_sizes.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_tables_hold_every_cell(first_run):
+    tmp, runs = first_run
+    md = (tmp / "results" / "estimator_study.md").read_text()
+    for label in ("paper SGT", "OSW binomial", "OSW Poisson", "Efron–Thisted", "K_seen only"):
+        assert md.count(label) >= 2, label  # accuracy and coverage tables, per backbone
+    assert "| K_seen only (no estimator) | dpp+ucs | " in md and "[" in md  # bootstrap CI in the cells
+    budget = (tmp / "results" / "sensitivity_budget.md").read_text()
+    assert all(f"| budget {b} | dpp+ucs |" in budget for b in (0, 1, 5, 10, 20))
+    joint = (tmp / "results" / "joint_dictionary.md").read_text()
+    assert "| joint dictionary | dpp+ucs |" in joint
+    audit = (tmp / "results" / "cluster_sizes.md").read_text()
+    assert "## Audit: sample × `dummy`" in audit and "purity" in audit
+    runtime = (tmp / "results" / "runtime.md").read_text()
+    assert "dictionary fit" in runtime and "| sample | dummy | dpp+ucs |" in runtime
+
+
+def test_cells_of_one_configuration_share_a_runner_folder(first_run):
+    tmp, runs = first_run
+    by = {r.experiment.name: r for r in runs}
+    main = {c.id: res["dir"] for c, res in zip(by["main_table"].cells, by["main_table"].results)}
+    cov = by["coverage_exposure"]
+    for c, res in zip(cov.cells, cov.results):
+        assert res["dir"] == main[c.id]
+        assert res["selections_computed"] == 0  # the main table's evaluation left them there
+    design = by["ablation_design"]
+    full = [res for c, res in zip(design.cells, design.results) if c.variant.name == "full"]
+    assert all(r["new_records"] == 0 for r in full)  # the main table answered these prompts already
+
+
+def test_second_invocation_recomputes_nothing(first_run):
+    tmp, _ = first_run
+    before = {p: p.stat().st_mtime_ns for p in (tmp / "cache").rglob("*") if p.is_file()}
+    counting = Counting()
+    again = reproduce(None, options(tmp), models=Models(counting))
+    assert not any(r.computed for r in again)
+    assert counting.calls() == 0  # no embedding, no scoring
+    assert all(r.get("new_records", 0) == 0 for run in again for r in run.results)
+    after = {p: p.stat().st_mtime_ns for p in (tmp / "cache").rglob("*") if p.is_file()}
+    assert after == before  # no cache entry written again
+
+
+def test_limit_and_resume_into_the_full_run(tmp_path):
+    opts = options(tmp_path, backbones=["dummy"], runs=1)
+    first = reproduce(["main_table"], ReproduceOptions(**{**opts.__dict__, "limit": 2}))[0]
+    assert all(m["n_queries"] == 2 for m in first.results[0]["methods"].values())
+    full = reproduce(["main_table"], opts)[0]
+    assert full.results[0]["new_records"] == 6 * 2  # six methods × the two queries the limited run left out
+
+
+def test_dry_run_rows_estimate_model_calls(tmp_path):
+    rows = describe_cells(["main_table", "cluster_sizes"], options(tmp_path, backbones=["dummy"]))
+    main = [r for r in rows if r["experiment"] == "main_table"][0]
+    assert main["icl_prompts"] == 6 * 2 * 4 and main["mdl_scorings"] == 2 * 2 * 4 * 5
+    assert [r for r in rows if r["experiment"] == "cluster_sizes"][0]["icl_prompts"] == 0
+    assert not (tmp_path / "work").exists()  # planning runs nothing
+
+
+def test_plan_rejects_bad_settings(tmp_path):
+    with pytest.raises(ValueError, match="main_table / default: .*mode"):
+        plan(["main_table"], options(tmp_path, mode="telepathy"))
+    assert get_experiment("runtime").kind == "runtime"

@@ -1,0 +1,101 @@
+"""Tuning q and λ on a validation split of the pool, with weight-free backbones on the sample dataset."""
+
+import json
+
+import numpy as np
+import pytest
+
+pytest.importorskip("ucs.clustering")
+pytest.importorskip("ucs.selectors")
+
+from ucs.data import load_dataset  # noqa: E402
+from ucs.experiments.tune import _choose, default_grids, tune, validation_split  # noqa: E402
+from ucs.pipeline import DummyBackbone, PipelineConfig  # noqa: E402
+
+CFG = dict(dataset="sample", backbone="dummy", mode="likelihood", n_runs=1, budget=3, pca_dim=16, dict_n_atoms=8,
+           dbscan_k=5, dbscan_q=0.1, candidate_num=20, retrieval_embedder="backbone", lam=0.1,
+           selectors=("dpp", "dpp+ucs", "votek+ucs"))
+
+
+class Recording(DummyBackbone):
+    """Records every text it embeds and every prompt it scores."""
+
+    def __init__(self):
+        super().__init__()
+        self.embedded, self.prompts = [], []
+
+    def embed(self, texts):
+        self.embedded += list(texts)
+        return super().embed(texts)
+
+    def score_continuations_detailed(self, prefix, continuations):
+        self.prompts.append(prefix)
+        return super().score_continuations_detailed(prefix, continuations)
+
+
+def test_default_grids_are_the_paper_tables():
+    q, lam = default_grids()
+    assert q == (0.01, 0.1, 0.15, 0.5)
+    assert lam == (0.0, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 5.0)
+
+
+def test_validation_split_is_a_seeded_partition_of_the_pool():
+    ds = load_dataset("sample")
+    tuned, keep, val = validation_split(ds, 0.2, seed=3)
+    assert len(np.intersect1d(keep, val)) == 0 and len(keep) + len(val) == len(ds.pool)
+    assert tuned.test.texts == tuple(ds.pool.texts[i] for i in val)
+    assert tuned.pool.texts == tuple(ds.pool.texts[i] for i in keep)
+    again = validation_split(ds, 0.2, seed=3)[2]
+    np.testing.assert_array_equal(val, again)
+    with pytest.raises(ValueError, match="val_fraction"):
+        validation_split(ds, 1.0)
+
+
+def test_tune_picks_from_the_grid_and_never_reads_the_test_split(tmp_path):
+    ds = load_dataset("sample")
+    bb = Recording()
+    cfg = PipelineConfig(**CFG)
+    q_grid, lam_grid = (0.05, 0.1, 0.3), (0.0, 0.1, 2.0)
+    res = tune(cfg, tmp_path / "t", q_grid=q_grid, lam_grid=lam_grid, val_fraction=0.2, val_seed=1,
+               cache_dir=tmp_path / "c", dataset=ds, backbone=bb)
+    assert set(res.chosen["lam_by_selector"]) == {"dpp", "votek"}
+    for base in ("dpp", "votek"):
+        assert res.chosen["lam_by_selector"][base] in lam_grid
+        assert res.chosen["dbscan_q_by_selector"][base] in q_grid
+    # λ = 0 once per selector, then every (q, λ > 0)
+    assert len(res.grid) == 2 * (1 + 3 * 2)
+    best = max(r["accuracy"] for r in res.grid if r["selector"] == "dpp+ucs")
+    chosen = [r for r in res.grid if r["selector"] == "dpp+ucs" and r["lam"] == res.chosen["lam_by_selector"]["dpp"]
+              and (r["lam"] == 0 or r["q"] == res.chosen["dbscan_q_by_selector"]["dpp"])]
+    assert chosen[0]["accuracy"] == best
+    # the test split is never touched: no test-only text embedded or prompted
+    _, keep, val = validation_split(ds, 0.2, seed=1)
+    test_only = set(ds.test.texts) - set(ds.pool.texts)
+    assert test_only and not test_only & set(bb.embedded)
+    assert bb.prompts and not any(t in p for p in bb.prompts for t in test_only)
+    val_texts = {ds.pool.texts[i] for i in val}
+    queries = {p.rsplit("Text: ", 1)[1].split("\n", 1)[0] for p in bb.prompts}
+    assert queries <= val_texts  # every query is a held-out pool item
+    # outputs: a configuration ucs evaluate --config consumes
+    tuned = PipelineConfig.from_json(tmp_path / "t" / "tuned_config.json")
+    assert tuned.lam_by_selector == res.chosen["lam_by_selector"]
+    assert json.loads((tmp_path / "t" / "chosen.json").read_text()) == res.chosen
+    assert "| q \\ λ |" in (tmp_path / "t" / "tune.md").read_text()
+    # resumable and cheap the second time: no model call at all
+    bb2 = Recording()
+    again = tune(cfg, tmp_path / "t", q_grid=q_grid, lam_grid=lam_grid, val_fraction=0.2, val_seed=1,
+                 cache_dir=tmp_path / "c", dataset=ds, backbone=bb2)
+    assert again.chosen == res.chosen and not bb2.prompts and not bb2.embedded
+
+
+def test_ties_go_to_the_default_and_bad_grids_raise(tmp_path):
+    rows = [{"q": q, "lam": lam, "accuracy": 0.5} for q in (0.01, 0.1) for lam in (0.0, 0.1, 1.0)]
+    assert _choose(rows, 0.01, 0.1) == (0.01, 0.1)
+    rows.append({"q": 0.1, "lam": 1.0, "accuracy": 0.6})
+    assert _choose(rows, 0.01, 0.1) == (0.1, 1.0)
+    assert _choose([{"q": 0.15, "lam": 0.5, "accuracy": 0.5}, {"q": 0.5, "lam": 5.0, "accuracy": 0.5}], 0.01, 0.1) == (0.15, 0.5)
+    cfg = PipelineConfig(**CFG)
+    for kw, msg in (({"q_grid": (1.5,)}, "q_grid"), ({"lam_grid": (-1.0,)}, "lam_grid"),
+                    ({"selectors": ["dpp"]}, "UCS methods")):
+        with pytest.raises(ValueError, match=msg):
+            tune(cfg, tmp_path / "x", cache_dir=tmp_path / "c", **kw)
