@@ -89,11 +89,7 @@ def _accuracy(exp: Experiment, cells: Sequence[Cell], results: Sequence[Dict[str
         head = ([] if single else ["setting"]) + ["method"] + datasets
         lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
         for v in variants:
-            methods: List[str] = []
-            for c in cells:
-                if c.variant.name == v.name and c.backbone == bb:
-                    methods += [m for m in c.methods if m not in methods]
-            for m in methods:
+            for m in _variant_methods(cells, v.name, bb):
                 row = ([] if single else [v.label or v.name]) + [m]
                 row += [accuracy_cell_text(lookup(ds, bb, v.name, m), reference(ds, bb, v.name, m)) for ds in datasets]
                 lines.append("| " + " | ".join(row) + " |")
@@ -101,6 +97,15 @@ def _accuracy(exp: Experiment, cells: Sequence[Cell], results: Sequence[Dict[str
         if exp.options.get("show_coverage"):
             lines += _coverage_side_table(cells, results, bb, variants, datasets, single)
     return lines
+
+
+def _variant_methods(cells: Sequence[Cell], variant: str, bb: str) -> List[str]:
+    """The methods of one variant and backbone over all its cells, in first-seen order."""
+    methods: List[str] = []
+    for c in cells:
+        if c.variant.name == variant and c.backbone == bb:
+            methods += [m for m in c.methods if m not in methods]
+    return methods
 
 
 def _coverage_side_table(cells: Sequence[Cell], results: Sequence[Dict[str, Any]], bb: str, variants: Sequence[Any],
@@ -112,11 +117,7 @@ def _coverage_side_table(cells: Sequence[Cell], results: Sequence[Dict[str, Any]
              "clusters (mean over queries and runs).", "",
              "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for v in variants:
-        methods: List[str] = []
-        for c in cells:
-            if c.variant.name == v.name and c.backbone == bb:
-                methods += [m for m in c.methods if m not in methods]
-        for m in methods:
+        for m in _variant_methods(cells, v.name, bb):
             row = ([] if single else [v.label or v.name]) + [m]
             for ds in datasets:
                 runs = list((by.get((ds, v.name)) or {}).get("coverage", {}).get(m, {}).values())
