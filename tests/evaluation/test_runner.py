@@ -233,3 +233,43 @@ def test_sampled_mode_never_reuses_answers(sample, tmp_path):
                    batch_size=4)
     assert lm.prompts_seen == 2 * 4
     assert not any(r.get("reused") for r in read_records(res.records_path))
+
+
+def test_answer_store_is_shared_across_output_folders(sample, tmp_path):
+    store = tmp_path / "answers"
+    proto = TestProtocol(test_size=6, run_seeds=(42,))
+    lm = _CountingLM()
+    a = evaluate(sample, lm, ["a"], _fixed_selection, tmp_path / "one", mode="likelihood", protocol=proto,
+                 progress=False, answer_store=store)
+    assert lm.prompts_seen == 6
+    lm2 = _CountingLM()  # another folder, another test size: the 6 shared prompts are not scored again
+    b = evaluate(sample, lm2, ["a"], _fixed_selection, tmp_path / "two", mode="likelihood", progress=False,
+                 protocol=TestProtocol(test_size=8, run_seeds=(42,)), answer_store=store)
+    assert lm2.prompts_seen == 8 - len({r["prompt_sha256"] for r in read_records(a.records_path)}
+                                           & {r["prompt_sha256"] for r in read_records(b.records_path)})
+    got = {r["prompt_sha256"]: r for r in read_records(b.records_path)}
+    for r in read_records(a.records_path):
+        if r["prompt_sha256"] in got:
+            assert got[r["prompt_sha256"]]["parsed"] == r["parsed"]
+            assert got[r["prompt_sha256"]]["margin"] == r["margin"]
+    # another mode is another key: nothing is shared
+    lm3 = _CountingLM()
+    evaluate(sample, lm3, ["a"], _fixed_selection, tmp_path / "three", mode="greedy", protocol=proto,
+             progress=False, answer_store=store)
+    assert lm3.prompts_seen == 6
+    # a torn last line (an interrupted append) is skipped
+    f = next(store.rglob("*.jsonl"))
+    with open(f, "a") as fh:
+        fh.write('{"prompt_sha256": "x", "raw')
+    lm4 = _CountingLM()
+    evaluate(sample, lm4, ["a"], _fixed_selection, tmp_path / "four", mode="likelihood", protocol=proto,
+             progress=False, answer_store=store)
+    assert lm4.prompts_seen == 0
+    # and an append after it starts on a line of its own
+    lm5 = _CountingLM()
+    evaluate(sample, lm5, ["b"], _fixed_selection, tmp_path / "five", mode="likelihood", protocol=proto,
+             progress=False, answer_store=store)
+    lm6 = _CountingLM()
+    evaluate(sample, lm6, ["b"], _fixed_selection, tmp_path / "six", mode="likelihood", protocol=proto,
+             progress=False, answer_store=store)
+    assert lm5.prompts_seen == 6 and lm6.prompts_seen == 0

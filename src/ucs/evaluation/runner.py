@@ -138,6 +138,7 @@ def evaluate(
     config: Optional[dict] = None,
     progress: bool = True,
     n_boot: int = 2000,
+    answer_store: "str | os.PathLike[str] | None" = None,
 ) -> EvaluationResult:
     """Evaluate ``methods`` on ``dataset`` with ``lm``; resumable, one JSON record per (method, run, query).
 
@@ -175,6 +176,10 @@ def evaluate(
         Extra configuration recorded in the manifest and part of the resume check (selector settings...).
     progress : bool
         Show a progress bar with ETA (rich, on stderr).
+    answer_store : path, optional
+        Directory of an :class:`~ucs.evaluation.answers.AnswerStore` shared with other evaluations: in the
+        deterministic modes, prompts answered by any evaluation of the same model, mode and label set are
+        not sent to the model again (their records carry ``"reused": true``). Ignored in sampled modes.
 
     Returns
     -------
@@ -278,6 +283,14 @@ def evaluate(
     answered: dict[str, dict] = {} if pm.sampled else {
         r["prompt_sha256"]: r for r in existing if r.get("mode") == pm.name and "prompt_sha256" in r
     }
+    store = None
+    if answer_store is not None and not pm.sampled:
+        from ucs.evaluation.answers import AnswerStore
+
+        store = AnswerStore(answer_store, {
+            "model": key_config["model"], "mode": key_config["mode"], "prompt_format": fmt.name, "chat": chat,
+            "labels": list(label_names), "continuations": continuations,
+        })
     total_pending = sum(
         1 for m in methods for s in protocol.run_seeds for q in range(n_q) if (m, s, q) not in done
     )
@@ -306,6 +319,10 @@ def evaluate(
                     run_on = batch if pm.sampled else todo
                     built = [_build(builder, dataset, sel, q, query_texts[q]) for q in run_on]
                     hashes = [prompt_hash(b[1].text) for b in built]
+                    if store is not None:
+                        for h in hashes:
+                            if h not in answered and store.get(h) is not None:
+                                answered[h] = store.get(h)
                     fresh = [i for i, h in enumerate(hashes) if h not in answered]
                     prompts = [built[i][1].text for i in fresh]
                     outputs: list = [None] * len(built)
@@ -356,6 +373,8 @@ def evaluate(
                         for r in recs:
                             answered.setdefault(r["prompt_sha256"], r)
                     writer.write(recs)
+                    if store is not None:
+                        store.add(recs)
                     n_new += len(recs)
                     bar.advance(task, len(recs))
 

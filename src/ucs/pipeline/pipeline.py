@@ -105,6 +105,10 @@ class Pipeline:
         embedding the pool. The cluster cache is keyed by their content, as for computed ones.
     retrieval_embeddings : ndarray of shape (N, d_r), optional
         Retrieval embeddings of the pool computed elsewhere (ℓ2-normalised here).
+    reuse_answers : bool, default=True
+        Share model answers with every evaluation under the same ``cache_dir`` (``<cache_dir>/answers``, an
+        :class:`~ucs.evaluation.answers.AnswerStore`): in the deterministic modes a prompt that another run,
+        method or experiment already sent to the same model is answered from the store.
 
     Notes
     -----
@@ -131,6 +135,7 @@ class Pipeline:
         select_batch_size: Optional[int] = None,
         pool_embeddings: Optional[np.ndarray] = None,
         retrieval_embeddings: Optional[np.ndarray] = None,
+        reuse_answers: bool = True,
     ) -> None:
         if not isinstance(config, PipelineConfig):
             raise ValueError(f"config must be a PipelineConfig; got {type(config).__name__}")
@@ -151,6 +156,7 @@ class Pipeline:
         self.fit_sample_size = fit_sample_size
         self.knn = knn
         self.select_batch_size = select_batch_size
+        self.reuse_answers = bool(reuse_answers)
         self._backbone_injected = backbone is not None
         self.config = config
         self._dataset = dataset
@@ -574,7 +580,7 @@ class Pipeline:
             self.dataset, self.backbone, list(methods), self.select, out,
             mode=self.config.mode, protocol=self.config.protocol(), limit=limit,
             batch_size=self.config.icl_batch_size, config={"pipeline": self.config.key_dict()},
-            progress=self.progress,
+            progress=self.progress, answer_store=self.cache_dir / "answers" if self.reuse_answers else None,
         )
         self._timed("evaluate", t0)
         n_q = int(result.summary.get("n_queries_requested", 0))
