@@ -273,3 +273,15 @@ def test_answer_store_is_shared_across_output_folders(sample, tmp_path):
     evaluate(sample, lm6, ["b"], _fixed_selection, tmp_path / "six", mode="likelihood", protocol=proto,
              progress=False, answer_store=store)
     assert lm5.prompts_seen == 6 and lm6.prompts_seen == 0
+
+
+def test_records_of_a_folder_made_without_the_store_join_it_on_resume(sample, tmp_path):
+    proto = TestProtocol(test_size=5, run_seeds=(42,))
+    evaluate(sample, _CountingLM(), ["a"], _fixed_selection, tmp_path / "old", mode="likelihood", protocol=proto,
+             progress=False)
+    evaluate(sample, _CountingLM(), ["a"], _fixed_selection, tmp_path / "old", mode="likelihood", protocol=proto,
+             progress=False, answer_store=tmp_path / "answers")
+    lm = _CountingLM()
+    evaluate(sample, lm, ["a"], _fixed_selection, tmp_path / "new", mode="likelihood", protocol=proto,
+             progress=False, answer_store=tmp_path / "answers")
+    assert lm.prompts_seen == 0

@@ -291,6 +291,7 @@ def evaluate(
             "model": key_config["model"], "mode": key_config["mode"], "prompt_format": fmt.name, "chat": chat,
             "labels": list(label_names), "continuations": continuations,
         })
+        store.add(r for r in existing if r.get("mode") == pm.name and "prompt_sha256" in r)
     total_pending = sum(
         1 for m in methods for s in protocol.run_seeds for q in range(n_q) if (m, s, q) not in done
     )
