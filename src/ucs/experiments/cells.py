@@ -182,15 +182,22 @@ def run_coverage(cell: Cell, ctx: CellContext) -> Dict[str, Any]:
             "computed": bool(computed), "selections_computed": computed, "timings": dict(pipe.timings)}
 
 
-def _audit_entry(ids: np.ndarray, c: int, labels: List[str], texts: List[str], n_members: int) -> Dict[str, Any]:
+def _audit_entry(ids: np.ndarray, c: int, labels: List[str], texts: List[str], n_members: int,
+                 seed: int = 0) -> Dict[str, Any]:
+    """Size, purity, label composition and ``n_members`` members (a seeded random sample, in pool order:
+    pools are often sorted by label, so the first members would all share one label)."""
     members = np.flatnonzero(ids == c)
+    if members.size > n_members:
+        shown = np.sort(np.random.default_rng([int(seed), int(c)]).choice(members, size=n_members, replace=False))
+    else:
+        shown = members
     vals, cnts = np.unique(np.asarray(labels, dtype=object)[members].astype(str), return_counts=True)
     order = np.lexsort((vals, -cnts))
     return {
         "cluster": int(c), "size": int(members.size), "purity": float(cnts[order[0]] / members.size),
         "majority_label": str(vals[order[0]]),
         "composition": [[str(vals[i]), int(cnts[i])] for i in order],
-        "members": [[texts[i], labels[i]] for i in members[:n_members].tolist()],
+        "members": [[texts[i], labels[i]] for i in shown.tolist()],
     }
 
 
@@ -220,14 +227,14 @@ def run_clusters(cell: Cell, ctx: CellContext) -> Dict[str, Any]:
         }
         if i == 0:
             n_members = int(o.get("audit_members", 5))
-            largest = [_audit_entry(ids, c.cluster, labels, texts, n_members)
+            largest = [_audit_entry(ids, c.cluster, labels, texts, n_members, seed)
                        for c in rep.top[: int(o.get("audit_largest", 3))]]
             sizes = np.bincount(ids)
             lo, hi = int(o.get("audit_min_size", 3)), int(o.get("audit_max_size", 10))
             cand = np.flatnonzero((sizes >= lo) & (sizes <= hi))
             k = min(int(o.get("audit_small", 4)), cand.size)
             pick = np.sort(np.random.default_rng(int(seed)).choice(cand, size=k, replace=False)) if k else []
-            small = [_audit_entry(ids, int(c), labels, texts, n_members) for c in pick]
+            small = [_audit_entry(ids, int(c), labels, texts, n_members, seed) for c in pick]
             audit = {"seed": int(seed), "largest": largest, "small": small, "size_range": [lo, hi]}
     result = {"per_seed": per_seed, "audit": audit, "n_pool": len(texts)}
     atomic_write_json(d / "cell.json", {"key": key, "result": result})
