@@ -89,7 +89,10 @@ def _fmt(values: list) -> str:
         return "–"
     if v.size == 1:
         return f"{v[0]:.3g}"
-    return f"{v.mean():.3g} ± {v.std():.2g}"
+    m, sd = v.mean(), v.std()
+    if sd <= 1e-9 * max(1.0, abs(m)):  # equal up to rounding: the same selections in every run
+        sd = 0.0
+    return f"{m:.3g} ± {sd:.2g}"
 
 
 def coverage_markdown(table: Dict[str, Dict[str, Dict[str, float]]]) -> str:
