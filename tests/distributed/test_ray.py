@@ -12,7 +12,7 @@ from ucs.utils.dummies import DummyEmbedder
 
 pytest.importorskip("ray")
 # bounded time where pytest-timeout (extra ``dev``) is installed
-pytestmark = [pytest.mark.timeout(300)] if importlib.util.find_spec("pytest_timeout") else []
+pytestmark = [pytest.mark.timeout(600)] if importlib.util.find_spec("pytest_timeout") else []
 
 
 # tasks use importable callables only: workers cannot import this test module
@@ -99,9 +99,11 @@ def test_pipeline_on_ray_equals_the_local_pipeline(ray_executor, tmp_path):
 
     from ucs.pipeline import DummyBackbone, Pipeline, PipelineConfig
 
-    cfg = PipelineConfig(dataset="sample", backbone="dummy", mode="likelihood", test_size=6, n_runs=2, budget=4,
+    # one run and one method per selection path (worker batches, driver-side shared row), so that actor
+    # start-up stays a small part of the test on a 2-core machine
+    cfg = PipelineConfig(dataset="sample", backbone="dummy", mode="likelihood", test_size=6, n_runs=1, budget=4,
                          pca_dim=16, dict_n_atoms=8, dbscan_k=5, dbscan_q=0.1, candidate_num=20,
-                         selectors=("random", "topk", "dpp+ucs", "votek+ucs"))
+                         selectors=("dpp+ucs", "votek+ucs"))
     runs = {}
     for name, ex in (("local", None), ("ray", ray_executor)):
         pipe = Pipeline(cfg, backbone=DummyBackbone(), cache_dir=tmp_path / name / "cache", progress=False,
