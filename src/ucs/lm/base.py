@@ -7,7 +7,7 @@ from typing import Optional, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
-__all__ = ["LanguageModel", "ContinuationScores", "REDUCTIONS", "reduce_scores"]
+__all__ = ["LanguageModel", "ContinuationScores", "REDUCTIONS", "ReducedScoresMixin", "reduce_scores"]
 
 REDUCTIONS = ("sum", "mean")
 
@@ -43,6 +43,14 @@ def reduce_scores(scores: ContinuationScores, reduction: str) -> np.ndarray:
     if reduction == "mean":
         return scores.mean
     raise ValueError(f"reduction must be one of {REDUCTIONS}, got {reduction!r}")
+
+
+class ReducedScoresMixin:
+    """``score_continuations`` for a model that implements ``score_continuations_detailed``."""
+
+    def score_continuations(self, prefix: str, continuations: Sequence[str], reduction: str = "sum") -> np.ndarray:
+        """Total (``"sum"``) or per-token mean (``"mean"``) log-probability of each continuation, shape ``(k,)``."""
+        return reduce_scores(self.score_continuations_detailed(prefix, continuations), reduction)  # type: ignore[attr-defined]
 
 
 @runtime_checkable

@@ -27,7 +27,7 @@ from typing import Any, Dict, List, Optional, Sequence
 import numpy as np
 
 from ucs.embedding.base import POOLINGS, l2_normalize, sanitize_text, sanitize_texts
-from ucs.lm.base import ContinuationScores, reduce_scores
+from ucs.lm.base import ContinuationScores, ReducedScoresMixin
 from ucs.lm.prefix_tree import build_trie, move_trailing_spaces
 from ucs.models.errors import InvalidModelFileError, MissingDependencyError, require
 
@@ -66,7 +66,7 @@ def _is_gguf(path: Path) -> bool:
         return False
 
 
-class TransformersBackbone:
+class TransformersBackbone(ReducedScoresMixin):
     """A causal LM run with ``torch`` + ``transformers``; implements ``Embedder`` and ``LanguageModel``.
 
     Parameters
@@ -433,9 +433,6 @@ class TransformersBackbone:
                     out[t] = sw
         return out if out else full
 
-    def score_continuations(self, prefix: str, continuations: Sequence[str], reduction: str = "sum") -> np.ndarray:
-        """Total (``"sum"``) or per-token mean (``"mean"``) log-probability of each continuation."""
-        return reduce_scores(self.score_continuations_detailed(prefix, continuations), reduction)
 
     # ------------------------------------------------------------------ generation
     def generate(

@@ -25,7 +25,7 @@ from typing import Any, Dict, List, Optional, Sequence
 import numpy as np
 
 from ucs.embedding.base import POOLINGS, l2_normalize, sanitize_text, sanitize_texts
-from ucs.lm.base import ContinuationScores, reduce_scores
+from ucs.lm.base import ContinuationScores, ReducedScoresMixin
 from ucs.lm.prefix_tree import build_trie, logsumexp_rows, move_trailing_spaces
 from ucs.models.errors import InvalidModelFileError, require
 
@@ -54,7 +54,7 @@ def check_gguf(path: Path) -> Path:
     return path
 
 
-class LlamaCppBackbone:
+class LlamaCppBackbone(ReducedScoresMixin):
     """A GGUF causal LM served by llama.cpp; implements ``Embedder`` and ``LanguageModel``.
 
     Parameters
@@ -415,9 +415,6 @@ class LlamaCppBackbone:
         for local, j in enumerate(idx):
             logp[j] = node_lp[trie.paths[local]].sum()
 
-    def score_continuations(self, prefix: str, continuations: Sequence[str], reduction: str = "sum") -> np.ndarray:
-        """Total (``"sum"``) or per-token mean (``"mean"``) log-probability of each continuation."""
-        return reduce_scores(self.score_continuations_detailed(prefix, continuations), reduction)
 
     # ------------------------------------------------------------------ generation
     def generate(

@@ -15,7 +15,7 @@ from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Union
 import numpy as np
 
 from ucs.embedding.base import l2_normalize, sanitize_text, sanitize_texts
-from ucs.lm.base import ContinuationScores, reduce_scores
+from ucs.lm.base import ContinuationScores, ReducedScoresMixin
 
 __all__ = ["DummyEmbedder", "DummyLM"]
 
@@ -111,7 +111,7 @@ class DummyEmbedder:
 AnswerSource = Union[None, Mapping[str, str], Callable[[str], Optional[str]]]
 
 
-class DummyLM:
+class DummyLM(ReducedScoresMixin):
     """Deterministic fake causal LM.
 
     Tokens are words and punctuation marks (regex ``\\w+|[^\\w\\s]``).
@@ -205,9 +205,6 @@ class DummyLM:
                 logp[i] = -sum(0.1 + 5.0 * _unit_float(self.seed, prefix, c, j) for j in range(len(toks)))
         return ContinuationScores(logprob=logp, n_tokens=n_tok)
 
-    def score_continuations(self, prefix: str, continuations: Sequence[str], reduction: str = "sum") -> np.ndarray:
-        """Total (``"sum"``) or per-token mean (``"mean"``) log-probability, shape ``(k,)``."""
-        return reduce_scores(self.score_continuations_detailed(prefix, continuations), reduction)
 
     def __repr__(self) -> str:
         return f"DummyLM(seed={self.seed!r})"
