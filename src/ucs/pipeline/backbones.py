@@ -64,7 +64,7 @@ class DummyBackbone:
 def backbone_kwargs(config: Any) -> Dict[str, Any]:
     """Keyword arguments for :func:`ucs.models.load_backbone` taken from a :class:`PipelineConfig`.
 
-    ``device`` goes to the transformers engine only and ``n_gpu_layers`` to llama.cpp only (engine ``None``
+    ``device`` and ``dtype`` go to the transformers engine only and ``n_gpu_layers`` to llama.cpp only (engine ``None``
     means the model layer's default engine).
     """
     kw: Dict[str, Any] = {
@@ -78,6 +78,8 @@ def backbone_kwargs(config: Any) -> Dict[str, Any]:
     engine = config.engine or _default_engine()
     if engine == "transformers" and config.device is not None:
         kw["device"] = config.device
+    if engine == "transformers" and getattr(config, "dtype", None) is not None:
+        kw["dtype"] = config.dtype
     if engine == "llama" and config.n_gpu_layers:
         kw["n_gpu_layers"] = int(config.n_gpu_layers)
     return kw

@@ -109,6 +109,11 @@ class PipelineConfig:
         Pool-embedding settings of the backbone (SPEC §1: last layer, masked mean, no ℓ2, 256 tokens).
     device : str, optional
         Torch device of the transformers engine (``cuda``); ``n_gpu_layers`` offloads llama.cpp layers.
+    dtype : str, optional
+        Weight/activation dtype of the transformers engine: ``float32``, ``bfloat16``, ``float16`` or
+        ``auto``; ``None`` (default) is float32 on CPU and the checkpoint's dtype on GPU. ``bfloat16`` is
+        about 3x faster on CPUs with AMX/AVX-512-BF16 (docs/models.md has the measurement and its effect on
+        accuracy) and slower on CPUs without them. Part of the results' key when set.
     retrieval_embedder : str
         Similarity used inside TopK / DPP / MDL / VoteK: ``backbone`` (the backbone's embeddings,
         ℓ2-normalised), ``all-minilm-l6-v2``, ``all-mpnet-base-v2`` (the paper's), or a
@@ -152,6 +157,7 @@ class PipelineConfig:
     embed_max_length: int = 256
     context_length: Optional[int] = None
     device: Optional[str] = None
+    dtype: Optional[str] = None
     n_gpu_layers: int = 0
     retrieval_embedder: str = BACKBONE_RETRIEVAL
     selectors: Tuple[str, ...] = ("random", "topk", "dpp", "dpp+ucs", "votek", "votek+ucs")
@@ -219,6 +225,11 @@ class PipelineConfig:
             raise ValueError(f"backbone must name a model (e.g. 'smollm2'); got {self.backbone!r}")
         if self.engine not in (None, "llama", "transformers"):
             raise ValueError(f"engine must be 'llama', 'transformers' or None; got {self.engine!r}")
+        if self.dtype not in (None, "float32", "bfloat16", "float16", "auto"):
+            raise ValueError(f"dtype must be 'float32', 'bfloat16', 'float16', 'auto' or None; got {self.dtype!r}")
+        if self.dtype is not None and self.engine == "llama":
+            raise ValueError("dtype applies to the transformers engine only; drop dtype or set engine='transformers' "
+                             "(llama.cpp runs the GGUF file's own quantisation)")
         if self.pooling not in ("mean", "last", "first"):
             raise ValueError(f"pooling must be 'mean', 'last' or 'first'; got {self.pooling!r}")
         if not (self.layer in ("last", "mid") or (isinstance(self.layer, int) and not isinstance(self.layer, bool))):
@@ -353,6 +364,8 @@ class PipelineConfig:
         d = self.to_dict()
         for k in ("data_dir", "selectors", "preset", "device", "n_gpu_layers"):
             d.pop(k, None)
+        if self.dtype is None:  # runs made before the setting existed keep their key
+            d.pop("dtype", None)
         if not self.joint_backbones:  # single-source runs keep the key they had before joint clustering existed
             d.pop("joint_backbones", None)
             d.pop("joint_iter", None)
