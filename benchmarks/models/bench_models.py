@@ -127,7 +127,7 @@ def bench_generate(results, name, m, ps):
 
 
 def _find(results: list, section: str, prefix: str):
-    for r in results:
+    for r in reversed(results):  # the newest measurement
         if r["section"] == section and r["backend"].startswith(prefix):
             return r
     return None
@@ -138,7 +138,7 @@ def _findings(results: list) -> list:
     out = []
     raw = _find(results, "embed", "raw llama.cpp")
     ours = _find(results, "embed", "SmolLM2 llama.cpp (ucs")
-    hf = _find(results, "embed", "SmolLM2 transformers fp32")
+    hf = _find(results, "embed", "SmolLM2 transformers fp32 (ucs")
     if raw and ours:
         out.append(f"- Embedding: ucs's packed llama.cpp path runs at {ours['texts_per_s'] / raw['texts_per_s']:.0%} "
                    f"of the raw per-text engine loop ({ours['texts_per_s']} vs {raw['texts_per_s']} texts/s; target ≥ 90 %).")
@@ -148,7 +148,7 @@ def _findings(results: list) -> list:
                    f"{hf['nn_same_label']} vs {ours['nn_same_label']} (same model, fp32 vs Q4_1 arithmetic).")
     naive = _find(results, "score", "SmolLM2 llama.cpp, naive")
     trie = _find(results, "score", "SmolLM2 llama.cpp, ucs")
-    hfs = _find(results, "score", "SmolLM2 transformers")
+    hfs = _find(results, "score", "SmolLM2 transformers fp32, ucs")
     if naive and trie:
         out.append(f"- Label scoring (77 labels): the label-token trie is {naive['s_per_query'] / trie['s_per_query']:.1f}× "
                    f"faster than prefix-once/label-at-a-time on llama.cpp ({trie['s_per_query']} vs "
@@ -156,6 +156,14 @@ def _findings(results: list) -> list:
     if hfs:
         out.append(f"- Label scoring on the transformers engine: {hfs['s_per_query']} s/query (prefix + trie in one masked "
                    "pass).")
+    for sec, unit, better in (("embed", "texts_per_s", max), ("score", "s_per_query", min),
+                              ("generate", "s_per_query", min)):
+        f32 = _find(results, sec, "dtype pair: SmolLM2 transformers fp32")
+        b16 = _find(results, sec, "dtype pair: SmolLM2 transformers bf16")
+        if f32 and b16:
+            ratio = b16[unit] / f32[unit] if better is max else f32[unit] / b16[unit]
+            out.append(f"- bfloat16 vs float32 on the transformers engine, {sec}: {ratio:.1f}× faster "
+                       f"({b16[unit]} vs {f32[unit]} {unit.replace('_', ' ')}).")
     gl = _find(results, "generate", "SmolLM2 llama.cpp")
     gh = _find(results, "generate", "SmolLM2 transformers")
     if gl and gh:
@@ -201,7 +209,7 @@ def main(argv=None):
     ap.add_argument("--queries", type=int, default=5)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--sections", default="all",
-                    help="comma list of: embed-llama, embed-hf, embed-st, score-llama, score-hf, gen, gemma, all")
+                    help="comma list of: embed-llama, embed-hf, embed-st, score-llama, score-hf, gen, gemma, dtype, all")
     ap.add_argument("--json", default="benchmarks/models/results.json")
     ap.add_argument("--out", default="benchmarks/models/RESULTS.md")
     ap.add_argument("--render-only", action="store_true")
@@ -252,6 +260,13 @@ def main(argv=None):
                             labels)
             if allsec or "gen" in secs:
                 bench_generate(results, "SmolLM2 transformers fp32", m, ps)
+        if allsec or "dtype" in secs:
+            # fp32 and bf16 back to back under the same conditions (bf16 uses AMX / AVX-512-BF16 where present)
+            for dt, tag in (("float32", "fp32"), ("bfloat16", "bf16")):
+                e = bench_embed(results, f"dtype pair: SmolLM2 transformers {tag}",
+                                lambda: load_backbone("smollm2", engine="transformers", dtype=dt), texts, y)
+                bench_score(results, f"dtype pair: SmolLM2 transformers {tag}", e, ps, gold, labels)
+                bench_generate(results, f"dtype pair: SmolLM2 transformers {tag}", e, ps)
         if allsec or "gemma" in secs:
             g = load_backbone("gemma3-270m", engine="llama", n_threads=t)
             bench_embed(results, "Gemma-3-270M llama.cpp (ucs)", lambda: g, texts, y)

@@ -1,4 +1,5 @@
 import numpy as np
+import pytest
 
 from ucs.embedding import Embedder
 from ucs.lm import LanguageModel
@@ -31,3 +32,12 @@ def test_backbone_kwargs_route_devices_to_their_engine():
     assert kw["device"] == "cuda" and "n_gpu_layers" not in kw and kw["layer"] == "mid"
     kw = backbone_kwargs(PipelineConfig(engine="llama", device="cuda", n_gpu_layers=-1, embed_max_length=128))
     assert kw["n_gpu_layers"] == -1 and "device" not in kw and kw["max_length"] == 128
+
+
+def test_dtype_goes_to_the_transformers_engine_only():
+    assert backbone_kwargs(PipelineConfig(engine="transformers", dtype="bfloat16"))["dtype"] == "bfloat16"
+    assert "dtype" not in backbone_kwargs(PipelineConfig(engine="transformers"))
+    with pytest.raises(ValueError, match="dtype applies to the transformers engine"):
+        PipelineConfig(engine="llama", dtype="bfloat16")
+    with pytest.raises(ValueError, match="dtype must be"):
+        PipelineConfig(engine="transformers", dtype="int4")

@@ -92,3 +92,11 @@ def test_key_dict_leaves_out_paths_and_method_list():
     b = PipelineConfig(data_dir="/b", selectors=("dpp", "votek"))
     assert a.key_dict() == b.key_dict()
     assert a.key_dict() != PipelineConfig(data_dir="/a", lam=0.2).key_dict()
+
+
+def test_dtype_enters_the_key_only_when_set():
+    assert "dtype" not in PipelineConfig().key_dict()  # folders made before the setting keep their key
+    bf = PipelineConfig(engine="transformers", dtype="bfloat16")
+    assert bf.key_dict()["dtype"] == "bfloat16"
+    assert bf.key_dict() != PipelineConfig(engine="transformers").key_dict()
+    assert PipelineConfig.from_dict(bf.to_dict()) == bf
