@@ -63,6 +63,7 @@ THREADS = {"n": None}
 
 def record(results: list, **kw):
     kw.setdefault("threads", THREADS["n"])
+    kw.setdefault("command", THREADS.get("command"))
     kw["load_avg_1m"] = round(os.getloadavg()[0], 2)
     results.append(kw)
     print(json.dumps(kw), flush=True)
@@ -163,7 +164,8 @@ def _findings(results: list) -> list:
         if f32 and b16:
             ratio = b16[unit] / f32[unit] if better is max else f32[unit] / b16[unit]
             out.append(f"- bfloat16 vs float32 on the transformers engine, {sec}: {ratio:.1f}× faster "
-                       f"({b16[unit]} vs {f32[unit]} {unit.replace('_', ' ')}).")
+                       f"({b16[unit]} vs {f32[unit]} {unit.replace('_', ' ')}; the pair runs back to back under the same "
+                       f"load, so read the ratio, not the absolute numbers).")
     gl = _find(results, "generate", "SmolLM2 llama.cpp")
     gh = _find(results, "generate", "SmolLM2 transformers")
     if gl and gh:
@@ -176,7 +178,9 @@ def render(results: list, cmd: str) -> str:
              "Real BANKING77 utterances from `../shared/data/banking77` on a **2-core CPU machine** (no GPU); the",
              "1-minute load average at each measurement is listed (2.0 = both cores busy; the benchmark itself",
              "uses both). llama.cpp rows use `llama threads` threads; torch uses its default (2).", "",
-             f"Command: `{cmd}`", "",
+             "Commands (rows keep the command that measured them):", ""]
+    lines += [f"- `{c}`" for c in dict.fromkeys([r.get("command", cmd) for r in results] or [cmd])]
+    lines += ["",
              f"Python {platform.python_version()}, {platform.machine()}.", ""]
     lines += _findings(results)
     emb = [r for r in results if r["section"] == "embed"]
@@ -230,6 +234,7 @@ def main(argv=None):
         ps, gold = prompts(train, test, labels, args.queries)
         t = args.threads
         THREADS["n"] = t
+        THREADS["command"] = cmd
         if allsec or "embed-llama" in secs:
             raw_llama_embed(results, smollm2_gguf_path(), texts, y, t)
             bench_embed(results, "SmolLM2 llama.cpp (ucs, packed batches)",
