@@ -1,9 +1,18 @@
 import json
+import os
+import stat
 
 import numpy as np
 import pytest
 
-from ucs.utils.io import atomic_save_npy, atomic_write_json, hash_array, hash_texts, load_npy
+from ucs.utils.io import (
+    atomic_save_npy,
+    atomic_write_json,
+    atomic_write_text,
+    hash_array,
+    hash_texts,
+    load_npy,
+)
 
 
 def test_atomic_npy_roundtrip(tmp_path):
@@ -28,3 +37,11 @@ def test_hashes_discriminate():
     a = np.zeros(4)
     assert hash_array(a) != hash_array(a.astype(np.float32))
     assert hash_array(a) != hash_array(a.reshape(2, 2))
+
+
+@pytest.mark.skipif(not hasattr(os, "fchmod"), reason="POSIX permissions only")
+def test_atomic_writes_get_umask_permissions_not_mkstemp_0600(tmp_path):
+    path = atomic_write_text(tmp_path / "result.md", "x")
+    probe = tmp_path / "plain.md"
+    probe.write_text("x")
+    assert stat.S_IMODE(path.stat().st_mode) == stat.S_IMODE(probe.stat().st_mode)

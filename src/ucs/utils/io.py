@@ -20,6 +20,11 @@ import numpy as np
 
 PathLike = Union[str, "os.PathLike[str]"]
 
+# The process umask, read once at import (os.umask has no getter, and setting it from
+# worker threads would race).
+_UMASK = os.umask(0o022)
+os.umask(_UMASK)
+
 __all__ = [
     "atomic_write_bytes",
     "atomic_write_text",
@@ -39,6 +44,10 @@ def atomic_write_bytes(path: PathLike, data: bytes) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        # mkstemp creates the file with mode 0600; give it the permissions a plain open()
+        # would (0666 minus the umask) so shared result folders and caches stay readable.
+        if hasattr(os, "fchmod"):
+            os.fchmod(fd, 0o666 & ~_UMASK)
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
