@@ -3,6 +3,7 @@
 The clusterer, selectors, estimators and the runner are the real ones; only the models are doubles."""
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -130,3 +131,26 @@ def test_plan_rejects_bad_settings(tmp_path):
     with pytest.raises(ValueError, match="main_table / default: .*mode"):
         plan(["main_table"], options(tmp_path, mode="telepathy"))
     assert get_experiment("runtime").kind == "runtime"
+
+
+def test_runtime_times_every_prompt_and_restarts_an_interrupted_method(first_run):
+    from ucs.evaluation.records import read_records
+
+    tmp, runs = first_run
+    rt = {r.experiment.name: r for r in runs}["runtime"]
+    for res in rt.results:
+        for m, t in res["online"].items():
+            recs = read_records(Path(res["dir"]) / "eval" / m.replace("+", "_plus_") / "records.jsonl")
+            assert len(recs) == t["records"]
+            # the model answered each distinct prompt of this method once: nothing came from the main
+            # table's answers in the shared store or from another method's folder
+            assert t["answered"] == len({r["prompt_sha256"] for r in recs})
+    # interrupt dpp+ucs: drop its timing and half of its records; the rerun times it whole
+    cell_dir = next(p for p in (tmp / "work" / "runtime").iterdir() if p.is_dir())
+    (cell_dir / "online" / "dpp_plus_ucs.json").unlink()
+    rec_path = cell_dir / "eval" / "dpp_plus_ucs" / "records.jsonl"
+    lines = rec_path.read_text().splitlines(keepends=True)
+    rec_path.write_text("".join(lines[: len(lines) // 2]))
+    again = reproduce(["runtime"], options(tmp))[0]
+    res = next(r for r in again.results if r["dir"] == str(cell_dir))
+    assert res["online"]["dpp+ucs"]["records"] == len(lines)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 import time
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional
@@ -95,13 +96,15 @@ class CellContext:
             self._datasets[key] = load_dataset(cfg.dataset, cfg.data_dir)
         return self._datasets[key]
 
-    def pipeline(self, cell: Cell, out_dir: "Path | None") -> Any:
+    def pipeline(self, cell: Cell, out_dir: "Path | None", *, reuse_answers: bool = True) -> Any:
+        """A :class:`~ucs.pipeline.Pipeline` for ``cell``; ``reuse_answers=False`` keeps it off the shared
+        answer store (timed evaluations must send their prompts to the model)."""
         from ucs.pipeline import Pipeline
 
         cfg = cell.config
         return Pipeline(cfg, dataset=self.dataset(cfg), backbone=self.models.backbone(cfg),
                         retrieval=self.models.retrieval(cfg), cache_dir=self.cache_dir, out_dir=out_dir,
-                        progress=self.progress)
+                        progress=self.progress, reuse_answers=reuse_answers)
 
     def cell_dir(self, cell: Cell) -> Path:
         return self.work_dir / cell.experiment / cell.id
@@ -244,13 +247,19 @@ def run_clusters(cell: Cell, ctx: CellContext) -> Dict[str, Any]:
 def run_runtime(cell: Cell, ctx: CellContext) -> Dict[str, Any]:
     """Offline stage times (fresh embedding sample + fresh clustering fit) and online time per method."""
     from ucs.clustering import LatentClusterer
+    from ucs.evaluation.records import read_records
     from ucs.pipeline.config import canonical_method
 
     d = ctx.cell_dir(cell)
     key = _cell_key(cell, ctx)
     offline_path = d / "offline.json"
     offline = _cached(offline_path, key)
-    pipe = ctx.pipeline(cell, d / "eval")
+    # Timed evaluations answer every prompt with the model: no shared answer store, and one runner folder
+    # per method (a folder answers a repeated prompt once, which would credit a UCS form with the answers
+    # its base selector already paid for). Repeats within one method's runs still count once, as they
+    # would for a user. A method's timing is all or nothing: an interrupted one starts over.
+    online_key = {**key, "evaluation": "per-method folders, no answer store"}
+    pipe = ctx.pipeline(cell, d / "eval", reuse_answers=False)
     computed = False
     if offline is None:
         texts = list(pipe.dataset.pool.texts)
@@ -282,17 +291,24 @@ def run_runtime(cell: Cell, ctx: CellContext) -> Dict[str, Any]:
     online: Dict[str, Any] = {}
     for m in cell.methods:
         m = canonical_method(m)
-        path = d / "online" / f"{m.replace('+', '_plus_')}.json"
-        hit = _cached(path, key)
+        safe = m.replace('+', '_plus_')
+        path = d / "online" / f"{safe}.json"
+        hit = _cached(path, online_key)
         if hit is None:
+            eval_dir = d / "eval" / safe
+            if eval_dir.exists():  # an interrupted timing: time the whole evaluation again, not its remainder
+                shutil.rmtree(eval_dir)
             before = pipe.timings.get(f"select:{m}", 0.0)
             t0 = time.perf_counter()
-            res = pipe.run(d / "eval", methods=[m], limit=ctx.limit)
+            res = pipe.run(eval_dir, methods=[m], limit=ctx.limit)
             total = time.perf_counter() - t0
             sel = pipe.timings.get(f"select:{m}", 0.0) - before
+            new = read_records(eval_dir / "records.jsonl")[-int(res.evaluation.n_new_records):] \
+                if res.evaluation.n_new_records else []
             hit = {"total_s": total, "selection_s": sel, "evaluation_s": total - sel,
-                   "records": int(res.evaluation.n_new_records)}
-            atomic_write_json(path, {"key": key, "result": hit})
+                   "records": int(res.evaluation.n_new_records),
+                   "answered": int(sum(not r.get("reused") for r in new))}
+            atomic_write_json(path, {"key": online_key, "result": hit})
             computed = True
         online[m] = hit
     return {"dir": str(d), "offline": offline, "online": online, "n_queries": len(queries), "computed": computed}
