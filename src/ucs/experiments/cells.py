@@ -253,7 +253,8 @@ def run_runtime(cell: Cell, ctx: CellContext) -> Dict[str, Any]:
     d = ctx.cell_dir(cell)
     key = _cell_key(cell, ctx)
     offline_path = d / "offline.json"
-    offline = _cached(offline_path, key)
+    offline_key = {**key, "embedding": "timed after a warm-up call"}
+    offline = _cached(offline_path, offline_key)
     # Timed evaluations answer every prompt with the model: no shared answer store, and one runner folder
     # per method (a folder answers a repeated prompt once, which would credit a UCS form with the answers
     # its base selector already paid for). Repeats within one method's runs still count once, as they
@@ -265,6 +266,9 @@ def run_runtime(cell: Cell, ctx: CellContext) -> Dict[str, Any]:
         texts = list(pipe.dataset.pool.texts)
         n_embed = cell.options.get("embed_sample")
         n_embed = len(texts) if n_embed is None else min(int(n_embed), len(texts))
+        # one small untimed call first: the first forward pass of a process pays one-off costs (lazy
+        # initialisation, kernel selection) that would otherwise be charged to whichever dataset runs first
+        pipe.backbone.embed(texts[: min(8, n_embed)])
         t0 = time.perf_counter()
         pipe.backbone.embed(texts[:n_embed])  # bypasses the cache on purpose: this is what is timed
         emb_s = time.perf_counter() - t0
@@ -279,7 +283,7 @@ def run_runtime(cell: Cell, ctx: CellContext) -> Dict[str, Any]:
             "stages": {k: float(v) for k, v in getattr(est, "timings_", {}).items()},
             "n_clusters": int(est.n_clusters_),
         }
-        atomic_write_json(offline_path, {"key": key, "result": offline})
+        atomic_write_json(offline_path, {"key": offline_key, "result": offline})
         computed = True
     # warm the caches so that the online times are selection + evaluation only
     queries = query_texts_for(cell.config, pipe.dataset, ctx.limit)
