@@ -169,3 +169,21 @@ def test_sharded_path_on_the_local_executor_equals_the_in_process_path(tmp_path)
         a, b = plain.selection(m, 42, queries), sharded.selection(m, 42, queries)
         np.testing.assert_array_equal(a.indices, b.indices)
         np.testing.assert_array_equal(a.scores, b.scores)
+
+
+def test_mdl_ucs_reuses_the_subset_scores_of_mdl(tmp_path):
+    pipe = make(tmp_path)
+    q = list(pipe.dataset.test.texts[:5])
+    base = pipe.select("mdl", 42, q)
+    calls = pipe.backbone._lm.n_score_calls_
+    assert calls == 5 * pipe.config.mdl_select_time
+    pipe.select("mdl+ucs", 42, q)  # the same candidate subsets (same run seed), scored by MDL already
+    assert pipe.backbone._lm.n_score_calls_ == calls
+    fresh = Pipeline(pipe.config, backbone=DummyBackbone(), cache_dir=tmp_path / "cache", progress=False)
+    np.testing.assert_array_equal(fresh.select("mdl", 42, q), base)  # from the score store, same selection
+    assert fresh.backbone._lm.n_score_calls_ == 0
+    uncached = Pipeline(pipe.config, backbone=DummyBackbone(), cache_dir=tmp_path / "other", progress=False,
+                        reuse_answers=False)
+    np.testing.assert_array_equal(uncached.select("mdl", 42, q), base)
+    uncached.select("mdl+ucs", 42, q)
+    assert uncached.backbone._lm.n_score_calls_ == 2 * 5 * pipe.config.mdl_select_time

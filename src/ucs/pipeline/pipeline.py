@@ -12,7 +12,9 @@ latent clusters (per run) ``<cache_dir>/clusters/<key>/labels_q<q>.npy``        
                                                                                settings + run seed
 selections                ``<out_dir>/selections/*.npy`` (the runner) and       method, seed, queries
                           ``<out_dir>/pipeline/selections/*.json`` (diagnostics)
+MDL subset scores         ``<cache_dir>/scores`` (:class:`CachedScorer`)        model identity + prefix + labels
 ICL records               ``<out_dir>/records.jsonl`` (the runner; resumable)   (method, seed, query)
+ICL answers               ``<cache_dir>/answers`` (:class:`AnswerStore`)        model, mode, labels + prompt
 ========================  ===================================================  =================================
 
 The heavy stages can run on an executor (``Pipeline(cfg, executor="ray")``, see :mod:`ucs.distributed`):
@@ -108,7 +110,10 @@ class Pipeline:
     reuse_answers : bool, default=True
         Share model answers with every evaluation under the same ``cache_dir`` (``<cache_dir>/answers``, an
         :class:`~ucs.evaluation.answers.AnswerStore`): in the deterministic modes a prompt that another run,
-        method or experiment already sent to the same model is answered from the store.
+        method or experiment already sent to the same model is answered from the store. Likewise MDL's
+        candidate-subset scores (``<cache_dir>/scores``, :meth:`mdl_scorer`): MDL+UCS and every later run
+        with the same subsets read MDL's instead of scoring them again. ``False`` (the runtime experiment)
+        makes every method pay for all of its model calls.
 
     Notes
     -----
@@ -423,11 +428,29 @@ class Pipeline:
         )
 
     def mdl_scorer(self) -> Any:
-        if self.config.mdl_scorer in ("backbone", self.config.backbone):
-            return self.backbone
-        from ucs.pipeline.backbones import load_backbone_for
+        """The LM that scores MDL's candidate subsets (the backbone unless ``config.mdl_scorer`` names another).
 
-        return load_backbone_for(self.config.replace(backbone=self.config.mdl_scorer))
+        With ``reuse_answers`` it is wrapped in a :class:`~ucs.lm.cache.CachedScorer` over ``<cache_dir>/scores``:
+        MDL+UCS scores exactly the candidate subsets MDL scored for the same run seed, and other experiments
+        with the same configuration score them again, so each (prefix, labels) is sent to the model once.
+        """
+        memo = ("mdl_scorer",)
+        if memo in self._memo:
+            return self._memo[memo]
+        if self.config.mdl_scorer in ("backbone", self.config.backbone):
+            scorer = self.backbone
+        else:
+            from ucs.pipeline.backbones import load_backbone_for
+
+            scorer = load_backbone_for(self.config.replace(backbone=self.config.mdl_scorer))
+        if self.reuse_answers:
+            from ucs.lm.cache import CachedScorer
+
+            identity = getattr(scorer, "identity", None)
+            store = self.cache_dir / "scores" if isinstance(identity, dict) else None
+            scorer = CachedScorer(scorer, store=store)
+        self._memo[memo] = scorer
+        return scorer
 
     def build_selector(self, method: str, seed: int) -> Any:
         """An unfitted selector for ``method`` (``dpp``, ``dpp+ucs``, ...) seeded with the run ``seed``."""
