@@ -49,6 +49,8 @@ def test_greedy_run_writes_records_manifest_and_report(sample, tmp_path):
     assert manifest["key"]["protocol"]["run_seeds"] == [42, 43, 44]
     assert manifest["key"]["model"] == {"model": "dummy-lm", "revision": "seed=0"}
     assert "numpy" in manifest["versions"]
+    plat = manifest["platform"]  # the CPU is recorded: low-precision kernels differ between processors
+    assert set(plat) >= {"python", "machine", "system", "cpu", "cpu_count"} and isinstance(plat["cpu"], str)
     assert "| oracle | 100.0 ± 0.0 |" in (tmp_path / "results.md").read_text()
     assert json.loads((tmp_path / "results.json").read_text())["methods"]["oracle"]["mean"] == 1.0
     # the same queries in every run and method

@@ -36,7 +36,8 @@ from ucs.evaluation.records import RecordWriter, read_records, record_key
 from ucs.evaluation.report import summarize, write_report
 from ucs.utils.io import atomic_save_npy, atomic_write_json, hash_texts, load_npy
 
-__all__ = ["SelectionFn", "EvaluationResult", "evaluate", "package_versions", "prompt_hash", "selection_path"]
+__all__ = ["SelectionFn", "EvaluationResult", "evaluate", "package_versions", "platform_info", "prompt_hash",
+           "selection_path"]
 
 #: ``select(method, seed, query_texts) -> (Q, B) int array of pool indices``.
 SelectionFn = Callable[[str, int, Sequence[str]], Any]
@@ -62,6 +63,28 @@ def package_versions(names: Sequence[str] = _VERSIONED) -> dict[str, str]:
 
         out["ucs"] = __version__
     return out
+
+
+def cpu_model() -> str:
+    """The processor's model name (``/proc/cpuinfo`` on Linux, else :func:`platform.processor`), or ``""``.
+
+    Recorded in manifests because low-precision kernels differ between CPUs: bfloat16 embeddings of the same
+    texts differ slightly between processors, and the latent clusters built from them can differ visibly.
+    """
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                if line.lower().startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or ""
+
+
+def platform_info() -> dict[str, Any]:
+    """Python version, machine, OS, CPU model and CPU count of this process's machine."""
+    return {"python": sys.version.split()[0], "machine": platform.machine(), "system": platform.system(),
+            "cpu": cpu_model(), "cpu_count": os.cpu_count()}
 
 
 def prompt_hash(text: str) -> str:
@@ -270,7 +293,7 @@ def evaluate(
         "seeds": {"test_seed": protocol.test_seed, "run_seeds": list(protocol.run_seeds)},
         "limit": limit,
         "versions": package_versions(),
-        "platform": {"python": sys.version.split()[0], "machine": platform.machine(), "system": platform.system()},
+        "platform": platform_info(),
         "status": "running",
         "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }

@@ -125,7 +125,7 @@ def run_experiment(
     log: Optional[Callable[[str], None]] = None,
 ) -> ExperimentRun:
     """Run every cell of experiment ``name`` and write its markdown, figure and manifest."""
-    from ucs.evaluation.runner import package_versions
+    from ucs.evaluation.runner import package_versions, platform_info
 
     exp = get_experiment(name)
     cells = plan([name], options)[name]
@@ -167,6 +167,7 @@ def run_experiment(
         "options": {k: (list(v) if isinstance(v, (tuple, list)) else v) for k, v in asdict(options).items()},
         "command": options.command,
         "versions": package_versions(),
+        "platform": platform_info(),
         "created_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "cells": cell_entries,
         "results": [{k: v for k, v in r.items() if k not in ("runner_manifest",)} for r in results],
