@@ -92,3 +92,28 @@ def test_reproduce_coverage_exposure_with_the_real_smollm2(tmp_path):
     cov = man["results"][0]["coverage"]
     assert set(cov) == {"dpp", "dpp+ucs", "votek", "votek+ucs"}
     assert all(1 <= cov[m]["42"]["unique_clusters"] <= 10 for m in cov)  # budget 10, real clusters
+
+
+@pytest.mark.slow
+def test_reproduce_bbeh_table_on_the_real_task_with_the_real_smollm2(tmp_path, shared_data):
+    """The BBEH table end to end on a real task file: long reasoning prompts, string answers, MDL and UCS."""
+    pytest.importorskip("llama_cpp")
+    res = runner.invoke(app, ["reproduce", "--only", "bbeh_table", "--preset", "cpu",
+                              "--datasets", "bbeh_causal_understanding", "--backbones", "smollm2",
+                              "--selectors", "mdl,mdl+ucs,dpp+ucs", "--runs", "1", "--limit", "2",
+                              "--data-dir", str(shared_data), "--set", "engine=llama", "--set", "budget=2",
+                              "--set", "retrieval_embedder=backbone", "--set", "embed_max_length=64",
+                              "--work-dir", str(tmp_path / "w"), "--results-dir", str(tmp_path / "r"),
+                              "--cache-dir", str(tmp_path / "c")])
+    assert res.exit_code == 0, res.output
+    md = (tmp_path / "r" / "bbeh_table.md").read_text()
+    assert "bbeh_causal_understanding" in md and "| mdl+ucs |" in md
+    man = json.loads((tmp_path / "r" / "bbeh_table.manifest.json").read_text())
+    runner_man = man["cells"][0]["runner_manifest"]
+    assert runner_man["status"] == "partial" or runner_man["n_records"] == 3 * 2
+    recs = [json.loads(x) for x in (tmp_path / "w").glob("evals/*/records.jsonl").__next__().read_text().splitlines()]
+    assert len(recs) == 3 * 2 and all(r["n_demos"] + r["n_dropped"] == 2 for r in recs)
+    assert {r["gold"] for r in recs} <= {"Yes", "No", "Ambiguous"} and all(r["parsed"] in ("Yes", "No", "Ambiguous")
+                                                                           for r in recs)
+    scores = list((tmp_path / "c" / "scores").glob("*/*.jsonl"))
+    assert len(scores) == 1 and len(scores[0].read_text().splitlines()) == 2 * 5  # MDL+UCS reused MDL's

@@ -122,7 +122,7 @@ def test_limit_and_resume_into_the_full_run(tmp_path):
 def test_dry_run_rows_estimate_model_calls(tmp_path):
     rows = describe_cells(["main_table", "cluster_sizes"], options(tmp_path, backbones=["dummy"]))
     main = [r for r in rows if r["experiment"] == "main_table"][0]
-    assert main["icl_prompts"] == 6 * 2 * 4 and main["mdl_scorings"] == 2 * 2 * 4 * 5
+    assert main["icl_prompts"] == 6 * 2 * 4 and main["mdl_scorings"] == 2 * 4 * 5  # MDL+UCS reuses MDL's scorings
     assert [r for r in rows if r["experiment"] == "cluster_sizes"][0]["icl_prompts"] == 0
     assert not (tmp_path / "work").exists()  # planning runs nothing
 

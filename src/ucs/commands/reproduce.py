@@ -104,6 +104,8 @@ def register(app: typer.Typer) -> None:
                     for k, kinds, mult in (("icl_prompts", ("accuracy", "runtime"), 1),
                                            ("mdl_scorings", ("accuracy", "runtime", "coverage"), r["mdl_select_time"])):
                         tag = (k, r["eval_dir"], m)
+                        if k == "mdl_scorings" and r["kind"] != "runtime":
+                            tag = (k, r["mdl_subsets"])  # MDL and MDL+UCS score the same subsets once (score store)
                         if r["kind"] not in kinds or tag in seen or (k == "mdl_scorings" and parse_method(m)[0] != "mdl"):
                             continue
                         seen.add(tag)
@@ -118,7 +120,8 @@ def register(app: typer.Typer) -> None:
             typer.echo(
                 f"\n{len(rows)} cells; at most {totals['icl_prompts']} ICL prompts and {totals['mdl_scorings']} MDL "
                 f"subset scorings after sharing between cells of one configuration (deterministic modes also answer "
-                f"a repeated prompt once), {len(embeds)} pool embedding pass(es) over {n_embed} texts unless cached"
+                f"a repeated prompt once; MDL+UCS reuses MDL's subset scores), {len(embeds)} pool embedding pass(es) "
+                f"over {n_embed} texts unless cached"
             )
             raise typer.Exit()
         try:

@@ -91,7 +91,8 @@ def plan(names: "str | Sequence[str] | None", options: ReproduceOptions) -> Dict
 def estimate_cost(exp: Experiment, cell: Cell, n_test: Optional[int] = None, n_pool: Optional[int] = None,
                   limit: Optional[int] = None) -> Dict[str, Any]:
     """Model calls a cell needs when nothing is cached: ICL prompts (upper bound — deterministic modes answer a
-    repeated prompt once), MDL subset scorings, and pool texts to embed (per distinct embedding setting)."""
+    repeated prompt once), MDL subset scorings (MDL and MDL+UCS share theirs, except in the runtime experiment,
+    which times each method alone), and pool texts to embed (per distinct embedding setting)."""
     from ucs.data.splits import DEFAULT_TEST_SIZE
     from ucs.pipeline.config import parse_method
 
@@ -101,13 +102,18 @@ def estimate_cost(exp: Experiment, cell: Cell, n_test: Optional[int] = None, n_p
     if limit is not None and nq is not None:
         nq = min(nq, limit)
     n_mdl = sum(parse_method(m)[0] == "mdl" for m in cell.methods)
+    if exp.kind != "runtime":  # MDL+UCS scores MDL's candidate subsets, which the score store answers once
+        n_mdl = min(n_mdl, 1)
     prompts = 0 if exp.kind in ("coverage", "clusters") else (None if nq is None else len(cell.methods) * c.n_runs * nq)
     mdl = None if nq is None else n_mdl * c.n_runs * nq * c.mdl_select_time
-    if exp.kind == "clusters":
+    if exp.kind == "clusters" or c.budget == 0:  # budget 0: MDL makes no LM call
         mdl = 0
     embed = [c.dataset, c.backbone, c.engine, c.layer, c.pooling, c.embed_normalize, *c.joint_backbones]
+    # what MDL's candidate subsets and their scores depend on (not λ, the estimator or the clusters)
+    subsets = [c.dataset, c.data_dir, c.backbone, c.engine, c.dtype, c.mdl_scorer, c.retrieval_embedder, c.budget,
+               c.candidate_num, c.mdl_select_time, c.test_size, c.test_seed, *c.run_seeds, nq]
     return {"icl_prompts": prompts, "mdl_scorings": mdl, "queries": nq, "pool": n_pool,
-            "embedding": "/".join(str(x) for x in embed)}
+            "embedding": "/".join(str(x) for x in embed), "mdl_subsets": "/".join(str(x) for x in subsets)}
 
 
 def _rel(path: Path) -> str:
