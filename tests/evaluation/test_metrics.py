@@ -32,3 +32,41 @@ def test_bootstrap_degenerate_and_errors():
         bootstrap_ci(np.ones((2, 0)))
     with pytest.raises(ValueError, match="confidence"):
         bootstrap_ci(np.ones(3), confidence=1.5)
+
+
+@pytest.mark.parametrize("seed", [0, 7])
+def test_paired_ci_is_narrower_than_the_unpaired_view_for_correlated_methods(seed):
+    from ucs.evaluation.metrics import paired_bootstrap_ci
+
+    rng = np.random.default_rng(seed)
+    a = rng.random((3, 300)) < 0.7
+    b = a.copy()
+    flip = rng.random(300) < 0.05  # b loses 5 % of the queries a answers, in every run
+    b[:, flip] = False
+    lo, hi = paired_bootstrap_ci(a, b, n_boot=1000, seed=seed)
+    d = a.mean() - b.mean()
+    assert lo <= d <= hi and lo > 0  # a consistent per-query advantage is detected ...
+    alo, ahi = bootstrap_ci(a, n_boot=1000, seed=seed)
+    blo, bhi = bootstrap_ci(b, n_boot=1000, seed=seed)
+    assert alo < bhi  # ... although the two single-method intervals overlap
+    assert paired_bootstrap_ci(a, a, n_boot=100) == (0.0, 0.0)
+    assert (lo, hi) == paired_bootstrap_ci(a, b, n_boot=1000, seed=seed)
+    with pytest.raises(ValueError, match="same queries"):
+        paired_bootstrap_ci(a, b[:, :10])
+
+
+def test_paired_delta_aligns_queries_by_index():
+    from ucs.evaluation.report import paired_delta, summarize
+
+    recs = []
+    for q in range(40):
+        for seed in (42, 43):
+            recs.append({"method": "base", "seed": seed, "query": q, "correct": q % 2 == 0})
+            if q < 30:  # the UCS form answered fewer queries so far
+                recs.append({"method": "ucs", "seed": seed, "query": q, "correct": q % 2 == 0 or q % 3 == 0})
+    summ = summarize(recs)["methods"]
+    d = paired_delta(summ["ucs"], summ["base"])
+    assert d["n_queries"] == 30
+    assert d["delta"] == pytest.approx(5 / 30)  # odd multiples of 3 below 30: 3, 9, 15, 21, 27
+    assert d["ci"][0] > 0
+    assert paired_delta(summ["ucs"], {"mean": 0.5}) is None  # summaries without per-query data

@@ -9,10 +9,10 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from ucs.evaluation.metrics import bootstrap_ci, mean_std
+from ucs.evaluation.metrics import bootstrap_ci, mean_std, paired_bootstrap_ci
 from ucs.utils.io import atomic_write_json, atomic_write_text
 
-__all__ = ["summarize", "to_markdown", "write_report", "grid_markdown"]
+__all__ = ["summarize", "paired_delta", "to_markdown", "write_report", "grid_markdown"]
 
 
 def summarize(
@@ -26,8 +26,9 @@ def summarize(
 
     Returns ``{"methods": {method: {...}}, "confidence": ..., "n_boot": ...}``. For each method: ``runs``
     (seed → ``n``, ``correct``, ``accuracy``, ``unmatched``, ``demos_dropped``), ``mean``, ``std``, ``ci``
-    (over the queries answered in every run; ``None`` if there are none) and ``complete`` (every listed run
-    answered the same, non-empty set of queries).
+    (over the queries answered in every run; ``None`` if there are none), ``complete`` (every listed run
+    answered the same, non-empty set of queries) and ``per_query`` (those queries and their accuracy averaged
+    over runs, for :func:`paired_delta`).
     """
     by_method: dict[str, dict[int, dict[int, dict]]] = defaultdict(lambda: defaultdict(dict))
     for r in records:
@@ -64,8 +65,30 @@ def summarize(
             "ci": ci,
             "n_queries": len(common),
             "complete": complete,
+            # per-query accuracy averaged over runs, for paired comparisons between methods (paired_delta)
+            "per_query": {"query": common, "accuracy": mat.mean(axis=0).tolist() if common else []},
         }
     return out
+
+
+def paired_delta(a: dict, b: dict, n_boot: int = 2000, confidence: float = 0.95, seed: int = 0) -> dict | None:
+    """Accuracy difference ``a − b`` of two methods' summaries (:func:`summarize`) on the queries both answered
+    in every run, with its paired bootstrap CI (:func:`~ucs.evaluation.metrics.paired_bootstrap_ci`).
+
+    Returns ``{"delta", "ci", "n_queries"}``, or ``None`` when either summary has no per-query data (summaries
+    written before it was recorded) or the two share no query.
+    """
+    pa, pb = (a or {}).get("per_query"), (b or {}).get("per_query")
+    if not pa or not pb:
+        return None
+    acc_b = dict(zip(pb["query"], pb["accuracy"]))
+    common = [(x, acc_b[q]) for q, x in zip(pa["query"], pa["accuracy"]) if q in acc_b]
+    if not common:
+        return None
+    va = np.array([x for x, _ in common])
+    vb = np.array([y for _, y in common])
+    ci = paired_bootstrap_ci(va, vb, n_boot=n_boot, confidence=confidence, seed=seed)
+    return {"delta": float(va.mean() - vb.mean()), "ci": list(ci), "n_queries": len(common)}
 
 
 def _pct(x: float | None) -> str:

@@ -6,6 +6,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from ucs.evaluation.report import paired_delta
 from ucs.experiments.spec import Cell, Experiment
 from ucs.pipeline.config import parse_method
 from ucs.pipeline.diagnostics import coverage_markdown
@@ -34,6 +35,10 @@ def _header(exp: Experiment, cells: Sequence[Cell], preset: str, results: Sequen
     return lines
 
 
+PAIRED_NOTE = ("95% paired bootstrap CI of Δ over queries]; * marks a Δ whose paired interval excludes 0 — "
+               "differences inside their interval are not evidence either way")
+
+
 def _fmt_acc(m: Optional[Dict[str, Any]]) -> Tuple[str, Optional[float]]:
     if not m or m.get("mean") is None:
         return "—", None
@@ -46,10 +51,20 @@ def _fmt_acc(m: Optional[Dict[str, Any]]) -> Tuple[str, Optional[float]]:
 
 
 def accuracy_cell_text(m: Optional[Dict[str, Any]], ref: Optional[Dict[str, Any]] = None) -> str:
-    """``mean ± std [CI] (Δ)`` in percent; Δ against ``ref`` (another method's summary) when given."""
+    """``mean ± std [CI] (Δ [paired CI])`` in percent; Δ against ``ref`` (another method's summary) when given.
+
+    The paired CI of Δ (same queries resampled for both methods) is shown when both summaries carry per-query
+    accuracies; a Δ whose interval excludes 0 is marked ``*``.
+    """
     s, mean = _fmt_acc(m)
     if mean is not None and ref is not None and ref.get("mean") is not None:
-        s += f" ({100 * (mean - ref['mean']):+.1f})"
+        d = paired_delta(m, ref)
+        if d is None:
+            s += f" ({100 * (mean - ref['mean']):+.1f})"
+        else:
+            lo, hi = d["ci"]
+            star = "*" if lo > 0 or hi < 0 else ""
+            s += f" ({100 * (mean - ref['mean']):+.1f} [{100 * lo:+.1f}, {100 * hi:+.1f}]{star})"
     return s
 
 
@@ -62,10 +77,11 @@ def _accuracy(exp: Experiment, cells: Sequence[Cell], results: Sequence[Dict[str
     single = len(variants) == 1
     lines: List[str] = []
     if ref_variant:
-        lines.append(f"Cells: accuracy %, mean ± std over runs [95% bootstrap CI over queries] (Δ vs `{ref_variant}`).")
+        lines.append(f"Cells: accuracy %, mean ± std over runs [95% bootstrap CI over queries] (Δ vs `{ref_variant}` "
+                     f"[{PAIRED_NOTE}).")
     else:
         lines.append("Cells: accuracy %, mean ± std over runs [95% bootstrap CI over queries] (Δ = UCS form minus "
-                     "its base selector, same queries and runs).")
+                     f"its base selector, same queries and runs [{PAIRED_NOTE}).")
     lines.append("")
 
     def lookup(ds: str, bb: str, vname: str, method: str) -> Optional[Dict[str, Any]]:
