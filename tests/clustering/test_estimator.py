@@ -9,6 +9,7 @@ from sklearn.exceptions import NotFittedError
 from sklearn.metrics import adjusted_rand_score
 
 from ucs.clustering import LatentClusterer
+from ucs.clustering.neighbors import ZERO_DISTANCE, eps_from_knn
 
 from ._data import planted, small_params
 
@@ -172,6 +173,21 @@ def test_exact_duplicates_share_a_cluster():
     E = np.vstack([E, E[:30]])
     c = LatentClusterer(**small_params()).fit(E)
     np.testing.assert_array_equal(c.labels_[:30], c.labels_[200:])
+
+
+def test_duplicates_a_few_ulps_apart_share_a_cluster():
+    # identical inputs rounded differently (as threaded BLAS does to rows in different blocks) are
+    # one cluster: distances at or below ZERO_DISTANCE count as zero for eps and for the cut
+    rng = np.random.default_rng(2)
+    base = rng.standard_normal((150, 32)).astype(np.float32)
+    E = np.tile(base, (4, 1))
+    E[150:] = np.nextafter(E[150:], np.float32(np.inf) * rng.choice([-1, 1], E[150:].shape).astype(np.float32))
+    assert not np.array_equal(E[:150], E[150:300])
+    c = LatentClusterer(**small_params(pca_dim=16, n_atoms=8, dbscan_k=3)).fit(E)
+    assert c.n_clusters_ == 150 and c.eps_ == ZERO_DISTANCE
+    np.testing.assert_array_equal(c.labels_, np.tile(np.arange(150), 4))
+    assert eps_from_knn(np.array([0.0, 1e-12, 3e-9]), 0.5) == ZERO_DISTANCE
+    assert eps_from_knn(np.array([0.0, 1e-12, 0.2, 0.4]), 0.5) == pytest.approx(0.3)
 
 
 def test_unfitted_and_variant_errors():

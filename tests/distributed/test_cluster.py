@@ -1,4 +1,5 @@
-"""cluster_pool equals LatentClusterer on pools small enough to fit both ways."""
+"""cluster_pool equals LatentClusterer on pools small enough to fit both ways (labels exactly, distances to
+float32 rounding: threaded BLAS rounds a shard's rows differently from the whole pool's)."""
 
 import numpy as np
 import pytest
@@ -30,11 +31,15 @@ def test_labels_equal_the_local_clusterer(pool, extra):
     np.testing.assert_array_equal(dist.labels_, local.labels_)
     assert adjusted_rand_score(local.labels_, dist.labels_) == 1.0
     assert dist.n_clusters_ == local.n_clusters_
-    assert dist.eps_ == local.eps_
+    # Coding shard by shard rounds differently from coding the whole pool once the BLAS splits rows
+    # across more than a couple of threads, so distances agree to float32 rounding, not bit for bit.
+    assert (dist.eps_ is None) == (local.eps_ is None)
+    if local.eps_ is not None:
+        np.testing.assert_allclose(dist.eps_, local.eps_, rtol=1e-5)
     if local.dictionary_ is not None:
         np.testing.assert_array_equal(dist.dictionary_, local.dictionary_)
     if local.kth_distances_ is not None:
-        np.testing.assert_array_equal(dist.kth_distances_, local.kth_distances_)
+        np.testing.assert_allclose(dist.kth_distances_, local.kth_distances_, rtol=1e-5, atol=1e-9)
 
 
 def test_shard_files_and_pool_embeddings_are_accepted(pool, tmp_path):

@@ -71,7 +71,8 @@ def test_cluster_pool_on_ray_equals_latent_clusterer(ray_executor, tmp_path):
     local = LatentClusterer(**small).fit(E)
     on_ray = cluster_pool(E, small, ray_executor, shard_size=260)
     np.testing.assert_array_equal(on_ray.labels_, local.labels_)
-    assert on_ray.eps_ == local.eps_ and on_ray.graph_.n_cross_edges > 0
+    np.testing.assert_allclose(on_ray.eps_, local.eps_, rtol=1e-5)  # float32 rounding of shard-wise coding
+    assert on_ray.graph_.n_cross_edges > 0
 
 
 def test_select_queries_on_ray_equals_one_call(ray_executor):
@@ -88,7 +89,7 @@ def test_select_queries_on_ray_equals_one_call(ray_executor):
         ref = sel.select(queries, 5)
         got = select_queries(sel, queries, ray_executor, batch_size=10, budget=5)
         np.testing.assert_array_equal(got.indices, ref.indices)
-        np.testing.assert_array_equal(got.scores, ref.scores)
+        np.testing.assert_allclose(got.scores, ref.scores, rtol=1e-9, atol=1e-12)  # BLAS rounding per batch
         assert got.n_queries == ref.n_queries
 
 

@@ -168,7 +168,7 @@ def test_sharded_path_on_the_local_executor_equals_the_in_process_path(tmp_path)
     for m in ("topk", "dpp+ucs", "votek+ucs"):
         a, b = plain.selection(m, 42, queries), sharded.selection(m, 42, queries)
         np.testing.assert_array_equal(a.indices, b.indices)
-        np.testing.assert_array_equal(a.scores, b.scores)
+        np.testing.assert_allclose(a.scores, b.scores, rtol=1e-9, atol=1e-12)  # BLAS rounding per batch
 
 
 def test_mdl_ucs_reuses_the_subset_scores_of_mdl(tmp_path):

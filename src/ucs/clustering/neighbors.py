@@ -16,7 +16,12 @@ from typing import Optional, Tuple
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["unit_rows", "pair_distances", "knn", "knn_recall", "eps_from_knn", "have_faiss"]
+__all__ = ["unit_rows", "pair_distances", "knn", "knn_recall", "eps_from_knn", "have_faiss", "ZERO_DISTANCE"]
+
+#: Cosine distances at or below this count as zero. float32 cannot represent a cosine similarity
+#: between ``1 - 6e-8`` and 1, so a smaller distance between float32 unit rows carries no signal:
+#: it is the rounding of identical inputs computed in different BLAS blocks or thread splits.
+ZERO_DISTANCE = 1e-8
 
 
 def have_faiss() -> bool:
@@ -170,11 +175,15 @@ def knn_recall(
 def eps_from_knn(kth_distances: NDArray[np.float64], q: float) -> float:
     """``eps`` = the ``q``-quantile of the k-th-neighbour distances, zero distances dropped.
 
-    Returns 0.0 when every k-th-neighbour distance is zero (every row has at least k exact
-    duplicates): clusters are then the groups of identical rows.
+    A distance at or below :data:`ZERO_DISTANCE` counts as zero: identical inputs can come out of a
+    threaded matrix product a few float32 ulps apart (the BLAS splits rows by thread count and
+    block position), and such pairs must neither set ``eps`` nor be cut apart by it. The result is
+    therefore never below ``ZERO_DISTANCE``; it equals ``ZERO_DISTANCE`` when every k-th-neighbour
+    distance is (numerically) zero, i.e. every row has at least k duplicates, and clusters are then
+    the groups of duplicate rows.
     """
     d = np.asarray(kth_distances, dtype=np.float64)
-    d = d[d > 0]
+    d = d[d > ZERO_DISTANCE]
     if d.size == 0:
-        return 0.0
+        return ZERO_DISTANCE
     return float(np.quantile(d, q))

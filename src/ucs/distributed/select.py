@@ -4,8 +4,10 @@ Each worker holds one copy of a fitted selector — the pool index, the cluster 
 estimator's coefficients — and answers contiguous batches of queries; the per-batch
 :class:`~ucs.selectors.Selection` objects are concatenated in query order. Selectors whose
 output for a query does not depend on which other queries share its call (TopK, DPP, VoteK,
-shared-draw Random, and their UCS variants) give exactly the result of one local
-``selector.select(queries, budget)`` call. Selectors that draw random numbers for all queries of
+shared-draw Random, and their UCS variants) give the demonstrations of one local
+``selector.select(queries, budget)`` call; their scores agree to floating-point rounding (a
+threaded BLAS may round a query's similarity row differently when fewer queries share the
+product, which could flip only an exact tie). Selectors that draw random numbers for all queries of
 a call from one generator (MDL's random candidate subsets, per-query Random) are batch-dependent;
 :func:`select_queries` warns for them.
 """
