@@ -77,15 +77,22 @@ def test_tune_command_writes_a_consumable_configuration(tmp_path):
     assert bad.exit_code == 2
 
 
-@pytest.mark.slow
-def test_reproduce_coverage_exposure_with_the_real_smollm2(tmp_path):
+def _reproduce_with_smollm2(tmp_path, only, *args):
+    """``ucs reproduce --only ONLY`` on the real SmolLM2 (llama.cpp), 1 run of 2 queries, dirs under tmp_path."""
     pytest.importorskip("llama_cpp")
-    res = runner.invoke(app, ["reproduce", "--only", "coverage_exposure", "--preset", "cpu", "--datasets", "sample",
-                              "--backbones", "smollm2", "--selectors", "dpp,dpp+ucs,votek,votek+ucs", "--runs", "1",
-                              "--limit", "2", "--set", "engine=llama", "--set", "retrieval_embedder=backbone",
+    res = runner.invoke(app, ["reproduce", "--only", only, "--preset", "cpu", "--backbones", "smollm2",
+                              "--runs", "1", "--limit", "2", "--set", "engine=llama",
+                              "--set", "retrieval_embedder=backbone", *args,
                               "--work-dir", str(tmp_path / "w"), "--results-dir", str(tmp_path / "r"),
                               "--cache-dir", str(tmp_path / "c")])
     assert res.exit_code == 0, res.output
+    return res
+
+
+@pytest.mark.slow
+def test_reproduce_coverage_exposure_with_the_real_smollm2(tmp_path):
+    _reproduce_with_smollm2(tmp_path, "coverage_exposure", "--datasets", "sample",
+                            "--selectors", "dpp,dpp+ucs,votek,votek+ucs")
     md = (tmp_path / "r" / "coverage_exposure.md").read_text()
     assert "## sample × `smollm2` (2 queries)" in md and "| dpp+ucs |" in md
     man = json.loads((tmp_path / "r" / "coverage_exposure.manifest.json").read_text())
@@ -97,15 +104,9 @@ def test_reproduce_coverage_exposure_with_the_real_smollm2(tmp_path):
 @pytest.mark.slow
 def test_reproduce_bbeh_table_on_the_real_task_with_the_real_smollm2(tmp_path, shared_data):
     """The BBEH table end to end on a real task file: long reasoning prompts, string answers, MDL and UCS."""
-    pytest.importorskip("llama_cpp")
-    res = runner.invoke(app, ["reproduce", "--only", "bbeh_table", "--preset", "cpu",
-                              "--datasets", "bbeh_causal_understanding", "--backbones", "smollm2",
-                              "--selectors", "mdl,mdl+ucs,dpp+ucs", "--runs", "1", "--limit", "2",
-                              "--data-dir", str(shared_data), "--set", "engine=llama", "--set", "budget=2",
-                              "--set", "retrieval_embedder=backbone", "--set", "embed_max_length=64",
-                              "--work-dir", str(tmp_path / "w"), "--results-dir", str(tmp_path / "r"),
-                              "--cache-dir", str(tmp_path / "c")])
-    assert res.exit_code == 0, res.output
+    _reproduce_with_smollm2(tmp_path, "bbeh_table", "--datasets", "bbeh_causal_understanding",
+                            "--selectors", "mdl,mdl+ucs,dpp+ucs", "--data-dir", str(shared_data),
+                            "--set", "budget=2", "--set", "embed_max_length=64")
     md = (tmp_path / "r" / "bbeh_table.md").read_text()
     assert "bbeh_causal_understanding" in md and "| mdl+ucs |" in md
     man = json.loads((tmp_path / "r" / "bbeh_table.manifest.json").read_text())
