@@ -15,7 +15,7 @@ a torn last line (an interrupted write) is skipped when reading. Sampled modes n
 from __future__ import annotations
 
 import os
-from typing import Any, Dict, Iterable, Optional
+from typing import Any, Dict, Iterable
 
 from ucs.utils.store import KeyedJsonlStore, fields_key
 
@@ -29,6 +29,8 @@ def answer_key(fields: Dict[str, Any]) -> str:
 
 class AnswerStore(KeyedJsonlStore):
     """Answers of one (model, mode, label set, format) to prompts, on disk under ``root``.
+
+    Look an answer up with ``get(prompt_sha256)`` (``None`` if absent).
 
     Parameters
     ----------
@@ -45,10 +47,6 @@ class AnswerStore(KeyedJsonlStore):
 
     def __init__(self, root: "str | os.PathLike[str]", fields: Dict[str, Any]) -> None:
         super().__init__(root, fields, key_field="prompt_sha256")
-
-    def get(self, prompt_sha256: str) -> Optional[dict]:
-        """The stored answer to the prompt with this hash, or ``None``."""
-        return super().get(prompt_sha256)
 
     def add(self, records: Iterable[dict]) -> int:
         """Store the answers of evaluation ``records`` not stored yet; returns how many were written."""

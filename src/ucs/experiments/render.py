@@ -35,7 +35,7 @@ def _header(exp: Experiment, cells: Sequence[Cell], preset: str, results: Sequen
     return lines
 
 
-PAIRED_NOTE = ("95% paired bootstrap CI of Δ over queries]; * marks a Δ whose paired interval excludes 0 — "
+PAIRED_NOTE = ("[95% paired bootstrap CI of Δ over queries]; * marks a Δ whose paired interval excludes 0 — "
                "differences inside their interval are not evidence either way")
 
 
@@ -78,10 +78,10 @@ def _accuracy(exp: Experiment, cells: Sequence[Cell], results: Sequence[Dict[str
     lines: List[str] = []
     if ref_variant:
         lines.append(f"Cells: accuracy %, mean ± std over runs [95% bootstrap CI over queries] (Δ vs `{ref_variant}` "
-                     f"[{PAIRED_NOTE}).")
+                     f"{PAIRED_NOTE}).")
     else:
         lines.append("Cells: accuracy %, mean ± std over runs [95% bootstrap CI over queries] (Δ = UCS form minus "
-                     f"its base selector, same queries and runs [{PAIRED_NOTE}).")
+                     f"its base selector, same queries and runs {PAIRED_NOTE}).")
     lines.append("")
 
     def lookup(ds: str, bb: str, vname: str, method: str) -> Optional[Dict[str, Any]]:

@@ -91,11 +91,10 @@ class CachedScorer(ReducedScoresMixin):
         if got is None and self._store is not None:
             entry = self._store.get(key)
             if entry is not None and len(entry.get("logprob", ())) == len(conts):
-                got = ContinuationScores(np.asarray(entry["logprob"], dtype=np.float64),
-                                         np.asarray(entry["n_tokens"], dtype=np.int64))
+                got = self._memory[key] = ContinuationScores(np.asarray(entry["logprob"], dtype=np.float64),
+                                                             np.asarray(entry["n_tokens"], dtype=np.int64))
         if got is not None:
             self.hits += 1
-            self._memory[key] = got
             return ContinuationScores(got.logprob.copy(), got.n_tokens.copy())
         self.misses += 1
         res = self.lm.score_continuations_detailed(prefix, conts)
