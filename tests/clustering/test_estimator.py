@@ -115,7 +115,7 @@ def test_min_samples_noise_becomes_singletons():
 @pytest.mark.parametrize(
     "param,value",
     [
-        ("method", "kmeans"),
+        ("method", "kmedoids"),
         ("coding", "lasso"),
         ("backend", "gpu"),
         ("pca_dim", 0),

@@ -25,11 +25,16 @@ from ._validation import check_choice, check_embeddings, check_float, check_int,
 from .dictionary import encode, learn_dictionary
 from .graph import LinkageGraph, canonical_labels
 from .neighbors import eps_from_knn, knn, unit_rows
+from .partition import default_n_clusters, hdbscan_labels, spherical_kmeans
 from .preprocessing import PCAProjection, Standardizer, fit_pca, fit_standardizer
 
 __all__ = ["LatentClusterer", "remap_noise"]
 
-METHODS = ("dict_dbscan", "dbscan", "dict_argmax")
+METHODS = ("dict_dbscan", "dbscan", "dict_argmax", "dict_kmeans", "kmeans", "dict_hdbscan", "auto")
+#: Methods that run on the raw (optionally standardised) rows: no PCA, no dictionary.
+RAW_METHODS = ("dbscan", "kmeans")
+#: Methods whose partition is an eps cut of the k-NN graph (``eps_``, ``recut``).
+EPS_METHODS = ("dict_dbscan", "dbscan")
 CODINGS = ("ridge", "omp")
 BACKENDS = ("fast", "sklearn")
 KNN_ALGORITHMS = ("auto", "exact", "hnsw")
@@ -50,9 +55,14 @@ class LatentClusterer(ClusterMixin, BaseEstimator):
 
     Parameters
     ----------
-    method : {"dict_dbscan", "dbscan", "dict_argmax"}, default="dict_dbscan"
-        ``dbscan`` skips PCA and the dictionary; ``dict_argmax`` assigns each item to the atom
-        with the largest absolute code (at most ``n_atoms`` clusters).
+    method : {"dict_dbscan", "dbscan", "dict_argmax", "dict_kmeans", "kmeans", "dict_hdbscan", "auto"}, \
+            default="dict_dbscan"
+        ``dict_dbscan`` is the paper's. ``dbscan`` and ``kmeans`` skip PCA and the dictionary and cluster
+        the ℓ2-normalised rows; ``dict_argmax`` assigns each item to the atom with the largest absolute
+        code (at most ``n_atoms`` clusters). ``dict_kmeans`` / ``kmeans``: spherical k-means with
+        ``n_clusters`` clusters; ``dict_hdbscan``: scikit-learn's HDBSCAN on the unit codes (noise →
+        singletons). ``auto`` chooses among the dictionary methods by the label-free rule of
+        :mod:`ucs.clustering.auto` and records its choice in ``auto_choice_``.
     pca_dim : int or None, default=128
         PCA target dimension; skipped when ``None`` or not smaller than the number of features.
     n_atoms : int, default=64
@@ -87,8 +97,12 @@ class LatentClusterer(ClusterMixin, BaseEstimator):
     graph_k : int or None, default=None
         Neighbours kept per row in the linkage graph (``None``: ``max(2 dbscan_k, 32)``); more
         neighbours leave fewer dense rows to complete when re-cutting at large ``q``.
+    n_clusters : int or None, default=None
+        ``k`` of the k-means methods; ``None`` is ``⌈√n⌉`` (:func:`ucs.clustering.partition.default_n_clusters`).
+    hdbscan_min_cluster_size : int, default=5
+        HDBSCAN's ``min_cluster_size``.
     random_state : int or None, default=None
-        Seeds PCA and the dictionary fit; the same seed gives bit-identical labels.
+        Seeds PCA, the dictionary fit and k-means; the same seed gives bit-identical labels.
 
     Attributes
     ----------
@@ -103,7 +117,13 @@ class LatentClusterer(ClusterMixin, BaseEstimator):
     codes_ : ndarray of shape (n_samples, n_atoms) or None
         Raw codes (before ℓ2 normalisation).
     eps_ : float or None
-        The DBSCAN radius in cosine distance (``None`` for ``dict_argmax``).
+        The DBSCAN radius in cosine distance (``None`` for methods without an eps cut).
+    cluster_centers_ : ndarray of shape (n_clusters_, n_repr) or None
+        Unit-normalised k-means centres in the clustered representation (k-means methods only).
+    chosen_method_ : str
+        The method that produced ``labels_`` (``auto`` resolves to one of the others).
+    auto_choice_ : AutoChoice or None
+        What ``auto`` tried and chose (health and silhouette of every candidate).
     kth_distances_ : ndarray of shape (n_samples,) or None
         Cosine distance of every item to its ``dbscan_k``-th neighbour.
     input_hash_ : str
@@ -140,6 +160,8 @@ class LatentClusterer(ClusterMixin, BaseEstimator):
         knn_algorithm: str = "auto",
         exact_knn_max: int = 200_000,
         graph_k: Optional[int] = None,
+        n_clusters: Optional[int] = None,
+        hdbscan_min_cluster_size: int = 5,
         random_state: Optional[int] = None,
     ) -> None:
         self.method = method
@@ -159,6 +181,8 @@ class LatentClusterer(ClusterMixin, BaseEstimator):
         self.knn_algorithm = knn_algorithm
         self.exact_knn_max = exact_knn_max
         self.graph_k = graph_k
+        self.n_clusters = n_clusters
+        self.hdbscan_min_cluster_size = hdbscan_min_cluster_size
         self.random_state = random_state
 
     # ------------------------------------------------------------------ validation
@@ -176,6 +200,8 @@ class LatentClusterer(ClusterMixin, BaseEstimator):
         check_int(self.min_samples, "min_samples", 1)
         check_int(self.exact_knn_max, "exact_knn_max", 1)
         check_int(self.graph_k, "graph_k", 1, allow_none=True)
+        check_int(self.n_clusters, "n_clusters", 1, allow_none=True)
+        check_int(self.hdbscan_min_cluster_size, "hdbscan_min_cluster_size", 2)
         check_float(self.ridge_alpha, "ridge_alpha", 0.0, strict=True)
         check_float(self.dict_alpha, "dict_alpha", 0.0, strict=True)
         check_quantile(self.dbscan_q, "dbscan_q")
@@ -185,8 +211,10 @@ class LatentClusterer(ClusterMixin, BaseEstimator):
             check_int(self.random_state, "random_state", 0)
 
     def _check_shape(self, n: int, d: int) -> None:
-        uses_dict = self.method != "dbscan"
-        if self.method != "dict_argmax" and n <= self.dbscan_k:
+        uses_dict = self.method not in RAW_METHODS
+        if self.n_clusters is not None and self.n_clusters > n and self.method in ("dict_kmeans", "kmeans"):
+            raise ValueError(f"n_clusters={self.n_clusters} exceeds the {n} samples; set n_clusters <= {n} or None")
+        if self.method in EPS_METHODS + ("auto",) and n <= self.dbscan_k:
             raise ValueError(
                 f"dbscan_k={self.dbscan_k} needs more than {self.dbscan_k} samples; got {n}. "
                 f"Lower dbscan_k (at most {n - 1})."
@@ -217,7 +245,7 @@ class LatentClusterer(ClusterMixin, BaseEstimator):
             self.scaler_ = fit_standardizer(X)
             X = self.scaler_.transform(X)
         timings["standardize"] = time.perf_counter() - t
-        if self.method == "dbscan":
+        if self.method in RAW_METHODS:
             return X
         t = time.perf_counter()
         if self.pca_dim is not None and self.pca_dim < X.shape[1]:
@@ -256,18 +284,80 @@ class LatentClusterer(ClusterMixin, BaseEstimator):
         return int(min(max(gk, self.dbscan_k), n - 1))
 
     def _cluster(self, X: NDArray[np.floating], timings: Dict[str, float]) -> NDArray[np.int64]:
-        """eps heuristic + DBSCAN (or argmax) on the representation ``X``."""
-        n = X.shape[0]
+        """Partition the representation ``X`` with ``method`` (``auto``: choose, then partition)."""
         self._graph = None
         self.eps_ = None
         self.kth_distances_ = None
         self.n_noise_ = 0
         self.knn_exact_ = True
+        self.cluster_centers_ = None
+        self.auto_choice_ = None
+        self.chosen_method_ = self.method
+        if self.method == "auto":
+            return self._cluster_auto(X, timings)
         if self.method == "dict_argmax":
             t = time.perf_counter()
             lab = canonical_labels(np.argmax(np.abs(X), axis=1))
             timings["dbscan"] = time.perf_counter() - t
             return lab
+        if self.method not in EPS_METHODS:
+            t = time.perf_counter()
+            lab = self._partition(unit_rows(X), {"method": self.method})
+            timings["partition"] = time.perf_counter() - t
+            return lab
+        return self._cluster_eps(X, timings)
+
+    def _partition(self, U: NDArray[np.float32], params: Dict[str, Any]) -> NDArray[np.int64]:
+        """k-means or HDBSCAN labels of the unit rows ``U``; ``params`` override this clusterer's."""
+        method = params["method"]
+        if method in ("dict_kmeans", "kmeans"):
+            k = params.get("n_clusters", self.n_clusters)
+            k = default_n_clusters(U.shape[0]) if k is None else int(k)
+            lab, centers = spherical_kmeans(U, k, random_state=self.random_state)
+            self.cluster_centers_ = centers
+            self.n_noise_ = 0
+            return lab
+        if method == "dict_hdbscan":
+            mcs = int(params.get("hdbscan_min_cluster_size", self.hdbscan_min_cluster_size))
+            lab, self.n_noise_ = hdbscan_labels(U, mcs)
+            self.cluster_centers_ = None
+            return lab
+        raise ValueError(f"no partitioning method {method!r}")  # pragma: no cover - guarded by _check_params
+
+    def _cluster_auto(self, X: NDArray[np.floating], timings: Dict[str, float]) -> NDArray[np.int64]:
+        """Label-free choice among the candidates of :func:`ucs.clustering.auto.auto_candidates`."""
+        from .auto import auto_candidates, choose_partition
+
+        lab0 = self._cluster_eps(X, timings)  # builds the k-NN graph the dbscan candidates share
+        U = unit_rows(X)
+        t = time.perf_counter()
+
+        noise0 = self.n_noise_
+        state: Dict[int, Any] = {}
+        candidates = auto_candidates(U.shape[0])
+
+        def run(params: Dict[str, Any]) -> NDArray[np.int64]:
+            if params["method"] == "dict_dbscan":
+                ms = int(params.get("min_samples", 1))
+                self.n_noise_, self.cluster_centers_ = noise0, None
+                lab = lab0 if ms == self.min_samples else self._labels_at(self.eps_, ms)
+            else:
+                lab = self._partition(U, params)
+            state[len(state)] = (self.n_noise_, self.cluster_centers_)
+            return lab
+
+        choice, lab = choose_partition(U, candidates, run, random_state=self.random_state)
+        self.auto_choice_ = choice
+        self.chosen_method_ = choice.chosen["method"]
+        self.n_noise_, self.cluster_centers_ = state[candidates.index(choice.chosen)]
+        if self.chosen_method_ != "dict_dbscan":
+            self._graph, self.eps_, self.kth_distances_ = None, None, None
+        timings["auto"] = time.perf_counter() - t
+        return lab
+
+    def _cluster_eps(self, X: NDArray[np.floating], timings: Dict[str, float]) -> NDArray[np.int64]:
+        """eps heuristic + DBSCAN on the representation ``X``."""
+        n = X.shape[0]
         t = time.perf_counter()
         U = unit_rows(X)
         if self.backend == "sklearn":
@@ -300,13 +390,14 @@ class LatentClusterer(ClusterMixin, BaseEstimator):
         self.n_noise_ = int((lab < 0).sum())
         return remap_noise(lab)
 
-    def _labels_at(self, eps: float) -> NDArray[np.int64]:
+    def _labels_at(self, eps: float, min_samples: Optional[int] = None) -> NDArray[np.int64]:
         g = self._graph
-        if self.min_samples == 1:
+        ms = self.min_samples if min_samples is None else int(min_samples)
+        if ms == 1:
             return g.components(eps)
         from sklearn.cluster import DBSCAN
 
-        lab = DBSCAN(eps=max(eps, np.finfo(np.float64).tiny), min_samples=self.min_samples, metric="precomputed").fit_predict(
+        lab = DBSCAN(eps=max(eps, np.finfo(np.float64).tiny), min_samples=ms, metric="precomputed").fit_predict(
             g.eps_graph(eps)
         )
         self.n_noise_ = int((lab < 0).sum())
@@ -342,7 +433,7 @@ class LatentClusterer(ClusterMixin, BaseEstimator):
         self._check_fitted()
         q = check_quantile(q, "q")
         if self.kth_distances_ is None:
-            raise ValueError(f"method={self.method!r} has no DBSCAN stage, so there is no eps to re-cut")
+            raise ValueError(f"method={self.chosen_method_!r} has no DBSCAN stage, so there is no eps to re-cut")
         return eps_from_knn(self.kth_distances_, q)
 
     def recut(self, q: float) -> NDArray[np.int64]:
@@ -359,7 +450,7 @@ class LatentClusterer(ClusterMixin, BaseEstimator):
         self._check_fitted()
         eps = check_float(eps, "eps", 0.0)
         if self.kth_distances_ is None:
-            raise ValueError(f"method={self.method!r} has no DBSCAN stage, so there is nothing to re-cut")
+            raise ValueError(f"method={self.chosen_method_!r} has no DBSCAN stage, so there is nothing to re-cut")
         if self._graph is None:  # sklearn backend
             return self._sklearn_dbscan(self._unit, eps)
         return self._labels_at(eps)
@@ -368,6 +459,13 @@ class LatentClusterer(ClusterMixin, BaseEstimator):
         """Whether ``E`` is the matrix this clusterer was fitted on (content hash)."""
         self._check_fitted()
         return hash_array(check_embeddings(E, "E", min_samples=1)) == self.input_hash_
+
+    def health(self, y: Optional[ArrayLike] = None):
+        """:func:`ucs.clustering.health.cluster_health` of the fitted labels (AMI and purity with ``y``)."""
+        from .health import cluster_health
+
+        self._check_fitted()
+        return cluster_health(self.labels_, y=y)
 
     def report(self, y: Optional[ArrayLike] = None, texts: Optional[List[str]] = None, top: int = 8):
         """:func:`ucs.clustering.diagnostics.cluster_report` of the fitted labels."""

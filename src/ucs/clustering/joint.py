@@ -18,7 +18,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from ._validation import check_embeddings, check_int
 from .dictionary import encode, learn_dictionary
-from .estimator import LatentClusterer
+from .estimator import RAW_METHODS, LatentClusterer
 from .preprocessing import fit_pca, fit_standardizer
 
 __all__ = ["JointLatentClusterer"]
@@ -27,8 +27,8 @@ __all__ = ["JointLatentClusterer"]
 class JointLatentClusterer(LatentClusterer):
     """One set of latent cluster ids from ``M`` embedding matrices of the same pool.
 
-    Takes every parameter of :class:`LatentClusterer` (``method`` must be ``dict_dbscan`` or
-    ``dict_argmax``) plus ``joint_iter`` alternation rounds. ``pca_dim`` is capped at the
+    Takes every parameter of :class:`LatentClusterer` (``method`` must be a dictionary method:
+    ``dict_dbscan``, ``dict_argmax``, ``dict_kmeans``, ``dict_hdbscan`` or ``auto``) plus ``joint_iter`` alternation rounds. ``pca_dim`` is capped at the
     smallest embedding width.
 
     Attributes
@@ -49,21 +49,22 @@ class JointLatentClusterer(LatentClusterer):
                  coding: str = "ridge", ridge_alpha: float = 10.0, omp_n_nonzero: int = 4, dict_alpha: float = 1.0,
                  dict_batch_size: int = 512, dict_max_iter: int = 50, dbscan_k: int = 20, dbscan_q: float = 0.01,
                  min_samples: int = 1, standardize: bool = False, backend: str = "fast", knn_algorithm: str = "auto",
-                 exact_knn_max: int = 200_000, graph_k: Optional[int] = None, random_state: Optional[int] = None,
-                 joint_iter: int = 5) -> None:
+                 exact_knn_max: int = 200_000, graph_k: Optional[int] = None, n_clusters: Optional[int] = None,
+                 hdbscan_min_cluster_size: int = 5, random_state: Optional[int] = None, joint_iter: int = 5) -> None:
         super().__init__(method=method, pca_dim=pca_dim, n_atoms=n_atoms, coding=coding, ridge_alpha=ridge_alpha,
                          omp_n_nonzero=omp_n_nonzero, dict_alpha=dict_alpha, dict_batch_size=dict_batch_size,
                          dict_max_iter=dict_max_iter, dbscan_k=dbscan_k, dbscan_q=dbscan_q, min_samples=min_samples,
                          standardize=standardize, backend=backend, knn_algorithm=knn_algorithm,
-                         exact_knn_max=exact_knn_max, graph_k=graph_k, random_state=random_state)
+                         exact_knn_max=exact_knn_max, graph_k=graph_k, n_clusters=n_clusters,
+                         hdbscan_min_cluster_size=hdbscan_min_cluster_size, random_state=random_state)
         self.joint_iter = joint_iter
 
     def fit(self, Es: Sequence[ArrayLike], y: Any = None) -> "JointLatentClusterer":  # type: ignore[override]
         """Fit on a sequence of embedding matrices ``E_m`` of shape (n_samples, d_m)."""
         self._check_params()
         check_int(self.joint_iter, "joint_iter", 1)
-        if self.method == "dbscan":
-            raise ValueError("method='dbscan' has no dictionary; use 'dict_dbscan' or 'dict_argmax' for a joint fit")
+        if self.method in RAW_METHODS:
+            raise ValueError(f"method={self.method!r} has no dictionary; use a 'dict_*' method or 'auto' for a joint fit")
         if isinstance(Es, np.ndarray) and Es.ndim == 2:
             Es = [Es]
         if len(Es) < 1:

@@ -17,7 +17,11 @@ from .preprocessing import PCAProjection, Standardizer
 __all__ = ["save_clusterer", "load_clusterer", "StaleLabelsError", "FORMAT"]
 
 FORMAT = "ucs.clustering/1"
-_SCALARS = ("eps_", "n_clusters_", "n_noise_", "input_hash_", "n_features_in_", "dict_n_steps_", "timings_", "knn_exact_")
+_SCALARS = (
+    "eps_", "n_clusters_", "n_noise_", "input_hash_", "n_features_in_", "dict_n_steps_", "timings_", "knn_exact_",
+    "chosen_method_",
+)
+_ARRAYS = ("kth_distances_", "dictionary_", "codes_", "cluster_centers_")
 
 
 class StaleLabelsError(ValueError):
@@ -30,7 +34,7 @@ def save_clusterer(est: Any, directory: "str | Path") -> Path:
     d = Path(directory)
     d.mkdir(parents=True, exist_ok=True)
     arrays: Dict[str, np.ndarray] = {"labels_": est.labels_}
-    for name in ("kth_distances_", "dictionary_", "codes_"):
+    for name in _ARRAYS:
         v = getattr(est, name, None)
         if v is not None:
             arrays[name] = v
@@ -56,6 +60,7 @@ def save_clusterer(est: Any, directory: "str | Path") -> Path:
         "class": type(est).__name__,
         "params": est.get_params(deep=False),
         "fitted": {k: getattr(est, k, None) for k in _SCALARS},
+        "auto_choice": est.auto_choice_.to_dict() if getattr(est, "auto_choice_", None) is not None else None,
         "n_scalers": len(scalers),
         "scaler_present": [s is not None for s in scalers],
         "n_pcas": len(pcas),
@@ -93,8 +98,15 @@ def load_clusterer(directory: "str | Path", E: Optional[ArrayLike] = None) -> An
     est.labels_ = st["labels_"].astype(np.int64)
     for k, v in meta["fitted"].items():
         setattr(est, k, v)
-    for name in ("kth_distances_", "dictionary_", "codes_"):
+    for name in _ARRAYS:
         setattr(est, name, st.get(name))
+    if getattr(est, "chosen_method_", None) is None:  # written before the setting existed
+        est.chosen_method_ = getattr(est, "method", None)
+    est.auto_choice_ = None
+    if meta.get("auto_choice") is not None:
+        from .auto import AutoChoice
+
+        est.auto_choice_ = AutoChoice(**meta["auto_choice"])
     scalers = [
         Standardizer(st[f"scaler{i}_mean_"], st[f"scaler{i}_scale_"]) if present else None
         for i, present in enumerate(meta["scaler_present"])

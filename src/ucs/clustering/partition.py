@@ -1,0 +1,138 @@
+"""Discretisations that cannot chain (SPEC §8): spherical k-means and HDBSCAN on unit rows.
+
+The paper's DBSCAN with ``min_samples = 1`` is single linkage cut at ``eps``: one chain of close pairs
+joins two dense regions, so a pool collapses into a few label-mixed giants plus singletons. A
+partitioning method (k-means) cannot chain, and HDBSCAN's mutual-reachability distance demands real
+density before two points join.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Optional
+
+import numpy as np
+from numpy.typing import NDArray
+
+from .graph import canonical_labels
+
+__all__ = ["default_n_clusters", "spherical_kmeans", "hdbscan_labels", "KMEANS_FIT_MAX"]
+
+#: Above this many rows k-means is fitted on a seeded sample of this size and every row is then
+#: assigned to its nearest centre (one matrix product); below it, on all rows.
+KMEANS_FIT_MAX = 100_000
+
+
+def default_n_clusters(n: int) -> int:
+    """The number of k-means clusters when none is given: ``⌈√n⌉`` (at least 2, at most ``n``).
+
+    ``√n`` is the classic rule of thumb (Mardia et al., 1979): the mean cluster size grows like the
+    number of clusters, so a budget-10 prompt drawn from a pool of ``n`` sees repeated *and* unseen
+    clusters at every pool size — the regime in which a species estimator has a spectrum to read. It
+    uses no labels; on BANKING77 / CLINC150 / HWU64 it gives 101 / 123 / 95 clusters for 77 / 150 / 64
+    intents.
+    """
+    if n < 2:
+        raise ValueError(f"k-means needs at least 2 items; got {n}")
+    return int(min(n, max(2, math.ceil(math.sqrt(n)))))
+
+
+def spherical_kmeans(
+    U: NDArray[np.floating],
+    n_clusters: int,
+    random_state: Optional[int] = None,
+    n_init: int = 3,
+    max_iter: int = 100,
+    fit_max: int = KMEANS_FIT_MAX,
+) -> "tuple[NDArray[np.int64], NDArray[np.float32]]":
+    """k-means on unit rows (cosine geometry), labels numbered by first appearance.
+
+    Parameters
+    ----------
+    U : ndarray of shape (n, d)
+        ℓ2-normalised rows (on unit vectors squared Euclidean distance is ``2 − 2 cos``).
+    n_clusters : int
+        ``k``, at most ``n``.
+    random_state : int, optional
+        Seeds the k-means++ initialisation and the fitting sample; the same seed gives the same labels.
+    n_init, max_iter : int
+        scikit-learn's :class:`~sklearn.cluster.KMeans` settings (best of ``n_init`` restarts by inertia).
+    fit_max : int
+        Rows above which the centres are fitted on a seeded sample of ``fit_max`` rows.
+
+    Returns
+    -------
+    labels : ndarray of shape (n,), int64
+        Canonical ids ``0..k'-1`` (``k' <= k``: a centre nobody is nearest to leaves no id).
+    centers : ndarray of shape (k', d), float32
+        Unit-normalised centres, row ``j`` for id ``j``.
+
+    Notes
+    -----
+    Time ``O(n_init · iters · m k d)`` with ``m = min(n, fit_max)``, plus ``O(n k d)`` for assigning
+    every row; memory ``O(n d + k d)`` plus blocks of ``O(block · k)`` distances.
+    """
+    from sklearn.cluster import KMeans
+
+    n = U.shape[0]
+    k = int(n_clusters)
+    if not 1 <= k <= n:
+        raise ValueError(f"n_clusters must lie in [1, {n}] for {n} items; got {n_clusters}")
+    X = np.ascontiguousarray(U, dtype=np.float32)
+    rng = np.random.default_rng(random_state)
+    fit_rows = np.sort(rng.choice(n, size=fit_max, replace=False)) if n > fit_max else None
+    Xfit = X if fit_rows is None else X[fit_rows]
+    seed = None if random_state is None else int(random_state)
+    km = KMeans(n_clusters=k, n_init=n_init, max_iter=max_iter, random_state=seed).fit(Xfit)
+    centers = km.cluster_centers_.astype(np.float32)
+    centers /= np.maximum(np.linalg.norm(centers, axis=1, keepdims=True), 1e-12)
+    raw = km.labels_.astype(np.int64) if fit_rows is None else nearest_center(X, centers)
+    labels = canonical_labels(raw)
+    # reorder the centres to the canonical ids (first appearance in index order)
+    first = np.unique(raw, return_index=True)
+    order = first[0][np.argsort(first[1], kind="stable")]
+    return labels, np.ascontiguousarray(centers[order])
+
+
+def nearest_center(X: NDArray[np.floating], centers: NDArray[np.floating], block: int = 65_536) -> NDArray[np.int64]:
+    """Index of the most cosine-similar centre of every row (ties: the lowest index), in row blocks.
+
+    Time ``O(n k d)``; memory ``O(block · k)``.
+    """
+    out = np.empty(X.shape[0], dtype=np.int64)
+    C = np.asarray(centers, dtype=np.float32)
+    for s in range(0, X.shape[0], block):
+        out[s : s + block] = np.argmax(np.asarray(X[s : s + block], dtype=np.float32) @ C.T, axis=1)
+    return out
+
+
+def hdbscan_labels(U: NDArray[np.floating], min_cluster_size: int = 5, min_samples: Optional[int] = None) -> "tuple[NDArray[np.int64], int]":
+    """scikit-learn's HDBSCAN on unit rows (Euclidean, monotone in cosine); noise → fresh singletons.
+
+    Returns
+    -------
+    labels : ndarray of shape (n,), int64
+        Canonical ids with every noise point its own cluster.
+    n_noise : int
+        Points HDBSCAN left as noise.
+
+    Notes
+    -----
+    Time about ``O(n log n)`` with a space tree in low dimension, up to ``O(n²)`` in high dimension;
+    memory ``O(n · min_samples)``. Use on dictionary codes (``n_atoms`` features), not raw embeddings.
+    """
+    from sklearn.cluster import HDBSCAN
+
+    from .estimator import remap_noise
+
+    if min_cluster_size < 2:
+        raise ValueError(f"hdbscan_min_cluster_size must be >= 2; got {min_cluster_size}")
+    if U.shape[0] < min_cluster_size:
+        raise ValueError(
+            f"hdbscan_min_cluster_size={min_cluster_size} exceeds the {U.shape[0]} items; lower it"
+        )
+    lab = HDBSCAN(min_cluster_size=int(min_cluster_size), min_samples=min_samples, copy=True).fit_predict(
+        np.asarray(U, dtype=np.float64)
+    )
+    n_noise = int((lab < 0).sum())
+    return canonical_labels(remap_noise(lab)), n_noise
