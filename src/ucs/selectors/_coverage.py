@@ -11,7 +11,40 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["BatchedCoverage", "BatchedGreedyState"]
+__all__ = ["BatchedCoverage", "BatchedGreedyState", "candidate_share"]
+
+
+def candidate_share(cluster_of: np.ndarray, members: "np.ndarray | None" = None) -> np.ndarray:
+    """Relevance of clusters to each query: the share of the query's candidates they hold.
+
+    ``w_q(u) = |{j ∈ C_q : c(j) = u}| / max_v |{j ∈ C_q : c(j) = v}|`` — 1 for the cluster most of the
+    query's own candidates fall in, small for a cluster only one stray candidate reaches.
+
+    Parameters
+    ----------
+    cluster_of : ndarray of shape (Q, C)
+        Cluster id of every candidate of every query.
+    members : ndarray of shape (Q, ...), optional
+        Cluster ids to weigh (default: the candidates themselves).
+
+    Returns
+    -------
+    ndarray of shape ``members.shape`` (or (Q, C)), float64 in (0, 1] for clusters among the candidates.
+
+    Notes
+    -----
+    O(Q·C·m) time and memory for ``m`` members per query (C = 50, m <= 50: tiny).
+    """
+    cl = np.asarray(cluster_of)
+    q = cl.shape[0]
+    own = (cl[:, :, None] == cl[:, None, :]).sum(axis=2)  # (Q, C) count of each candidate's cluster
+    top = np.maximum(own.max(axis=1), 1).astype(np.float64) if cl.shape[1] else np.ones(q)
+    if members is None:
+        return own / top[:, None]
+    m = np.asarray(members)
+    flat = m.reshape(q, -1)
+    counts = (flat[:, :, None] == cl[:, None, :]).sum(axis=2)
+    return (counts / top[:, None]).reshape(m.shape)
 
 
 class BatchedCoverage:
@@ -58,9 +91,15 @@ class BatchedCoverage:
         F = self.spectra(subsets)
         return np.asarray(self.coverage.phi_from_spectra(F, subsets.shape[1]), dtype=np.float64)
 
-    def greedy(self, candidates: np.ndarray, max_steps: int) -> "BatchedGreedyState":
-        """A greedy state over ``Q`` queries, each choosing among its own candidate row (Q, C)."""
-        return BatchedGreedyState(self, candidates, max_steps)
+    def greedy(self, candidates: np.ndarray, max_steps: int, weights: "np.ndarray | None" = None) -> "BatchedGreedyState":
+        """A greedy state over ``Q`` queries, each choosing among its own candidate row (Q, C).
+
+        ``weights`` (Q, C), optional, multiply every candidate's gain (the relevance-aware prior)."""
+        return BatchedGreedyState(self, candidates, max_steps, weights)
+
+    def cluster_of(self, indices: np.ndarray) -> np.ndarray:
+        """Compact cluster index of pool ``indices`` (any shape)."""
+        return self.cid[np.asarray(indices, dtype=np.int64)]
 
 
 class BatchedGreedyState:
@@ -71,8 +110,13 @@ class BatchedGreedyState:
     estimator call on ``Q · (n + 1)`` spectra (one per query and possible multiplicity), n = |S_q|.
     """
 
-    def __init__(self, batched: BatchedCoverage, candidates: np.ndarray, max_steps: int) -> None:
+    def __init__(
+        self, batched: BatchedCoverage, candidates: np.ndarray, max_steps: int, weights: "np.ndarray | None" = None
+    ) -> None:
         cand = np.asarray(candidates, dtype=np.int64)
+        if weights is not None and np.shape(weights) != cand.shape:
+            raise ValueError(f"weights must have the candidates' shape {cand.shape}; got {np.shape(weights)}")
+        self.weights = None if weights is None else np.asarray(weights, dtype=np.float64)
         self.coverage = batched.coverage
         self.cl = batched.cid[cand]  # (Q, C) compact cluster of each candidate
         q = cand.shape[0]
@@ -97,7 +141,8 @@ class BatchedGreedyState:
         phi_new = np.asarray(self.coverage.phi_from_spectra(F.reshape(-1, width), self.n + 1), dtype=np.float64)
         phi_new = phi_new.reshape(q, m.size)
         self._next = (self.n, phi_new)  # lets add() read Φ(S ∪ {j}) instead of recomputing it
-        return np.take_along_axis(phi_new - self.phi[:, None], self.mult, axis=1)
+        gains = np.take_along_axis(phi_new - self.phi[:, None], self.mult, axis=1)
+        return gains if self.weights is None else gains * self.weights
 
     def add(self, pos: np.ndarray) -> None:
         pos = np.asarray(pos, dtype=np.int64)

@@ -189,7 +189,7 @@ class DPPSelector(Selector):
             e = min(q, s + step)
             cand = cand_all[s:e]
             kernel, rel = dpp_kernel(queries[s:e], self.pool_[cand], self.scale_factor)
-            state = None if batched is None else batched.greedy(cand, budget)
+            state = None if batched is None else batched.greedy(cand, budget, self.prior.candidate_weights(cand))
             order, step_scores = greedy_map_dpp(kernel, budget, gain_fn=state, lam=lam, log_floor=self.log_floor)
             # OpenICL returns the chosen items ordered by relevance, descending
             rel_chosen = np.take_along_axis(rel, order, axis=1)

@@ -153,9 +153,11 @@ class MDLSelector(Selector):
             labels = list(dict.fromkeys(self.labels_))
         self.label_set_ = [str(y) for y in labels]
 
-    def candidate_subsets(self, queries: np.ndarray, budget: int) -> Tuple[np.ndarray, np.ndarray]:
+    def candidate_subsets(
+        self, queries: np.ndarray, budget: int, return_candidates: bool = False
+    ) -> Tuple[np.ndarray, np.ndarray]:
         """Candidate subsets of every query: pool indices of shape (Q, select_time, B) and the
-        candidates' similarities (Q, C)."""
+        candidates' similarities (Q, C) — or, with ``return_candidates``, their pool indices (Q, C)."""
         c = min(self.n_pool_, max(self.candidate_num, budget))
         cand, sims = topk_cosine(queries, self.pool_, c, block=self.block)
         q, t = cand.shape[0], self.select_time
@@ -166,7 +168,7 @@ class MDLSelector(Selector):
             keys = rng.random((q, t - 1, c))
             pos[:, 1:, :] = np.argsort(keys, axis=2, kind="stable")[:, :, :budget]
         subsets = np.take_along_axis(cand[:, None, :], pos.reshape(q, t * budget)[:, None, :], axis=2)
-        return subsets.reshape(q, t, budget), sims
+        return subsets.reshape(q, t, budget), (cand if return_candidates else sims)
 
     def _select(
         self, queries: np.ndarray, budget: int, query_texts: Optional[Sequence[str]]
@@ -176,7 +178,7 @@ class MDLSelector(Selector):
             raise ValueError("MDLSelector.select needs query_texts= (one text per query) to score labels")
         if budget == 0 or q == 0:
             return np.zeros((q, budget), dtype=np.int64), np.zeros((q, budget)), {}
-        subsets, _ = self.candidate_subsets(queries, budget)
+        subsets, cand = self.candidate_subsets(queries, budget, return_candidates=True)
         t = subsets.shape[1]
         mdl = np.empty((q, t))
         for qi in range(q):
@@ -200,6 +202,9 @@ class MDLSelector(Selector):
         total = mdl
         if self.prior is not None:
             phi = self.prior.batched().phi_subsets(subsets.reshape(q * t, budget)).reshape(q, t)
+            w = self.prior.subset_weights(cand, subsets)
+            if w is not None:
+                phi = phi * w
             extras["subset_phi"] = phi
             lam = float(self.prior.lam)
             total = mdl + lam * phi if lam != 0 else mdl

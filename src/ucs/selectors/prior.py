@@ -7,12 +7,15 @@ from typing import Any, Dict, Optional
 
 import numpy as np
 
-__all__ = ["UCSPrior", "SCORE_DESIGNS", "CORPUS_PRIORS"]
+__all__ = ["UCSPrior", "SCORE_DESIGNS", "CORPUS_PRIORS", "RELEVANCE"]
 
 #: Subset-level score designs (paper Table 6): Φ = K_seen + Û, K_seen, Û, Û / K_seen.
 SCORE_DESIGNS = ("full", "seen_only", "unseen_only", "ratio")
 #: Corpus-level rarity priors used by VoteK+UCS: Good–Turing (SPEC §4), B2 spectrum rarity, B1 inverse size.
 CORPUS_PRIORS = ("good_turing", "spectrum_rarity", "inverse_size")
+#: How a query-dependent selector weighs coverage: ``none`` (the paper: every cluster counts the same) or
+#: ``candidates`` (a cluster counts by the share of the query's own candidates it holds).
+RELEVANCE = ("none", "candidates")
 
 
 class UCSPrior:
@@ -41,6 +44,14 @@ class UCSPrior:
         Spectrum smoothing of the corpus prior (``"power_law"`` per SPEC §4).
     epsilon : float
         ``ε`` of the corpus weights ``1 / (p + ε)``.
+    relevance : {"none", "candidates"}
+        ``none`` (the paper): every cluster's coverage counts the same. ``candidates`` (relevance-aware, a
+        project extension): coverage is weighted by how much of the *query's own* candidate set a cluster
+        holds, ``w_q(u) = n_q(u) / max_v n_q(v)`` with ``n_q(u)`` the query's candidates in cluster ``u``
+        (:func:`ucs.selectors._coverage.candidate_share`). Greedy selectors (DPP, TopK) add
+        ``λ · w_q(c(j)) · ΔΦ_j``; MDL adds ``λ · w̄_q(S) · Φ(S)`` with ``w̄_q(S)`` the mean weight of the
+        clusters ``S`` covers. Query-independent selectors (VoteK) ignore it. It keeps the prior from pulling
+        in clusters (often other intents) that only a stray candidate of the query reaches.
     **estimator_params
         Passed to :class:`~ucs.estimators.UnseenCoverage` (``t``, ``bin_size``, ``alpha``, ``integer``,
         ``smoothing``).
@@ -61,6 +72,7 @@ class UCSPrior:
         corpus_prior: str = "good_turing",
         corpus_smoothing: Optional[str] = "power_law",
         epsilon: float = 1e-6,
+        relevance: str = "none",
         **estimator_params: Any,
     ) -> None:
         self.cluster_ids = cluster_ids
@@ -70,6 +82,7 @@ class UCSPrior:
         self.corpus_prior = corpus_prior
         self.corpus_smoothing = corpus_smoothing
         self.epsilon = epsilon
+        self.relevance = relevance
         self.estimator_params = dict(estimator_params)
 
     # ------------------------------------------------------------ parameters
@@ -83,6 +96,8 @@ class UCSPrior:
             "corpus_smoothing": self.corpus_smoothing,
             "epsilon": self.epsilon,
         }
+        if self.relevance != "none":  # configs written before the setting existed keep their form
+            params["relevance"] = self.relevance
         params.update(self.estimator_params)
         return params
 
@@ -117,7 +132,9 @@ class UCSPrior:
         extra = "".join(f", {k}={v!r}" for k, v in self.estimator_params.items())
         return (
             f"UCSPrior(cluster_ids=<{n[0] if n else '?'} ids>, estimator={self.estimator!r}, lam={self.lam!r}, "
-            f"design={self.design!r}, corpus_prior={self.corpus_prior!r}{extra})"
+            f"design={self.design!r}, corpus_prior={self.corpus_prior!r}"
+            + (f", relevance={self.relevance!r}" if self.relevance != "none" else "")
+            + f"{extra})"
         )
 
     def __getstate__(self) -> Dict[str, Any]:
@@ -136,6 +153,8 @@ class UCSPrior:
             raise ValueError(f"design must be one of {SCORE_DESIGNS}; got {self.design!r}")
         if self.corpus_prior not in CORPUS_PRIORS:
             raise ValueError(f"corpus_prior must be one of {CORPUS_PRIORS}; got {self.corpus_prior!r}")
+        if self.relevance not in RELEVANCE:
+            raise ValueError(f"relevance must be one of {RELEVANCE}; got {self.relevance!r}")
         if not isinstance(self.epsilon, numbers.Real) or not self.epsilon > 0:
             raise ValueError(f"epsilon must be > 0; got {self.epsilon!r}")
         self.cluster_ids_array()
@@ -201,3 +220,27 @@ class UCSPrior:
         logw = np.asarray(gt.fit(self.cluster_ids_array()).item_log_weights_, dtype=np.float64)
         self.__dict__["_cache_logw"] = (key, self.cluster_ids, logw)
         return logw
+
+    def candidate_weights(self, candidates: np.ndarray) -> "np.ndarray | None":
+        """Per-candidate relevance weights (Q, C) of ``relevance="candidates"``, else ``None``."""
+        if self.relevance == "none":
+            return None
+        from ucs.selectors._coverage import candidate_share
+
+        return candidate_share(self.batched().cluster_of(candidates))
+
+    def subset_weights(self, candidates: np.ndarray, subsets: np.ndarray) -> "np.ndarray | None":
+        """Mean relevance weight of the distinct clusters of each subset, shape ``subsets.shape[:-1]``.
+
+        ``candidates`` (Q, C); ``subsets`` (Q, T, B) pool indices drawn from each query's candidates.
+        ``None`` when ``relevance="none"``.
+        """
+        if self.relevance == "none":
+            return None
+        from ucs.selectors._coverage import candidate_share
+
+        bc = self.batched()
+        members = bc.cluster_of(subsets)
+        w = candidate_share(bc.cluster_of(candidates), members)
+        mult = (members[..., :, None] == members[..., None, :]).sum(axis=-1)
+        return (w / mult).sum(axis=-1) / (1.0 / mult).sum(axis=-1)

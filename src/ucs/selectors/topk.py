@@ -55,7 +55,7 @@ class TopKSelector(Selector):
         cand, sims = topk_cosine(queries, self.pool_, c, block=self.block)
         q = cand.shape[0]
         lam = float(self.prior.lam)
-        state = self.prior.batched().greedy(cand, budget)
+        state = self.prior.batched().greedy(cand, budget, self.prior.candidate_weights(cand))
         rows = np.arange(q)
         avail = np.ones(cand.shape, dtype=bool)
         pos_out = np.empty((q, budget), dtype=np.int64)
