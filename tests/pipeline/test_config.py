@@ -58,7 +58,7 @@ def test_parse_methods_dedupes_in_order():
 
 @pytest.mark.parametrize("field,value", [
     ("budget", -1), ("lam", -0.1), ("dbscan_q", 1.0), ("dbscan_q", 0), ("mode", "sampled"), ("n_runs", 0),
-    ("engine", "vllm"), ("pooling", "max"), ("estimator", "nope"), ("clustering", "kmeans"), ("layer", "top"),
+    ("engine", "vllm"), ("pooling", "max"), ("estimator", "nope"), ("clustering", "kmedoids"), ("layer", "top"), ("cluster_space", "pool"), ("relevance", "query"), ("n_clusters", 0),
     ("dbscan_q_by_selector", {"dpp": 2.0}), ("lam_by_selector", {"nope": 1.0}), ("test_size", 0),
 ])
 def test_invalid_settings_name_the_field(field, value):

@@ -187,3 +187,53 @@ def test_mdl_ucs_reuses_the_subset_scores_of_mdl(tmp_path):
     np.testing.assert_array_equal(uncached.select("mdl", 42, q), base)
     uncached.select("mdl+ucs", 42, q)
     assert uncached.backbone._lm.n_score_calls_ == 2 * 5 * pipe.config.mdl_select_time
+
+
+@pytest.mark.parametrize("clustering", ["kmeans", "dict_kmeans", "auto"])
+def test_new_clusterings_on_the_executor_path_equal_the_in_process_path(tmp_path, clustering):
+    """Methods without a sharded form run in-process on the gathered embeddings: the same labels."""
+    from ucs.distributed import LocalExecutor
+
+    class Sharded(LocalExecutor):
+        pass
+
+    cfg = PipelineConfig(**{**SMALL, "clustering": clustering})
+    plain = Pipeline(cfg, backbone=DummyBackbone(), cache_dir=tmp_path / "a", progress=False)
+    sharded = Pipeline(cfg, backbone=DummyBackbone(), cache_dir=tmp_path / "b", progress=False,
+                       executor=Sharded(), shard_size=40)
+    np.testing.assert_array_equal(sharded.cluster_ids(42), plain.cluster_ids(42))
+    np.testing.assert_array_equal(plain.cluster_ids(42, 0.3), plain.cluster_ids(42))  # no eps: q changes nothing
+
+
+def test_cluster_space_retrieval_clusters_the_retrieval_embeddings(tmp_path):
+    from ucs.utils.dummies import DummyEmbedder
+
+    cfg = PipelineConfig(**{**SMALL, "clustering": "kmeans", "cluster_space": "retrieval",
+                            "retrieval_embedder": "dummy-retrieval"})
+    pipe = Pipeline(cfg, backbone=DummyBackbone(), retrieval=DummyEmbedder(dim=24, seed=5), cache_dir=tmp_path / "c",
+                    progress=False)
+    R = pipe.retrieval_pool()
+    np.testing.assert_array_equal(pipe.cluster_embeddings(), R)
+    want = LatentClusterer(**pipe.clusterer_params(42)).fit(R).labels_
+    np.testing.assert_array_equal(pipe.cluster_ids(42), want)
+    backbone_space = Pipeline(cfg.replace(cluster_space="backbone"), backbone=DummyBackbone(),
+                              retrieval=DummyEmbedder(dim=24, seed=5), cache_dir=tmp_path / "c", progress=False)
+    assert backbone_space._cluster_dir(42) != pipe._cluster_dir(42)  # separate cache entries
+
+
+def test_coverage_page_reports_cluster_health(tmp_path):
+    pipe = make(tmp_path, selectors=("dpp", "dpp+ucs"), clustering="kmeans")
+    res = pipe.run()
+    assert set(res.health) == {"42", "43"}
+    h = res.health["42"]
+    assert h.n_items == len(pipe.dataset.pool) and h.ami is not None
+    page = (tmp_path / "out" / "coverage.md").read_text()
+    assert "Cluster health" in page and "label AMI" in page
+    saved = json.loads((tmp_path / "out" / "coverage.json").read_text())["cluster_health"]["42"]
+    assert saved["largest_fraction"] == pytest.approx(h.largest_fraction)
+
+
+def test_prior_carries_the_relevance_setting(tmp_path):
+    pipe = make(tmp_path, relevance="candidates", clustering="kmeans")
+    assert pipe.prior("dpp+ucs", 42).relevance == "candidates"
+    assert make(tmp_path).prior("dpp+ucs", 42).relevance == "none"

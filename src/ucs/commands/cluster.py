@@ -13,7 +13,11 @@ def register(app: typer.Typer) -> None:
     def cluster(
         embeddings: Path = typer.Argument(..., exists=True, dir_okay=False, help="Embedding matrix (.npy, n × d)."),
         out: Path = typer.Argument(..., file_okay=False, help="Directory for the fitted clusterer and labels."),
-        method: str = typer.Option("dict_dbscan", help="dict_dbscan | dbscan | dict_argmax"),
+        method: str = typer.Option(
+            "dict_dbscan", help="dict_dbscan (the paper's) | dbscan | dict_argmax | dict_kmeans | kmeans | dict_hdbscan | auto"),
+        n_clusters: Optional[int] = typer.Option(None, "--n-clusters", help="k of the k-means methods (default ⌈√N⌉)."),
+        labels: Optional[Path] = typer.Option(
+            None, "--labels", exists=True, dir_okay=False, help="Gold labels (.npy, one per row) to score the clusters (AMI, purity)."),
         q: float = typer.Option(0.01, "--q", help="Quantile of k-NN distances used as DBSCAN eps."),
         k: int = typer.Option(20, "--k", help="k of the k-NN distances."),
         min_samples: int = typer.Option(1, help="DBSCAN min_samples."),
@@ -39,6 +43,7 @@ def register(app: typer.Typer) -> None:
             coding=coding,
             standardize=standardize,
             backend=backend,
+            n_clusters=n_clusters,
             random_state=seed,
         )
         try:
@@ -47,7 +52,15 @@ def register(app: typer.Typer) -> None:
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(2)
         c.save(out)
-        md = c.report().to_markdown()
+        y = None if labels is None else load_npy(labels)
+        if y is not None and y.shape != (E.shape[0],):
+            typer.echo(f"error: --labels has shape {y.shape}; expected one label per row ({E.shape[0]},)", err=True)
+            raise typer.Exit(2)
+        health = c.health(y)
+        md = f"- health: {health.line()}\n" + c.report(y=y).to_markdown()
         atomic_write_text(out / "report.md", md + "\n")
-        typer.echo(f"{c.n_clusters_} clusters over {E.shape[0]} items (eps={c.eps_}); saved to {out}")
+        chosen = f", chosen by auto: {c.auto_choice_.chosen}" if c.auto_choice_ is not None else ""
+        typer.echo(f"{c.n_clusters_} clusters over {E.shape[0]} items ({c.chosen_method_}, eps={c.eps_}{chosen}); saved to {out}")
         typer.echo(md)
+        if health.warning():
+            typer.echo(f"warning: {health.warning()}", err=True)

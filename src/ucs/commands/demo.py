@@ -18,6 +18,26 @@ label likelihood, and prints a chosen prompt, the coverage diagnostics and the a
 """
 
 
+def clustering_text(cfg: Any) -> str:
+    """``dict_dbscan, q = 0.01`` / ``kmeans, k = ⌈√N⌉`` / ``kmeans, k = 40``: the clustering in a few words."""
+    text = cfg.clustering
+    if cfg.clustering in ("dict_dbscan", "dbscan"):
+        text += f", q = {cfg.dbscan_q}, min_samples = {cfg.min_samples}"
+    elif cfg.clustering in ("dict_kmeans", "kmeans"):
+        text += ", k = " + ("⌈√N⌉" if cfg.n_clusters is None else str(cfg.n_clusters))
+    return text + ("" if cfg.cluster_space == "backbone" else f", {cfg.cluster_space} space")
+
+
+def echo_health(ids: Any, labels: Any = None) -> None:
+    """Print the cluster-health line (SPEC §8) and a warning when one cluster holds over a quarter of the pool."""
+    from ucs.clustering import cluster_health
+
+    h = cluster_health(ids, labels)
+    typer.echo(f"health: {h.line()}")
+    if h.warning():
+        typer.echo(f"warning: {h.warning()}", err=True)
+
+
 def _echo_rule(title: str) -> None:
     typer.echo(f"\n== {title} " + "=" * max(3, 70 - len(title)))
 
@@ -38,17 +58,19 @@ def run_demo(
     cache_dir: Optional[Path] = None,
     show_prompts: int = 1,
     backbone_obj: Any = None,
+    clustering: Optional[str] = None,
 ) -> Any:
     """Run the demo and print it; returns the :class:`~ucs.pipeline.PipelineResult`."""
     from ucs.evaluation.prompts import PromptBuilder, format_for_task
     from ucs.pipeline import Pipeline, PipelineConfig
 
-    options = dict(lam=lam, dbscan_q=dbscan_q, estimator=estimator)
-    cfg = PipelineConfig(
-        dataset=dataset, data_dir=data_dir, backbone=backbone, engine=engine, selectors=selectors, budget=budget,
-        n_runs=runs, test_size=queries, mode="likelihood", retrieval_embedder="backbone", preset="demo",
+    options = dict(lam=lam, dbscan_q=dbscan_q, estimator=estimator, clustering=clustering)
+    # the default preset's method settings; retrieval by the backbone itself, so the demo needs no extra model
+    cfg = PipelineConfig.from_preset(
+        "default", dataset=dataset, data_dir=data_dir, backbone=backbone, engine=engine, selectors=selectors,
+        budget=budget, n_runs=runs, test_size=queries, mode="likelihood", retrieval_embedder="backbone",
         **{k: v for k, v in options.items() if v is not None},
-    )
+    ).replace(preset="demo")
     tmp = None
     if out is None:
         tmp = tempfile.TemporaryDirectory(prefix="ucs-demo-")
@@ -68,13 +90,14 @@ def run_demo(
                    f"in {time.perf_counter() - t0:.1f} s (cache: {pipe.embedding_cache.root})")
 
         seed = cfg.run_seeds[0]
-        _echo_rule(f"2. latent clusters (seed {seed}, q = {cfg.dbscan_q})")
+        _echo_rule(f"2. latent clusters (seed {seed}, {clustering_text(cfg)})")
         t0 = time.perf_counter()
         ids = pipe.cluster_ids(seed)
         sizes = np.bincount(ids)
         largest = np.sort(sizes)[::-1][:8].tolist()
         typer.echo(f"{sizes.size} clusters in {time.perf_counter() - t0:.1f} s; singletons {int((sizes == 1).sum())}; "
                    f"largest sizes {largest}")
+        echo_health(ids, [ds.label_names[int(y)] for y in ds.pool.labels])
 
         _echo_rule("3. selection + ICL evaluation (likelihood of every label)")
         result = pipe.run(out)
@@ -126,11 +149,13 @@ def register(app: typer.Typer) -> None:
         lam: Optional[float] = typer.Option(None, "--lam", help="UCS weight λ."),
         dbscan_q: Optional[float] = typer.Option(None, "--dbscan-q", help="Clustering quantile q."),
         estimator: Optional[str] = typer.Option(None, "--estimator", help="Unseen estimator (paper, binomial, ...)."),
+        clustering: Optional[str] = typer.Option(
+            None, "--clustering", help="Latent clustering (default: the default preset's; dict_dbscan is the paper's)."),
         out: Optional[Path] = typer.Option(None, "--out", "-o", help="Keep the run's files here (default: temporary)."),
         cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help="Embedding/cluster cache."),
     ) -> None:
         try:
             run_demo(dataset, None if data_dir is None else str(data_dir), model, engine, selectors, queries, budget,
-                     runs, lam, dbscan_q, estimator, out, cache_dir)
+                     runs, lam, dbscan_q, estimator, out, cache_dir, clustering=clustering)
         except ValueError as exc:
             raise typer.BadParameter(str(exc)) from None

@@ -72,6 +72,14 @@ def register(app: typer.Typer) -> None:
         dbscan_q: Optional[float] = typer.Option(None, "--dbscan-q", help="Clustering quantile q."),
         q_by: Optional[List[str]] = typer.Option(None, "--q-by", help="Per-selector q, e.g. dpp=0.1."),
         design: Optional[str] = typer.Option(None, "--design", help="full | seen_only | unseen_only | ratio."),
+        clustering: Optional[str] = typer.Option(
+            None, "--clustering",
+            help="Latent clustering: kmeans (default preset) | dict_kmeans | dict_hdbscan | auto | dict_dbscan (paper) | dbscan | dict_argmax."),
+        n_clusters: Optional[int] = typer.Option(None, "--n-clusters", help="k of the k-means clusterings (default ⌈√N⌉)."),
+        cluster_space: Optional[str] = typer.Option(
+            None, "--cluster-space", help="Embeddings clustered: retrieval (default preset) | backbone (paper)."),
+        relevance: Optional[str] = typer.Option(
+            None, "--relevance", help="Coverage weighting of query-dependent UCS forms: candidates (default preset) | none (paper)."),
         retrieval: Optional[str] = typer.Option(
             None, "--retrieval", help="backbone | all-minilm-l6-v2 | all-mpnet-base-v2 | sentence-transformers dir."
         ),
@@ -109,6 +117,7 @@ def register(app: typer.Typer) -> None:
                 dataset=dataset, data_dir=None if data_dir is None else str(data_dir), backbone=model, engine=engine,
                 selectors=selectors, budget=budget, n_runs=runs, test_size=test_size, mode=mode,
                 estimator=estimator, lam=lam, dbscan_q=dbscan_q, design=design, retrieval_embedder=retrieval,
+                clustering=clustering, n_clusters=n_clusters, cluster_space=cluster_space, relevance=relevance,
                 device=device, dtype=dtype, n_gpu_layers=n_gpu_layers, seed=seed, mdl_scorer=mdl_scorer,
                 lam_by_selector=_parse_overrides(lam_by, "--lam-by") or None,
                 dbscan_q_by_selector=_parse_overrides(q_by, "--q-by") or None,
@@ -130,5 +139,9 @@ def register(app: typer.Typer) -> None:
         finally:
             ex.close()
         typer.echo(result.to_markdown())
+        for seed, h in result.health.items():
+            typer.echo(f"cluster health (seed {seed}): {h.line()}")
+            if h.warning():
+                typer.echo(f"warning: {h.warning()}", err=True)
         status = json.loads((Path(out) / "manifest.json").read_text(encoding="utf-8")).get("status")
         typer.echo(f"results: {Path(out) / 'results.md'} (+ results.json, coverage.md/json); status: {status}")

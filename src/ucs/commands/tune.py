@@ -13,6 +13,11 @@ A seeded fraction of the POOL becomes the validation queries (the test split is 
 choose from the rest of the pool; the criterion is ICL accuracy (likelihood mode unless --mode). Embeddings
 come from the cache and every q is a re-cut of one clustering per run seed. Writes tune.md / tune.json, and
 chosen.json + tuned_config.json (use: ucs evaluate --config OUT/tuned_config.json ...).
+
+With --variants, choose among whole settings instead (clustering method, cluster space, estimator, relevance):
+--variants "paper:clustering=dict_dbscan;km:clustering=kmeans,cluster_space=retrieval,estimator=binomial".
+Each variant's UCS methods are scored by their gain over their base selectors on the same validation queries;
+writes variants.md / variants.json and tuned_config.json.
 """
 
 
@@ -46,6 +51,10 @@ def register(app: typer.Typer) -> None:
         out: Path = typer.Option(..., "--out", "-o", help="Output folder (rerun to resume)."),
         cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help="Embedding/cluster cache (default ~/.cache/ucs)."),
         progress: bool = typer.Option(False, "--progress/--no-progress", help="Progress bars of the runner."),
+        variants: Optional[str] = typer.Option(
+            None, "--variants",
+            help="Choose among named settings instead of the q × λ grid: 'NAME:KEY=VALUE,...;NAME:...'.",
+        ),
     ) -> None:
         from ucs.commands.evaluate import build_config
         from ucs.experiments.tune import tune
@@ -58,6 +67,14 @@ def register(app: typer.Typer) -> None:
             )
             if val_size is None:
                 cfg = cfg.replace(test_size=None)
+            if variants is not None:
+                from ucs.experiments.tune import parse_variants, tune_variants, variants_markdown
+
+                result = tune_variants(cfg, out, parse_variants(variants), val_fraction=val_fraction,
+                                       val_seed=val_seed, limit=limit, cache_dir=cache_dir, progress=progress)
+                typer.echo(variants_markdown(result))
+                typer.echo(f"chosen: {result.chosen['variant']}; full configuration: {out / 'tuned_config.json'}")
+                return
             result = tune(cfg, out, q_grid=_floats(q_grid, "--q-grid"), lam_grid=_floats(lam_grid, "--lam-grid"),
                           val_fraction=val_fraction, val_seed=val_seed, limit=limit, cache_dir=cache_dir,
                           progress=progress)

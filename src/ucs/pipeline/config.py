@@ -32,6 +32,10 @@ METHODS = ("random", "topk", "topk+ucs", "dpp", "dpp+ucs", "mdl", "mdl+ucs", "vo
 MODE_ALIASES = {"generate": "greedy", "generate-strict": "greedy-strict"}
 #: Retrieval embedder meaning "the backbone's own embeddings, ℓ2-normalised" (SPEC §1).
 BACKBONE_RETRIEVAL = "backbone"
+#: What the latent clusters are computed on: the backbone's embeddings (the paper) or the retrieval embedder's.
+CLUSTER_SPACES = ("backbone", "retrieval")
+#: Settings added after results were first published: left out of the results' key while at these values.
+_LATE_DEFAULTS = {"n_clusters": None, "hdbscan_min_cluster_size": 5, "cluster_space": "backbone", "relevance": "none"}
 
 _SUFFIXES = ("+ucs", "_ucs", "-ucs", "_sgt")
 
@@ -123,12 +127,19 @@ class PipelineConfig:
     budget, candidate_num, dpp_scale_factor, votek_k, mdl_select_time, mdl_scorer
         Selector settings (paper Table 8). ``mdl_scorer="backbone"`` scores MDL with the ICL model.
     clustering, pca_dim, dict_n_atoms, dict_coding, dict_ridge_alpha, dict_omp_nonzeros, dict_tau,
-    dict_max_iter, dict_batch_size, dbscan_k, dbscan_q, min_samples, standardize
-        :class:`ucs.clustering.LatentClusterer` settings (``clustering`` is its ``method``). ``dict_tau`` is
-        recorded for parity with the paper's table; the clusterer has no such parameter.
-    estimator, lam, t, bin_size, alpha, integer, design, corpus_prior
+    dict_max_iter, dict_batch_size, dbscan_k, dbscan_q, min_samples, standardize, n_clusters,
+    hdbscan_min_cluster_size
+        :class:`ucs.clustering.LatentClusterer` settings (``clustering`` is its ``method``: the paper's
+        ``dict_dbscan``, ``dbscan``, ``dict_argmax``, or ``dict_kmeans``, ``kmeans``, ``dict_hdbscan``,
+        ``auto``). ``dict_tau`` is recorded for parity with the paper's table; the clusterer has no such
+        parameter.
+    cluster_space : str
+        Which embeddings are clustered: ``backbone`` (the paper: the ICL model's own) or ``retrieval`` (the
+        retrieval embedder's, ℓ2-normalised).
+    estimator, lam, t, bin_size, alpha, integer, design, corpus_prior, relevance
         The UCS prior: unseen estimator, weight ``λ``, expansion ``t``, truncation ``M``, offset ``α``,
-        integer floor, score design, corpus-level prior of VoteK+UCS.
+        integer floor, score design, corpus-level prior of VoteK+UCS, and whether query-dependent selectors
+        weigh coverage by the query's own candidates (``relevance``, :class:`ucs.selectors.UCSPrior`).
     joint_backbones : tuple of str
         Extra backbones whose pool embeddings join this backbone's in a joint dictionary
         (:class:`ucs.clustering.JointLatentClusterer`, paper §5.1); empty (default) = single-source clusters.
@@ -180,6 +191,9 @@ class PipelineConfig:
     dbscan_q: float = 0.01
     min_samples: int = 1
     standardize: bool = False
+    n_clusters: Optional[int] = None
+    hdbscan_min_cluster_size: int = 5
+    cluster_space: str = "backbone"
     estimator: str = "paper"
     lam: float = 0.1
     t: float = 5.0
@@ -188,6 +202,7 @@ class PipelineConfig:
     integer: bool = False
     design: str = "full"
     corpus_prior: str = "good_turing"
+    relevance: str = "none"
     joint_backbones: Tuple[str, ...] = ()
     joint_iter: int = 5
     lam_by_selector: Dict[str, float] = field(default_factory=dict)
@@ -258,8 +273,19 @@ class PipelineConfig:
             raise ValueError(f"joint_backbones must be backbone names (e.g. ['gemma3']); got {self.joint_backbones!r}")
         if self.joint_backbones and self.clustering == "dbscan":
             raise ValueError("joint_backbones needs a dictionary: set clustering to 'dict_dbscan' or 'dict_argmax'")
-        if self.clustering not in ("dict_dbscan", "dbscan", "dict_argmax"):
-            raise ValueError(f"clustering must be 'dict_dbscan', 'dbscan' or 'dict_argmax'; got {self.clustering!r}")
+        from ucs.clustering.estimator import METHODS as CLUSTERINGS, RAW_METHODS
+        from ucs.selectors.prior import RELEVANCE
+
+        if self.clustering not in CLUSTERINGS:
+            raise ValueError(f"clustering must be one of {', '.join(CLUSTERINGS)}; got {self.clustering!r}")
+        if self.joint_backbones and self.clustering in RAW_METHODS:
+            raise ValueError(f"joint_backbones needs a dictionary: clustering={self.clustering!r} has none")
+        if self.cluster_space not in CLUSTER_SPACES:
+            raise ValueError(f"cluster_space must be one of {', '.join(CLUSTER_SPACES)}; got {self.cluster_space!r}")
+        if self.relevance not in RELEVANCE:
+            raise ValueError(f"relevance must be one of {', '.join(RELEVANCE)}; got {self.relevance!r}")
+        _check_int(self.n_clusters, "n_clusters", 1, allow_none=True)
+        _check_int(self.hdbscan_min_cluster_size, "hdbscan_min_cluster_size", 2)
         if self.dict_coding not in ("ridge", "omp"):
             raise ValueError(f"dict_coding must be 'ridge' or 'omp'; got {self.dict_coding!r}")
         if self.design not in ("full", "seen_only", "unseen_only", "ratio"):
@@ -366,6 +392,9 @@ class PipelineConfig:
             d.pop(k, None)
         if self.dtype is None:  # runs made before the setting existed keep their key
             d.pop("dtype", None)
+        for k, v in _LATE_DEFAULTS.items():  # runs made before these settings existed keep their key
+            if d.get(k) == v:
+                d.pop(k, None)
         if not self.joint_backbones:  # single-source runs keep the key they had before joint clustering existed
             d.pop("joint_backbones", None)
             d.pop("joint_iter", None)

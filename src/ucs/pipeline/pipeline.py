@@ -48,10 +48,12 @@ __all__ = ["Pipeline", "PipelineResult"]
 class PipelineResult:
     """What :meth:`Pipeline.run` returns: the evaluation result plus the coverage diagnostics."""
 
-    def __init__(self, evaluation: Any, coverage: Dict[str, Dict[str, Dict[str, float]]], out_dir: Path) -> None:
+    def __init__(self, evaluation: Any, coverage: Dict[str, Dict[str, Dict[str, float]]], out_dir: Path,
+                 health: Optional[Dict[str, Any]] = None) -> None:
         self.evaluation = evaluation
         self.coverage = coverage
         self.out_dir = out_dir
+        self.health = health or {}  # run seed → ClusterHealth of the run's clustering
 
     @property
     def summary(self) -> dict:
@@ -330,11 +332,21 @@ class Pipeline:
             "min_samples": c.min_samples,
             "standardize": c.standardize,
             "random_state": int(seed),
+            # added later: only when set, so the cache keys of earlier clusterings stay put
+            **({"n_clusters": c.n_clusters} if c.n_clusters is not None else {}),
+            **({"hdbscan_min_cluster_size": c.hdbscan_min_cluster_size} if c.hdbscan_min_cluster_size != 5 else {}),
         }
+
+    def cluster_embeddings(self) -> np.ndarray:
+        """The matrix the latent clusters are computed on: the backbone's pool embeddings (the paper) or,
+        with ``cluster_space="retrieval"``, the retrieval embeddings (ℓ2-normalised), shape (N, d)."""
+        if self.config.cluster_space == "retrieval":
+            return self.retrieval_pool()
+        return self.pool_embeddings()
 
     def _cluster_dir(self, seed: int) -> Path:
         if "emb_hash" not in self._memo:
-            self._memo["emb_hash"] = hash_array(self.pool_embeddings())
+            self._memo["emb_hash"] = hash_array(self.cluster_embeddings())
         spec: Dict[str, Any] = {"emb": self._memo["emb_hash"], "params": self.clusterer_params(seed)}
         if self.config.joint_backbones:
             spec["joint"] = {"emb": [hash_array(E) for E in self.joint_embeddings()],
@@ -358,12 +370,13 @@ class Pipeline:
             t0 = time.perf_counter()
             if self.distributed and self.config.joint_backbones:
                 raise ValueError("joint_backbones (a joint dictionary) runs in-process only; use executor=None")
+            eps_method = self.config.clustering in ("dict_dbscan", "dbscan")
             if self.config.joint_backbones:
                 from ucs.clustering import JointLatentClusterer
 
-                Es = [self.pool_embeddings(), *self.joint_embeddings()]
+                Es = [self.cluster_embeddings(), *self.joint_embeddings()]
                 est = JointLatentClusterer(**self.clusterer_params(seed), joint_iter=self.config.joint_iter).fit(Es)
-            elif self.distributed:
+            elif self.distributed and eps_method and self.config.cluster_space == "backbone":
                 from ucs.distributed import cluster_pool
 
                 self.pool_embeddings()
@@ -374,7 +387,8 @@ class Pipeline:
             else:
                 from ucs.clustering import LatentClusterer
 
-                est = LatentClusterer(**self.clusterer_params(seed)).fit(self.pool_embeddings())
+                # in-process; also the executor path's for methods without a sharded form (same labels)
+                est = LatentClusterer(**self.clusterer_params(seed)).fit(self.cluster_embeddings())
             self._timed("clustering_fit", t0)
             self._memo[memo] = est
             d = self._cluster_dir(seed)
@@ -382,8 +396,18 @@ class Pipeline:
             atomic_write_json(d / "meta.json", {
                 "params": self.clusterer_params(seed), "eps": getattr(est, "eps_", None),
                 "n_clusters": int(est.n_clusters_), "timings": getattr(est, "timings_", {}),
+                "chosen_method": getattr(est, "chosen_method_", self.config.clustering),
+                "auto_choice": None if getattr(est, "auto_choice_", None) is None else est.auto_choice_.to_dict(),
             })
         return self._memo[memo]
+
+    def cluster_meta(self, seed: int) -> Dict[str, Any]:
+        """What the cluster cache recorded about run ``seed``'s clustering (parameters, eps, the method
+        ``auto`` chose); fits the clustering first when it is not cached."""
+        path = self._cluster_dir(seed) / "meta.json"
+        if not path.is_file():
+            self.clusterer(seed)
+        return json.loads(path.read_text(encoding="utf-8"))
 
     def cluster_ids(self, seed: int, q: Optional[float] = None) -> np.ndarray:
         """Cluster id of every pool item for run ``seed`` at quantile ``q`` (default ``config.dbscan_q``).
@@ -400,7 +424,7 @@ class Pipeline:
             ids = load_npy(path).astype(np.int64)
         else:
             est = self.clusterer(seed, q)
-            if q == float(self.config.dbscan_q) or self.distributed:
+            if q == float(self.config.dbscan_q) or self.distributed or getattr(est, "kth_distances_", 1) is None:
                 ids = np.asarray(est.labels_, dtype=np.int64)
             else:
                 t0 = time.perf_counter()
@@ -424,6 +448,7 @@ class Pipeline:
             lam=c.lam_for(method),
             design=c.design,
             corpus_prior=c.corpus_prior,
+            relevance=c.relevance,
             **c.estimator_params(),
         )
 
@@ -608,10 +633,29 @@ class Pipeline:
         self._timed("evaluate", t0)
         n_q = int(result.summary.get("n_queries_requested", 0))
         cov = self.coverage_table(result.summary["methods"].keys(), n_q)
-        atomic_write_json(out / "coverage.json", {"n_queries": n_q, "coverage": cov})
-        atomic_write_text(out / "coverage.md", coverage_markdown(cov))
+        health = {str(s): self.cluster_health(s) for s in self.config.run_seeds}
+        atomic_write_json(out / "coverage.json", {"n_queries": n_q, "coverage": cov,
+                                                  "cluster_health": {k: h.to_dict() for k, h in health.items()}})
+        atomic_write_text(out / "coverage.md", health_markdown(health) + "\n" + coverage_markdown(cov))
         atomic_write_json(out / "pipeline" / "timings.json", self.timings)
-        return PipelineResult(result, cov, out)
+        return PipelineResult(result, cov, out, health)
+
+    def cluster_health(self, seed: int) -> Any:
+        """:class:`~ucs.clustering.ClusterHealth` of run ``seed``'s clustering against the pool's labels."""
+        from ucs.clustering import cluster_health
+
+        ds = self.dataset
+        return cluster_health(self.cluster_ids(seed), [ds.label_names[int(y)] for y in ds.pool.labels])
+
+
+def health_markdown(health: Dict[str, Any]) -> str:
+    """Cluster health of each run seed as a short markdown section (with the giant-cluster warning)."""
+    lines = ["Cluster health of each run's clustering (SPEC §8):", ""]
+    for seed, h in health.items():
+        lines.append(f"- seed {seed}: {h.line()}")
+        if h.warning():
+            lines.append(f"  - **warning:** {h.warning()}")
+    return "\n".join(lines) + "\n"
 
 
 def _same(obj: Any) -> Any:
