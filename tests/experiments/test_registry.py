@@ -9,7 +9,7 @@ from ucs.experiments.spec import Experiment
 
 EXPECTED = {"main_table", "bbeh_table", "coverage_exposure", "cluster_sizes", "joint_dictionary", "sensitivity_tm",
             "sensitivity_budget", "ablation_embedding", "ablation_clustering", "ablation_design", "ablation_rarity",
-            "runtime", "estimator_study"}
+            "runtime", "estimator_study", "coverage_health", "healthy_ucs"}
 
 
 def test_every_issue_item_is_a_registered_experiment_in_paper_order():

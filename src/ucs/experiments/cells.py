@@ -205,8 +205,8 @@ def _audit_entry(ids: np.ndarray, c: int, labels: List[str], texts: List[str], n
 
 
 def run_clusters(cell: Cell, ctx: CellContext) -> Dict[str, Any]:
-    """Cluster-size distribution (every run seed) and the qualitative audit (first run seed)."""
-    from ucs.clustering import cluster_report
+    """Cluster-size distribution and health (every run seed) and the qualitative audit (first run seed)."""
+    from ucs.clustering import cluster_health, cluster_report
 
     d = ctx.cell_dir(cell)
     key = _cell_key(cell, ctx)
@@ -227,6 +227,7 @@ def run_clusters(cell: Cell, ctx: CellContext) -> Dict[str, Any]:
             "n_items": rep.n_items, "n_clusters": rep.n_clusters, "n_singletons": rep.n_singletons,
             "purity": rep.purity, "items_by_size": {str(k): v for k, v in rep.items_by_size.items()},
             "largest_sizes": rep.largest_sizes,
+            "health": cluster_health(ids, np.asarray(labels, dtype=object)).to_dict(),
         }
         if i == 0:
             n_members = int(o.get("audit_members", 5))
@@ -318,7 +319,38 @@ def run_runtime(cell: Cell, ctx: CellContext) -> Dict[str, Any]:
     return {"dir": str(d), "offline": offline, "online": online, "n_queries": len(queries), "computed": computed}
 
 
-RUNNERS = {"accuracy": run_accuracy, "coverage": run_coverage, "clusters": run_clusters, "runtime": run_runtime}
+def run_health(cell: Cell, ctx: CellContext) -> Dict[str, Any]:
+    """Cluster health (SPEC §8) of the cell's clustering for every run seed, against the pool's labels,
+    with the size spectrum (all sizes, descending) of the first seed and what ``auto`` chose."""
+    from ucs.clustering import cluster_health
+
+    d = ctx.cell_dir(cell)
+    key = _cell_key(cell, ctx)
+    hit = _cached(d / "cell.json", key)
+    if hit is not None:
+        return {**hit, "computed": False}
+    pipe = ctx.pipeline(cell, None)
+    ds = pipe.dataset
+    y = np.asarray([ds.label_names[int(v)] for v in ds.pool.labels], dtype=object)
+    per_seed: Dict[str, Any] = {}
+    sizes: List[int] = []
+    for i, seed in enumerate(cell.config.run_seeds):
+        t0 = time.perf_counter()
+        ids = pipe.cluster_ids(seed)
+        h = cluster_health(ids, y)
+        meta = pipe.cluster_meta(seed)
+        auto = meta.get("auto_choice")
+        per_seed[str(seed)] = {**h.to_dict(), "seconds": time.perf_counter() - t0,
+                               "chosen": None if auto is None else auto["chosen"]}
+        if i == 0:
+            sizes = sorted(np.bincount(ids).tolist(), reverse=True)
+    result = {"per_seed": per_seed, "sizes": sizes, "n_pool": int(len(y))}
+    atomic_write_json(d / "cell.json", {"key": key, "result": result})
+    return {**result, "computed": True}
+
+
+RUNNERS = {"accuracy": run_accuracy, "coverage": run_coverage, "clusters": run_clusters, "health": run_health,
+           "runtime": run_runtime}
 
 
 def run_cell(kind: str, cell: Cell, ctx: CellContext) -> Dict[str, Any]:

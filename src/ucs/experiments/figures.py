@@ -9,7 +9,7 @@ import numpy as np
 
 from ucs.experiments.spec import Cell, Experiment
 
-__all__ = ["require_matplotlib", "cluster_sizes_figure", "variant_curve_figure", "figure_for"]
+__all__ = ["require_matplotlib", "cluster_sizes_figure", "health_spectra_figure", "variant_curve_figure", "figure_for"]
 
 
 def require_matplotlib() -> Any:
@@ -97,8 +97,33 @@ def variant_curve_figure(exp: Experiment, cells: Sequence[Cell], results: Sequen
     return out
 
 
+def health_spectra_figure(cells: Sequence[Cell], results: Sequence[Dict[str, Any]], path: "str | Path") -> Path:
+    """Rank–size spectra (every cluster's size, descending, log–log), one panel per dataset × backbone and one
+    line per clustering: a giant shows as a high first point, a sea of singletons as a long flat tail at 1."""
+    plt = require_matplotlib()
+    groups = list(dict.fromkeys((c.dataset, c.backbone) for c in cells))
+    fig, axes = plt.subplots(1, len(groups), figsize=(4.5 * len(groups), 3.6), squeeze=False)
+    for ax, (ds, bb) in zip(axes[0], groups):
+        for c, r in zip(cells, results):
+            if (c.dataset, c.backbone) == (ds, bb) and r.get("sizes"):
+                sizes = np.asarray(r["sizes"], dtype=float)
+                ax.plot(np.arange(1, sizes.size + 1), sizes, label=c.variant.label or c.variant.name, lw=1.2)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("cluster rank")
+        ax.set_ylabel("cluster size")
+        ax.set_title(f"{ds} / {bb}", fontsize=9)
+        ax.legend(fontsize=6)
+    fig.tight_layout()
+    out = _save(fig, Path(path))
+    plt.close(fig)
+    return out
+
+
 def figure_for(exp: Experiment, cells: Sequence[Cell], results: Sequence[Dict[str, Any]], path: "str | Path") -> Path:
     """The experiment's figure: cluster sizes for ``clusters`` experiments, a variant curve otherwise."""
     if exp.kind == "clusters":
         return cluster_sizes_figure(cells, results, path)
+    if exp.kind == "health":
+        return health_spectra_figure(cells, results, path)
     return variant_curve_figure(exp, cells, results, path)

@@ -15,7 +15,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-__all__ = ["COMMON", "TUNED_DBSCAN_Q", "TUNED_LAMBDA", "Preset", "PRESETS", "get_preset", "tuned"]
+__all__ = ["COMMON", "TUNED_DBSCAN_Q", "TUNED_LAMBDA", "DEFAULT_COVERAGE", "PAPER_COVERAGE", "COVERAGE_KEYS", "Preset",
+           "PRESETS", "get_preset", "tuned"]
 
 #: Paper Table 8 — common hyper-parameters.
 COMMON: dict[str, Any] = {
@@ -88,6 +89,22 @@ TUNED_LAMBDA: dict[tuple[str, str, str], float] = _table(
 )
 
 
+#: The project's candidate coverage settings (clustering, its space, estimator, relevance), measured against the
+#: paper's (``PAPER_COVERAGE``) by the ``healthy_ucs`` experiment.
+DEFAULT_COVERAGE: dict[str, Any] = {
+    "clustering": "kmeans",
+    "cluster_space": "retrieval",
+    "estimator": "binomial",
+    "relevance": "candidates",
+}
+#: The settings a coverage setting may fix (what ``DEFAULT_COVERAGE`` and the paper's ``COMMON`` say about it).
+COVERAGE_KEYS = ("clustering", "dbscan_q", "min_samples", "n_clusters", "hdbscan_min_cluster_size", "cluster_space",
+                 "estimator", "relevance")
+PAPER_COVERAGE: dict[str, Any] = {"clustering": "dict_dbscan", "dbscan_q": COMMON["dbscan_q"],
+                                  "min_samples": COMMON["min_samples"], "cluster_space": "backbone",
+                                  "estimator": "paper", "relevance": "none"}
+
+
 def tuned(backbone: str, selector: str, dataset: str) -> dict[str, float]:
     """The paper's tuned ``dbscan_q`` and ``lam`` for one combination.
 
@@ -139,8 +156,9 @@ PRESETS: dict[str, Preset] = {
         "Fits a 2-core CPU machine: the default method settings, SmolLM2-135M as backbone on the transformers "
         "engine (about 3x faster than llama.cpp at embedding and label scoring on CPU; the MiniLM retrieval "
         "embedder needs torch anyway), likelihood classification, 100 test queries and 3 runs.",
-        {**COMMON, "dict_coding": "ridge", "mdl_scorer": "backbone", "test_size": 100, "backbone": "smollm2",
-         "engine": "transformers", "mode": "likelihood", "retrieval_embedder": "all-minilm-l6-v2"},
+        {**COMMON, "dict_coding": "ridge", "mdl_scorer": "backbone", "test_size": 100,
+         "backbone": "smollm2", "engine": "transformers", "mode": "likelihood",
+         "retrieval_embedder": "all-minilm-l6-v2"},
     ),
 }
 

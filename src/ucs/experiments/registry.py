@@ -19,11 +19,11 @@ from ucs.experiments.spec import Experiment
 
 __all__ = ["ORDER", "experiments", "experiment_names", "get_experiment", "resolve_names", "load_experiment_file"]
 
-#: Listing order: the paper's order of tables and figures, then the new estimator study.
+#: Listing order: the paper's order of tables and figures, then the project's own studies.
 ORDER = (
     "main_table", "bbeh_table", "coverage_exposure", "cluster_sizes", "joint_dictionary", "sensitivity_tm",
     "sensitivity_budget", "ablation_embedding", "ablation_clustering", "ablation_design", "ablation_rarity",
-    "runtime", "estimator_study",
+    "runtime", "estimator_study", "coverage_health", "healthy_ucs",
 )
 
 

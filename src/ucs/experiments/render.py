@@ -177,6 +177,15 @@ def _clusters(exp: Experiment, cells: Sequence[Cell], results: Sequence[Dict[str
     lines += ["", "Counts are mean ± std over run seeds; the size columns are for the first run seed. Purity: "
               "fraction of pool items carrying their cluster's majority label.", ""]
     for c, r in zip(cells, results):
+        s0 = r["per_seed"][next(iter(r["per_seed"]))]
+        if s0.get("health"):  # cells computed before health existed have none
+            h = s0["health"]
+            lines.append(f"- health, {c.dataset} × `{c.backbone}` (first run seed): largest "
+                         f"{h['largest_fraction']:.3f} of the pool, singletons {h['singleton_fraction']:.3f}, "
+                         f"effective clusters {h['effective_clusters']:.1f}, label AMI {h['ami']:.3f}"
+                         + ("  **(one cluster holds over a quarter of the pool)**" if h["largest_fraction"] > 0.25 else ""))
+    lines.append("")
+    for c, r in zip(cells, results):
         a = r["audit"]
         lines += [f"## Audit: {c.dataset} × `{c.backbone}` (run seed {a['seed']})", ""]
         for title, entries in (("largest clusters", a["largest"]),
@@ -192,6 +201,38 @@ def _clusters(exp: Experiment, cells: Sequence[Cell], results: Sequence[Dict[str
                     lines.append(f"  - {text.replace('|', '/')} — *{lab}*")
             lines.append("")
     return lines
+
+
+def _health(exp: Experiment, cells: Sequence[Cell], results: Sequence[Dict[str, Any]], png: Optional[str]) -> List[str]:
+    """Cluster health of every (dataset, backbone, clustering) cell, mean over run seeds."""
+    lines = ["Per clustering (mean over run seeds): clusters, largest cluster as a fraction of the pool, "
+             "singleton fraction, effective number of clusters exp(H), and agreement with the gold intents "
+             "(AMI; purity). A coverage prior can only act on clusters that are neither one giant nor all "
+             "singletons; AMI says how much of the task's structure they carry.", ""]
+    if png:
+        lines += [f"![{exp.name}]({png})", ""]
+    lines += ["| dataset | backbone | clustering | clusters | largest | singletons | effective | AMI | purity | "
+              "fit s |", "|---|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for c, r in zip(cells, results):
+        seeds = list(r["per_seed"].values())
+
+        def mean(key: str) -> float:
+            return float(np.mean([s[key] for s in seeds]))
+
+        chosen = [s.get("chosen") for s in seeds if s.get("chosen")]
+        label = c.variant.label or c.variant.name
+        if chosen:
+            label += " → " + ", ".join(sorted({_chosen_text(x) for x in chosen}))
+        lines.append(f"| {c.dataset} | {c.backbone} | {label} | {mean('n_clusters'):.0f} | "
+                     f"{mean('largest_fraction'):.3f} | {mean('singleton_fraction'):.3f} | "
+                     f"{mean('effective_clusters'):.1f} | {mean('ami'):.3f} | {mean('purity'):.3f} | "
+                     f"{mean('seconds'):.1f} |")
+    return lines + [""]
+
+
+def _chosen_text(chosen: Dict[str, Any]) -> str:
+    extra = ", ".join(f"{k}={v}" for k, v in chosen.items() if k != "method")
+    return f"{chosen['method']}" + (f" ({extra})" if extra else "")
 
 
 def _runtime(exp: Experiment, cells: Sequence[Cell], results: Sequence[Dict[str, Any]]) -> List[str]:
@@ -238,6 +279,8 @@ def render(exp: Experiment, cells: Sequence[Cell], results: Sequence[Dict[str, A
         lines += _coverage(exp, cells, results)
     elif exp.kind == "clusters":
         lines += _clusters(exp, cells, results, png)
+    elif exp.kind == "health":
+        lines += _health(exp, cells, results, png)
     elif exp.kind == "runtime":
         lines += _runtime(exp, cells, results)
     return "\n".join(lines).rstrip() + "\n"

@@ -104,9 +104,9 @@ def estimate_cost(exp: Experiment, cell: Cell, n_test: Optional[int] = None, n_p
     n_mdl = sum(parse_method(m)[0] == "mdl" for m in cell.methods)
     if exp.kind != "runtime":  # MDL+UCS scores MDL's candidate subsets, which the score store answers once
         n_mdl = min(n_mdl, 1)
-    prompts = 0 if exp.kind in ("coverage", "clusters") else (None if nq is None else len(cell.methods) * c.n_runs * nq)
+    prompts = 0 if exp.kind in ("coverage", "clusters", "health") else (None if nq is None else len(cell.methods) * c.n_runs * nq)
     mdl = None if nq is None else n_mdl * c.n_runs * nq * c.mdl_select_time
-    if exp.kind == "clusters" or c.budget == 0:  # budget 0: MDL makes no LM call
+    if exp.kind in ("clusters", "health") or c.budget == 0:  # budget 0: MDL makes no LM call
         mdl = 0
     embed = [c.dataset, c.backbone, c.engine, c.layer, c.pooling, c.embed_normalize, *c.joint_backbones]
     # what MDL's candidate subsets and their scores depend on (not λ, the estimator or the clusters)

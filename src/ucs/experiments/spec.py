@@ -21,13 +21,28 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 __all__ = ["KINDS", "SIZE_PRESETS", "Variant", "Experiment", "Cell"]
 
-#: What a cell computes: ICL accuracy, coverage of selections, cluster statistics, or timings.
-KINDS = ("accuracy", "coverage", "clusters", "runtime")
+#: What a cell computes: ICL accuracy, coverage of selections, cluster statistics, cluster health, or timings.
+KINDS = ("accuracy", "coverage", "clusters", "health", "runtime")
 #: Size presets every experiment file defines.
 SIZE_PRESETS = ("paper", "cpu")
 _TOP_KEYS = ("name", "title", "paper_ref", "varies", "kind", "outputs", "description", "datasets", "selectors",
              "settings", "options", "variants", "presets")
 _PRESET_KEYS = ("pipeline_preset", "settings", "options", "datasets", "backbones", "selectors", "note")
+
+
+def _coverage_settings(settings: Dict[str, Any]) -> Dict[str, Any]:
+    """Expand ``"coverage": "default" | "paper"`` into that coverage setting's values (``DEFAULT_COVERAGE`` /
+    ``PAPER_COVERAGE`` of :mod:`ucs.experiments.presets`); the variant's other keys win."""
+    name = settings.pop("coverage", None)
+    if name is None:
+        return settings
+    from ucs.experiments.presets import DEFAULT_COVERAGE, PAPER_COVERAGE
+
+    table = {"default": DEFAULT_COVERAGE, "paper": PAPER_COVERAGE}
+    if name not in table:
+        raise ValueError(f"a variant's coverage must be one of {sorted(table)}; got {name!r}")
+    defaults = {"n_clusters": None, "hdbscan_min_cluster_size": 5, "relevance": "none", "cluster_space": "backbone"}
+    return {**defaults, **table[name], **settings}
 
 
 def _safe(text: str) -> str:
@@ -39,7 +54,8 @@ class Variant:
     """One setting of what an experiment varies.
 
     ``selectors``: ``None`` (all the experiment's methods), ``"base"`` / ``"ucs"`` (only the base / UCS
-    forms among them) or an explicit list. A settings value ``"@joint_with"`` is replaced by the other
+    forms among them) or an explicit list. ``settings["coverage"]`` (``"default"`` or ``"paper"``) stands for
+    that coverage setting's values. A settings value ``"@joint_with"`` is replaced by the other
     backbones of the experiment's joint set (the joint-dictionary experiment).
     """
 
@@ -189,7 +205,7 @@ class Experiment:
             ds_list, bb_list = ds_list[:1], bb_list[:1]
         opts = self.resolved_options(preset, backbones)
         base = PipelineConfig.from_preset(p.get("pipeline_preset", preset)).to_dict()
-        base.update(self.settings)
+        base.update(_coverage_settings(dict(self.settings)))
         base.update(dict(p.get("settings", {})))
         base.update(dict(overrides or {}))
         cells: List[Cell] = []
@@ -199,7 +215,7 @@ class Experiment:
                     methods = v.methods(methods_all)
                     if not methods:
                         continue
-                    settings = dict(v.settings)
+                    settings = _coverage_settings(dict(v.settings))
                     if settings.get("joint_backbones") == "@joint_with":
                         others = [b for b in opts["joint_with"] if b != bb]
                         if not others:

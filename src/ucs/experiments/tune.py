@@ -32,7 +32,7 @@ import numpy as np
 
 from ucs.utils.io import atomic_write_json, atomic_write_text
 
-__all__ = ["default_grids", "validation_split", "TuneResult", "tune"]
+__all__ = ["default_grids", "validation_split", "TuneResult", "tune", "tune_variants", "parse_variants"]
 
 
 def default_grids() -> Tuple[Tuple[float, ...], Tuple[float, ...]]:
@@ -242,3 +242,129 @@ def tune(
     tuned.to_json(out / "tuned_config.json")
     atomic_write_text(out / "tune.md", result.to_markdown())
     return result
+
+
+def parse_variants(spec: str) -> Dict[str, Dict[str, Any]]:
+    """``"paper:clustering=dict_dbscan;km:clustering=dict_kmeans,estimator=binomial"`` → named settings.
+
+    Values are read as JSON where they parse (numbers, ``null``, ``true``), else as strings.
+    """
+    out: Dict[str, Dict[str, Any]] = {}
+    for part in (p.strip() for p in str(spec).split(";")):
+        if not part:
+            continue
+        name, sep, body = part.partition(":")
+        if not sep or not name.strip():
+            raise ValueError(f"each variant must read NAME:KEY=VALUE[,KEY=VALUE...]; got {part!r}")
+        settings: Dict[str, Any] = {}
+        for kv in (x.strip() for x in body.split(",") if x.strip()):
+            k, eq, v = kv.partition("=")
+            if not eq or not k.strip():
+                raise ValueError(f"variant {name!r}: expected KEY=VALUE, got {kv!r}")
+            try:
+                settings[k.strip()] = json.loads(v)
+            except json.JSONDecodeError:
+                settings[k.strip()] = v.strip()
+        out[name.strip()] = settings
+    if not out:
+        raise ValueError(f"variants must name at least one NAME:KEY=VALUE setting; got {spec!r}")
+    return out
+
+
+def tune_variants(
+    config: Any,
+    out_dir: "str | Path",
+    variants: Dict[str, Dict[str, Any]],
+    *,
+    val_fraction: float = 0.1,
+    val_seed: int = 0,
+    limit: Optional[int] = None,
+    cache_dir: "str | Path | None" = None,
+    dataset: Any = None,
+    backbone: Any = None,
+    retrieval: Any = None,
+    progress: bool = False,
+) -> TuneResult:
+    """Choose among whole settings (clustering method, cluster space, estimator, relevance, ...) on a
+    validation split of the pool, the way :func:`tune` chooses ``q`` and ``λ``.
+
+    Every variant evaluates the UCS methods of ``config.selectors`` on the same validation queries; their
+    base selectors (which no variant setting changes unless it changes retrieval) are evaluated once per
+    variant folder and answered from the shared answer store. The criterion is the mean over the UCS methods
+    of each variant's accuracy **gain over its base selector**; ties go to the earlier variant, so list the
+    configuration's own settings first. The test split is never read.
+
+    Returns
+    -------
+    TuneResult
+        ``grid``: one row per (variant, method); ``chosen``: ``{"variant": name, "settings": {...}}``;
+        ``config``: ``config`` with the chosen settings. Writes ``variants.md``, ``variants.json`` and
+        ``tuned_config.json`` to ``out_dir``.
+    """
+    from ucs.pipeline import Pipeline
+    from ucs.pipeline.config import parse_method
+
+    out = Path(out_dir)
+    if not variants:
+        raise ValueError("variants must hold at least one named setting")
+    ucs_methods = [m for m in config.selectors if parse_method(m)[1]]
+    if not ucs_methods:
+        raise ValueError(f"selectors must include UCS methods such as 'dpp+ucs'; got {list(config.selectors)}")
+    methods = tuple(dict.fromkeys([parse_method(m)[0] for m in ucs_methods] + ucs_methods))
+    full = Pipeline(config, dataset=dataset, backbone=backbone, retrieval=retrieval, cache_dir=cache_dir,
+                    progress=False)
+    E = full.pool_embeddings()
+    R = full.retrieval_pool() if config.retrieval_embedder != "backbone" else None
+    val_ds, keep, val = validation_split(full.dataset, val_fraction, val_seed)
+    shared = dict(dataset=val_ds, backbone=full.backbone, retrieval=full._retrieval, cache_dir=full.cache_dir,
+                  pool_embeddings=E[keep], retrieval_embeddings=None if R is None else R[keep])
+    grid: List[Dict[str, Any]] = []
+    for name, settings in variants.items():
+        cfg = config.replace(**settings, selectors=methods)
+        res = Pipeline(cfg, progress=progress, **shared).run(out / "variants" / name, limit=limit)
+        summ = res.summary["methods"]
+        for m in ucs_methods:
+            base = parse_method(m)[0]
+            acc, ref = summ.get(m, {}).get("mean"), summ.get(base, {}).get("mean")
+            grid.append({"variant": name, "selector": m, "accuracy": acc, "base_accuracy": ref,
+                         "gain": None if acc is None or ref is None else acc - ref,
+                         "n_queries": summ.get(m, {}).get("n_queries"), "settings": dict(settings)})
+    scores = {n: float(np.mean([r["gain"] for r in grid if r["variant"] == n and r["gain"] is not None] or [-1.0]))
+              for n in variants}
+    best = max(variants, key=lambda n: (round(scores[n], 12), -list(variants).index(n)))
+    chosen = {"variant": best, "settings": dict(variants[best]), "mean_gain": scores[best]}
+    tuned = config.replace(**variants[best])
+    info = {"dataset": full.dataset.name, "val_fraction": float(val_fraction), "val_seed": int(val_seed),
+            "n_val_pool": int(len(val)), "n_pool": int(len(keep)), "selectors": list(ucs_methods),
+            "n_val_queries": int(max((r["n_queries"] or 0) for r in grid)), "mean_gain": scores}
+    result = TuneResult(grid, chosen, tuned, out, info)
+    atomic_write_json(out / "variants.json", {"info": info, "grid": grid, "chosen": chosen,
+                                              "config": config.to_dict()})
+    tuned.to_json(out / "tuned_config.json")
+    atomic_write_text(out / "variants.md", variants_markdown(result))
+    return result
+
+
+def variants_markdown(result: TuneResult) -> str:
+    """The variant comparison of :func:`tune_variants` as markdown."""
+    info = result.info
+    sels = info["selectors"]
+    lines = [f"# Choosing settings on a validation split of the {info['dataset']} pool", "",
+             f"- validation: {info['n_val_queries']} queries held out of the pool (fraction {info['val_fraction']}, "
+             f"seed {info['val_seed']}); selectors choose from the remaining {info['n_pool']} items; the test split "
+             "is never read",
+             f"- backbone `{result.config.backbone}`, mode `{result.config.mode}`, {result.config.n_runs} run(s); "
+             "criterion: mean gain of the UCS methods over their base selectors; ties go to the earlier variant", "",
+             "accuracy % of each UCS method (gain over its base in brackets)", "",
+             "| variant | settings | " + " | ".join(sels) + " | mean gain |", "|---|---|" + "---:|" * (len(sels) + 1)]
+    for name, gain in info["mean_gain"].items():
+        rows = {r["selector"]: r for r in result.grid if r["variant"] == name}
+        cells = []
+        for m in sels:
+            r = rows.get(m)
+            cells.append("—" if r is None or r["accuracy"] is None else
+                         f"{100 * r['accuracy']:.1f} ({100 * (r['gain'] or 0):+.1f})")
+        settings = ", ".join(f"{k}={v}" for k, v in next(iter(rows.values()))["settings"].items()) if rows else ""
+        mark = "**" if name == result.chosen["variant"] else ""
+        lines.append(f"| {mark}{name}{mark} | {settings} | " + " | ".join(cells) + f" | {100 * gain:+.2f} |")
+    return "\n".join(lines + ["", f"chosen: `{result.chosen['variant']}`", ""])

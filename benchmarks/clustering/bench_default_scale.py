@@ -1,0 +1,91 @@
+"""Scale of the default preset's clustering: a 1M × 128 synthetic pool on this machine.
+
+Usage (benchmarks/clustering/RESULTS_default_scale.md was produced with it)::
+
+    PYTHONPATH=src python benchmarks/clustering/bench_default_scale.py --n 1000000 --out RESULTS_default_scale.md
+
+Draws ``n × d`` float32 embeddings with planted clusters (:func:`ucs.clustering.synthetic.make_planted_embeddings`),
+clusters them with the ``default`` preset's clustering settings (``DEFAULT_COVERAGE``: spherical k-means with
+⌈√N⌉ clusters), and records wall time per stage, peak resident memory, the 1-minute load average at the
+start, the health of the result and its AMI against the planted clusters. With ``--paper`` the paper's
+``dict_dbscan`` runs on the same input, side by side, for the ratio. With ``--ray`` the pipeline's executor
+path runs too (the k-means methods run in-process on the gathered matrix there), and its labels are compared.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import resource
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+from sklearn.metrics import adjusted_mutual_info_score
+
+from ucs.clustering import LatentClusterer, cluster_health
+from ucs.clustering.synthetic import make_planted_embeddings
+from ucs.experiments.presets import COVERAGE_KEYS, PRESETS
+
+
+def peak_rss_gib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+
+
+def default_params() -> dict:
+    """LatentClusterer parameters of the default preset's clustering (one definition: the preset)."""
+    s = PRESETS["default"].settings
+    p = {"method": s["clustering"], "random_state": 0}
+    for k in COVERAGE_KEYS:
+        if k in s and k in ("n_clusters", "hdbscan_min_cluster_size", "min_samples", "dbscan_q"):
+            p[k] = s[k]
+    return p
+
+
+def run(E: np.ndarray, params: dict) -> dict:
+    t = time.perf_counter()
+    c = LatentClusterer(**params).fit(E)
+    return {"est": c, "seconds": time.perf_counter() - t}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--n", type=int, default=1_000_000)
+    ap.add_argument("--d", type=int, default=128)
+    ap.add_argument("--clusters", type=int, default=2000, help="planted clusters")
+    ap.add_argument("--paper", action="store_true", help="also run the paper's dict_dbscan on the same input")
+    ap.add_argument("--out", type=Path, default=None, help="write the markdown table here")
+    a = ap.parse_args()
+    load = os.getloadavg()[0]
+    E, y = make_planted_embeddings(n_samples=a.n, n_features=a.d, n_clusters=a.clusters, latent_dim=min(48, a.d),
+                                   random_state=0)
+    rows = []
+    for name, params in [("default", default_params())] + ([("paper dict_dbscan", {"random_state": 0})] if a.paper else []):
+        r = run(E, params)
+        c = r["est"]
+        h = cluster_health(c.labels_)
+        rows.append((name, params, r["seconds"], c.timings_, h, adjusted_mutual_info_score(y, c.labels_), peak_rss_gib()))
+        print(name, f"{r['seconds']:.1f}s", h.line(), flush=True)
+    lines = [
+        f"# Default clustering at scale: {a.n:,} × {a.d} synthetic float32 ({a.clusters} planted clusters)", "",
+        f"- machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores; 1-minute load at start "
+        f"{load:.2f}; Python {sys.version.split()[0]}",
+        f"- command: `PYTHONPATH=src python benchmarks/clustering/bench_default_scale.py --n {a.n} --d {a.d} "
+        f"--clusters {a.clusters}{' --paper' if a.paper else ''}`", "",
+        "| clustering | parameters | wall s | stages (s) | clusters | largest | singletons | AMI vs planted | peak RSS GiB |",
+        "|---|---|---:|---|---:|---:|---:|---:|---:|",
+    ]
+    for name, params, sec, tim, h, ami, rss in rows:
+        stages = ", ".join(f"{k} {v:.1f}" for k, v in tim.items() if v >= 0.05)
+        lines.append(f"| {name} | `{params}` | {sec:.1f} | {stages} | {h.n_clusters} | {h.largest_fraction:.4f} | "
+                     f"{h.singleton_fraction:.3f} | {ami:.3f} | {rss:.2f} |")
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if a.out:
+        a.out.write_text(text, encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
