@@ -10,6 +10,8 @@ from typing import Any, Optional
 import numpy as np
 import typer
 
+from ucs.commands._runs import FRESH_HELP, WAIT_HELP, run_folder
+
 HELP = """Run the whole pipeline on a small scale and show every stage.
 
 Embeds the pool with the ICL backbone (default SmolLM2-135M, offline), clusters it into latent clusters,
@@ -128,9 +130,11 @@ def register(app: typer.Typer) -> None:
         estimator: Optional[str] = typer.Option(None, "--estimator", help="Unseen estimator (paper, binomial, ...)."),
         out: Optional[Path] = typer.Option(None, "--out", "-o", help="Keep the run's files here (default: temporary)."),
         cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help="Embedding/cluster cache."),
+        wait: bool = typer.Option(False, "--wait", help=WAIT_HELP),
+        fresh: bool = typer.Option(False, "--fresh", "--overwrite", help=FRESH_HELP),
     ) -> None:
-        try:
+        import contextlib
+
+        with run_folder(out, wait=wait, fresh=fresh) if out is not None else contextlib.nullcontext():
             run_demo(dataset, None if data_dir is None else str(data_dir), model, engine, selectors, queries, budget,
                      runs, lam, dbscan_q, estimator, out, cache_dir)
-        except ValueError as exc:
-            raise typer.BadParameter(str(exc)) from None

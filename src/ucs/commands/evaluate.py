@@ -8,6 +8,8 @@ from typing import Any, Dict, List, Optional
 
 import typer
 
+from ucs.commands._runs import FRESH_HELP, WAIT_HELP, run_folder
+
 HELP = """Run the UCS pipeline on a dataset and write the results table (markdown + JSON).
 
 Stages: pool embeddings with the ICL backbone (cached) → latent clusters per run seed → retrieval
@@ -100,21 +102,20 @@ def register(app: typer.Typer) -> None:
         knn: str = typer.Option("exact", "--knn", help="exact | hnsw | ivf neighbour search of the sharded clustering (ray)."),
         progress: bool = typer.Option(True, "--progress/--no-progress", help="Show a progress bar."),
         print_config: bool = typer.Option(False, "--print-config", help="Print the resolved configuration and exit."),
+        wait: bool = typer.Option(False, "--wait", help=WAIT_HELP),
+        fresh: bool = typer.Option(False, "--fresh", "--overwrite", help=FRESH_HELP),
     ) -> None:
         from ucs.pipeline import Pipeline
 
-        try:
-            cfg = build_config(
-                preset, config_file,
-                dataset=dataset, data_dir=None if data_dir is None else str(data_dir), backbone=model, engine=engine,
-                selectors=selectors, budget=budget, n_runs=runs, test_size=test_size, mode=mode,
-                estimator=estimator, lam=lam, dbscan_q=dbscan_q, design=design, retrieval_embedder=retrieval,
-                device=device, dtype=dtype, n_gpu_layers=n_gpu_layers, seed=seed, mdl_scorer=mdl_scorer,
-                lam_by_selector=_parse_overrides(lam_by, "--lam-by") or None,
-                dbscan_q_by_selector=_parse_overrides(q_by, "--q-by") or None,
-            )
-        except ValueError as exc:
-            raise typer.BadParameter(str(exc)) from None
+        cfg = build_config(
+            preset, config_file,
+            dataset=dataset, data_dir=None if data_dir is None else str(data_dir), backbone=model, engine=engine,
+            selectors=selectors, budget=budget, n_runs=runs, test_size=test_size, mode=mode,
+            estimator=estimator, lam=lam, dbscan_q=dbscan_q, design=design, retrieval_embedder=retrieval,
+            device=device, dtype=dtype, n_gpu_layers=n_gpu_layers, seed=seed, mdl_scorer=mdl_scorer,
+            lam_by_selector=_parse_overrides(lam_by, "--lam-by") or None,
+            dbscan_q_by_selector=_parse_overrides(q_by, "--q-by") or None,
+        )
         if print_config:
             typer.echo(cfg.to_json())
             raise typer.Exit()
@@ -122,11 +123,10 @@ def register(app: typer.Typer) -> None:
 
         ex = _executor(executor, address, num_cpus)
         try:
-            with Pipeline(cfg, cache_dir=cache_dir, out_dir=out, progress=progress, executor=ex,
-                          shard_size=shard_size, knn=knn) as pipe:
+            with run_folder(out, wait=wait, fresh=fresh), \
+                    Pipeline(cfg, cache_dir=cache_dir, out_dir=out, progress=progress, executor=ex,
+                             shard_size=shard_size, knn=knn) as pipe:
                 result = pipe.run(out, limit=limit)
-        except ValueError as exc:
-            raise typer.BadParameter(str(exc)) from None
         finally:
             ex.close()
         typer.echo(result.to_markdown())

@@ -10,6 +10,8 @@ from typing import Any, Dict, List, Optional
 
 import typer
 
+from ucs.commands._runs import WAIT_HELP, run_folder
+
 HELP = """Run named experiments end to end and write <results-dir>/<name>.md (+ .png, + .manifest.json).
 
 Every evaluation cell is a resumable runner folder under --work-dir; embeddings and clusterings come from
@@ -60,6 +62,7 @@ def register(app: typer.Typer) -> None:
         settings: Optional[List[str]] = typer.Option(None, "--set", help="Any PipelineConfig setting, KEY=VALUE (repeatable)."),
         dry_run: bool = typer.Option(False, "--dry-run", help="Print the cells and their model-call estimates; run nothing."),
         progress: bool = typer.Option(False, "--progress/--no-progress", help="Progress bars of the runner."),
+        wait: bool = typer.Option(False, "--wait", help=WAIT_HELP),
     ) -> None:
         from ucs.experiments.registry import get_experiment, resolve_names
         from ucs.experiments.reproduce import ReproduceOptions, describe_cells, plan, reproduce
@@ -124,10 +127,8 @@ def register(app: typer.Typer) -> None:
                 f"over {n_embed} texts unless cached"
             )
             raise typer.Exit()
-        try:
+        with run_folder(work_dir, wait=wait):
             done = reproduce(names, opts, log=lambda s: typer.echo(s, err=True))
-        except ValueError as exc:
-            raise typer.BadParameter(str(exc)) from None
         for r in done:
             extra = f" + {r.figure_path}" if r.figure_path else ""
             typer.echo(f"{r.experiment.name}: {r.markdown_path}{extra} ({'computed' if r.computed else 'all cached'})")

@@ -7,6 +7,8 @@ from typing import List, Optional
 
 import typer
 
+from ucs.commands._runs import FRESH_HELP, WAIT_HELP, run_folder
+
 HELP = """Grid-search the clustering quantile q and the UCS weight λ of each UCS selector.
 
 A seeded fraction of the POOL becomes the validation queries (the test split is never read); the selectors
@@ -46,22 +48,23 @@ def register(app: typer.Typer) -> None:
         out: Path = typer.Option(..., "--out", "-o", help="Output folder (rerun to resume)."),
         cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help="Embedding/cluster cache (default ~/.cache/ucs)."),
         progress: bool = typer.Option(False, "--progress/--no-progress", help="Progress bars of the runner."),
+        wait: bool = typer.Option(False, "--wait", help=WAIT_HELP),
+        fresh: bool = typer.Option(False, "--fresh", "--overwrite", help=FRESH_HELP),
     ) -> None:
         from ucs.commands.evaluate import build_config
         from ucs.experiments.tune import tune
 
-        try:
-            cfg = build_config(
-                preset, config_file, dataset=dataset, data_dir=None if data_dir is None else str(data_dir),
-                backbone=model, mode=mode, n_runs=runs if runs is not None else 1, test_size=val_size,
-                retrieval_embedder=retrieval, selectors=selectors,
-            )
-            if val_size is None:
-                cfg = cfg.replace(test_size=None)
-            result = tune(cfg, out, q_grid=_floats(q_grid, "--q-grid"), lam_grid=_floats(lam_grid, "--lam-grid"),
+        cfg = build_config(
+            preset, config_file, dataset=dataset, data_dir=None if data_dir is None else str(data_dir),
+            backbone=model, mode=mode, n_runs=runs if runs is not None else 1, test_size=val_size,
+            retrieval_embedder=retrieval, selectors=selectors,
+        )
+        if val_size is None:
+            cfg = cfg.replace(test_size=None)
+        q_values, lam_values = _floats(q_grid, "--q-grid"), _floats(lam_grid, "--lam-grid")
+        with run_folder(out, wait=wait, fresh=fresh):
+            result = tune(cfg, out, q_grid=q_values, lam_grid=lam_values,
                           val_fraction=val_fraction, val_seed=val_seed, limit=limit, cache_dir=cache_dir,
                           progress=progress)
-        except (ValueError, FileNotFoundError) as exc:
-            raise typer.BadParameter(str(exc)) from None
         typer.echo(result.to_markdown())
         typer.echo(f"chosen: {out / 'chosen.json'}; full configuration: {out / 'tuned_config.json'}")

@@ -1,0 +1,204 @@
+"""The CLI's one error policy: user mistakes become a short message and exit code 2, never a traceback.
+
+:func:`guard` wraps a command's callback; :func:`guard_app` applies it to every command of a Typer app (and
+of its sub-apps). A wrapped command turns
+
+* ``ValueError`` (bad values, malformed files, damaged caches; ``DatasetError`` and ``UnicodeDecodeError``
+  included),
+* ``OSError`` with a file name (missing file, permission denied, a folder where a file is expected ...),
+* :class:`~ucs.models.errors.MissingDependencyError` and
+* :class:`~ucs.utils.lock.FolderLockedError`
+
+into at most two lines on stderr — ``Error: <parameter>: <what is wrong>`` and ``  fix: <what to do>`` —
+and exit code 2. The parameter is the option whose value the message or the failing file names (``--out``,
+``--pool`` ...). ``KeyboardInterrupt`` (Ctrl-C, and SIGTERM while a command runs) prints one line and exits
+with 130. ``ucs --debug <command>`` or ``UCS_DEBUG=1`` re-raises instead, so the traceback shows.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import os
+import re
+import signal
+import threading
+from pathlib import Path
+from typing import Any, Callable, List, Optional, Tuple
+
+import click
+import typer
+
+__all__ = ["guard", "guard_app", "set_debug", "debug_enabled", "DEBUG_ENV", "EXIT_USER_ERROR"]
+
+DEBUG_ENV = "UCS_DEBUG"
+EXIT_USER_ERROR = 2
+EXIT_INTERRUPTED = 130
+_STATE = {"debug": False}
+
+#: Configuration fields whose command-line option has another name.
+_FIELD_OPTIONS = {
+    "backbone": "--model", "n_runs": "--runs", "retrieval_embedder": "--retrieval", "dbscan_q": "--dbscan-q",
+    "test_size": "--test-size", "lam_by_selector": "--lam-by", "dbscan_q_by_selector": "--q-by",
+    "data_dir": "--data-dir", "cache_dir": "--cache-dir", "mdl_scorer": "--mdl-scorer",
+    "n_gpu_layers": "--n-gpu-layers",
+}
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM received while a command ran (handled like Ctrl-C: the run records ``interrupted``)."""
+
+
+def set_debug(value: bool) -> None:
+    """Show tracebacks instead of short messages (the root ``--debug`` flag)."""
+    _STATE["debug"] = bool(value)
+
+
+def debug_enabled() -> bool:
+    return _STATE["debug"] or os.environ.get(DEBUG_ENV, "").strip().lower() not in ("", "0", "false", "no")
+
+
+def _params(fn: Callable[..., Any], kwargs: dict) -> List[Tuple[str, str, Any]]:
+    """``(python name, option text, value)`` of a command's parameters, read off its signature's Typer
+    defaults (``typer.Option(..., "--pool")`` gives ``--pool``; an argument its upper-case name)."""
+    out = []
+    for name, par in inspect.signature(fn).parameters.items():
+        info = par.default
+        decls = [d for d in (getattr(info, "param_decls", None) or ()) if isinstance(d, str)]
+        if type(info).__name__ == "ArgumentInfo":
+            label = name.upper()
+        else:
+            longs = [d.split("/")[0] for d in decls if d.startswith("--")]
+            label = longs[0] if longs else f"--{name.replace('_', '-')}"
+        out.append((name, label, kwargs.get(name)))
+    return out
+
+
+def _param_for_path(filename: str, params: List[Tuple[str, str, Any]]) -> Optional[str]:
+    """The option whose path value is ``filename`` or one of its parent folders (the closest one)."""
+    try:
+        target = Path(os.path.abspath(filename))
+    except (TypeError, ValueError):
+        return None
+    best, depth = None, -1
+    for _, label, value in params:
+        if value is None or isinstance(value, bool) or not isinstance(value, (str, Path)) or not str(value):
+            continue
+        p = Path(os.path.abspath(str(value)))
+        if p == target or p in target.parents:
+            d = len(p.parts)
+            if d > depth:
+                best, depth = label, d
+    return best
+
+
+def _param_for_message(message: str, params: List[Tuple[str, str, Any]]) -> Optional[str]:
+    """The option the message is about: one it names, one whose value it quotes, or a config field it names."""
+    named = re.findall(r"(?<![\w-])(--[a-z][a-z0-9-]*)", message)
+    known = {label for _, label, _ in params}
+    for opt in named:
+        if opt in known:
+            return opt
+    for _, label, value in params:
+        if isinstance(value, (str, Path)) and not isinstance(value, bool) and len(str(value)) >= 3 \
+                and str(value) in message:
+            return label
+    for name, label, _ in params:
+        if re.search(rf"\b{re.escape(name)}\b", message):
+            return label
+    for field, opt in _FIELD_OPTIONS.items():
+        if re.search(rf"\b{re.escape(field)}\b", message) and opt in known:
+            return opt
+    return named[0] if named else None
+
+
+def _describe(exc: BaseException, command: str,
+              params: List[Tuple[str, str, Any]]) -> Optional[Tuple[str, Optional[str], str]]:
+    """``(message, parameter, fix)`` for a user error, ``None`` for anything else (a bug: re-raised)."""
+    from ucs.models.errors import MissingDependencyError
+    from ucs.utils.lock import FolderLockedError
+
+    help_hint = f"see `ucs {command} --help`" if command else "see `ucs --help`"
+    if isinstance(exc, FolderLockedError):
+        return str(exc), _param_for_path(str(exc.folder), params), \
+            "wait for that run to finish, add --wait to queue behind it, or choose another output folder"
+    if isinstance(exc, MissingDependencyError):
+        return str(exc), None, "install it as the message says, or `bash scripts/install.sh dev` for every extra"
+    if isinstance(exc, OSError) and getattr(exc, "filename", None) is not None:
+        fname = str(exc.filename)
+        param = _param_for_path(fname, params)
+        what = {
+            FileNotFoundError: ("no such file or folder", "check the path"),
+            IsADirectoryError: ("is a folder, expected a file", "pass a file"),
+            NotADirectoryError: ("a part of the path is a file, expected a folder", "pass a folder"),
+            PermissionError: ("permission denied", "choose a path you can read and write"),
+        }
+        for cls, (msg, fix) in what.items():
+            if isinstance(exc, cls):
+                return f"{msg}: {fname}", param, f"{fix} ({help_hint})"
+        return f"{exc.strerror or exc}: {fname}", param, f"check the path ({help_hint})"
+    if isinstance(exc, ValueError):
+        msg = str(exc).strip() or type(exc).__name__
+        if isinstance(exc, UnicodeDecodeError):
+            msg = f"a file is not UTF-8 text ({exc.reason} at byte {exc.start})"
+        return msg, _param_for_message(msg, params), help_hint
+    return None
+
+
+def _format(message: str, param: Optional[str], fix: str) -> str:
+    first = message.splitlines()[0] if message else "invalid input"
+    if param and not first.startswith(param):
+        first = f"{param}: {first}"
+    return f"Error: {first}\n  fix: {fix} (--debug shows the traceback)"
+
+
+#: Exceptions that already carry the CLI's answer (usage errors, ``typer.Exit``): Typer may vendor Click,
+#: so both its classes and Click's are listed.
+_PASSTHROUGH = tuple({typer.Exit, typer.Abort, click.exceptions.Exit, click.exceptions.Abort, click.ClickException}
+                     | {c for c in type(typer.BadParameter("x")).__mro__ if c.__name__ == "ClickException"})
+
+
+def _on_sigterm(signum: int, frame: Any) -> None:
+    raise Terminated()
+
+
+def guard(fn: Callable[..., Any], command: str = "") -> Callable[..., Any]:
+    """Wrap a command callback with the error policy (the signature Typer reads is kept)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        old = None
+        if threading.current_thread() is threading.main_thread():
+            old = signal.signal(signal.SIGTERM, _on_sigterm)
+        try:
+            return fn(*args, **kwargs)
+        except _PASSTHROUGH:
+            raise
+        except KeyboardInterrupt:
+            if debug_enabled():
+                raise
+            typer.echo("Interrupted: what was computed is saved; rerun the same command to continue.", err=True)
+            raise typer.Exit(EXIT_INTERRUPTED) from None
+        except Exception as exc:  # noqa: BLE001 - classified below; anything else is re-raised
+            described = _describe(exc, command, _params(fn, kwargs))
+            if described is None or debug_enabled():
+                raise
+            typer.echo(_format(*described), err=True)
+            raise typer.Exit(EXIT_USER_ERROR) from None
+        finally:
+            if old is not None:
+                signal.signal(signal.SIGTERM, old)
+
+    wrapper.__ucs_guarded__ = True  # type: ignore[attr-defined]
+    return wrapper
+
+
+def guard_app(app: typer.Typer, prefix: str = "") -> None:
+    """Apply :func:`guard` to every command registered on ``app`` and its sub-apps (idempotent)."""
+    for info in app.registered_commands:
+        if info.callback is not None and not getattr(info.callback, "__ucs_guarded__", False):
+            name = info.name or info.callback.__name__.replace("_", "-")
+            info.callback = guard(info.callback, f"{prefix}{name}")
+    for group in app.registered_groups:
+        if group.typer_instance is not None:
+            guard_app(group.typer_instance, f"{prefix}{group.name} ")
