@@ -36,12 +36,17 @@ EXIT_USER_ERROR = 2
 EXIT_INTERRUPTED = 130
 _STATE = {"debug": False}
 
-#: Configuration fields whose command-line option has another name.
+#: Names used in library messages (configuration fields, estimator parameters) → the options that set them,
+#: in order of preference; the first one the running command has is named.
 _FIELD_OPTIONS = {
-    "backbone": "--model", "n_runs": "--runs", "retrieval_embedder": "--retrieval", "dbscan_q": "--dbscan-q",
-    "test_size": "--test-size", "lam_by_selector": "--lam-by", "dbscan_q_by_selector": "--q-by",
-    "data_dir": "--data-dir", "cache_dir": "--cache-dir", "mdl_scorer": "--mdl-scorer",
-    "n_gpu_layers": "--n-gpu-layers",
+    "backbone": ("--model",), "n_runs": ("--runs",), "retrieval_embedder": ("--retrieval",),
+    "dbscan_q": ("--dbscan-q", "--q"), "dbscan_k": ("--k",), "test_size": ("--test-size", "--queries", "--val-size"),
+    "lam_by_selector": ("--lam-by",), "dbscan_q_by_selector": ("--q-by",), "data_dir": ("--data-dir",),
+    "cache_dir": ("--cache-dir",), "mdl_scorer": ("--mdl-scorer",), "n_gpu_layers": ("--n-gpu-layers",),
+    "method": ("--method", "--selectors"), "selectors": ("--selectors",), "query_embeddings": ("--queries",),
+    "pool_embeddings": ("--pool",), "cluster_ids": ("--cluster-ids", "--clusters"), "n_atoms": ("--n-atoms",),
+    "test_file": ("--test-file",), "val_fraction": ("--val-fraction",), "preset": ("--preset",),
+    "datasets": ("--datasets",), "dataset": ("--dataset", "--datasets"),
 }
 
 
@@ -75,40 +80,60 @@ def _params(fn: Callable[..., Any], kwargs: dict) -> List[Tuple[str, str, Any]]:
 
 
 def _param_for_path(filename: str, params: List[Tuple[str, str, Any]]) -> Optional[str]:
-    """The option whose path value is ``filename`` or one of its parent folders (the closest one)."""
+    """The option whose path value is ``filename``, one of its parent folders (the closest one), or — when a
+    folder could not be made — lies under it. The temporary file of an atomic write counts as its target."""
     try:
         target = Path(os.path.abspath(filename))
     except (TypeError, ValueError):
         return None
+    m = re.match(r"^\.(.+)\.[^.]+\.tmp$", target.name)  # ucs.utils.io.atomic_write_bytes's temporary file
+    targets = [target] + ([target.with_name(m.group(1))] if m else [])
     best, depth = None, -1
     for _, label, value in params:
         if value is None or isinstance(value, bool) or not isinstance(value, (str, Path)) or not str(value):
             continue
         p = Path(os.path.abspath(str(value)))
-        if p == target or p in target.parents:
-            d = len(p.parts)
+        for t in targets:
+            if p == t or p in t.parents:
+                d = len(p.parts)
+            elif t in p.parents:
+                d = 0
+            else:
+                continue
             if d > depth:
                 best, depth = label, d
     return best
 
 
 def _param_for_message(message: str, params: List[Tuple[str, str, Any]]) -> Optional[str]:
-    """The option the message is about: one it names, one whose value it quotes, or a config field it names."""
+    """The option the message is about: an option it names, else the one mentioned first — by its parameter
+    name, a library name for it (:data:`_FIELD_OPTIONS`), or its value."""
     named = re.findall(r"(?<![\w-])(--[a-z][a-z0-9-]*)", message)
     known = {label for _, label, _ in params}
     for opt in named:
         if opt in known:
             return opt
-    for _, label, value in params:
-        if isinstance(value, (str, Path)) and not isinstance(value, bool) and len(str(value)) >= 3 \
-                and str(value) in message:
-            return label
-    for name, label, _ in params:
-        if re.search(rf"\b{re.escape(name)}\b", message):
-            return label
-    for field, opt in _FIELD_OPTIONS.items():
-        if re.search(rf"\b{re.escape(field)}\b", message) and opt in known:
-            return opt
+    found: List[Tuple[int, int, str]] = []  # (position, kind, option): names before values at one position
+
+    def word(w: str) -> Optional[int]:
+        m = re.search(rf"(?<![\w-]){re.escape(w)}(?![\w-])", message)
+        return None if m is None else m.start()
+
+    for name, label, value in params:
+        pos = word(name)
+        if pos is not None:
+            found.append((pos, 0, label))
+        if isinstance(value, (str, Path)) and not isinstance(value, bool) and len(str(value)) >= 3:
+            pos = message.find(str(value))
+            if pos >= 0:
+                found.append((pos, 1, label))
+    for field, opts in _FIELD_OPTIONS.items():
+        opt = next((o for o in opts if o in known), None)
+        pos = word(field) if opt else None
+        if pos is not None:
+            found.append((pos, 0, opt))
+    if found:
+        return min(found)[2]
     return named[0] if named else None
 
 
@@ -130,6 +155,7 @@ def _describe(exc: BaseException, command: str,
         what = {
             FileNotFoundError: ("no such file or folder", "check the path"),
             IsADirectoryError: ("is a folder, expected a file", "pass a file"),
+            FileExistsError: ("a file is in the way, expected a folder", "pass a folder path"),
             NotADirectoryError: ("a part of the path is a file, expected a folder", "pass a folder"),
             PermissionError: ("permission denied", "choose a path you can read and write"),
         }
@@ -137,6 +163,9 @@ def _describe(exc: BaseException, command: str,
             if isinstance(exc, cls):
                 return f"{msg}: {fname}", param, f"{fix} ({help_hint})"
         return f"{exc.strerror or exc}: {fname}", param, f"check the path ({help_hint})"
+    if isinstance(exc, OSError):  # no file name attached (e.g. MissingDataError): the message says what
+        msg = str(exc).strip() or type(exc).__name__
+        return msg, _param_for_message(msg, params), help_hint
     if isinstance(exc, ValueError):
         msg = str(exc).strip() or type(exc).__name__
         if isinstance(exc, UnicodeDecodeError):
@@ -158,6 +187,9 @@ _PASSTHROUGH = tuple({typer.Exit, typer.Abort, click.exceptions.Exit, click.exce
                      | {c for c in type(typer.BadParameter("x")).__mro__ if c.__name__ == "ClickException"})
 
 
+_USAGE = tuple({click.UsageError} | {c for c in type(typer.BadParameter("x")).__mro__ if c.__name__ == "UsageError"})
+
+
 def _on_sigterm(signum: int, frame: Any) -> None:
     raise Terminated()
 
@@ -172,6 +204,16 @@ def guard(fn: Callable[..., Any], command: str = "") -> Callable[..., Any]:
             old = signal.signal(signal.SIGTERM, _on_sigterm)
         try:
             return fn(*args, **kwargs)
+        except _USAGE as exc:  # BadParameter & co. raised by the command body: the same two-line format
+            if debug_enabled():
+                raise
+            msg = exc.format_message()
+            hint = getattr(exc, "param_hint", None)
+            param = hint if isinstance(hint, str) and hint.startswith("-") else None
+            msg = re.sub(r"^Invalid value(?: for [^:]+)?: ", "", msg)
+            typer.echo(_format(msg, param or _param_for_message(msg, _params(fn, kwargs)),
+                               f"see `ucs {command} --help`"), err=True)
+            raise typer.Exit(EXIT_USER_ERROR) from None
         except _PASSTHROUGH:
             raise
         except KeyboardInterrupt:

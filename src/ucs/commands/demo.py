@@ -40,6 +40,7 @@ def run_demo(
     cache_dir: Optional[Path] = None,
     show_prompts: int = 1,
     backbone_obj: Any = None,
+    test_file: Optional[str] = None,
 ) -> Any:
     """Run the demo and print it; returns the :class:`~ucs.pipeline.PipelineResult`."""
     from ucs.evaluation.prompts import PromptBuilder, format_for_task
@@ -47,7 +48,8 @@ def run_demo(
 
     options = dict(lam=lam, dbscan_q=dbscan_q, estimator=estimator)
     cfg = PipelineConfig(
-        dataset=dataset, data_dir=data_dir, backbone=backbone, engine=engine, selectors=selectors, budget=budget,
+        dataset=dataset, data_dir=data_dir, test_file=test_file, backbone=backbone, engine=engine,
+        selectors=selectors, budget=budget,
         n_runs=runs, test_size=queries, mode="likelihood", retrieval_embedder="backbone", preset="demo",
         **{k: v for k, v in options.items() if v is not None},
     )
@@ -119,6 +121,9 @@ def register(app: typer.Typer) -> None:
     def demo_cmd(
         dataset: str = typer.Option("sample", "--dataset", "-d", help="Dataset name (default: the shipped sample)."),
         data_dir: Optional[Path] = typer.Option(None, "--data-dir", help="Folder of the public data files."),
+        test_file: Optional[Path] = typer.Option(
+            None, "--test-file", help="Test split of a table --dataset (which then is the pool)."
+        ),
         model: str = typer.Option("smollm2", "--model", "-m", "--backbone", help="ICL backbone (smollm2, gemma3, ...)."),
         engine: Optional[str] = typer.Option(None, "--engine", help="llama | transformers."),
         selectors: str = typer.Option("dpp,dpp+ucs,votek,votek+ucs", "--selectors", "-s", help="Methods to compare."),
@@ -137,4 +142,5 @@ def register(app: typer.Typer) -> None:
 
         with run_folder(out, wait=wait, fresh=fresh) if out is not None else contextlib.nullcontext():
             run_demo(dataset, None if data_dir is None else str(data_dir), model, engine, selectors, queries, budget,
-                     runs, lam, dbscan_q, estimator, out, cache_dir)
+                     runs, lam, dbscan_q, estimator, out, cache_dir,
+                     test_file=None if test_file is None else str(test_file))

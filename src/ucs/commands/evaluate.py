@@ -43,7 +43,15 @@ def build_config(preset: Optional[str] = None, config_file: Optional[Path] = Non
     if config_file is not None and preset is not None:
         raise ValueError("give either --preset or --config, not both (a configuration file is complete)")
     if config_file is not None:
-        base = PipelineConfig.from_json(config_file).to_dict()
+        from ucs.commands._inputs import read_json
+
+        obj = read_json(config_file, "--config")
+        if not isinstance(obj, dict):
+            raise ValueError(f"--config: {config_file} must hold a JSON object of settings (see --print-config)")
+        try:
+            base = PipelineConfig.from_dict(obj).to_dict()
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"--config: {config_file}: {str(exc)[:300]}") from None
     else:
         base = PipelineConfig.from_preset(preset or "default").to_dict()
     base.update({k: v for k, v in options.items() if v is not None})
@@ -55,6 +63,10 @@ def register(app: typer.Typer) -> None:
     def evaluate_cmd(
         dataset: str = typer.Option("banking77", "--dataset", "-d", help="Dataset name or table path."),
         data_dir: Optional[Path] = typer.Option(None, "--data-dir", help="Folder of the public data files."),
+        test_file: Optional[Path] = typer.Option(
+            None, "--test-file", help="Test split of a table --dataset (which then is the pool); default: the "
+            "table's 'split' column (pool/train, test), else a seeded 80/20 split."
+        ),
         model: Optional[str] = typer.Option(None, "--model", "-m", help="ICL backbone: smollm2, gemma3, GGUF file, hub id."),
         engine: Optional[str] = typer.Option(None, "--engine", help="llama | transformers (default: the model layer's)."),
         selectors: Optional[str] = typer.Option(
@@ -110,6 +122,7 @@ def register(app: typer.Typer) -> None:
         cfg = build_config(
             preset, config_file,
             dataset=dataset, data_dir=None if data_dir is None else str(data_dir), backbone=model, engine=engine,
+            test_file=None if test_file is None else str(test_file),
             selectors=selectors, budget=budget, n_runs=runs, test_size=test_size, mode=mode,
             estimator=estimator, lam=lam, dbscan_q=dbscan_q, design=design, retrieval_embedder=retrieval,
             device=device, dtype=dtype, n_gpu_layers=n_gpu_layers, seed=seed, mdl_scorer=mdl_scorer,

@@ -67,10 +67,28 @@ def register(app: typer.Typer) -> None:
         from ucs.experiments.registry import get_experiment, resolve_names
         from ucs.experiments.reproduce import ReproduceOptions, describe_cells, plan, reproduce
 
+        from ucs.data.registry import check_dataset_name
+
         try:
             names = resolve_names(only)
         except ValueError as exc:
             raise typer.BadParameter(str(exc), param_hint="--only") from None
+        for name in _split(datasets) or []:
+            try:
+                check_dataset_name(name)
+            except ValueError as exc:
+                raise typer.BadParameter(str(exc), param_hint="--datasets") from None
+        import dataclasses
+
+        from ucs.pipeline import PipelineConfig
+
+        known = {f.name for f in dataclasses.fields(PipelineConfig)}
+        unknown = sorted(set(parse_settings(settings)) - known)
+        if unknown:
+            raise typer.BadParameter(f"unknown setting(s) {unknown}; see the fields of `ucs evaluate --print-config`",
+                                     param_hint="--set")
+        if limit is not None and limit < 1:
+            raise typer.BadParameter(f"must be a positive number of queries; got {limit}", param_hint="--limit")
         opts = ReproduceOptions(
             preset=preset, datasets=_split(datasets), backbones=_split(backbones), selectors=_split(selectors),
             test_size=test_size, runs=runs, mode=mode, data_dir=None if data_dir is None else str(data_dir),

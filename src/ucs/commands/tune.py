@@ -54,6 +54,8 @@ def register(app: typer.Typer) -> None:
         from ucs.commands.evaluate import build_config
         from ucs.experiments.tune import tune
 
+        if not 0.0 < val_fraction < 1.0:
+            raise typer.BadParameter(f"must be in (0, 1); got {val_fraction}", param_hint="--val-fraction")
         cfg = build_config(
             preset, config_file, dataset=dataset, data_dir=None if data_dir is None else str(data_dir),
             backbone=model, mode=mode, n_runs=runs if runs is not None else 1, test_size=val_size,

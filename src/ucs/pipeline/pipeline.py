@@ -225,7 +225,8 @@ class Pipeline:
         if self._dataset is None:
             from ucs.data import load_dataset
 
-            self._dataset = load_dataset(self.config.dataset, self.config.data_dir)
+            test = {"test": self.config.test_file} if self.config.test_file else {}
+            self._dataset = load_dataset(self.config.dataset, self.config.data_dir, **test)
         return self._dataset
 
     @property
