@@ -8,7 +8,6 @@ The case counts per command are recorded in docs/errors.md.
 from __future__ import annotations
 
 import json
-import os
 import re
 from pathlib import Path
 
@@ -44,6 +43,7 @@ def _files(root: Path) -> dict:
     inf = rng.normal(size=(N, D))
     inf[0, 0] = np.inf
     npy("inf.npy", inf)
+    npy("huge.npy", rng.normal(size=(N, D)) * 1e200)
     npy("3d.npy", rng.normal(size=(2, 2, 2)))
     npy("1d.npy", rng.normal(size=D))
     npy("empty.npy", np.zeros((0, D)))
@@ -63,6 +63,7 @@ def _files(root: Path) -> dict:
         "empty_label.csv": "text,label\nhello,a\nworld,\nagain,b\n",
         "bad_split.csv": "text,label,split\nhello,a,pool\nworld,b,validation\n",
         "ragged.csv": "text,label\nhello,a,extra\n",
+        "one_row.csv": "text,label\nhello,a\n",
         "only_test.csv": "text,label,split\nhello,a,test\nworld,b,test\n",
         "bad.jsonl": '{"text": "a", "label": "x"}\n{not json\n{"text": "b", "label": "y"}\n',
         "list.jsonl": '["a", "x"]\n',
@@ -100,6 +101,7 @@ SELECT = [
     ("pool-pickled", "select --pool {pickle.npy}", "--pool"),
     ("pool-nan", "select --pool {nan.npy}", "--pool"),
     ("pool-inf", "select --pool {inf.npy}", "--pool"),
+    ("pool-overflowing", "select --pool {huge.npy} --method dpp", "--pool"),
     ("pool-3d", "select --pool {3d.npy}", "--pool"),
     ("pool-1d", "select --pool {1d.npy}", "--pool"),
     ("pool-empty", "select --pool {empty.npy}", "--pool"),
@@ -205,6 +207,7 @@ EVALUATE = [
     ("dataset-empty-label", _EV + "--dataset {empty_label.csv}", "--dataset"),
     ("dataset-bad-split", _EV + "--dataset {bad_split.csv}", "--dataset"),
     ("dataset-ragged", _EV + "--dataset {ragged.csv}", "--dataset"),
+    ("dataset-one-row", _EV + "--dataset {one_row.csv}", "--dataset"),
     ("dataset-only-test", _EV + "--dataset {only_test.csv}", "--dataset"),
     ("dataset-bad-jsonl", _EV + "--dataset {bad.jsonl}", "--dataset"),
     ("dataset-jsonl-list", _EV + "--dataset {list.jsonl}", "--dataset"),
@@ -344,6 +347,55 @@ def test_battery_size():
         "select", "coverage", "cluster", "embed", "distributed", "evaluate", "demo", "reproduce", "tune"}
 
 
-if os.environ.get("UCS_BATTERY_TABLE"):  # pragma: no cover - prints the table of docs/errors.md
-    for _cmd, _cases in CASES.items():
-        print(f"| `ucs {_cmd}` | {len(_cases)} |")
+
+
+# The public loaders: a clear exception naming the file (or the argument) at fault, never a KeyError/IndexError.
+def _table(*a):
+    from ucs.data import load_table
+
+    return load_table(*a)
+
+
+def _dataset(*a):
+    from ucs.data import load_dataset
+
+    return load_dataset(*a)
+
+
+def _clusterer(path):
+    from ucs.clustering import load_clusterer
+
+    return load_clusterer(path)
+
+
+def _config(path):
+    from ucs.pipeline import PipelineConfig
+
+    return PipelineConfig.from_json(path)
+
+
+LOADERS = [
+    ("table-missing", lambda f: _table(f["missing.csv"]), "missing.csv"),
+    ("table-folder", lambda f: _table(f["dir"]), "dir"),
+    ("table-no-label", lambda f: _table(f["no_label.csv"]), "missing column"),
+    ("table-empty-label", lambda f: _table(f["empty_label.csv"]), "line 3"),
+    ("table-empty-label-jsonl", lambda f: _table(f["empty_label.jsonl"]), "line 2"),
+    ("table-bad-split", lambda f: _table(f["bad_split.csv"]), "'split'"),
+    ("table-one-row", lambda f: _table(f["one_row.csv"]), "at least 2"),
+    ("table-not-utf8", lambda f: _table(f["latin1.csv"]), "UTF-8"),
+    ("table-suffix", lambda f: _table(f["table.xlsx"]), ".xlsx"),
+    ("table-test-missing", lambda f: _table(f["good.csv"], f["missing.csv"]), "missing.csv"),
+    ("dataset-unknown", lambda f: _dataset("nope"), "unknown dataset"),
+    ("dataset-data-dir", lambda f: _dataset("hwu64", f["dir"]), "dir"),
+    ("clusterer-missing", lambda f: _clusterer(f["dir"]), "meta.json"),
+    ("config-unknown-key", lambda f: _config(f["unknown_config.json"]), "no_such_setting"),
+    ("config-bad-value", lambda f: _config(f["badvalue_config.json"]), "budget"),
+]
+
+
+@pytest.mark.parametrize("call, needle", [pytest.param(c, n, id=i) for i, c, n in LOADERS])
+def test_public_loader_refuses_clearly(call, needle, files):
+    with pytest.raises((ValueError, OSError)) as info:
+        call(files)
+    assert not isinstance(info.value, (KeyError, IndexError))
+    assert needle.lower() in str(info.value).lower()

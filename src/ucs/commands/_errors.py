@@ -147,8 +147,11 @@ def _describe(exc: BaseException, command: str,
     if isinstance(exc, FolderLockedError):
         return str(exc), _param_for_path(str(exc.folder), params), \
             "wait for that run to finish, add --wait to queue behind it, or choose another output folder"
+    if isinstance(exc, ValueError) and isinstance(getattr(exc, "folder", None), Path):  # another configuration
+        return str(exc).split("; use another output folder")[0], _param_for_path(str(exc.folder), params), \
+            "add --fresh to move the old results aside and start over, or choose another output folder"
     if isinstance(exc, MissingDependencyError):
-        return str(exc), None, "install it as the message says, or `bash scripts/install.sh dev` for every extra"
+        return str(exc), None, "install what the message names, then rerun the same command"
     if isinstance(exc, OSError) and getattr(exc, "filename", None) is not None:
         fname = str(exc.filename)
         param = _param_for_path(fname, params)

@@ -16,6 +16,10 @@ import numpy as np
 __all__ = ["InputError", "read_array", "read_matrix", "read_ids", "read_lines", "read_json", "check_out_suffix"]
 
 
+#: Largest magnitude accepted in an embedding matrix: squares of larger values overflow float64 distances.
+_MAX_ABS = 1e150
+
+
 class InputError(ValueError):
     """A file given on the command line is unusable; the message names the option."""
 
@@ -50,6 +54,9 @@ def read_matrix(path: Path, param: str, *, min_rows: int = 1, dim: Optional[int]
         rows = np.flatnonzero(bad)[:5].tolist()
         raise InputError(f"{param}: {path} has NaN or infinite values in {int(bad.sum())} row(s), e.g. rows {rows}; "
                          "drop or re-embed those items")
+    if arr.size and float(np.abs(arr).max()) > _MAX_ABS:
+        raise InputError(f"{param}: {path} has values as large as {float(np.abs(arr).max()):.3g}, whose squared "
+                         "distances overflow; rescale the embeddings (e.g. l2-normalise them)")
     return arr
 
 

@@ -129,6 +129,12 @@ def register(app: typer.Typer) -> None:
             lam_by_selector=_parse_overrides(lam_by, "--lam-by") or None,
             dbscan_q_by_selector=_parse_overrides(q_by, "--q-by") or None,
         )
+        if retrieval is None and config_file is None:  # the preset's embedder, not one the user asked for
+            from ucs.pipeline.backbones import retrieval_fallback
+
+            cfg, note = retrieval_fallback(cfg)
+            if note:
+                typer.echo(note, err=True)
         if print_config:
             typer.echo(cfg.to_json())
             raise typer.Exit()

@@ -63,6 +63,12 @@ def register(app: typer.Typer) -> None:
         )
         if val_size is None:
             cfg = cfg.replace(test_size=None)
+        if retrieval is None and config_file is None:  # the preset's embedder, not one the user asked for
+            from ucs.pipeline.backbones import retrieval_fallback
+
+            cfg, note = retrieval_fallback(cfg)
+            if note:
+                typer.echo(note, err=True)
         q_values, lam_values = _floats(q_grid, "--q-grid"), _floats(lam_grid, "--lam-grid")
         with run_folder(out, wait=wait, fresh=fresh):
             result = tune(cfg, out, q_grid=q_values, lam_grid=lam_values,

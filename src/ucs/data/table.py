@@ -171,6 +171,9 @@ def load_table(
         test_l = [x for x, m in zip(labels, is_test) if m]
         info["split_column"] = split_column
     else:
+        if len(p[text_column]) < 2:
+            raise DatasetError(f"{pool_path} has {len(p[text_column])} row(s); a pool/test split needs at least 2 "
+                               "(or give the test rows in a separate file, or a 'split' column)")
         pool_idx, test_idx = pool_test_split(len(p[text_column]), pool_fraction, split_seed)
         pool_t = [p[text_column][i] for i in pool_idx]
         pool_l = [p[label_column][i] for i in pool_idx]
