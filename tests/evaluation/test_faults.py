@@ -118,7 +118,8 @@ def test_second_run_is_refused_then_takes_over_after_kill_9(sample, tmp_path):
 def test_wait_queues_behind_the_holder(tmp_path):
     out = tmp_path / "queued"
     code = (f"import sys, time; sys.path.insert(0, {str(SRC)!r}); from ucs.utils.lock import folder_lock\n"
-            f"with folder_lock({str(out)!r}):\n    print('held', flush=True); time.sleep(1.5)\n")
+            f"with folder_lock({str(out)!r}):\n    print('held', flush=True); time.sleep(1.5)\n"
+            f"    open({str(tmp_path / 'finished')!r}, 'w').close()\n")
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE)
     try:
         assert proc.stdout.readline().strip() == b"held"
@@ -127,7 +128,7 @@ def test_wait_queues_behind_the_holder(tmp_path):
                 pass
         with folder_lock(out, wait=True, poll=0.05) as info:
             assert info["pid"] == os.getpid() and info["stale"] is None
-            assert proc.poll() == 0  # we got it only once the holder had finished
+            assert (tmp_path / "finished").exists()  # we got it only once the holder had finished
     finally:
         proc.wait(timeout=30)
 
