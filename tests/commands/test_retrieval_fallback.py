@@ -34,9 +34,12 @@ def test_an_explicit_retrieval_embedder_is_not_replaced(tmp_path, monkeypatch):
 
 
 def test_installed_sentence_transformers_keeps_the_preset(tmp_path):
+    import importlib.util
+
     import pytest
 
-    pytest.importorskip("sentence_transformers")
+    if importlib.util.find_spec("sentence_transformers") is None:
+        pytest.skip("sentence-transformers is not installed")
     from ucs.pipeline import PipelineConfig
     from ucs.pipeline.backbones import retrieval_fallback
 
