@@ -216,3 +216,19 @@ def test_selection_checksums_cover_what_the_runner_wrote(sample, tmp_path):
     _run(sample, out)
     for f in (out / "selections").glob("*.npy"):
         assert np.load(f).dtype == np.int64
+
+
+def test_selections_of_older_runs_are_range_checked_and_adopted(sample, tmp_path):
+    out = tmp_path / "legacy"
+    first = _run(sample, out)
+    sides = sorted((out / "selections").glob("*.sha256"))
+    for s in sides:
+        s.unlink()  # as written before checksums existed
+    bad = sorted((out / "selections").glob("*.npy"))[0]
+    np.save(bad, np.full((1, 4), -9223372036854775808, dtype=np.int64))  # and one with impossible indices
+    (out / "records.jsonl").unlink()
+    (out / "manifest.json").unlink()
+    with pytest.warns(DamagedFileWarning, match="values below 0"):
+        again = _run(sample, out)
+    assert again.summary["methods"] == first.summary["methods"]
+    assert all(s.is_file() for s in sides)  # adopted (or recomputed) files carry a checksum again

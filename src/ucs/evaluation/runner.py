@@ -466,7 +466,8 @@ def _selection(
     out: Path, method: str, seed: int, qhash: str, queries: list[str], select: SelectionFn, n_pool: int, n_q: int
 ) -> np.ndarray:
     path = selection_path(out, method, seed, queries)
-    cached = load_checked_npy(path, f"selection of {method!r} (seed {seed})", min_value=0, max_value=n_pool - 1)
+    cached = load_checked_npy(path, f"selection of {method!r} (seed {seed})", min_value=0, max_value=n_pool - 1,
+                              adopt_unverified=True)  # selections of older runs: range-checked, then adopted
     if cached is not None and cached.ndim == 2 and cached.shape[0] in (1, n_q):
         return _check_selection(cached, n_q, n_pool, method, seed)
     sel = _check_selection(select(method, seed, queries), n_q, n_pool, method, seed)

@@ -570,7 +570,8 @@ class Pipeline:
         if best is None:
             return None
         n_pool = len(self.dataset.pool)
-        sel = load_checked_npy(best[1], f"selection of {method} (seed {seed})", min_value=0, max_value=n_pool - 1)
+        sel = load_checked_npy(best[1], f"selection of {method} (seed {seed})", min_value=0, max_value=n_pool - 1,
+                               adopt_unverified=True)
         if sel is None or sel.ndim != 2:
             return None
         rows = sel if sel.shape[0] == 1 else sel[:n_queries]

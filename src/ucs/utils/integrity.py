@@ -70,6 +70,7 @@ def load_checked_npy(
     shape: Optional[Sequence[int]] = None,
     min_value: Optional[int] = None,
     max_value: Optional[int] = None,
+    adopt_unverified: bool = False,
 ) -> Optional[np.ndarray]:
     """The verified array at ``path``, or ``None`` (absent, or damaged: moved aside with a warning).
 
@@ -81,6 +82,10 @@ def load_checked_npy(
         Required shape; ``-1`` leaves a dimension free.
     min_value, max_value : int, optional
         Inclusive bounds of the values (pool indices, cluster ids).
+    adopt_unverified : bool
+        A file without a checksum (written before checksums existed) that passes the shape and range checks
+        is used and its checksum written, instead of being recomputed. For artifacts that are expensive to
+        recompute (MDL selections).
     """
     path = Path(path)
     if not path.is_file():
@@ -91,9 +96,9 @@ def load_checked_npy(
     try:
         arr = load_npy(path)
         want = side.read_text(encoding="utf-8").strip() if side.is_file() else None
-        if want is None:
+        if want is None and not adopt_unverified:
             problem = "its checksum file is missing (written by an older version or interrupted)"
-        elif hash_array(arr) != want:
+        elif want is not None and hash_array(arr) != want:
             problem = "its content does not match its checksum"
         elif shape is not None and (arr.ndim != len(shape) or any(s not in (-1, a) for s, a in zip(shape, arr.shape))):
             problem = f"it has shape {arr.shape}, expected {tuple(shape)}"
@@ -104,6 +109,8 @@ def load_checked_npy(
     except (OSError, ValueError, EOFError) as exc:
         problem = f"it cannot be read ({exc})"
     if problem is None:
+        if not side.is_file():
+            atomic_write_text(side, hash_array(arr) + "\n")
         return arr
     moved = move_aside(path)
     if side.is_file():
