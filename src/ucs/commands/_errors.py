@@ -23,6 +23,7 @@ import os
 import re
 import signal
 import threading
+import warnings
 from pathlib import Path
 from typing import Any, Callable, List, Optional, Tuple
 
@@ -193,6 +194,20 @@ _PASSTHROUGH = tuple({typer.Exit, typer.Abort, click.exceptions.Exit, click.exce
 _USAGE = tuple({click.UsageError} | {c for c in type(typer.BadParameter("x")).__mro__ if c.__name__ == "UsageError"})
 
 
+def _show_warning(message: Any, category: type, filename: str, lineno: int, file: Any = None,
+                  line: Optional[str] = None) -> None:
+    """Damaged-file warnings as one ``warning: ...`` line; others as Python prints them."""
+    from ucs.utils.integrity import DamagedFileWarning
+
+    if issubclass(category, DamagedFileWarning):
+        typer.echo(f"warning: {message}", err=True)
+    else:
+        _PYTHON_SHOWWARNING(message, category, filename, lineno, file, line)
+
+
+_PYTHON_SHOWWARNING = warnings.showwarning
+
+
 def _on_sigterm(signum: int, frame: Any) -> None:
     raise Terminated()
 
@@ -205,6 +220,8 @@ def guard(fn: Callable[..., Any], command: str = "") -> Callable[..., Any]:
         old = None
         if threading.current_thread() is threading.main_thread():
             old = signal.signal(signal.SIGTERM, _on_sigterm)
+        shown = warnings.showwarning
+        warnings.showwarning = _show_warning
         try:
             return fn(*args, **kwargs)
         except _USAGE as exc:  # BadParameter & co. raised by the command body: the same two-line format
@@ -231,6 +248,7 @@ def guard(fn: Callable[..., Any], command: str = "") -> Callable[..., Any]:
             typer.echo(_format(*described), err=True)
             raise typer.Exit(EXIT_USER_ERROR) from None
         finally:
+            warnings.showwarning = shown
             if old is not None:
                 signal.signal(signal.SIGTERM, old)
 
