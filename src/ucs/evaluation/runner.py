@@ -17,7 +17,9 @@ does not re-fit anything.
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import inspect
 import json
 import os
 import platform
@@ -147,6 +149,41 @@ def _check_selection(sel: Any, n_queries: int, n_pool: int, method: str, seed: i
     return arr.astype(np.int64)
 
 
+def _holding_the_folder(fn: Callable[..., EvaluationResult]) -> Callable[..., EvaluationResult]:
+    """Run ``fn`` (:func:`evaluate`) holding the lock of its ``out_dir`` (waiting with ``wait=True``), and mark
+    its manifest ``interrupted`` (Ctrl-C, SIGTERM, exit) or ``failed`` (another exception) when it stops early."""
+    sig = inspect.signature(fn)
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> EvaluationResult:
+        bound = sig.bind(*args, **kwargs)
+        out = Path(bound.arguments["out_dir"])
+        with folder_lock(out, wait=bool(bound.arguments.get("wait", False))):
+            try:
+                return fn(*args, **kwargs)
+            except BaseException as exc:
+                _record_stop(out / MANIFEST, exc)
+                raise
+
+    return wrapper
+
+
+def _record_stop(manifest_path: Path, exc: BaseException) -> None:
+    """Replace a ``running`` status in the manifest by why the run stopped (what was written stays)."""
+    try:
+        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return
+    if not isinstance(manifest, dict) or manifest.get("status") != "running":
+        return
+    manifest["status"] = "interrupted" if isinstance(exc, (KeyboardInterrupt, SystemExit)) else "failed"
+    manifest["stopped_at"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    if manifest["status"] == "failed":
+        manifest["error"] = f"{type(exc).__name__}: {exc}"[:500]
+    atomic_write_json(manifest_path, manifest)
+
+
+@_holding_the_folder
 def evaluate(
     dataset: Dataset,
     lm: Any,
@@ -282,17 +319,6 @@ def evaluate(
         "model": _model_identity(lm, model_identity),
         "config": json.loads(json.dumps(config or {}, default=str)),
     }
-    with folder_lock(out, wait=wait):
-        return _evaluate_locked(
-            out, key_config, dataset, lm, methods, select, protocol, pm, limit, batch_size, builder, matcher,
-            continuations, test_idx, n_q, query_texts, gold, label_names, fmt, chat, progress, n_boot, answer_store,
-        )
-
-
-def _evaluate_locked(out, key_config, dataset, lm, methods, select, protocol, pm, limit, batch_size, builder,
-                     matcher, continuations, test_idx, n_q, query_texts, gold, label_names, fmt, chat, progress,
-                     n_boot, answer_store) -> EvaluationResult:
-    """The body of :func:`evaluate`, run while this process holds the folder's lock."""
     manifest_path = out / MANIFEST
     records_path = out / RECORDS
     previous_methods: list[str] = []
@@ -314,22 +340,7 @@ def _evaluate_locked(out, key_config, dataset, lm, methods, select, protocol, pm
         "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
     atomic_write_json(manifest_path, manifest)
-    try:
-        return _run_pending(out, manifest, manifest_path, records_path, all_methods, dataset, lm, methods, select,
-                            protocol, pm, batch_size, builder, matcher, continuations, test_idx, n_q, query_texts,
-                            gold, label_names, fmt, chat, progress, n_boot, answer_store, key_config)
-    except BaseException as exc:  # record why the run stopped; what was written stays and resumes
-        manifest["status"] = "interrupted" if isinstance(exc, (KeyboardInterrupt, SystemExit)) else "failed"
-        manifest["stopped_at"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-        if manifest["status"] == "failed":
-            manifest["error"] = f"{type(exc).__name__}: {exc}"[:500]
-        atomic_write_json(manifest_path, manifest)
-        raise
 
-
-def _run_pending(out, manifest, manifest_path, records_path, all_methods, dataset, lm, methods, select, protocol,
-                 pm, batch_size, builder, matcher, continuations, test_idx, n_q, query_texts, gold, label_names,
-                 fmt, chat, progress, n_boot, answer_store, key_config) -> EvaluationResult:
     existing = read_records(records_path)
     done = {record_key(r) for r in existing}
     # Deterministic modes give the same answer to the same prompt: a prompt already answered (by another run
