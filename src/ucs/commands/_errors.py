@@ -148,7 +148,7 @@ def _describe(exc: BaseException, command: str,
     if isinstance(exc, FolderLockedError):
         return str(exc), _param_for_path(str(exc.folder), params), \
             "wait for that run to finish, add --wait to queue behind it, or choose another output folder"
-    if isinstance(exc, ValueError) and isinstance(getattr(exc, "folder", None), Path):  # another configuration
+    if type(exc).__name__ == "ConfigurationMismatchError":  # ucs.evaluation.runner's (not imported for this)
         return str(exc).split("; use another output folder")[0], _param_for_path(str(exc.folder), params), \
             "add --fresh to move the old results aside and start over, or choose another output folder"
     if isinstance(exc, MissingDependencyError):
