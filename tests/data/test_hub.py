@@ -12,7 +12,7 @@ from ucs.data.hub import load_from_hub
 
 def test_missing_datasets_package_gives_install_hint(monkeypatch):
     monkeypatch.setitem(sys.modules, "datasets", None)
-    with pytest.raises(ImportError, match=r"ucs-icl\[data\]"):
+    with pytest.raises(ImportError, match=r"\.\[data\]"):
         load_dataset("banking77", source="hub")
 
 

@@ -30,9 +30,10 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Fit a LatentClusterer on EMBEDDINGS and save it (npz + json) with a cluster report."""
         from ucs.clustering import LatentClusterer
-        from ucs.utils.io import atomic_write_text, load_npy
+        from ucs.commands._inputs import read_matrix
+        from ucs.utils.io import atomic_write_text
 
-        E = load_npy(embeddings)
+        E = read_matrix(embeddings, "EMBEDDINGS", min_rows=2)
         c = LatentClusterer(
             method=method,
             dbscan_q=q,
@@ -46,11 +47,7 @@ def register(app: typer.Typer) -> None:
             n_clusters=n_clusters,
             random_state=seed,
         )
-        try:
-            c.fit(E)
-        except ValueError as exc:
-            typer.echo(f"error: {exc}", err=True)
-            raise typer.Exit(2)
+        c.fit(E)  # a ValueError names the setting; the CLI's error policy prints it with its option
         c.save(out)
         y = None if labels is None else load_npy(labels)
         if y is not None and y.shape != (E.shape[0],):

@@ -10,6 +10,8 @@ from typing import Any, Optional
 import numpy as np
 import typer
 
+from ucs.commands._runs import FRESH_HELP, WAIT_HELP, run_folder
+
 HELP = """Run the whole pipeline on a small scale and show every stage.
 
 Embeds the pool with the ICL backbone (default SmolLM2-135M, offline), clusters it into latent clusters,
@@ -59,6 +61,7 @@ def run_demo(
     show_prompts: int = 1,
     backbone_obj: Any = None,
     clustering: Optional[str] = None,
+    test_file: Optional[str] = None,
 ) -> Any:
     """Run the demo and print it; returns the :class:`~ucs.pipeline.PipelineResult`."""
     from ucs.evaluation.prompts import PromptBuilder, format_for_task
@@ -67,8 +70,9 @@ def run_demo(
     options = dict(lam=lam, dbscan_q=dbscan_q, estimator=estimator, clustering=clustering)
     # the default preset's method settings; retrieval by the backbone itself, so the demo needs no extra model
     cfg = PipelineConfig.from_preset(
-        "default", dataset=dataset, data_dir=data_dir, backbone=backbone, engine=engine, selectors=selectors,
-        budget=budget, n_runs=runs, test_size=queries, mode="likelihood", retrieval_embedder="backbone",
+        "default", dataset=dataset, data_dir=data_dir, test_file=test_file, backbone=backbone, engine=engine,
+        selectors=selectors, budget=budget, n_runs=runs, test_size=queries, mode="likelihood",
+        retrieval_embedder="backbone",
         **{k: v for k, v in options.items() if v is not None},
     ).replace(preset="demo")
     tmp = None
@@ -140,6 +144,9 @@ def register(app: typer.Typer) -> None:
     def demo_cmd(
         dataset: str = typer.Option("sample", "--dataset", "-d", help="Dataset name (default: the shipped sample)."),
         data_dir: Optional[Path] = typer.Option(None, "--data-dir", help="Folder of the public data files."),
+        test_file: Optional[Path] = typer.Option(
+            None, "--test-file", help="Test split of a table --dataset (which then is the pool)."
+        ),
         model: str = typer.Option("smollm2", "--model", "-m", "--backbone", help="ICL backbone (smollm2, gemma3, ...)."),
         engine: Optional[str] = typer.Option(None, "--engine", help="llama | transformers."),
         selectors: str = typer.Option("dpp,dpp+ucs,votek,votek+ucs", "--selectors", "-s", help="Methods to compare."),
@@ -153,9 +160,12 @@ def register(app: typer.Typer) -> None:
             None, "--clustering", help="Latent clustering (default: the default preset's; dict_dbscan is the paper's)."),
         out: Optional[Path] = typer.Option(None, "--out", "-o", help="Keep the run's files here (default: temporary)."),
         cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help="Embedding/cluster cache."),
+        wait: bool = typer.Option(False, "--wait", help=WAIT_HELP),
+        fresh: bool = typer.Option(False, "--fresh", "--overwrite", help=FRESH_HELP),
     ) -> None:
-        try:
+        import contextlib
+
+        with run_folder(out, wait=wait, fresh=fresh) if out is not None else contextlib.nullcontext():
             run_demo(dataset, None if data_dir is None else str(data_dir), model, engine, selectors, queries, budget,
-                     runs, lam, dbscan_q, estimator, out, cache_dir, clustering=clustering)
-        except ValueError as exc:
-            raise typer.BadParameter(str(exc)) from None
+                     runs, lam, dbscan_q, estimator, out, cache_dir, clustering=clustering,
+                     test_file=None if test_file is None else str(test_file))

@@ -24,6 +24,21 @@ def _executor(executor: str, address: Optional[str], num_cpus: Optional[int]):
     raise typer.BadParameter(f"--executor must be 'local' or 'ray'; got {executor!r}")
 
 
+def _pool(path: Path, param: str, pool_cls, lazy: bool = False):
+    """Pool embeddings from a ``.npy`` matrix or a pool manifest ``.json`` (``lazy``: the manifest's shards)."""
+    from ucs.commands._inputs import read_json, read_matrix
+
+    if path.suffix != ".json":
+        return read_matrix(path, param, min_rows=2)
+    read_json(path, param)  # a clear error for a damaged manifest
+    try:
+        pool = pool_cls.from_manifest(path)
+    except (KeyError, TypeError) as exc:
+        raise ValueError(f"{param}: {path} is not a pool manifest written by 'ucs distributed embed' "
+                         f"(missing {exc})") from None
+    return pool if lazy else pool.load()
+
+
 def register(app: typer.Typer) -> None:
     sub = typer.Typer(help="Run embedding, clustering and selection on an executor (local or Ray).",
                       no_args_is_help=True)
@@ -74,17 +89,13 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Cluster a (sharded) pool; writes labels.npy and summary.json to OUT."""
         from ucs.distributed import PoolEmbeddings, cluster_pool
-        from ucs.utils.io import atomic_save_npy, atomic_write_json, load_npy
+        from ucs.utils.io import atomic_save_npy, atomic_write_json
 
-        source = PoolEmbeddings.from_manifest(embeddings) if embeddings.suffix == ".json" else load_npy(embeddings)
-        try:
-            with _executor(executor, address, num_cpus) as ex:
-                res = cluster_pool(source, None, ex, shard_size=shard_size, fit_sample_size=fit_sample, knn=knn,
-                                   method=method, dbscan_q=q, dbscan_k=k, pca_dim=pca_dim or None, n_atoms=n_atoms,
-                                   coding=coding, random_state=seed)
-        except ValueError as exc:
-            typer.echo(f"error: {exc}", err=True)
-            raise typer.Exit(2)
+        source = _pool(embeddings, "EMBEDDINGS", PoolEmbeddings, lazy=True)
+        with _executor(executor, address, num_cpus) as ex:
+            res = cluster_pool(source, None, ex, shard_size=shard_size, fit_sample_size=fit_sample, knn=knn,
+                               method=method, dbscan_q=q, dbscan_k=k, pca_dim=pca_dim or None, n_atoms=n_atoms,
+                               coding=coding, random_state=seed)
         atomic_save_npy(out / "labels.npy", res.labels_)
         summary = {"n": int(res.labels_.size), "n_clusters": res.n_clusters_, "eps": res.eps_,
                    "knn_exact": res.knn_exact_, "timings": res.timings_, "executor": executor,
@@ -108,18 +119,20 @@ def register(app: typer.Typer) -> None:
         num_cpus: Optional[int] = typer.Option(None, help="CPUs of a private local Ray cluster."),
     ) -> None:
         """Select demonstrations for every query, query batches in parallel."""
+        from ucs.commands._inputs import check_out_suffix, read_ids, read_matrix
         from ucs.distributed import PoolEmbeddings, select_queries
         from ucs.selectors import DPPSelector, TopKSelector, UCSPrior, VoteKSelector
-        from ucs.utils.io import load_npy
 
         classes = {"topk": TopKSelector, "dpp": DPPSelector, "votek": VoteKSelector}
         if method not in classes:
-            raise typer.BadParameter(f"--method must be one of {sorted(classes)}; got {method!r}")
-        E = PoolEmbeddings.from_manifest(pool).load() if pool.suffix == ".json" else load_npy(pool)
-        ids = load_npy(cluster_ids)
+            raise typer.BadParameter(f"must be one of {', '.join(classes)}; got {method!r}", param_hint="--method")
+        check_out_suffix(out, "--out", (".json", ".csv"))
+        E = _pool(pool, "--pool", PoolEmbeddings)
+        ids = read_ids(cluster_ids, "--cluster-ids", n=E.shape[0])
+        Q = read_matrix(queries, "--queries", dim=E.shape[1])
         sel = classes[method](prior=UCSPrior(ids, estimator=estimator, lam=lam)).fit(E, cluster_ids=ids)
         with _executor(executor, address, num_cpus) as ex:
-            selection = select_queries(sel, load_npy(queries), ex, batch_size, budget=budget)
+            selection = select_queries(sel, Q, ex, batch_size, budget=budget)
         if out.suffix == ".csv":
             selection.to_csv(str(out))
         else:

@@ -32,7 +32,11 @@ def register(app: typer.Typer) -> None:
 
         if column is not None:
             with open(input, newline="", encoding="utf-8", errors="replace") as fh:
-                texts = [row[column] for row in csv.DictReader(fh)]
+                reader = csv.DictReader(fh)
+                if column not in (reader.fieldnames or []):
+                    raise typer.BadParameter(f"{input} has no column {column!r}; its header is {reader.fieldnames}",
+                                             param_hint="--column")
+                texts = [row[column] for row in reader]
         else:
             texts = input.read_text(encoding="utf-8", errors="replace").splitlines()
         if retrieval:

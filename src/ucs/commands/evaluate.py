@@ -8,6 +8,8 @@ from typing import Any, Dict, List, Optional
 
 import typer
 
+from ucs.commands._runs import FRESH_HELP, WAIT_HELP, run_folder
+
 HELP = """Run the UCS pipeline on a dataset and write the results table (markdown + JSON).
 
 Stages: pool embeddings with the ICL backbone (cached) → latent clusters per run seed → retrieval
@@ -41,7 +43,15 @@ def build_config(preset: Optional[str] = None, config_file: Optional[Path] = Non
     if config_file is not None and preset is not None:
         raise ValueError("give either --preset or --config, not both (a configuration file is complete)")
     if config_file is not None:
-        base = PipelineConfig.from_json(config_file).to_dict()
+        from ucs.commands._inputs import read_json
+
+        obj = read_json(config_file, "--config")
+        if not isinstance(obj, dict):
+            raise ValueError(f"--config: {config_file} must hold a JSON object of settings (see --print-config)")
+        try:
+            base = PipelineConfig.from_dict(obj).to_dict()
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"--config: {config_file}: {str(exc)[:300]}") from None
     else:
         base = PipelineConfig.from_preset(preset or "default").to_dict()
     base.update({k: v for k, v in options.items() if v is not None})
@@ -53,6 +63,10 @@ def register(app: typer.Typer) -> None:
     def evaluate_cmd(
         dataset: str = typer.Option("banking77", "--dataset", "-d", help="Dataset name or table path."),
         data_dir: Optional[Path] = typer.Option(None, "--data-dir", help="Folder of the public data files."),
+        test_file: Optional[Path] = typer.Option(
+            None, "--test-file", help="Test split of a table --dataset (which then is the pool); default: the "
+            "table's 'split' column (pool/train, test), else a seeded 80/20 split."
+        ),
         model: Optional[str] = typer.Option(None, "--model", "-m", help="ICL backbone: smollm2, gemma3, GGUF file, hub id."),
         engine: Optional[str] = typer.Option(None, "--engine", help="llama | transformers (default: the model layer's)."),
         selectors: Optional[str] = typer.Option(
@@ -108,22 +122,28 @@ def register(app: typer.Typer) -> None:
         knn: str = typer.Option("exact", "--knn", help="exact | hnsw | ivf neighbour search of the sharded clustering (ray)."),
         progress: bool = typer.Option(True, "--progress/--no-progress", help="Show a progress bar."),
         print_config: bool = typer.Option(False, "--print-config", help="Print the resolved configuration and exit."),
+        wait: bool = typer.Option(False, "--wait", help=WAIT_HELP),
+        fresh: bool = typer.Option(False, "--fresh", "--overwrite", help=FRESH_HELP),
     ) -> None:
         from ucs.pipeline import Pipeline
 
-        try:
-            cfg = build_config(
-                preset, config_file,
-                dataset=dataset, data_dir=None if data_dir is None else str(data_dir), backbone=model, engine=engine,
-                selectors=selectors, budget=budget, n_runs=runs, test_size=test_size, mode=mode,
-                estimator=estimator, lam=lam, dbscan_q=dbscan_q, design=design, retrieval_embedder=retrieval,
-                clustering=clustering, n_clusters=n_clusters, cluster_space=cluster_space, relevance=relevance,
-                device=device, dtype=dtype, n_gpu_layers=n_gpu_layers, seed=seed, mdl_scorer=mdl_scorer,
-                lam_by_selector=_parse_overrides(lam_by, "--lam-by") or None,
-                dbscan_q_by_selector=_parse_overrides(q_by, "--q-by") or None,
-            )
-        except ValueError as exc:
-            raise typer.BadParameter(str(exc)) from None
+        cfg = build_config(
+            preset, config_file,
+            dataset=dataset, data_dir=None if data_dir is None else str(data_dir), backbone=model, engine=engine,
+            test_file=None if test_file is None else str(test_file),
+            selectors=selectors, budget=budget, n_runs=runs, test_size=test_size, mode=mode,
+            estimator=estimator, lam=lam, dbscan_q=dbscan_q, design=design, retrieval_embedder=retrieval,
+            clustering=clustering, n_clusters=n_clusters, cluster_space=cluster_space, relevance=relevance,
+            device=device, dtype=dtype, n_gpu_layers=n_gpu_layers, seed=seed, mdl_scorer=mdl_scorer,
+            lam_by_selector=_parse_overrides(lam_by, "--lam-by") or None,
+            dbscan_q_by_selector=_parse_overrides(q_by, "--q-by") or None,
+        )
+        if retrieval is None and config_file is None:  # the preset's embedder, not one the user asked for
+            from ucs.pipeline.backbones import retrieval_fallback
+
+            cfg, note = retrieval_fallback(cfg)
+            if note:
+                typer.echo(note, err=True)
         if print_config:
             typer.echo(cfg.to_json())
             raise typer.Exit()
@@ -131,11 +151,10 @@ def register(app: typer.Typer) -> None:
 
         ex = _executor(executor, address, num_cpus)
         try:
-            with Pipeline(cfg, cache_dir=cache_dir, out_dir=out, progress=progress, executor=ex,
-                          shard_size=shard_size, knn=knn) as pipe:
+            with run_folder(out, wait=wait, fresh=fresh), \
+                    Pipeline(cfg, cache_dir=cache_dir, out_dir=out, progress=progress, executor=ex,
+                             shard_size=shard_size, knn=knn) as pipe:
                 result = pipe.run(out, limit=limit)
-        except ValueError as exc:
-            raise typer.BadParameter(str(exc)) from None
         finally:
             ex.close()
         typer.echo(result.to_markdown())

@@ -10,6 +10,8 @@ from typing import Any, Dict, List, Optional
 
 import typer
 
+from ucs.commands._runs import WAIT_HELP, run_folder
+
 HELP = """Run named experiments end to end and write <results-dir>/<name>.md (+ .png, + .manifest.json).
 
 Every evaluation cell is a resumable runner folder under --work-dir; embeddings and clusterings come from
@@ -60,14 +62,33 @@ def register(app: typer.Typer) -> None:
         settings: Optional[List[str]] = typer.Option(None, "--set", help="Any PipelineConfig setting, KEY=VALUE (repeatable)."),
         dry_run: bool = typer.Option(False, "--dry-run", help="Print the cells and their model-call estimates; run nothing."),
         progress: bool = typer.Option(False, "--progress/--no-progress", help="Progress bars of the runner."),
+        wait: bool = typer.Option(False, "--wait", help=WAIT_HELP),
     ) -> None:
         from ucs.experiments.registry import get_experiment, resolve_names
         from ucs.experiments.reproduce import ReproduceOptions, describe_cells, plan, reproduce
+
+        from ucs.data.registry import check_dataset_name
 
         try:
             names = resolve_names(only)
         except ValueError as exc:
             raise typer.BadParameter(str(exc), param_hint="--only") from None
+        for name in _split(datasets) or []:
+            try:
+                check_dataset_name(name)
+            except ValueError as exc:
+                raise typer.BadParameter(str(exc), param_hint="--datasets") from None
+        import dataclasses
+
+        from ucs.pipeline import PipelineConfig
+
+        known = {f.name for f in dataclasses.fields(PipelineConfig)}
+        unknown = sorted(set(parse_settings(settings)) - known)
+        if unknown:
+            raise typer.BadParameter(f"unknown setting(s) {unknown}; see the fields of `ucs evaluate --print-config`",
+                                     param_hint="--set")
+        if limit is not None and limit < 1:
+            raise typer.BadParameter(f"must be a positive number of queries; got {limit}", param_hint="--limit")
         opts = ReproduceOptions(
             preset=preset, datasets=_split(datasets), backbones=_split(backbones), selectors=_split(selectors),
             test_size=test_size, runs=runs, mode=mode, data_dir=None if data_dir is None else str(data_dir),
@@ -124,10 +145,8 @@ def register(app: typer.Typer) -> None:
                 f"over {n_embed} texts unless cached"
             )
             raise typer.Exit()
-        try:
+        with run_folder(work_dir, wait=wait):
             done = reproduce(names, opts, log=lambda s: typer.echo(s, err=True))
-        except ValueError as exc:
-            raise typer.BadParameter(str(exc)) from None
         for r in done:
             extra = f" + {r.figure_path}" if r.figure_path else ""
             typer.echo(f"{r.experiment.name}: {r.markdown_path}{extra} ({'computed' if r.computed else 'all cached'})")

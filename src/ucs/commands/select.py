@@ -27,14 +27,15 @@ def register(app: typer.Typer) -> None:
         out: Path = typer.Option(Path("selection.json"), help="Output: .json or .csv."),
     ) -> None:
         """Select demonstrations for every query and write them (with pool texts when given)."""
+        from ucs.commands._inputs import check_out_suffix, read_ids, read_lines, read_matrix
         from ucs.selectors import DPPSelector, RandomSelector, TopKSelector, UCSPrior, VoteKSelector
-        from ucs.utils.io import load_npy
 
         if method not in METHODS:
-            raise typer.BadParameter(f"method must be one of {METHODS}; got {method!r}")
-        pool = load_npy(pool_embeddings)
-        queries = None if query_embeddings is None else load_npy(query_embeddings)
-        ids = None if cluster_ids is None else load_npy(cluster_ids)
+            raise typer.BadParameter(f"must be one of {', '.join(METHODS)}; got {method!r}", param_hint="--method")
+        check_out_suffix(out, "--out", (".json", ".csv"))
+        pool = read_matrix(pool_embeddings, "--pool")
+        queries = None if query_embeddings is None else read_matrix(query_embeddings, "--queries", dim=pool.shape[1])
+        ids = None if cluster_ids is None else read_ids(cluster_ids, "--cluster-ids", n=pool.shape[0])
         prior = None
         if lam != 0.0 or (ids is not None and method in ("dpp", "votek")):
             if ids is None:
@@ -50,7 +51,7 @@ def register(app: typer.Typer) -> None:
             sel = VoteKSelector(prior=prior, random_state=seed)
         texts = None
         if pool_texts is not None:
-            texts = pool_texts.read_text(encoding="utf-8").splitlines()
+            texts = read_lines(pool_texts, "--pool-texts", n=pool.shape[0])
         selection = sel.fit(pool, cluster_ids=ids).select(queries, budget)
         if out.suffix == ".csv":
             selection.to_csv(str(out), pool_texts=texts)

@@ -7,6 +7,8 @@ from typing import List, Optional
 
 import typer
 
+from ucs.commands._runs import FRESH_HELP, WAIT_HELP, run_folder
+
 HELP = """Grid-search the clustering quantile q and the UCS weight λ of each UCS selector.
 
 A seeded fraction of the POOL becomes the validation queries (the test split is never read); the selectors
@@ -55,30 +57,41 @@ def register(app: typer.Typer) -> None:
             None, "--variants",
             help="Choose among named settings instead of the q × λ grid: 'NAME:KEY=VALUE,...;NAME:...'.",
         ),
+        wait: bool = typer.Option(False, "--wait", help=WAIT_HELP),
+        fresh: bool = typer.Option(False, "--fresh", "--overwrite", help=FRESH_HELP),
     ) -> None:
         from ucs.commands.evaluate import build_config
         from ucs.experiments.tune import tune
 
-        try:
-            cfg = build_config(
-                preset, config_file, dataset=dataset, data_dir=None if data_dir is None else str(data_dir),
-                backbone=model, mode=mode, n_runs=runs if runs is not None else 1, test_size=val_size,
-                retrieval_embedder=retrieval, selectors=selectors,
-            )
-            if val_size is None:
-                cfg = cfg.replace(test_size=None)
-            if variants is not None:
-                from ucs.experiments.tune import parse_variants, tune_variants, variants_markdown
+        if not 0.0 < val_fraction < 1.0:
+            raise typer.BadParameter(f"must be in (0, 1); got {val_fraction}", param_hint="--val-fraction")
+        cfg = build_config(
+            preset, config_file, dataset=dataset, data_dir=None if data_dir is None else str(data_dir),
+            backbone=model, mode=mode, n_runs=runs if runs is not None else 1, test_size=val_size,
+            retrieval_embedder=retrieval, selectors=selectors,
+        )
+        if val_size is None:
+            cfg = cfg.replace(test_size=None)
+        if retrieval is None and config_file is None:  # the preset's embedder, not one the user asked for
+            from ucs.pipeline.backbones import retrieval_fallback
 
-                result = tune_variants(cfg, out, parse_variants(variants), val_fraction=val_fraction,
-                                       val_seed=val_seed, limit=limit, cache_dir=cache_dir, progress=progress)
-                typer.echo(variants_markdown(result))
-                typer.echo(f"chosen: {result.chosen['variant']}; full configuration: {out / 'tuned_config.json'}")
-                return
-            result = tune(cfg, out, q_grid=_floats(q_grid, "--q-grid"), lam_grid=_floats(lam_grid, "--lam-grid"),
+            cfg, note = retrieval_fallback(cfg)
+            if note:
+                typer.echo(note, err=True)
+        if variants is not None:
+            from ucs.experiments.tune import parse_variants, tune_variants, variants_markdown
+
+            named = parse_variants(variants)
+            with run_folder(out, wait=wait, fresh=fresh):
+                result = tune_variants(cfg, out, named, val_fraction=val_fraction, val_seed=val_seed, limit=limit,
+                                       cache_dir=cache_dir, progress=progress)
+            typer.echo(variants_markdown(result))
+            typer.echo(f"chosen: {result.chosen['variant']}; full configuration: {out / 'tuned_config.json'}")
+            return
+        q_values, lam_values = _floats(q_grid, "--q-grid"), _floats(lam_grid, "--lam-grid")
+        with run_folder(out, wait=wait, fresh=fresh):
+            result = tune(cfg, out, q_grid=q_values, lam_grid=lam_values,
                           val_fraction=val_fraction, val_seed=val_seed, limit=limit, cache_dir=cache_dir,
                           progress=progress)
-        except (ValueError, FileNotFoundError) as exc:
-            raise typer.BadParameter(str(exc)) from None
         typer.echo(result.to_markdown())
         typer.echo(f"chosen: {out / 'chosen.json'}; full configuration: {out / 'tuned_config.json'}")

@@ -1,6 +1,6 @@
 """Load the intent benchmarks from the Hugging Face hub through the optional ``datasets`` package.
 
-Install with ``pip install 'ucs-icl[data]'``. The hub copies are not byte-identical to the original files:
+Install with ``pip install -e '.[data]'`` in the repository. The hub copies are not byte-identical to the original files:
 
 - ``PolyAI/banking77``: train 10,003 / test 3,080, ``text`` + ``label`` (ClassLabel) — same as the files.
 - ``DeepPavlov/clinc150``: ``utterance`` + ``label``; out-of-scope rows (label ``oos`` / missing / −1) are
@@ -33,7 +33,7 @@ def _default_loader() -> Callable[..., Any]:
         import datasets  # noqa: F401
     except ImportError as exc:
         raise ImportError(
-            "source='hub' needs the optional 'datasets' package: pip install 'ucs-icl[data]' "
+            "source='hub' needs the optional 'datasets' package: pip install -e '.[data]' (in the ucs repository) "
             "(or use source='files' with data_dir pointing at the original public files)"
         ) from exc
     from datasets import load_dataset

@@ -12,7 +12,7 @@ from ucs.data.public import load_banking77, load_clinc150, load_hwu64
 from ucs.data.sample import load_sample
 from ucs.data.table import TABLE_SUFFIXES, load_table
 
-__all__ = ["load_dataset", "available_datasets"]
+__all__ = ["load_dataset", "available_datasets", "check_dataset_name"]
 
 _FILE_LOADERS: dict[str, Callable[..., Dataset]] = {
     "banking77": load_banking77,
@@ -30,6 +30,19 @@ _ALIASES = {
 def available_datasets() -> list[str]:
     """Registry names accepted by :func:`load_dataset` (aliases not included)."""
     return sorted([*_FILE_LOADERS, *(f"bbeh_{t}" for t in BBEH_TASKS), "sample"])
+
+
+def check_dataset_name(name: str) -> str:
+    """``name`` if :func:`load_dataset` knows it (a registry name, an alias or a table path); else ``ValueError``."""
+    if Path(name).suffix.lower() in TABLE_SUFFIXES:
+        return name
+    key = _ALIASES.get(name.strip().lower(), name.strip().lower())
+    if key == "sample" or key in _FILE_LOADERS or (key.startswith("bbeh_") and key[len("bbeh_"):] in BBEH_TASKS):
+        return name
+    raise ValueError(
+        f"unknown dataset {name!r}; known datasets are {available_datasets()}, "
+        f"or pass the path of a {'/'.join(TABLE_SUFFIXES)} file"
+    )
 
 
 def load_dataset(

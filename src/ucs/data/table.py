@@ -9,8 +9,8 @@ from typing import Sequence
 
 import numpy as np
 
-from ucs.data._files import file_hashes, read_csv_rows, require_file
-from ucs.data.dataset import Dataset, DatasetError, Split, encode_labels, validate
+from ucs.data._files import file_hashes, read_csv_rows
+from ucs.data.dataset import Dataset, DatasetError, MissingDataError, Split, encode_labels, validate
 from ucs.data.splits import pool_test_split
 
 __all__ = ["load_table", "read_table"]
@@ -30,15 +30,19 @@ def read_table(
     """Read the named columns of a ``.csv``/``.tsv`` (quoted, header row) or ``.jsonl`` file as strings.
 
     ``.json`` may hold a list of objects. Raises :class:`~ucs.data.DatasetError` naming the file and line
-    when a column is missing or a line is not a JSON object.
+    when a column is missing, a line is not a JSON object, or a label is empty.
     """
-    path = require_file(Path(path), "table")
+    path = Path(path)
+    if not path.is_file():
+        raise MissingDataError(f"the table file {path} does not exist" if not path.exists() else
+                               f"{path} is a folder; give a {'/'.join(TABLE_SUFFIXES)} file")
     columns = (text_column, label_column, *extra_columns)
     out: dict[str, list[str]] = {c: [] for c in columns}
     suffix = path.suffix.lower()
     if suffix in (".csv", ".tsv"):
         delim = delimiter or ("\t" if suffix == ".tsv" else ",")
-        for _, row in read_csv_rows(path, columns, delimiter=delim):
+        for line, row in read_csv_rows(path, columns, delimiter=delim):
+            _check_label(path, line, label_column, row[label_column])
             for c in columns:
                 out[c].append(row[c])
     elif suffix in (".jsonl", ".json"):
@@ -54,9 +58,33 @@ def read_table(
                 if isinstance(v, (dict, list)) or v is None:
                     raise DatasetError(f"{path}, line {line}: {c!r} must be a string or number, got {v!r}")
                 out[c].append(str(v))
+            _check_label(path, line, label_column, out[label_column][-1])
     else:
         raise DatasetError(f"{path}: unsupported file type {suffix!r}; use one of {TABLE_SUFFIXES}")
     return out
+
+
+def _check_label(path: Path, line: int, column: str, value: str) -> None:
+    if not value.strip():
+        raise DatasetError(f"{path}, line {line}: the label (column {column!r}) is empty; give every row a label "
+                           "or remove the row")
+
+
+def _header(path: Path, delimiter: str | None) -> list[str]:
+    """The column names of a table file (the keys of a JSON table's first object)."""
+    suffix = path.suffix.lower()
+    try:
+        if suffix in (".csv", ".tsv"):
+            import csv
+
+            with open(path, newline="", encoding="utf-8") as fh:
+                return next(csv.reader(fh, delimiter=delimiter or ("\t" if suffix == ".tsv" else ",")), [])
+        if suffix in (".jsonl", ".json"):
+            rows = _json_rows(path)
+            return sorted(rows[0][1]) if rows and isinstance(rows[0][1], dict) else []
+    except (UnicodeDecodeError, OSError, DatasetError):
+        return []  # read_table reports it
+    return []
 
 
 def _json_rows(path: Path) -> list[tuple[int, object]]:
@@ -89,7 +117,7 @@ def load_table(
     *,
     text_column: str = "text",
     label_column: str = "label",
-    split_column: str | None = None,
+    split_column: str | None = "auto",
     label_names: Sequence[str] | None = None,
     name: str | None = None,
     task: str = "intent",
@@ -105,6 +133,9 @@ def load_table(
         Files with a header row (CSV/TSV) or one JSON object per line (JSONL). With ``test`` given, ``pool``
         is the pool and ``test`` the test split. Otherwise ``split_column`` (values ``pool``/``train`` and
         ``test``) splits the one file, and without it a seeded random split with ``pool_fraction`` is made.
+    split_column : str or None
+        Column naming each row's split. ``"auto"`` (default): the column ``split`` when the file has one;
+        ``None``: always the seeded random split.
     text_column, label_column : str
         Column names of the input text and its label.
     label_names : sequence of str, optional
@@ -114,6 +145,9 @@ def load_table(
         Chooses the prompt format and default test size downstream.
     """
     pool_path = Path(pool)
+    if split_column == "auto":
+        has_split = test is None and pool_path.is_file() and "split" in _header(pool_path, delimiter)
+        split_column = "split" if has_split else None
     extra = (split_column,) if (split_column and test is None) else ()
     p = read_table(pool_path, text_column, label_column, extra, delimiter)
     paths = [pool_path]
@@ -137,6 +171,9 @@ def load_table(
         test_l = [x for x, m in zip(labels, is_test) if m]
         info["split_column"] = split_column
     else:
+        if len(p[text_column]) < 2:
+            raise DatasetError(f"{pool_path} has {len(p[text_column])} row(s); a pool/test split needs at least 2 "
+                               "(or give the test rows in a separate file, or a 'split' column)")
         pool_idx, test_idx = pool_test_split(len(p[text_column]), pool_fraction, split_seed)
         pool_t = [p[text_column][i] for i in pool_idx]
         pool_l = [p[label_column][i] for i in pool_idx]

@@ -291,7 +291,7 @@ def _check_knn(knn: str) -> str:
     if knn not in KNN_METHODS:
         raise ValueError(f"knn must be one of {KNN_METHODS}; got {knn!r}")
     if knn != "exact" and not _have_faiss():
-        raise ValueError(f"knn={knn!r} needs faiss (extra 'fast': pip install 'ucs-icl[fast]'); or use knn='exact'")
+        raise ValueError(f"knn={knn!r} needs faiss (extra 'fast': pip install -e '.[fast]'); or use knn='exact'")
     return knn
 
 

@@ -29,7 +29,7 @@ def _import_ray():
         import ray
     except ImportError as exc:  # pragma: no cover - depends on the environment
         raise ImportError(
-            "RayExecutor needs Ray; install the optional extra: pip install 'ucs-icl[ray]'"
+            "RayExecutor needs Ray; install the optional extra: pip install -e '.[ray]' in the ucs repository"
         ) from exc
     return ray
 

@@ -14,7 +14,7 @@ from typing import Any, Dict, Optional, Sequence
 import numpy as np
 
 from ucs.embedding.base import sanitize_texts
-from ucs.models.errors import require
+from ucs.models.errors import extra_install, require
 
 __all__ = ["SentenceTransformerEmbedder", "load_retrieval_embedder", "RETRIEVAL_MODELS"]
 
@@ -24,7 +24,7 @@ RETRIEVAL_MODELS = {
     "all-minilm-l6-v2": ("all_minilm_l6_v2_dir", "sentence-transformers/all-MiniLM-L6-v2"),
 }
 
-_INSTALL = "'ucs-icl[torch]'  (or: pip install sentence-transformers)"
+_INSTALL = extra_install("torch", "sentence-transformers")
 
 
 class SentenceTransformerEmbedder:

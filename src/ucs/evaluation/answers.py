@@ -8,14 +8,15 @@ each of them once.
 
 Layout: ``<root>/<key[:2]>/<key>.jsonl`` where ``key`` is the SHA-256 of everything besides the prompt that
 determines an answer (model identity, mode, prompt format, chat template flag, label names, continuations).
-Each line is ``{"prompt_sha256", "raw_output", "parsed_id"[, "margin"]}``, appended and flushed per batch;
-a torn last line (an interrupted write) is skipped when reading. Sampled modes never use the store.
+Each line is ``{"prompt_sha256", "raw_output", "parsed_id"[, "margin"], "_check"}``, appended and flushed per
+batch; a torn last line (an interrupted write) is skipped when reading, and a line that fails its checksum or
+the schema (a label id out of range, a missing field) is skipped with a warning and answered again. Sampled modes never use the store.
 """
 
 from __future__ import annotations
 
 import os
-from typing import Any, Dict, Iterable
+from typing import Any, Dict, Iterable, Optional
 
 from ucs.utils.store import KeyedJsonlStore, fields_key
 
@@ -47,6 +48,22 @@ class AnswerStore(KeyedJsonlStore):
 
     def __init__(self, root: "str | os.PathLike[str]", fields: Dict[str, Any]) -> None:
         super().__init__(root, fields, key_field="prompt_sha256")
+        self.fields = dict(fields)
+
+    def validate(self, entry: dict) -> Optional[str]:
+        """Schema of an answer: a string output and a label id in range (or ``None``: no label parsed)."""
+        problem = super().validate(entry)
+        if problem is not None:
+            return problem
+        n_labels = len(self.fields.get("labels", ()))
+        pid = entry.get("parsed_id", "missing")
+        if not isinstance(entry.get("raw_output"), str):
+            return "no string 'raw_output'"
+        if pid is not None and (isinstance(pid, bool) or not isinstance(pid, int) or not 0 <= pid < n_labels):
+            return f"'parsed_id' {pid!r} is not a label id in [0, {n_labels})"
+        if "margin" in entry and not isinstance(entry["margin"], (int, float)):
+            return "'margin' is not a number"
+        return None
 
     def add(self, records: Iterable[dict]) -> int:
         """Store the answers of evaluation ``records`` not stored yet; returns how many were written."""

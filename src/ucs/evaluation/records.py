@@ -1,4 +1,11 @@
-"""The append-only JSON Lines record file of an evaluation, readable after any interruption."""
+"""The append-only JSON Lines record file of an evaluation, readable after any interruption.
+
+Each record line carries a ``"_check"`` checksum (:func:`ucs.utils.store.line_check`). When reading, a line
+that fails it, is not JSON, or lacks the record's key fields is skipped with one
+:class:`~ucs.utils.integrity.DamagedFileWarning` naming the file and the lines; the runner then evaluates that
+(method, seed, query) again and appends a fresh record. Lines without a checksum (files written before
+checksums existed) are read as they are.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +14,9 @@ import os
 import warnings
 from pathlib import Path
 from typing import Iterable, Iterator
+
+from ucs.utils.integrity import report_damage
+from ucs.utils.store import CHECK_FIELD, line_check, signed_line
 
 __all__ = ["RecordKey", "record_key", "read_records", "repair_tail", "RecordWriter"]
 
@@ -51,25 +61,45 @@ def read_records(path: "str | os.PathLike[str]") -> list[dict]:
     path = Path(path)
     if not path.exists():
         return []
-    out, seen = [], set()
-    with open(path, encoding="utf-8") as fh:
+    out, seen, bad = [], set(), []
+    with open(path, encoding="utf-8", errors="replace") as fh:
         lines = fh.read().split("\n")
     for i, line in enumerate(lines, start=1):
         if not line.strip():
             continue
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError:
-            if i == len(lines):  # partial last line of an interrupted write
-                continue
-            raise ValueError(f"{path}, line {i}: not a valid JSON record") from None
+        rec, problem = _parse(line)
+        if rec is None:
+            if not (i == len(lines) and problem == "not valid JSON"):  # else: partial last line of a write
+                bad.append((i, problem))
+            continue
         key = record_key(rec)
         if key in seen:
             warnings.warn(f"{path}: duplicate record {key} ignored", RuntimeWarning, stacklevel=2)
             continue
         seen.add(key)
         out.append(rec)
+    if bad:
+        where = ", ".join(f"line {i}: {p}" for i, p in bad[:3]) + (" ..." if len(bad) > 3 else "")
+        report_damage(f"{path}: skipped {len(bad)} damaged record(s) ({where}); they will be evaluated again")
     return out
+
+
+def _parse(line: str) -> "tuple[dict | None, str | None]":
+    try:
+        rec = json.loads(line)
+    except json.JSONDecodeError:
+        return None, "not valid JSON"
+    if not isinstance(rec, dict):
+        return None, "not a JSON object"
+    if CHECK_FIELD in rec:
+        if rec[CHECK_FIELD] != line_check(rec):
+            return None, "checksum mismatch"
+        rec.pop(CHECK_FIELD)
+    try:
+        record_key(rec)
+    except (KeyError, TypeError, ValueError):
+        return None, "no method/seed/query"
+    return rec, None
 
 
 class RecordWriter:
@@ -83,7 +113,7 @@ class RecordWriter:
 
     def write(self, records: Iterable[dict]) -> None:
         for rec in records:
-            self._fh.write(json.dumps(rec, ensure_ascii=False, sort_keys=True) + "\n")
+            self._fh.write(signed_line(rec))
         self._fh.flush()
         os.fsync(self._fh.fileno())
 

@@ -5,7 +5,9 @@ LM, matches the answer and appends **one JSON line** to ``records.jsonl`` (flush
 batch). Re-running with the same configuration skips what is recorded and recomputes nothing else, so a
 killed run resumes without repeating or losing a record. ``manifest.json`` (written atomically) holds the
 configuration, package versions, model identity, data hashes and seeds; a resume with a different
-configuration is refused.
+configuration is refused, naming the differing fields. The folder is locked while a run writes to it
+(:func:`~ucs.utils.lock.folder_lock`), and a run stopped by Ctrl-C or SIGTERM records ``"status":
+"interrupted"`` (another exception: ``"failed"``) in its manifest.
 
 The runner does not know the selectors: it takes a *selection function*
 ``select(method, seed, query_texts) -> int array (Q, B)`` (or ``(B,)`` / ``(1, B)`` for one selection shared
@@ -15,7 +17,9 @@ does not re-fit anything.
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import inspect
 import json
 import os
 import platform
@@ -34,10 +38,12 @@ from ucs.evaluation.predict import PredictionMode, generate_answers, get_mode, l
 from ucs.evaluation.prompts import PromptBuilder, PromptFormat, format_for_task
 from ucs.evaluation.records import RecordWriter, read_records, record_key
 from ucs.evaluation.report import summarize, write_report
-from ucs.utils.io import atomic_save_npy, atomic_write_json, hash_texts, load_npy
+from ucs.utils.integrity import load_checked_npy, save_checked_npy
+from ucs.utils.io import atomic_write_json, hash_texts
+from ucs.utils.lock import folder_lock
 
 __all__ = ["SelectionFn", "EvaluationResult", "evaluate", "package_versions", "platform_info", "prompt_hash",
-           "selection_path"]
+           "selection_path", "ConfigurationMismatchError", "config_differences", "read_manifest"]
 
 #: ``select(method, seed, query_texts) -> (Q, B) int array of pool indices``.
 SelectionFn = Callable[[str, int, Sequence[str]], Any]
@@ -143,6 +149,41 @@ def _check_selection(sel: Any, n_queries: int, n_pool: int, method: str, seed: i
     return arr.astype(np.int64)
 
 
+def _holding_the_folder(fn: Callable[..., EvaluationResult]) -> Callable[..., EvaluationResult]:
+    """Run ``fn`` (:func:`evaluate`) holding the lock of its ``out_dir`` (waiting with ``wait=True``), and mark
+    its manifest ``interrupted`` (Ctrl-C, SIGTERM, exit) or ``failed`` (another exception) when it stops early."""
+    sig = inspect.signature(fn)
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> EvaluationResult:
+        bound = sig.bind(*args, **kwargs)
+        out = Path(bound.arguments["out_dir"])
+        with folder_lock(out, wait=bool(bound.arguments.get("wait", False))):
+            try:
+                return fn(*args, **kwargs)
+            except BaseException as exc:
+                _record_stop(out / MANIFEST, exc)
+                raise
+
+    return wrapper
+
+
+def _record_stop(manifest_path: Path, exc: BaseException) -> None:
+    """Replace a ``running`` status in the manifest by why the run stopped (what was written stays)."""
+    try:
+        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return
+    if not isinstance(manifest, dict) or manifest.get("status") != "running":
+        return
+    manifest["status"] = "interrupted" if isinstance(exc, (KeyboardInterrupt, SystemExit)) else "failed"
+    manifest["stopped_at"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    if manifest["status"] == "failed":
+        manifest["error"] = f"{type(exc).__name__}: {exc}"[:500]
+    atomic_write_json(manifest_path, manifest)
+
+
+@_holding_the_folder
 def evaluate(
     dataset: Dataset,
     lm: Any,
@@ -162,6 +203,7 @@ def evaluate(
     progress: bool = True,
     n_boot: int = 2000,
     answer_store: "str | os.PathLike[str] | None" = None,
+    wait: bool = False,
 ) -> EvaluationResult:
     """Evaluate ``methods`` on ``dataset`` with ``lm``; resumable, one JSON record per (method, run, query).
 
@@ -203,6 +245,10 @@ def evaluate(
         Directory of an :class:`~ucs.evaluation.answers.AnswerStore` shared with other evaluations: in the
         deterministic modes, prompts answered by any evaluation of the same model, mode and label set are
         not sent to the model again (their records carry ``"reused": true``). Ignored in sampled modes.
+    wait : bool
+        When another process is evaluating into ``out_dir`` (it holds the folder's lock,
+        :func:`~ucs.utils.lock.folder_lock`), wait for it instead of raising
+        :class:`~ucs.utils.lock.FolderLockedError`.
 
     Returns
     -------
@@ -277,14 +323,10 @@ def evaluate(
     records_path = out / RECORDS
     previous_methods: list[str] = []
     if manifest_path.exists():
-        old = json.loads(manifest_path.read_text(encoding="utf-8"))
+        old = read_manifest(manifest_path)
         old_key = old.get("key", {})
         if old_key != key_config:
-            diff = sorted(k for k in set(old_key) | set(key_config) if old_key.get(k) != key_config.get(k))
-            raise ValueError(
-                f"{out} holds results of a different configuration (differs in: {', '.join(diff)}); "
-                "use another out_dir, or delete the old one to start over"
-            )
+            raise ConfigurationMismatchError(out, config_differences(old_key, key_config))
         previous_methods = list(old.get("methods", []))
     all_methods = previous_methods + [m for m in methods if m not in previous_methods]
     manifest = {
@@ -435,11 +477,55 @@ def _selection(
     out: Path, method: str, seed: int, qhash: str, queries: list[str], select: SelectionFn, n_pool: int, n_q: int
 ) -> np.ndarray:
     path = selection_path(out, method, seed, queries)
-    if path.exists():
-        return _check_selection(load_npy(path), n_q, n_pool, method, seed)
+    cached = load_checked_npy(path, f"selection of {method!r} (seed {seed})", min_value=0, max_value=n_pool - 1,
+                              adopt_unverified=True)  # selections of older runs: range-checked, then adopted
+    if cached is not None and cached.ndim == 2 and cached.shape[0] in (1, n_q):
+        return _check_selection(cached, n_q, n_pool, method, seed)
     sel = _check_selection(select(method, seed, queries), n_q, n_pool, method, seed)
-    atomic_save_npy(path, sel)
+    save_checked_npy(path, sel)
     return sel
+
+
+class ConfigurationMismatchError(ValueError):
+    """An output folder holds records of another configuration (the differing fields are named)."""
+
+    def __init__(self, folder: Path, differences: list[str]) -> None:
+        self.folder = Path(folder)
+        self.differences = differences
+        shown = "; ".join(differences[:4]) + (f"; and {len(differences) - 4} more" if len(differences) > 4 else "")
+        super().__init__(
+            f"{self.folder} holds results of a different configuration (differs in: {shown}); use another output "
+            "folder, or --fresh to move the old one aside and start over"
+        )
+
+
+def config_differences(old: Any, new: Any, prefix: str = "") -> list[str]:
+    """Dotted paths of the fields that differ between two configurations, with both values (``a.b: x → y``)."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        out: list[str] = []
+        for k in sorted(set(old) | set(new), key=str):
+            if old.get(k) != new.get(k):
+                out += config_differences(old.get(k), new.get(k), f"{prefix}.{k}" if prefix else str(k))
+        return out
+
+    def short(v: Any) -> str:
+        t = json.dumps(v, default=str)
+        return t if len(t) <= 40 else t[:37] + "..."
+
+    return [f"{prefix or 'value'}: {short(old)} → {short(new)}"]
+
+
+def read_manifest(path: Path) -> dict:
+    """A run manifest; a damaged one raises a ``ValueError`` naming the file and the way out."""
+    try:
+        obj = json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{path} is damaged ({exc}); use another output folder, or --fresh to move this one "
+                         "aside and start over") from None
+    if not isinstance(obj, dict) or not isinstance(obj.get("key", {}), dict):
+        raise ValueError(f"{path} is not a run manifest; use another output folder, or --fresh to move this "
+                         "one aside and start over")
+    return obj
 
 
 def _build(builder: PromptBuilder, dataset: Dataset, sel: np.ndarray, q: int, query: str):

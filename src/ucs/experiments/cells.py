@@ -162,7 +162,7 @@ def run_accuracy(cell: Cell, ctx: CellContext) -> Dict[str, Any]:
 def run_coverage(cell: Cell, ctx: CellContext) -> Dict[str, Any]:
     """Coverage exposure of the selections (no ICL calls), per (method, run seed); resumable per pair."""
     from ucs.evaluation.runner import selection_path
-    from ucs.utils.io import atomic_save_npy
+    from ucs.utils.integrity import save_checked_npy
 
     out = eval_dir_for(ctx.work_dir, cell)
     pipe = ctx.pipeline(cell, out)
@@ -177,7 +177,7 @@ def run_coverage(cell: Cell, ctx: CellContext) -> Dict[str, Any]:
             sel = pipe.selection(m, s, queries)
             path = selection_path(out, m, s, queries)
             if not path.is_file():  # hand the selection to a later evaluation of this folder
-                atomic_save_npy(path, np.asarray(sel.indices, dtype=np.int64))
+                save_checked_npy(path, np.asarray(sel.indices, dtype=np.int64))
             computed += 1
     if computed:
         table = pipe.coverage_table(cell.methods, n_q)

@@ -21,7 +21,7 @@ def require_matplotlib() -> Any:
         import matplotlib.pyplot as plt
     except ImportError as exc:  # pragma: no cover - depends on the environment
         raise ImportError(
-            "figures need matplotlib: install the plot extra (pip install 'ucs-icl[plot]')"
+            "figures need matplotlib: install the plot extra (pip install -e '.[plot]' in the ucs repository, or pip install matplotlib)"
         ) from exc
     return plt
 

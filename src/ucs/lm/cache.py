@@ -31,6 +31,21 @@ def scoring_key(prefix: str, continuations: Sequence[str]) -> str:
     return hashlib.sha256(blob.encode("utf-8", "surrogatepass")).hexdigest()
 
 
+class _ScoreStore(KeyedJsonlStore):
+    """The score store's schema: equally long lists of log-probabilities (numbers) and token counts (ints)."""
+
+    def validate(self, entry: dict) -> Optional[str]:
+        problem = super().validate(entry)
+        if problem is not None:
+            return problem
+        lp, nt = entry.get("logprob"), entry.get("n_tokens")
+        if not isinstance(lp, list) or not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in lp):
+            return "'logprob' is not a list of numbers"
+        if not isinstance(nt, list) or len(nt) != len(lp) or not all(isinstance(x, int) and x >= 0 for x in nt):
+            return "'n_tokens' is not a list of token counts as long as 'logprob'"
+        return None
+
+
 class CachedScorer(ReducedScoresMixin):
     """Wrap ``lm`` so that :meth:`score_continuations_detailed` runs the model once per distinct input.
 
@@ -71,7 +86,7 @@ class CachedScorer(ReducedScoresMixin):
                                  "give identity={...} naming the model, its revision and its dtype")
         self.lm = lm
         self.identity_fields = None if identity is None else dict(identity)
-        self._store = None if store is None else KeyedJsonlStore(
+        self._store = None if store is None else _ScoreStore(
             store, {"kind": "continuation_scores", "model": self.identity_fields}, key_field="key")
         self._memory: Dict[str, ContinuationScores] = {}
         self.hits = 0

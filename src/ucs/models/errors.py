@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import importlib
 
-__all__ = ["MissingDependencyError", "InvalidModelFileError", "require"]
+__all__ = ["MissingDependencyError", "InvalidModelFileError", "require", "extra_install"]
+
+
+def extra_install(extra: str, packages: str) -> str:
+    """How to install an optional extra of this repository (the package is installed from its source tree)."""
+    return (f"-e '.[{extra}]'` in the ucs repository, or `bash scripts/install.sh dev` for every extra, "
+            f"or `pip install {packages}")
 
 
 class MissingDependencyError(ImportError):

@@ -29,11 +29,11 @@ import numpy as np
 from ucs.embedding.base import POOLINGS, l2_normalize, sanitize_text, sanitize_texts
 from ucs.lm.base import ContinuationScores, ReducedScoresMixin
 from ucs.lm.prefix_tree import build_trie, move_trailing_spaces
-from ucs.models.errors import InvalidModelFileError, MissingDependencyError, require
+from ucs.models.errors import InvalidModelFileError, MissingDependencyError, extra_install, require
 
 __all__ = ["TransformersBackbone", "pool_hidden"]
 
-_INSTALL = "'ucs-icl[torch]'  (or: pip install torch transformers gguf accelerate)"
+_INSTALL = extra_install("torch", "torch transformers gguf accelerate")
 
 
 def pool_hidden(hidden, mask, pooling: str):

@@ -27,11 +27,11 @@ import numpy as np
 from ucs.embedding.base import POOLINGS, l2_normalize, sanitize_text, sanitize_texts
 from ucs.lm.base import ContinuationScores, ReducedScoresMixin
 from ucs.lm.prefix_tree import build_trie, logsumexp_rows, move_trailing_spaces
-from ucs.models.errors import InvalidModelFileError, require
+from ucs.models.errors import InvalidModelFileError, extra_install, require
 
 __all__ = ["LlamaCppBackbone"]
 
-_INSTALL = "'ucs-icl[llama]'  (or: pip install llama-cpp-python)"
+_INSTALL = extra_install("llama", "llama-cpp-python")
 
 
 def _default_threads() -> int:

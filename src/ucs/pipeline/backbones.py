@@ -140,3 +140,28 @@ def load_retrieval_for(config: Any, backbone: Any, device: Optional[str] = None)
 
     kw = {"device": device or config.device} if (device or config.device) else {}
     return load_retrieval_embedder(name, **kw)
+
+
+def retrieval_fallback(config: Any) -> "tuple[Any, Optional[str]]":
+    """``config`` with the backbone as retrieval embedder when its sentence-transformers retrieval embedder
+    cannot run because the package is not installed (SPEC §1 allows the backbone's ℓ2-normalised
+    embeddings), and the one-line note saying so; ``(config, None)`` when nothing changes.
+
+    The returned configuration is what the run records, so its results never pass for the other embedder's.
+    Costs one module lookup (nothing is imported).
+    """
+    import importlib.util
+
+    name = config.retrieval_embedder
+    if name == "backbone":
+        return config, None
+    try:
+        found = importlib.util.find_spec("sentence_transformers") is not None
+    except (ImportError, ValueError):
+        found = False
+    if found:
+        return config, None
+    note = (f"note: the retrieval embedder {name!r} needs sentence-transformers, which is not installed; "
+            "using the backbone's l2-normalised embeddings for retrieval instead (install it with "
+            "`pip install -e '.[torch]'` in the ucs repository, or `bash scripts/install.sh dev`)")
+    return config.replace(retrieval_embedder="backbone"), note

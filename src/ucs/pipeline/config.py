@@ -104,6 +104,9 @@ class PipelineConfig:
     data_dir : str, optional
         Folder of the original public files (default ``$UCS_DATA_DIR``, else ``./data``). Not part of the
         resume key: the data files' hashes are.
+    test_file : str, optional
+        With a table ``dataset``: the file of the test split (``dataset`` is then the pool). Not part of the
+        resume key: the files' hashes are.
     backbone : str
         The ICL model: ``smollm2`` (default), ``gemma3``, a GGUF file, a hub id or model directory (through
         :func:`ucs.models.load_backbone`), or ``dummy`` (hash-based doubles, for tests and dry runs).
@@ -160,6 +163,7 @@ class PipelineConfig:
 
     dataset: str = "sample"
     data_dir: Optional[str] = None
+    test_file: Optional[str] = None
     backbone: str = "smollm2"
     engine: Optional[str] = None
     layer: Any = "last"
@@ -236,6 +240,12 @@ class PipelineConfig:
 
         if not isinstance(self.dataset, str) or not self.dataset:
             raise ValueError(f"dataset must be a dataset name or table path; got {self.dataset!r}")
+        if self.test_file is not None:
+            from ucs.data.table import TABLE_SUFFIXES
+
+            if not str(self.dataset).lower().endswith(TABLE_SUFFIXES):
+                raise ValueError(f"test_file needs dataset to be a table file ({', '.join(TABLE_SUFFIXES)}) holding "
+                                 f"the pool; got dataset {self.dataset!r}")
         if not isinstance(self.backbone, str) or not self.backbone:
             raise ValueError(f"backbone must name a model (e.g. 'smollm2'); got {self.backbone!r}")
         if self.engine not in (None, "llama", "transformers"):
@@ -388,7 +398,7 @@ class PipelineConfig:
     def key_dict(self) -> Dict[str, Any]:
         """The settings that change results: what the resume check compares (no paths, no method list)."""
         d = self.to_dict()
-        for k in ("data_dir", "selectors", "preset", "device", "n_gpu_layers"):
+        for k in ("data_dir", "test_file", "selectors", "preset", "device", "n_gpu_layers"):
             d.pop(k, None)
         if self.dtype is None:  # runs made before the setting existed keep their key
             d.pop("dtype", None)

@@ -40,7 +40,8 @@ from ucs.embedding.base import l2_normalize
 from ucs.embedding.cache import EmbeddingCache, default_cache_dir
 from ucs.pipeline.config import PipelineConfig, canonical_method, parse_method
 from ucs.pipeline.diagnostics import coverage_markdown, coverage_stats, summarize_coverage
-from ucs.utils.io import atomic_save_npy, atomic_write_json, atomic_write_text, hash_array, load_npy
+from ucs.utils.integrity import load_checked_npy, save_checked_npy
+from ucs.utils.io import atomic_write_json, atomic_write_text, hash_array
 
 __all__ = ["Pipeline", "PipelineResult"]
 
@@ -226,7 +227,8 @@ class Pipeline:
         if self._dataset is None:
             from ucs.data import load_dataset
 
-            self._dataset = load_dataset(self.config.dataset, self.config.data_dir)
+            test = {"test": self.config.test_file} if self.config.test_file else {}
+            self._dataset = load_dataset(self.config.dataset, self.config.data_dir, **test)
         return self._dataset
 
     @property
@@ -392,7 +394,7 @@ class Pipeline:
             self._timed("clustering_fit", t0)
             self._memo[memo] = est
             d = self._cluster_dir(seed)
-            atomic_save_npy(d / f"labels_q{qv!r}.npy", est.labels_)
+            save_checked_npy(d / f"labels_q{qv!r}.npy", np.asarray(est.labels_, dtype=np.int64))
             atomic_write_json(d / "meta.json", {
                 "params": self.clusterer_params(seed), "eps": getattr(est, "eps_", None),
                 "n_clusters": int(est.n_clusters_), "timings": getattr(est, "timings_", {}),
@@ -420,8 +422,11 @@ class Pipeline:
         if memo in self._memo:
             return self._memo[memo]
         path = self._cluster_dir(seed) / f"labels_q{q!r}.npy"
-        if path.is_file():
-            ids = load_npy(path).astype(np.int64)
+        n = len(self.dataset.pool)
+        ids = load_checked_npy(path, f"cached cluster labels (seed {seed}, q {q})", shape=(n,), min_value=0,
+                               max_value=n - 1)
+        if ids is not None:
+            ids = ids.astype(np.int64)
         else:
             est = self.clusterer(seed, q)
             if q == float(self.config.dbscan_q) or self.distributed or getattr(est, "kth_distances_", 1) is None:
@@ -430,7 +435,7 @@ class Pipeline:
                 t0 = time.perf_counter()
                 ids = np.asarray(est.recut(q), dtype=np.int64)
                 self._timed("clustering_recut", t0)
-            atomic_save_npy(path, ids)
+            save_checked_npy(path, ids)
         if ids.shape != (len(self.dataset.pool),):
             raise ValueError(f"cached cluster ids at {path} have shape {ids.shape}; expected ({len(self.dataset.pool)},)")
         self._memo[memo] = ids
@@ -589,7 +594,11 @@ class Pipeline:
                 best = (n, p)
         if best is None:
             return None
-        sel = load_npy(best[1])
+        n_pool = len(self.dataset.pool)
+        sel = load_checked_npy(best[1], f"selection of {method} (seed {seed})", min_value=0, max_value=n_pool - 1,
+                               adopt_unverified=True)
+        if sel is None or sel.ndim != 2:
+            return None
         rows = sel if sel.shape[0] == 1 else sel[:n_queries]
         stats = summarize_coverage(self.coverage(method, seed, rows))
         self._memo[("coverage", method, seed, n_queries)] = stats

@@ -5,6 +5,12 @@ the stored values depend on besides the entry's own key, e.g. the model identity
 object carrying its entry key under ``key_field``; the first line with a given key wins. Lines are appended
 and flushed by one ``write`` call per batch, so several processes may append to one file; a torn last line
 (an interrupted write) is skipped when reading and ended before the next append, so it spoils only itself.
+
+Every line carries ``"_check"``, the first 16 hex digits of the SHA-256 of the rest of the line's canonical
+JSON (:func:`line_check`). A line that fails it (flipped bytes, an edited value, a line written before
+checksums existed) or fails the store's schema check (:meth:`KeyedJsonlStore.validate`) is skipped with one
+:class:`~ucs.utils.integrity.DamagedFileWarning` per file naming it; the entry is then recomputed and appended
+again (the file is never rewritten), and the first valid line of a key wins.
 """
 
 from __future__ import annotations
@@ -13,15 +19,47 @@ import hashlib
 import json
 import os
 from pathlib import Path
-from typing import Any, Dict, Iterable, Optional
+from typing import Any, Dict, Iterable, List, Optional, Tuple
 
-__all__ = ["KeyedJsonlStore", "fields_key"]
+from ucs.utils.integrity import report_damage
+
+__all__ = ["KeyedJsonlStore", "fields_key", "line_check", "signed_line", "verify_line"]
+
+CHECK_FIELD = "_check"
 
 
 def fields_key(fields: Dict[str, Any]) -> str:
     """SHA-256 hex digest of the canonical JSON of ``fields``."""
     blob = json.dumps(fields, sort_keys=True, ensure_ascii=False, default=str)
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+def line_check(entry: Dict[str, Any]) -> str:
+    """First 16 hex digits of the SHA-256 of ``entry``'s canonical JSON (without its ``_check`` field)."""
+    body = {k: v for k, v in entry.items() if k != CHECK_FIELD}
+    blob = json.dumps(body, sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(blob.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+def signed_line(entry: Dict[str, Any]) -> str:
+    """One JSONL line holding ``entry`` and its :func:`line_check`."""
+    return json.dumps({**entry, CHECK_FIELD: line_check(entry)}, ensure_ascii=False, sort_keys=True) + "\n"
+
+
+def verify_line(line: str) -> Tuple[Optional[dict], Optional[str]]:
+    """``(entry without _check, None)`` for a valid signed line, else ``(None, what is wrong)``."""
+    try:
+        obj = json.loads(line)
+    except json.JSONDecodeError:
+        return None, "not valid JSON"
+    if not isinstance(obj, dict):
+        return None, "not a JSON object"
+    if CHECK_FIELD not in obj:
+        return None, "no checksum (written by an older version)"
+    if obj[CHECK_FIELD] != line_check(obj):
+        return None, "checksum mismatch"
+    obj.pop(CHECK_FIELD)
+    return obj, None
 
 
 class KeyedJsonlStore:
@@ -48,18 +86,32 @@ class KeyedJsonlStore:
         self.path = Path(root) / self.key[:2] / f"{self.key}.jsonl"
         self._entries: Optional[Dict[str, dict]] = None
 
+    def validate(self, entry: dict) -> Optional[str]:
+        """What is wrong with a stored ``entry`` (``None``: nothing). Subclasses check their fields."""
+        return None if isinstance(entry.get(self.key_field), str) else f"no string {self.key_field!r}"
+
     def _load(self) -> Dict[str, dict]:
         if self._entries is None:
             self._entries = {}
             if self.path.is_file():
-                with open(self.path, encoding="utf-8") as fh:
-                    for line in fh:
-                        try:
-                            rec = json.loads(line)
-                        except json.JSONDecodeError:
-                            continue  # a torn line of an interrupted write
-                        if isinstance(rec, dict) and isinstance(rec.get(self.key_field), str):
-                            self._entries.setdefault(rec[self.key_field], rec)
+                bad: List[Tuple[int, str]] = []
+                with open(self.path, encoding="utf-8", errors="replace") as fh:
+                    lines = fh.read().split("\n")
+                for i, line in enumerate(lines, start=1):
+                    if not line.strip():
+                        continue
+                    rec, problem = verify_line(line)
+                    if rec is not None:
+                        problem = self.validate(rec)
+                    if problem is not None:
+                        if not (i == len(lines) and problem == "not valid JSON"):  # a torn last line
+                            bad.append((i, problem))
+                        continue
+                    self._entries.setdefault(rec[self.key_field], rec)
+                if bad:
+                    where = ", ".join(f"line {i}: {p}" for i, p in bad[:3]) + (" ..." if len(bad) > 3 else "")
+                    report_damage(f"{self.path}: skipped {len(bad)} damaged line(s) ({where}); those entries will "
+                                  "be recomputed and appended")
         return self._entries
 
     def __len__(self) -> int:
@@ -81,7 +133,7 @@ class KeyedJsonlStore:
             if k in stored:
                 continue
             stored[k] = e
-            lines.append(json.dumps(e, ensure_ascii=False, sort_keys=True) + "\n")
+            lines.append(signed_line(e))
         if lines:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             with open(self.path, "ab") as fh:

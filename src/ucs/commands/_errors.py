@@ -1,0 +1,267 @@
+"""The CLI's one error policy: user mistakes become a short message and exit code 2, never a traceback.
+
+:func:`guard` wraps a command's callback; :func:`guard_app` applies it to every command of a Typer app (and
+of its sub-apps). A wrapped command turns
+
+* ``ValueError`` (bad values, malformed files, damaged caches; ``DatasetError`` and ``UnicodeDecodeError``
+  included),
+* ``OSError`` with a file name (missing file, permission denied, a folder where a file is expected ...),
+* :class:`~ucs.models.errors.MissingDependencyError` and
+* :class:`~ucs.utils.lock.FolderLockedError`
+
+into at most two lines on stderr — ``Error: <parameter>: <what is wrong>`` and ``  fix: <what to do>`` —
+and exit code 2. The parameter is the option whose value the message or the failing file names (``--out``,
+``--pool`` ...). ``KeyboardInterrupt`` (Ctrl-C, and SIGTERM while a command runs) prints one line and exits
+with 130. ``ucs --debug <command>`` or ``UCS_DEBUG=1`` re-raises instead, so the traceback shows.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import os
+import re
+import signal
+import threading
+import warnings
+from pathlib import Path
+from typing import Any, Callable, List, Optional, Tuple
+
+import click
+import typer
+
+__all__ = ["guard", "guard_app", "set_debug", "debug_enabled", "DEBUG_ENV", "EXIT_USER_ERROR"]
+
+DEBUG_ENV = "UCS_DEBUG"
+EXIT_USER_ERROR = 2
+EXIT_INTERRUPTED = 130
+_STATE = {"debug": False}
+
+#: Names used in library messages (configuration fields, estimator parameters) → the options that set them,
+#: in order of preference; the first one the running command has is named.
+_FIELD_OPTIONS = {
+    "backbone": ("--model",), "n_runs": ("--runs",), "retrieval_embedder": ("--retrieval",),
+    "dbscan_q": ("--dbscan-q", "--q"), "dbscan_k": ("--k",), "test_size": ("--test-size", "--queries", "--val-size"),
+    "lam_by_selector": ("--lam-by",), "dbscan_q_by_selector": ("--q-by",), "data_dir": ("--data-dir",),
+    "cache_dir": ("--cache-dir",), "mdl_scorer": ("--mdl-scorer",), "n_gpu_layers": ("--n-gpu-layers",),
+    "method": ("--method", "--selectors"), "selectors": ("--selectors",), "query_embeddings": ("--queries",),
+    "pool_embeddings": ("--pool",), "cluster_ids": ("--cluster-ids", "--clusters"), "n_atoms": ("--n-atoms",),
+    "test_file": ("--test-file",), "val_fraction": ("--val-fraction",), "preset": ("--preset",),
+    "datasets": ("--datasets",), "dataset": ("--dataset", "--datasets"),
+}
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM received while a command ran (handled like Ctrl-C: the run records ``interrupted``)."""
+
+
+def set_debug(value: bool) -> None:
+    """Show tracebacks instead of short messages (the root ``--debug`` flag)."""
+    _STATE["debug"] = bool(value)
+
+
+def debug_enabled() -> bool:
+    return _STATE["debug"] or os.environ.get(DEBUG_ENV, "").strip().lower() not in ("", "0", "false", "no")
+
+
+def _params(fn: Callable[..., Any], kwargs: dict) -> List[Tuple[str, str, Any]]:
+    """``(python name, option text, value)`` of a command's parameters, read off its signature's Typer
+    defaults (``typer.Option(..., "--pool")`` gives ``--pool``; an argument its upper-case name)."""
+    out = []
+    for name, par in inspect.signature(fn).parameters.items():
+        info = par.default
+        decls = [d for d in (getattr(info, "param_decls", None) or ()) if isinstance(d, str)]
+        if type(info).__name__ == "ArgumentInfo":
+            label = name.upper()
+        else:
+            longs = [d.split("/")[0] for d in decls if d.startswith("--")]
+            label = longs[0] if longs else f"--{name.replace('_', '-')}"
+        out.append((name, label, kwargs.get(name)))
+    return out
+
+
+def _param_for_path(filename: str, params: List[Tuple[str, str, Any]]) -> Optional[str]:
+    """The option whose path value is ``filename``, one of its parent folders (the closest one), or — when a
+    folder could not be made — lies under it. The temporary file of an atomic write counts as its target."""
+    try:
+        target = Path(os.path.abspath(filename))
+    except (TypeError, ValueError):
+        return None
+    m = re.match(r"^\.(.+)\.[^.]+\.tmp$", target.name)  # ucs.utils.io.atomic_write_bytes's temporary file
+    targets = [target] + ([target.with_name(m.group(1))] if m else [])
+    best, depth = None, -1
+    for _, label, value in params:
+        if value is None or isinstance(value, bool) or not isinstance(value, (str, Path)) or not str(value):
+            continue
+        p = Path(os.path.abspath(str(value)))
+        for t in targets:
+            if p == t or p in t.parents:
+                d = len(p.parts)
+            elif t in p.parents:
+                d = 0
+            else:
+                continue
+            if d > depth:
+                best, depth = label, d
+    return best
+
+
+def _param_for_message(message: str, params: List[Tuple[str, str, Any]]) -> Optional[str]:
+    """The option the message is about: an option it names, else the one mentioned first — by its parameter
+    name, a library name for it (:data:`_FIELD_OPTIONS`), or its value."""
+    named = re.findall(r"(?<![\w-])(--[a-z][a-z0-9-]*)", message)
+    known = {label for _, label, _ in params}
+    for opt in named:
+        if opt in known:
+            return opt
+    found: List[Tuple[int, int, str]] = []  # (position, kind, option): names before values at one position
+
+    def word(w: str) -> Optional[int]:
+        m = re.search(rf"(?<![\w-]){re.escape(w)}(?![\w-])", message)
+        return None if m is None else m.start()
+
+    for name, label, value in params:
+        pos = word(name)
+        if pos is not None:
+            found.append((pos, 0, label))
+        if isinstance(value, (str, Path)) and not isinstance(value, bool) and len(str(value)) >= 3:
+            pos = message.find(str(value))
+            if pos >= 0:
+                found.append((pos, 1, label))
+    for field, opts in _FIELD_OPTIONS.items():
+        opt = next((o for o in opts if o in known), None)
+        pos = word(field) if opt else None
+        if pos is not None:
+            found.append((pos, 0, opt))
+    if found:
+        return min(found)[2]
+    return named[0] if named else None
+
+
+def _describe(exc: BaseException, command: str,
+              params: List[Tuple[str, str, Any]]) -> Optional[Tuple[str, Optional[str], str]]:
+    """``(message, parameter, fix)`` for a user error, ``None`` for anything else (a bug: re-raised)."""
+    from ucs.models.errors import MissingDependencyError
+    from ucs.utils.lock import FolderLockedError
+
+    help_hint = f"see `ucs {command} --help`" if command else "see `ucs --help`"
+    if isinstance(exc, FolderLockedError):
+        return str(exc), _param_for_path(str(exc.folder), params), \
+            "wait for that run to finish, add --wait to queue behind it, or choose another output folder"
+    if type(exc).__name__ == "ConfigurationMismatchError":  # ucs.evaluation.runner's (not imported for this)
+        return str(exc).split("; use another output folder")[0], _param_for_path(str(exc.folder), params), \
+            "add --fresh to move the old results aside and start over, or choose another output folder"
+    if isinstance(exc, MissingDependencyError):
+        return str(exc), None, "install what the message names, then rerun the same command"
+    if isinstance(exc, OSError) and getattr(exc, "filename", None) is not None:
+        fname = str(exc.filename)
+        param = _param_for_path(fname, params)
+        what = {
+            FileNotFoundError: ("no such file or folder", "check the path"),
+            IsADirectoryError: ("is a folder, expected a file", "pass a file"),
+            FileExistsError: ("a file is in the way, expected a folder", "pass a folder path"),
+            NotADirectoryError: ("a part of the path is a file, expected a folder", "pass a folder"),
+            PermissionError: ("permission denied", "choose a path you can read and write"),
+        }
+        for cls, (msg, fix) in what.items():
+            if isinstance(exc, cls):
+                return f"{msg}: {fname}", param, f"{fix} ({help_hint})"
+        return f"{exc.strerror or exc}: {fname}", param, f"check the path ({help_hint})"
+    if isinstance(exc, OSError):  # no file name attached (e.g. MissingDataError): the message says what
+        msg = str(exc).strip() or type(exc).__name__
+        return msg, _param_for_message(msg, params), help_hint
+    if isinstance(exc, ValueError):
+        msg = str(exc).strip() or type(exc).__name__
+        if isinstance(exc, UnicodeDecodeError):
+            msg = f"a file is not UTF-8 text ({exc.reason} at byte {exc.start})"
+        return msg, _param_for_message(msg, params), help_hint
+    return None
+
+
+def _format(message: str, param: Optional[str], fix: str) -> str:
+    first = message.splitlines()[0] if message else "invalid input"
+    if param and not first.startswith(param):
+        first = f"{param}: {first}"
+    return f"Error: {first}\n  fix: {fix} (--debug shows the traceback)"
+
+
+#: Exceptions that already carry the CLI's answer (usage errors, ``typer.Exit``): Typer may vendor Click,
+#: so both its classes and Click's are listed.
+_PASSTHROUGH = tuple({typer.Exit, typer.Abort, click.exceptions.Exit, click.exceptions.Abort, click.ClickException}
+                     | {c for c in type(typer.BadParameter("x")).__mro__ if c.__name__ == "ClickException"})
+
+
+_USAGE = tuple({click.UsageError} | {c for c in type(typer.BadParameter("x")).__mro__ if c.__name__ == "UsageError"})
+
+
+def _show_warning(message: Any, category: type, filename: str, lineno: int, file: Any = None,
+                  line: Optional[str] = None) -> None:
+    """Damaged-file warnings as one ``warning: ...`` line; others as Python prints them."""
+    from ucs.utils.integrity import DamagedFileWarning
+
+    if issubclass(category, DamagedFileWarning):
+        typer.echo(f"warning: {message}", err=True)
+    else:
+        _PYTHON_SHOWWARNING(message, category, filename, lineno, file, line)
+
+
+_PYTHON_SHOWWARNING = warnings.showwarning
+
+
+def _on_sigterm(signum: int, frame: Any) -> None:
+    raise Terminated()
+
+
+def guard(fn: Callable[..., Any], command: str = "") -> Callable[..., Any]:
+    """Wrap a command callback with the error policy (the signature Typer reads is kept)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        old = None
+        if threading.current_thread() is threading.main_thread():
+            old = signal.signal(signal.SIGTERM, _on_sigterm)
+        shown = warnings.showwarning
+        warnings.showwarning = _show_warning
+        try:
+            return fn(*args, **kwargs)
+        except _USAGE as exc:  # BadParameter & co. raised by the command body: the same two-line format
+            if debug_enabled():
+                raise
+            msg = exc.format_message()
+            hint = getattr(exc, "param_hint", None)
+            param = hint if isinstance(hint, str) and hint.startswith("-") else None
+            msg = re.sub(r"^Invalid value(?: for [^:]+)?: ", "", msg)
+            typer.echo(_format(msg, param or _param_for_message(msg, _params(fn, kwargs)),
+                               f"see `ucs {command} --help`"), err=True)
+            raise typer.Exit(EXIT_USER_ERROR) from None
+        except _PASSTHROUGH:
+            raise
+        except KeyboardInterrupt:
+            if debug_enabled():
+                raise
+            typer.echo("Interrupted: what was computed is saved; rerun the same command to continue.", err=True)
+            raise typer.Exit(EXIT_INTERRUPTED) from None
+        except Exception as exc:  # noqa: BLE001 - classified below; anything else is re-raised
+            described = _describe(exc, command, _params(fn, kwargs))
+            if described is None or debug_enabled():
+                raise
+            typer.echo(_format(*described), err=True)
+            raise typer.Exit(EXIT_USER_ERROR) from None
+        finally:
+            warnings.showwarning = shown
+            if old is not None:
+                signal.signal(signal.SIGTERM, old)
+
+    wrapper.__ucs_guarded__ = True  # type: ignore[attr-defined]
+    return wrapper
+
+
+def guard_app(app: typer.Typer, prefix: str = "") -> None:
+    """Apply :func:`guard` to every command registered on ``app`` and its sub-apps (idempotent)."""
+    for info in app.registered_commands:
+        if info.callback is not None and not getattr(info.callback, "__ucs_guarded__", False):
+            name = info.name or info.callback.__name__.replace("_", "-")
+            info.callback = guard(info.callback, f"{prefix}{name}")
+    for group in app.registered_groups:
+        if group.typer_instance is not None:
+            guard_app(group.typer_instance, f"{prefix}{group.name} ")

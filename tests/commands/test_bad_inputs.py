@@ -1,0 +1,401 @@
+"""The bad-input battery: ordinary mistakes against every ``ucs`` command and the public loaders.
+
+Each case must end with exit code 2, a message naming the parameter at fault, and no traceback. Cases are
+chosen to fail before any model is loaded (``--model dummy`` where a run could start), so the battery is fast.
+The case counts per command are recorded in docs/errors.md.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from ucs.cli import app
+
+N, D = 40, 8
+
+
+def _files(root: Path) -> dict:
+    """Good and bad input files under ``root``; returns ``{name: path string}``."""
+    rng = np.random.default_rng(0)
+    f: dict = {}
+
+    def npy(name, arr, **kw):
+        p = root / name
+        np.save(p, arr, **kw)
+        f[name] = str(p)
+
+    npy("pool.npy", rng.normal(size=(N, D)))
+    npy("q.npy", rng.normal(size=(3, D)))
+    npy("ids.npy", rng.integers(0, 6, N))
+    npy("ids_short.npy", rng.integers(0, 6, N - 1))
+    npy("ids_float.npy", rng.integers(0, 6, N) + 0.5)
+    npy("ids_neg.npy", np.full(N, -5))
+    npy("ids_2d.npy", rng.integers(0, 6, (N, 2)))
+    nan = rng.normal(size=(N, D))
+    nan[3, 2] = np.nan
+    npy("nan.npy", nan)
+    inf = rng.normal(size=(N, D))
+    inf[0, 0] = np.inf
+    npy("inf.npy", inf)
+    npy("huge.npy", rng.normal(size=(N, D)) * 1e200)
+    npy("3d.npy", rng.normal(size=(2, 2, 2)))
+    npy("1d.npy", rng.normal(size=D))
+    npy("empty.npy", np.zeros((0, D)))
+    npy("one_row.npy", rng.normal(size=(1, D)))
+    npy("str.npy", np.array(["a", "b"]))
+    npy("q_wrongdim.npy", rng.normal(size=(3, D + 3)))
+    npy("pickle.npy", np.array([{"a": 1}], dtype=object), allow_pickle=True)
+    for name, text in {
+        "notnpy.npy": "this is not an array\n",
+        "texts.txt": "\n".join(f"text {i}" for i in range(N)) + "\n",
+        "texts_short.txt": "a\nb\nc\n",
+        "ids.txt": "\n".join(str(i % 5) for i in range(N)) + "\n",
+        "ids_words.txt": "one\ntwo\n",
+        "good.csv": "text,label,split\n" + "".join(f"row {i},{'ab'[i % 2]},{'pool' if i < 16 else 'test'}\n"
+                                                    for i in range(20)),
+        "no_label.csv": "text,category\nhello,a\n",
+        "empty_label.csv": "text,label\nhello,a\nworld,\nagain,b\n",
+        "bad_split.csv": "text,label,split\nhello,a,pool\nworld,b,validation\n",
+        "ragged.csv": "text,label\nhello,a,extra\n",
+        "one_row.csv": "text,label\nhello,a\n",
+        "only_test.csv": "text,label,split\nhello,a,test\nworld,b,test\n",
+        "bad.jsonl": '{"text": "a", "label": "x"}\n{not json\n{"text": "b", "label": "y"}\n',
+        "list.jsonl": '["a", "x"]\n',
+        "null_label.jsonl": '{"text": "a", "label": null}\n',
+        "empty_label.jsonl": '{"text": "a", "label": "x"}\n{"text": "b", "label": "  "}\n',
+        "notlist.json": '{"text": "a"}\n',
+        "table.xlsx": "not a table\n",
+        "bad_config.json": "{not json",
+        "list_config.json": "[1, 2]",
+        "unknown_config.json": json.dumps({"no_such_setting": 1}),
+        "badvalue_config.json": json.dumps({"budget": -4}),
+        "tune_out_file": "a file where a folder is expected\n",
+    }.items():
+        p = root / name
+        p.write_text(text, encoding="utf-8")
+        f[name] = str(p)
+    (root / "latin1.csv").write_bytes("text,label\ncaf\xe9,a\n".encode("latin-1"))
+    f["latin1.csv"] = str(root / "latin1.csv")
+    (root / "latin1.txt").write_bytes("caf\xe9\n".encode("latin-1"))
+    f["latin1.txt"] = str(root / "latin1.txt")
+    (root / "dir").mkdir()
+    f["dir"] = str(root / "dir")
+    f["missing"] = str(root / "missing.npy")
+    f["missing.csv"] = str(root / "missing.csv")
+    f["out"] = str(root / "out")
+    f["unwritable"] = "/proc/ucs-no-such-dir/out"
+    return f
+
+
+# (id, argv template, parameter the message must name). "{name}" is replaced by the path of file ``name``.
+SELECT = [
+    ("pool-missing", "select --pool {missing}", "--pool"),
+    ("pool-is-dir", "select --pool {dir}", "--pool"),
+    ("pool-not-npy", "select --pool {notnpy.npy}", "--pool"),
+    ("pool-pickled", "select --pool {pickle.npy}", "--pool"),
+    ("pool-nan", "select --pool {nan.npy}", "--pool"),
+    ("pool-inf", "select --pool {inf.npy}", "--pool"),
+    ("pool-overflowing", "select --pool {huge.npy} --method dpp", "--pool"),
+    ("pool-3d", "select --pool {3d.npy}", "--pool"),
+    ("pool-1d", "select --pool {1d.npy}", "--pool"),
+    ("pool-empty", "select --pool {empty.npy}", "--pool"),
+    ("pool-strings", "select --pool {str.npy}", "--pool"),
+    ("queries-missing", "select --pool {pool.npy} --queries {missing}", "--queries"),
+    ("queries-wrong-dim", "select --pool {pool.npy} --queries {q_wrongdim.npy}", "--queries"),
+    ("queries-nan", "select --pool {pool.npy} --queries {nan.npy}", "--queries"),
+    ("ids-short", "select --pool {pool.npy} --queries {q.npy} --cluster-ids {ids_short.npy}", "--cluster-ids"),
+    ("ids-float", "select --pool {pool.npy} --queries {q.npy} --cluster-ids {ids_float.npy}", "--cluster-ids"),
+    ("ids-negative", "select --pool {pool.npy} --queries {q.npy} --cluster-ids {ids_neg.npy}", "--cluster-ids"),
+    ("ids-2d", "select --pool {pool.npy} --queries {q.npy} --cluster-ids {ids_2d.npy}", "--cluster-ids"),
+    ("ids-missing", "select --pool {pool.npy} --cluster-ids {missing}", "--cluster-ids"),
+    ("method", "select --pool {pool.npy} --method nope", "--method"),
+    ("budget-negative", "select --pool {pool.npy} --queries {q.npy} --budget -1", "--budget"),
+    ("estimator", "select --pool {pool.npy} --queries {q.npy} --cluster-ids {ids.npy} --lam 0.5 --estimator nope",
+     "--estimator"),
+    ("design", "select --pool {pool.npy} --queries {q.npy} --cluster-ids {ids.npy} --lam 0.5 --design nope",
+     "--design"),
+    ("corpus-prior", "select --pool {pool.npy} --method votek --cluster-ids {ids.npy} --lam 0.5 --corpus-prior nope",
+     "--corpus-prior"),
+    ("lam-without-ids", "select --pool {pool.npy} --queries {q.npy} --lam 0.5", "--lam"),
+    ("lam-nan", "select --pool {pool.npy} --queries {q.npy} --cluster-ids {ids.npy} --lam nan", "--lam"),
+    ("pool-texts-short", "select --pool {pool.npy} --queries {q.npy} --pool-texts {texts_short.txt}", "--pool-texts"),
+    ("pool-texts-missing", "select --pool {pool.npy} --queries {q.npy} --pool-texts {missing}", "--pool-texts"),
+    ("pool-texts-not-utf8", "select --pool {pool.npy} --queries {q.npy} --pool-texts {latin1.txt}", "--pool-texts"),
+    ("out-is-dir", "select --pool {pool.npy} --queries {q.npy} --method topk --out {dir}", "--out"),
+    ("out-unwritable", "select --pool {pool.npy} --queries {q.npy} --method topk --out {unwritable}.json", "--out"),
+    ("out-suffix", "select --pool {pool.npy} --queries {q.npy} --method topk --out {out}.xlsx", "--out"),
+]
+COVERAGE = [
+    ("clusters-missing", "coverage --clusters {missing} --subset 0,1", "--clusters"),
+    ("clusters-dir", "coverage --clusters {dir} --subset 0,1", "--clusters"),
+    ("clusters-words", "coverage --clusters {ids_words.txt} --subset 0,1", "--clusters"),
+    ("clusters-float", "coverage --clusters {ids_float.npy} --subset 0,1", "--clusters"),
+    ("clusters-negative", "coverage --clusters {ids_neg.npy} --subset 0,1", "--clusters"),
+    ("subset-out-of-range", "coverage --clusters {ids.txt} --subset 0,99", "--subset"),
+    ("subset-not-ints", "coverage --clusters {ids.txt} --subset a,b", "--subset"),
+    ("subset-negative", "coverage --clusters {ids.txt} --subset -1,2", "--subset"),
+    ("estimator", "coverage --clusters {ids.txt} --subset 0,1 --estimator nope", "--estimator"),
+    ("design", "coverage --clusters {ids.txt} --subset 0,1 --design nope", "--design"),
+    ("t-negative", "coverage --clusters {ids.txt} --subset 0,1 --t -1", "--t"),
+    ("alpha-range", "coverage --clusters {ids.txt} --subset 0,1 --alpha 5", "--alpha"),
+    ("bin-size-zero", "coverage --clusters {ids.txt} --subset 0,1 --bin-size 0", "--bin-size"),
+    ("demo-with-clusters", "coverage --demo --clusters {ids.txt}", "--demo"),
+    ("nothing-given", "coverage", "--clusters"),
+]
+CLUSTER = [
+    ("embeddings-missing", "cluster {missing} {out}", "EMBEDDINGS"),
+    ("embeddings-dir", "cluster {dir} {out}", "EMBEDDINGS"),
+    ("embeddings-not-npy", "cluster {notnpy.npy} {out}", "EMBEDDINGS"),
+    ("embeddings-nan", "cluster {nan.npy} {out}", "EMBEDDINGS"),
+    ("embeddings-1d", "cluster {1d.npy} {out}", "EMBEDDINGS"),
+    ("embeddings-one-row", "cluster {one_row.npy} {out}", "EMBEDDINGS"),
+    ("q-above-one", "cluster {pool.npy} {out} --q 2", "--q"),
+    ("q-negative", "cluster {pool.npy} {out} --q -0.1", "--q"),
+    ("k-zero", "cluster {pool.npy} {out} --k 0", "--k"),
+    ("method", "cluster {pool.npy} {out} --method nope", "--method"),
+    ("coding", "cluster {pool.npy} {out} --coding nope", "--coding"),
+    ("backend", "cluster {pool.npy} {out} --backend nope", "--backend"),
+    ("n-atoms-zero", "cluster {pool.npy} {out} --n-atoms 0", "--n-atoms"),
+    ("min-samples-zero", "cluster {pool.npy} {out} --min-samples 0", "--min-samples"),
+    ("pca-dim-negative", "cluster {pool.npy} {out} --pca-dim -1", "--pca-dim"),
+    ("out-is-file", "cluster {pool.npy} {texts.txt}", "OUT"),
+]
+EMBED = [
+    ("input-missing", "embed {missing} --out {out}.npy", "INPUT"),
+    ("input-dir", "embed {dir} --out {out}.npy", "INPUT"),
+    ("column-missing", "embed {good.csv} --column nope --out {out}.npy", "--column"),
+    ("engine", "embed {texts.txt} --out {out}.npy --engine nope", "--engine"),
+    ("layer", "embed {texts.txt} --out {out}.npy --layer middle-ish", "--layer"),
+    ("pooling", "embed {texts.txt} --out {out}.npy --pooling nope", "--pooling"),
+    ("max-length-zero", "embed {texts.txt} --out {out}.npy --max-length 0", "--max-length"),
+    ("model-missing-file", "embed {texts.txt} --out {out}.npy --model {missing}.gguf", "--model"),
+    ("model-unknown", "embed {texts.txt} --out {out}.npy --model no-such-model-xyz", "--model"),
+]
+DISTRIBUTED = [
+    ("embed-texts-missing", "distributed embed {missing} --out-dir {out}", "TEXTS"),
+    ("embed-shard-size-zero", "distributed embed {texts.txt} --out-dir {out} --shard-size 0", "--shard-size"),
+    ("embed-executor", "distributed embed {texts.txt} --out-dir {out} --executor nope", "--executor"),
+    ("embed-address-local", "distributed embed {texts.txt} --out-dir {out} --address auto", "--address"),
+    ("cluster-nan", "distributed cluster {nan.npy} {out}", "EMBEDDINGS"),
+    ("cluster-not-npy", "distributed cluster {notnpy.npy} {out}", "EMBEDDINGS"),
+    ("cluster-bad-manifest", "distributed cluster {bad_config.json} {out}", "EMBEDDINGS"),
+    ("cluster-q", "distributed cluster {pool.npy} {out} --q 3", "--q"),
+    ("cluster-knn", "distributed cluster {pool.npy} {out} --knn nope", "--knn"),
+    ("cluster-shard-size", "distributed cluster {pool.npy} {out} --shard-size 0", "--shard-size"),
+    ("select-method", "distributed select --pool {pool.npy} --queries {q.npy} --cluster-ids {ids.npy} --method x",
+     "--method"),
+    ("select-ids-short", "distributed select --pool {pool.npy} --queries {q.npy} --cluster-ids {ids_short.npy}",
+     "--cluster-ids"),
+    ("select-batch-size", "distributed select --pool {pool.npy} --queries {q.npy} --cluster-ids {ids.npy} "
+     "--batch-size 0", "--batch-size"),
+    ("select-budget", "distributed select --pool {pool.npy} --queries {q.npy} --cluster-ids {ids.npy} --budget -2",
+     "--budget"),
+    ("select-queries-dim", "distributed select --pool {pool.npy} --queries {q_wrongdim.npy} --cluster-ids {ids.npy}",
+     "--queries"),
+]
+_EV = "evaluate --model dummy --retrieval backbone --dataset sample --out {out} "
+EVALUATE = [
+    ("dataset-unknown", _EV + "--dataset nope", "--dataset"),
+    ("dataset-missing-file", _EV + "--dataset {missing.csv}", "--dataset"),
+    ("dataset-no-label-column", _EV + "--dataset {no_label.csv}", "--dataset"),
+    ("dataset-empty-label", _EV + "--dataset {empty_label.csv}", "--dataset"),
+    ("dataset-bad-split", _EV + "--dataset {bad_split.csv}", "--dataset"),
+    ("dataset-ragged", _EV + "--dataset {ragged.csv}", "--dataset"),
+    ("dataset-one-row", _EV + "--dataset {one_row.csv}", "--dataset"),
+    ("dataset-only-test", _EV + "--dataset {only_test.csv}", "--dataset"),
+    ("dataset-bad-jsonl", _EV + "--dataset {bad.jsonl}", "--dataset"),
+    ("dataset-jsonl-list", _EV + "--dataset {list.jsonl}", "--dataset"),
+    ("dataset-null-label", _EV + "--dataset {null_label.jsonl}", "--dataset"),
+    ("dataset-empty-label-jsonl", _EV + "--dataset {empty_label.jsonl}", "--dataset"),
+    ("dataset-json-not-list", _EV + "--dataset {notlist.json}", "--dataset"),
+    ("dataset-not-utf8", _EV + "--dataset {latin1.csv}", "--dataset"),
+    ("data-dir-missing", _EV + "--dataset banking77 --data-dir {missing}", "--data-dir"),
+    ("test-file-missing", _EV + "--dataset {good.csv} --test-file {missing.csv}", "--test-file"),
+    ("test-file-with-registry", _EV + "--dataset sample --test-file {good.csv}", "--test-file"),
+    ("config-missing", _EV + "--config {missing}", "--config"),
+    ("config-dir", _EV + "--config {dir}", "--config"),
+    ("config-invalid-json", _EV + "--config {bad_config.json}", "--config"),
+    ("config-not-object", _EV + "--config {list_config.json}", "--config"),
+    ("config-unknown-field", _EV + "--config {unknown_config.json}", "--config"),
+    ("config-bad-value", _EV + "--config {badvalue_config.json}", "--config"),
+    ("preset-and-config", _EV + "--preset cpu --config {badvalue_config.json}", "--config"),
+    ("preset", _EV + "--preset nope", "--preset"),
+    ("budget", _EV + "--budget -3", "--budget"),
+    ("runs", _EV + "--runs 0", "--runs"),
+    ("test-size", _EV + "--test-size 0", "--test-size"),
+    ("mode", _EV + "--mode nope", "--mode"),
+    ("estimator", _EV + "--estimator nope", "--estimator"),
+    ("selectors", _EV + "--selectors dpp,nope", "--selectors"),
+    ("lam-by-syntax", _EV + "--lam-by votek", "--lam-by"),
+    ("q-by-number", _EV + "--q-by dpp=abc", "--q-by"),
+    ("dbscan-q", _EV + "--dbscan-q 2", "--dbscan-q"),
+    ("design", _EV + "--design nope", "--design"),
+    ("engine", _EV + "--engine nope", "--engine"),
+    ("dtype", _EV + "--dtype float8", "--dtype"),
+    ("executor", _EV + "--executor nope", "--executor"),
+    ("limit-zero", _EV + "--dataset sample --limit 0", "--limit"),
+    ("out-is-file", "evaluate --model dummy --retrieval backbone --out {texts.txt}", "--out"),
+    ("out-unwritable", "evaluate --model dummy --retrieval backbone --out {unwritable}", "--out"),
+    ("cache-dir-is-file", _EV + "--cache-dir {texts.txt}", "--cache-dir"),
+    ("model-missing-gguf", "evaluate --dataset sample --retrieval backbone --model {missing}.gguf --out {out}",
+     "--model"),
+]
+_DEMO = "demo --model dummy "
+DEMO = [
+    ("dataset-unknown", _DEMO + "--dataset nope", "--dataset"),
+    ("dataset-empty-label", _DEMO + "--dataset {empty_label.csv}", "--dataset"),
+    ("dataset-missing-file", _DEMO + "--dataset {missing.csv}", "--dataset"),
+    ("data-dir-missing", _DEMO + "--dataset clinc150 --data-dir {missing}", "--data-dir"),
+    ("queries-zero", _DEMO + "--queries 0", "--queries"),
+    ("budget-negative", _DEMO + "--budget -1", "--budget"),
+    ("runs-zero", _DEMO + "--runs 0", "--runs"),
+    ("selectors", _DEMO + "--selectors nope", "--selectors"),
+    ("dbscan-q", _DEMO + "--dbscan-q 5", "--dbscan-q"),
+    ("estimator", _DEMO + "--estimator nope", "--estimator"),
+    ("engine", _DEMO + "--engine nope", "--engine"),
+    ("out-is-file", _DEMO + "--out {texts.txt}", "--out"),
+    ("cache-dir-is-file", _DEMO + "--out {out} --cache-dir {texts.txt}", "--cache-dir"),
+]
+REPRODUCE = [
+    ("only", "reproduce --only nope --dry-run", "--only"),
+    ("preset", "reproduce --preset nope --dry-run", "--preset"),
+    ("datasets", "reproduce --datasets nope --dry-run", "--datasets"),
+    ("selectors", "reproduce --selectors nope --dry-run", "--selectors"),
+    ("set-syntax", "reproduce --set lam --dry-run", "--set"),
+    ("set-unknown", "reproduce --set no_such_setting=1 --dry-run", "--set"),
+    ("runs", "reproduce --runs 0 --dry-run", "--runs"),
+    ("test-size", "reproduce --test-size 0 --dry-run", "--test-size"),
+    ("mode", "reproduce --mode nope --dry-run", "--mode"),
+    ("limit", "reproduce --limit 0 --dry-run", "--limit"),
+]
+_TUNE = "tune --model dummy --out {out} "
+TUNE = [
+    ("q-grid", _TUNE + "--q-grid a,b", "--q-grid"),
+    ("lam-grid", _TUNE + "--lam-grid x", "--lam-grid"),
+    ("val-fraction-zero", _TUNE + "--val-fraction 0", "--val-fraction"),
+    ("val-fraction-above-one", _TUNE + "--val-fraction 1.5", "--val-fraction"),
+    ("selectors", _TUNE + "--selectors nope", "--selectors"),
+    ("mode", _TUNE + "--mode nope", "--mode"),
+    ("preset", _TUNE + "--preset nope", "--preset"),
+    ("config-missing", _TUNE + "--config {missing}", "--config"),
+    ("dataset-unknown", _TUNE + "--dataset nope", "--dataset"),
+    ("runs-zero", _TUNE + "--runs 0", "--runs"),
+    ("out-is-file", "tune --model dummy --out {tune_out_file}", "--out"),
+]
+
+CASES = {"select": SELECT, "coverage": COVERAGE, "cluster": CLUSTER, "embed": EMBED, "distributed": DISTRIBUTED,
+         "evaluate": EVALUATE, "demo": DEMO, "reproduce": REPRODUCE, "tune": TUNE}
+PARAMS = [pytest.param(cmd, argv, param, id=f"{cmd}-{cid}") for cmd, cases in CASES.items()
+          for cid, argv, param in cases]
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    return _files(tmp_path_factory.mktemp("bad-inputs"))
+
+
+@pytest.fixture(autouse=True)
+def _isolated(tmp_path, monkeypatch):
+    monkeypatch.setenv("UCS_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("UCS_DEBUG", raising=False)
+    monkeypatch.chdir(tmp_path)  # `reproduce` defaults write under ./runs and ./docs
+
+
+def _argv(template: str, files: dict) -> list:
+    return [re.sub(r"\{([^}]+)\}", lambda m: files[m.group(1)], part) for part in template.split()]
+
+
+def _run(argv):
+    return CliRunner().invoke(app, argv)
+
+
+@pytest.mark.parametrize("command, template, param", PARAMS)
+def test_bad_input_is_a_clean_error(command, template, param, files):
+    res = _run(_argv(template, files))
+    out = res.output
+    assert res.exception is None or isinstance(res.exception, SystemExit), f"uncaught {res.exception!r}\n{out}"
+    assert "Traceback" not in out, out
+    assert res.exit_code == 2, f"exit {res.exit_code}\n{out}"
+    assert param.lower() in out.lower(), f"{param} not named:\n{out}"
+
+
+def test_debug_flag_and_environment_show_the_traceback(files, monkeypatch):
+    argv = ["select", "--pool", files["missing"]]
+    res = _run(["--debug", *argv])
+    assert isinstance(res.exception, FileNotFoundError)
+    monkeypatch.setenv("UCS_DEBUG", "1")
+    res = _run(argv)
+    assert isinstance(res.exception, FileNotFoundError)
+
+
+def test_the_message_is_at_most_two_lines(files):
+    res = _run(_argv("select --pool {nan.npy}", files))
+    lines = [ln for ln in res.output.splitlines() if ln.strip()]
+    assert res.exit_code == 2 and len(lines) == 2, res.output
+    assert lines[0].startswith("Error: --pool") and lines[1].lstrip().startswith("fix:")
+
+
+def test_battery_size():
+    assert len(PARAMS) >= 100
+    assert {c for c, _, _ in (p.values for p in PARAMS)} >= {
+        "select", "coverage", "cluster", "embed", "distributed", "evaluate", "demo", "reproduce", "tune"}
+
+
+
+
+# The public loaders: a clear exception naming the file (or the argument) at fault, never a KeyError/IndexError.
+def _table(*a):
+    from ucs.data import load_table
+
+    return load_table(*a)
+
+
+def _dataset(*a):
+    from ucs.data import load_dataset
+
+    return load_dataset(*a)
+
+
+def _clusterer(path):
+    from ucs.clustering import load_clusterer
+
+    return load_clusterer(path)
+
+
+def _config(path):
+    from ucs.pipeline import PipelineConfig
+
+    return PipelineConfig.from_json(path)
+
+
+LOADERS = [
+    ("table-missing", lambda f: _table(f["missing.csv"]), "missing.csv"),
+    ("table-folder", lambda f: _table(f["dir"]), "dir"),
+    ("table-no-label", lambda f: _table(f["no_label.csv"]), "missing column"),
+    ("table-empty-label", lambda f: _table(f["empty_label.csv"]), "line 3"),
+    ("table-empty-label-jsonl", lambda f: _table(f["empty_label.jsonl"]), "line 2"),
+    ("table-bad-split", lambda f: _table(f["bad_split.csv"]), "'split'"),
+    ("table-one-row", lambda f: _table(f["one_row.csv"]), "at least 2"),
+    ("table-not-utf8", lambda f: _table(f["latin1.csv"]), "UTF-8"),
+    ("table-suffix", lambda f: _table(f["table.xlsx"]), ".xlsx"),
+    ("table-test-missing", lambda f: _table(f["good.csv"], f["missing.csv"]), "missing.csv"),
+    ("dataset-unknown", lambda f: _dataset("nope"), "unknown dataset"),
+    ("dataset-data-dir", lambda f: _dataset("hwu64", f["dir"]), "dir"),
+    ("clusterer-missing", lambda f: _clusterer(f["dir"]), "meta.json"),
+    ("config-unknown-key", lambda f: _config(f["unknown_config.json"]), "no_such_setting"),
+    ("config-bad-value", lambda f: _config(f["badvalue_config.json"]), "budget"),
+]
+
+
+@pytest.mark.parametrize("call, needle", [pytest.param(c, n, id=i) for i, c, n in LOADERS])
+def test_public_loader_refuses_clearly(call, needle, files):
+    with pytest.raises((ValueError, OSError)) as info:
+        call(files)
+    assert not isinstance(info.value, (KeyError, IndexError))
+    assert needle.lower() in str(info.value).lower()
