@@ -8,6 +8,8 @@ from typing import Any, Dict, List, Optional
 
 import typer
 
+from ucs.report.console import DATASET_HELP
+
 HELP = """Run the UCS pipeline on a dataset and write the results table (markdown + JSON).
 
 Stages: pool embeddings with the ICL backbone (cached) → latent clusters per run seed → retrieval
@@ -51,7 +53,7 @@ def build_config(preset: Optional[str] = None, config_file: Optional[Path] = Non
 def register(app: typer.Typer) -> None:
     @app.command("evaluate", help=HELP)
     def evaluate_cmd(
-        dataset: str = typer.Option("banking77", "--dataset", "-d", help="Dataset name or table path."),
+        dataset: str = typer.Option("banking77", "--dataset", "-d", help=DATASET_HELP),
         data_dir: Optional[Path] = typer.Option(None, "--data-dir", help="Folder of the public data files."),
         model: Optional[str] = typer.Option(None, "--model", "-m", help="ICL backbone: smollm2, gemma3, GGUF file, hub id."),
         engine: Optional[str] = typer.Option(None, "--engine", help="llama | transformers (default: the model layer's)."),
@@ -138,10 +140,22 @@ def register(app: typer.Typer) -> None:
             raise typer.BadParameter(str(exc)) from None
         finally:
             ex.close()
-        typer.echo(result.to_markdown())
+        from ucs.commands.report import try_write_report
+        from ucs.report.console import demonstrations_text, timings_line
+        from ucs.report.data import load_run
+
+        run = load_run(out)
+        timings = timings_line(run)
+        if timings:
+            typer.echo(timings)
         for seed, h in result.health.items():
             typer.echo(f"cluster health (seed {seed}): {h.line()}")
             if h.warning():
                 typer.echo(f"warning: {h.warning()}", err=True)
+        typer.echo(result.to_markdown())
         status = json.loads((Path(out) / "manifest.json").read_text(encoding="utf-8")).get("status")
         typer.echo(f"results: {Path(out) / 'results.md'} (+ results.json, coverage.md/json); status: {status}")
+        try_write_report(Path(out))
+        demos = demonstrations_text(run)
+        if demos:
+            typer.echo("\n" + demos)

@@ -131,3 +131,9 @@ def register(app: typer.Typer) -> None:
         for r in done:
             extra = f" + {r.figure_path}" if r.figure_path else ""
             typer.echo(f"{r.experiment.name}: {r.markdown_path}{extra} ({'computed' if r.computed else 'all cached'})")
+        from ucs.commands.report import try_write_report
+
+        evals = dict.fromkeys(Path(res["dir"]) for r in done for res in r.results
+                              if res.get("dir") and (Path(res["dir"]) / "results.json").is_file())
+        for d in evals:  # one HTML report per evaluation folder
+            try_write_report(d)

@@ -84,7 +84,10 @@ class RunData:
     # ------------------------------------------------------------------ derived
     @property
     def methods(self) -> List[str]:
-        return list(self.summary.get("methods", {}))
+        """Evaluated methods in the order they were asked for (the manifest's), then any others."""
+        have = list(self.summary.get("methods", {}))
+        first = [m for m in self.manifest.get("methods", []) if m in have]
+        return first + [m for m in have if m not in first]
 
     @property
     def seeds(self) -> List[int]:

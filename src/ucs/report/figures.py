@@ -107,8 +107,10 @@ def spectrum_figure(ids: np.ndarray) -> Any:
     s = s[s > 0]
     fig = go.Figure(go.Bar(x=s.tolist(), y=sizes[s].tolist(), name="clusters",
                            hovertemplate="%{y} clusters of size %{x}<extra></extra>"))
+    many = s.size and sizes[s].max() > 50
     fig.update_layout(title="cluster-size spectrum: number of clusters of each size",
-                      xaxis_title="cluster size (items)", yaxis_title="clusters", yaxis_type="log",
+                      xaxis_title="cluster size (items)", yaxis_title="clusters" + (" (log scale)" if many else ""),
+                      yaxis_type="log" if many else "linear",
                       xaxis_type="log" if s.size and s.max() > 50 else "linear", **_LAYOUT)
     return fig
 

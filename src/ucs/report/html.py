@@ -16,7 +16,7 @@ import numpy as np
 
 from ucs.report.data import RunData, load_run
 from ucs.report.figures import MAX_SCATTER_POINTS, figures_for
-from ucs.report.tables import (accuracy_rows, coverage_rows, delta_rows, health_rows, pct, settings_rows,
+from ucs.report.tables import (GIANT_FRACTION, accuracy_rows, coverage_rows, delta_rows, health_rows, pct, settings_rows,
                                summary_rows, timing_rows)
 
 __all__ = ["build_report", "write_report", "REPORT_NAME", "browser_data"]
@@ -93,6 +93,7 @@ def build_report(run_dir: "str | os.PathLike[str]", *, max_points: int = MAX_SCA
         "confidence": int(round(100 * float(run.summary.get("confidence", 0.95)))),
         "coverage": coverage_rows(run),
         "health": health,
+        "giant": GIANT_FRACTION,
         "timings": timing_rows(run),
         "figures": figures_for(run, acc, deltas, max_points),
         "n_pool": n_pool,

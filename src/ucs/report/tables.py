@@ -14,6 +14,13 @@ __all__ = ["summary_rows", "accuracy_rows", "delta_rows", "coverage_rows", "heal
            "timing_rows", "pct"]
 
 
+#: Largest-cluster fraction above which the health table warns (the clustering module's threshold when it has one).
+try:
+    from ucs.clustering.health import GIANT_FRACTION  # type: ignore[import-not-found]
+except ImportError:
+    GIANT_FRACTION = 0.25
+
+
 def pct(x: Optional[float], digits: int = 1) -> str:
     return "—" if x is None else f"{100 * x:.{digits}f}"
 
@@ -69,7 +76,8 @@ def settings_rows(run: RunData) -> List[List[str]]:
 def accuracy_rows(run: RunData) -> List[Dict[str, Any]]:
     """One row per method: mean, std, CI (fractions), per-run accuracies, unmatched, queries, complete."""
     out = []
-    for m, s in run.summary.get("methods", {}).items():
+    for m in run.methods:
+        s = run.summary["methods"][m]
         out.append({
             "method": m, "mean": s.get("mean"), "std": s.get("std"), "ci": s.get("ci"),
             "per_run": [v.get("accuracy") for v in s.get("runs", {}).values()],
@@ -81,7 +89,7 @@ def accuracy_rows(run: RunData) -> List[Dict[str, Any]]:
 
 def delta_rows(run: RunData) -> List[Dict[str, Any]]:
     """Each UCS form against its base selector: Δ accuracy and its paired bootstrap interval."""
-    ms = run.summary.get("methods", {})
+    ms = {m: run.summary["methods"][m] for m in run.methods}
     n_boot = int(run.summary.get("n_boot", 2000))
     conf = float(run.summary.get("confidence", 0.95))
     out = []
@@ -97,8 +105,9 @@ def delta_rows(run: RunData) -> List[Dict[str, Any]]:
 def coverage_rows(run: RunData) -> List[Dict[str, Any]]:
     """Per method: distinct clusters, mean cluster size and Φ of its prompts (means over runs)."""
     out = []
-    for m, by_seed in run.coverage.items():
-        runs = list(by_seed.values())
+    order = [m for m in run.methods if m in run.coverage] + [m for m in run.coverage if m not in run.methods]
+    for m in order:
+        runs = list(run.coverage[m].values())
 
         def mean(k: str) -> Optional[float]:
             v = [r[k] for r in runs if r.get(k) is not None and np.isfinite(r[k])]
