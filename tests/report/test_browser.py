@@ -111,3 +111,27 @@ def test_large_pool_report_renders_a_sample(open_report, tmp_path):
     page.click("#q-more")
     assert visible_cards(page) == 100
     assert log.errors == [] and all(u.startswith("file://") for u in log.requests)
+
+
+@pytest.mark.slow
+def test_report_of_a_real_demo_run(open_report, tmp_path):
+    """``ucs demo`` with the embedded SmolLM2 backbone (llama.cpp) end to end, then its report in the browser."""
+    pytest.importorskip("llama_cpp")
+    from typer.testing import CliRunner
+
+    from ucs.cli import app
+
+    out = tmp_path / "demo"
+    res = CliRunner(env={"COLUMNS": "250", "NO_COLOR": "1"}).invoke(
+        app, ["demo", "--queries", "3", "--budget", "3", "--cache-dir", str(tmp_path / "c"), "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    assert f"report: {out / 'report.html'}" in res.output
+    run = load_run(out)
+    page, log = open_report(out / "report.html")
+    assert log.errors == [] and all(u.startswith("file://") for u in log.requests)
+    assert "smollm2" in page.text_content("#summary").lower()
+    assert n(page, "#fig-scatter .scatterlayer path.point") == len(run.pool_texts) > 0
+    assert n(page, "#fig-accuracy .scatterlayer path.point") == 4
+    assert visible_cards(page) == 3 and n(page, "#q-list .method-block") == 3 * 4
+    assert n(page, "#q-list .demo") == 3 * 4 * 3
+    page.screenshot(path=str(tmp_path / "demo-report.png"), full_page=True)

@@ -101,6 +101,7 @@ class Stage:
         self._last_line = self.t0
         self._last_step = 0
         self._task: Any = None
+        self.failed = False
         self._lock = threading.Lock()
         self._stop = threading.Event()
 
@@ -119,7 +120,7 @@ class Stage:
         el = format_seconds(self.elapsed())
         if final:
             n = f"{self.done}/{self.total} " if self.total else ""
-            return f"[ucs] {self.description}: {n}done in {el}"
+            return f"[ucs] {self.description}: {n}{'stopped after' if self.failed else 'done in'} {el}"
         if not self.total:
             return f"[ucs] {self.description}: {self.done or ''}{' ' if self.done else ''}elapsed {el}".replace("  ", " ")
         pct = 100.0 * self.done / self.total
@@ -224,6 +225,9 @@ def stage(description: str, total: Optional[int] = None, *, kind: str = "", stre
         yield st
         if st.total is not None:  # the block finished its work, reported unit by unit or not
             st.done = max(st.done, st.total)
+    except BaseException:
+        st.failed = True
+        raise
     finally:
         _STACK.remove(st)
         st._finish()
