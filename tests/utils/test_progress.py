@@ -79,10 +79,22 @@ def test_terminal_shows_a_rich_bar():
             P.advance(2, kind="inner")
         P.advance(50, kind="embed")
     out = buf.getvalue()
-    assert "embedding 50 texts" in out and "50/50" in out and "[ucs]" not in out
+    assert "embedding 50 texts: 50/50 done in" in out and "inner: 2/2 done in" in out and "[ucs]" not in out
     assert P._RICH == {}
 
 
 @pytest.mark.parametrize("s,text", [(None, "?"), (5.2, "5s"), (75, "1m15s"), (3725, "1h02m")])
 def test_format_seconds(s, text):
     assert P.format_seconds(s) == text
+
+
+def test_only_the_innermost_stage_keeps_the_log_moving(monkeypatch):
+    monkeypatch.setattr(P, "LOG_INTERVAL_S", 0.0)
+    buf = io.StringIO()
+    with P.progress_enabled(), P.stage("evaluating", 10, stream=buf) as outer:
+        with P.stage("MDL scoring", 5, kind="mdl", stream=buf) as inner:
+            n = len(lines(buf))
+            outer.heartbeat()  # an inner stage is open: the outer one stays quiet
+            assert len(lines(buf)) == n
+            inner.heartbeat()
+            assert lines(buf)[-1].startswith("[ucs] MDL scoring: 0/5 (0%) elapsed")

@@ -28,8 +28,7 @@ def timings_line(run: RunData) -> Optional[str]:
         return None
     last = rows[-1]
     stages = " · ".join(f"{k} {v:.2f}" for k, v in last["stages"])
-    return f"stage timings (s), this call: {stages} (total {last['total']:.2f}; {len(rows)} call(s) recorded in " \
-           f"pipeline/timings.jsonl)"
+    return f"stage timings (s), this call: {stages} ({len(rows)} call(s) recorded in pipeline/timings.jsonl)"
 
 
 def health_line(run: RunData) -> Optional[str]:

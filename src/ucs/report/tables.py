@@ -165,10 +165,10 @@ def health_rows(run: RunData) -> List[Dict[str, Any]]:
 
 
 def timing_rows(run: RunData) -> List[Dict[str, Any]]:
-    """One row per recorded call: when, total seconds and the stages (name, seconds), longest first."""
+    """One row per recorded call: when, and the stages (name, seconds), longest first. Stages nest (``evaluate``
+    includes the selections and query embeddings it triggered), so they are not summed."""
     out = []
     for t in run.timings:
         st = {k: float(v) for k, v in (t.get("timings") or {}).items()}
-        out.append({"at": t.get("at") or "(earlier)", "total": sum(st.values()),
-                    "stages": sorted(st.items(), key=lambda kv: -kv[1])})
+        out.append({"at": t.get("at") or "(earlier)", "stages": sorted(st.items(), key=lambda kv: -kv[1])})
     return out

@@ -11,7 +11,8 @@ the loops that do the work call :func:`advance` without knowing who listens::
 Nothing is shown unless progress was switched on (:func:`progress_enabled`, as the commands do), so library
 calls stay silent. Where it is shown depends on standard error:
 
-* a terminal: one `rich <https://rich.readthedocs.io>`_ bar per open stage, with count, elapsed time and ETA;
+* a terminal: one `rich <https://rich.readthedocs.io>`_ bar per open stage, with count, elapsed time and ETA,
+  replaced by a one-line summary when the stage ends;
 * anything else (a file, a pipe, CI): a plain line per stage at a steady pace — when the stage starts, every
   :data:`LOG_INTERVAL_S` seconds or every :data:`LOG_STEP` of its total (whichever comes first, at most one
   line per :data:`LOG_MIN_GAP_S` seconds), and when it ends — so a log can be followed with ``tail -f``.
@@ -177,8 +178,9 @@ class Stage:
             self._write(self.line())
 
     def heartbeat(self) -> None:
-        """Write the line again if :data:`LOG_INTERVAL_S` passed (plain display); used by waits without units."""
-        if not self.terminal and time.monotonic() - self._last_line >= LOG_INTERVAL_S:
+        """Write the line again if :data:`LOG_INTERVAL_S` passed (plain display) and no stage is open inside this
+        one (the inner stage's lines show that the work goes on)."""
+        if not self.terminal and _STACK and _STACK[-1] is self and time.monotonic() - self._last_line >= LOG_INTERVAL_S:
             self._write(self.line())
 
     def _finish(self) -> None:
@@ -186,9 +188,9 @@ class Stage:
         if self.terminal:
             if _RICH:
                 bar = _RICH["bar"]
-                if self._task is not None:
-                    bar.update(self._task, completed=self.total if self.total else self.done,
-                               total=self.total if self.total else max(self.done, 1))
+                if self._task is not None:  # a finished stage leaves the live display as one printed line
+                    bar.remove_task(self._task)
+                    bar.console.print(self.line(final=True)[len("[ucs] "):], highlight=False)
                 _RICH["users"] -= 1
                 if _RICH["users"] <= 0:
                     bar.stop()
