@@ -75,3 +75,15 @@ def test_dataset_help_names_tables_and_their_columns(command):
     assert res.exit_code == 0
     text = " ".join(re.sub(r"[│╭╮╰╯─]", " ", res.output).split())  # rich's boxes and wrapping removed
     assert "Registry name" in text and ".csv/.tsv/.jsonl table" in text and "'text' and 'label'" in text
+
+
+def test_reproduce_writes_a_report_per_evaluation_folder(tmp_path):
+    tiny = [x for kv in ("pca_dim=16", "dict_n_atoms=8", "dbscan_k=5", "dbscan_q=0.1", "candidate_num=20",
+                         "retrieval_embedder=backbone", "budget=3") for x in ("--set", kv)]
+    res = runner.invoke(app, ["reproduce", "--only", "ablation_rarity", "--preset", "cpu", "--datasets", "sample",
+                              "--backbones", "dummy", "--runs", "1", "--test-size", "4", "--work-dir",
+                              str(tmp_path / "w"), "--results-dir", str(tmp_path / "r"), "--cache-dir",
+                              str(tmp_path / "c"), *tiny])
+    assert res.exit_code == 0, res.output
+    reports = sorted((tmp_path / "w" / "evals").glob("*/report.html"))
+    assert reports and all(f"report: {p}" in res.output for p in reports)
