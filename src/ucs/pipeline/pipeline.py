@@ -650,9 +650,11 @@ class Pipeline:
         atomic_write_text(out / "coverage.md", health_markdown(health) + "\n" + coverage_markdown(cov))
         from ucs.pipeline.run_files import append_timings, write_run_files
 
+        t0 = time.perf_counter()
         test = self.config.protocol().apply(self.dataset).test
         write_run_files(self, out, list(result.summary["methods"]), list(test.texts[:n_q]),
                         [self.dataset.label_names[int(y)] for y in test.labels[:n_q]])
+        self._timed("run_files", t0)
         append_timings(out, self.timings)
         return PipelineResult(result, cov, out, health)
 

@@ -71,7 +71,10 @@ def write_run_files(pipe: Any, out: Path, methods: Sequence[str], query_texts: S
     atomic_write_json(d / "clusters.json", {"default_q": float(cfg.dbscan_q), "q_by_method": by_method,
                                             "files": files})
     if not (d / "projection.npy").is_file():
-        atomic_save_npy(d / "projection.npy", projection_2d(pipe.pool_embeddings()))
+        memo = getattr(pipe, "_memo", {})
+        if "projection" not in memo:  # once per pipeline, however many folders it writes
+            memo["projection"] = projection_2d(pipe.pool_embeddings())
+        atomic_save_npy(d / "projection.npy", memo["projection"])
 
 
 def append_timings(out: Path, timings: Dict[str, float]) -> Path:

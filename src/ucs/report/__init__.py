@@ -13,7 +13,7 @@ each method's prompts, and a per-query browser with filters and search. Needs th
 
 from ucs.report.data import Demonstration, RunData, load_run
 from ucs.report.figures import MAX_SCATTER_POINTS
-from ucs.report.html import REPORT_NAME, build_report, write_report
+from ucs.report.page import REPORT_NAME, build_report, write_report
 
 __all__ = ["build_report", "write_report", "load_run", "RunData", "Demonstration", "MAX_SCATTER_POINTS",
            "REPORT_NAME"]
