@@ -108,7 +108,8 @@ def register(app: typer.Typer) -> None:
         num_cpus: Optional[int] = typer.Option(None, "--num-cpus", help="CPUs of a private local Ray cluster."),
         shard_size: int = typer.Option(10_000, "--shard-size", help="Pool texts per embedding shard (ray)."),
         knn: str = typer.Option("exact", "--knn", help="exact | hnsw | ivf neighbour search of the sharded clustering (ray)."),
-        progress: bool = typer.Option(True, "--progress/--no-progress", help="Show a progress bar."),
+        progress: bool = typer.Option(True, "--progress/--no-progress",
+                                      help="Progress of embedding, clustering, MDL scoring and evaluation (stderr)."),
         print_config: bool = typer.Option(False, "--print-config", help="Print the resolved configuration and exit."),
     ) -> None:
         from ucs.pipeline import Pipeline

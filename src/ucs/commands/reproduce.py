@@ -59,7 +59,8 @@ def register(app: typer.Typer) -> None:
         cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help="Embedding/cluster cache (default ~/.cache/ucs)."),
         settings: Optional[List[str]] = typer.Option(None, "--set", help="Any PipelineConfig setting, KEY=VALUE (repeatable)."),
         dry_run: bool = typer.Option(False, "--dry-run", help="Print the cells and their model-call estimates; run nothing."),
-        progress: bool = typer.Option(False, "--progress/--no-progress", help="Progress bars of the runner."),
+        progress: bool = typer.Option(True, "--progress/--no-progress",
+                                      help="Progress of embedding, clustering, MDL scoring and evaluation (stderr)."),
     ) -> None:
         from ucs.experiments.registry import get_experiment, resolve_names
         from ucs.experiments.reproduce import ReproduceOptions, describe_cells, plan, reproduce
