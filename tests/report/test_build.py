@@ -114,3 +114,19 @@ def test_large_pool_report_stays_under_10_mb(tmp_path):
     assert size < 10_000_000, f"{size / 1e6:.1f} MB"
     html = out.read_text(encoding="utf-8")
     assert f"sample of {MAX_SCATTER_POINTS} of them" in html and f"{MAX_SCATTER_POINTS} of 15000 items" in html
+
+
+def test_health_figures_of_a_known_partition():
+    from sklearn.metrics import adjusted_mutual_info_score
+
+    from ucs.report.tables import health
+
+    ids = np.array([0, 0, 0, 1, 2])
+    y = ["a", "a", "b", "b", "c"]
+    h = health(ids, y)
+    assert (h["n_clusters"], h["largest_fraction"], h["singleton_fraction"]) == (3, 0.6, 0.4)
+    p = np.array([0.6, 0.2, 0.2])
+    assert h["effective_clusters"] == pytest.approx(np.exp(-(p * np.log(p)).sum()))
+    assert h["purity"] == pytest.approx(0.8)  # (2 + 1 + 1) / 5
+    assert h["ami"] == pytest.approx(adjusted_mutual_info_score([0, 0, 1, 1, 2], ids))
+    assert health(ids)["ami"] is None

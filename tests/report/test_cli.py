@@ -87,3 +87,16 @@ def test_reproduce_writes_a_report_per_evaluation_folder(tmp_path):
     assert res.exit_code == 0, res.output
     reports = sorted((tmp_path / "w" / "evals").glob("*/report.html"))
     assert reports and all(f"report: {p}" in res.output for p in reports)
+
+
+def test_demo_without_a_folder_keeps_its_report(tmp_path):
+    from pathlib import Path
+
+    res = runner.invoke(app, ["demo", "--backbone", "dummy", "--queries", "2", "--selectors", "dpp",
+                              "--cache-dir", str(tmp_path / "c")])
+    assert res.exit_code == 0, res.output
+    path = Path(re.search(r"report: (\S+ucs-demo-report-\S+\.html)", res.output).group(1))
+    try:
+        assert path.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")  # the run folder itself is gone
+    finally:
+        path.unlink()
