@@ -39,7 +39,7 @@ def test_evaluate_shows_its_work_and_keeps_every_calls_timings(tmp_path):
     o = res.output
     assert re.search(r"stage timings \(s\), this call: .*evaluate \d+\.\d\d", o)
     assert "2 call(s) recorded in pipeline/timings.jsonl" in o
-    assert re.search(r"clusters \(seed 42, q 0\.1\): \d+ over 150 items; effective \d+\.\d; largest", o)
+    assert re.search(r"cluster health \(seed 42\): \d+ clusters over 150 items; largest \d+ ", o)
     assert "label AMI" in o and "| votek |" in o
     assert f"report: {out / 'report.html'}" in o and (out / "report.html").is_file()
     for m in ("dpp", "dpp+ucs", "votek"):  # one query's demonstrations per method, with texts and clusters

@@ -1,4 +1,4 @@
-"""Plain-text views of a run folder for the terminal: stage timings, cluster health, chosen demonstrations.
+"""Plain-text views of a run folder for the terminal: stage timings and chosen demonstrations.
 
 ``ucs evaluate`` ends with these (and ``ucs demo`` shows its demonstrations the same way); they read the folder
 through :func:`~ucs.report.data.load_run`, like the HTML report, and need neither jinja2 nor plotly.
@@ -9,9 +9,9 @@ from __future__ import annotations
 from typing import List, Optional
 
 from ucs.report.data import RunData
-from ucs.report.tables import health_rows, timing_rows
+from ucs.report.tables import timing_rows
 
-__all__ = ["timings_line", "health_line", "demonstrations_text", "closing_summary", "DATASET_HELP"]
+__all__ = ["timings_line", "demonstrations_text", "DATASET_HELP"]
 
 #: What ``--dataset`` accepts (one text for every command that takes it).
 DATASET_HELP = (
@@ -31,22 +31,6 @@ def timings_line(run: RunData) -> Optional[str]:
     return f"stage timings (s), this call: {stages} ({len(rows)} call(s) recorded in pipeline/timings.jsonl)"
 
 
-def health_line(run: RunData) -> Optional[str]:
-    """One line per clustering used: clusters, effective clusters, largest and singleton fractions, AMI, purity."""
-    rows = health_rows(run)
-    if not rows:
-        return None
-    out = []
-    for h in rows:
-        s = (f"clusters (seed {h['seed']}, q {h['q']:g}): {h['n_clusters']} over {h['n_items']} items; "
-             f"effective {h['effective_clusters']:.1f}; largest {h['largest_fraction']:.1%}; "
-             f"singletons {h['singleton_fraction']:.1%}")
-        if h.get("ami") is not None:
-            s += f"; label AMI {h['ami']:.3f}, purity {h['purity']:.3f}"
-        out.append(s)
-    return "\n".join(out)
-
-
 def demonstrations_text(run: RunData, query: int = 0, seed: Optional[int] = None) -> str:
     """The demonstrations each method chose for ``query`` (first run seed by default), as ``ucs demo`` shows
     them: ``- 'text' → label  [cluster c, size n]``, then the prediction."""
@@ -64,9 +48,3 @@ def demonstrations_text(run: RunData, query: int = 0, seed: Optional[int] = None
         verdict = "right" if r.get("correct") else "wrong"
         lines.append(f"  predicted {r.get('parsed')!r}: {verdict}")
     return "\n".join(lines)
-
-
-def closing_summary(run: RunData) -> str:
-    """Timings, cluster health and one query's demonstrations per method, separated by blank lines."""
-    parts = [p for p in (timings_line(run), health_line(run), demonstrations_text(run)) if p]
-    return "\n\n".join(parts)

@@ -7,18 +7,12 @@ from typing import Any, Dict, List, Optional
 
 import numpy as np
 
+from ucs.clustering.health import GIANT_FRACTION
 from ucs.evaluation.report import paired_delta
 from ucs.report.data import RunData
 
 __all__ = ["summary_rows", "accuracy_rows", "delta_rows", "coverage_rows", "health", "health_rows",
-           "timing_rows", "pct"]
-
-
-#: Largest-cluster fraction above which the health table warns (the clustering module's threshold when it has one).
-try:
-    from ucs.clustering.health import GIANT_FRACTION  # type: ignore[import-not-found]
-except ImportError:
-    GIANT_FRACTION = 0.25
+           "timing_rows", "pct", "GIANT_FRACTION"]
 
 
 def pct(x: Optional[float], digits: int = 1) -> str:
@@ -119,36 +113,11 @@ def coverage_rows(run: RunData) -> List[Dict[str, Any]]:
 
 
 def health(labels: np.ndarray, y: Optional[List[str]] = None) -> Dict[str, Any]:
-    """Cluster health figures of a partition: :func:`ucs.clustering.cluster_health` when the installed ucs has
-    it, else the same definitions here (largest and singleton fractions of the pool, number of clusters,
-    effective number ``exp(entropy)``, and with labels AMI and purity)."""
-    try:
-        from ucs.clustering import cluster_health  # type: ignore[attr-defined]
-    except ImportError:
-        cluster_health = None
-    if cluster_health is not None:
-        h = cluster_health(labels, y=y)
-        return {k: getattr(h, k) for k in ("n_items", "n_clusters", "largest_fraction", "singleton_fraction",
-                                           "effective_clusters", "ami", "purity")}
-    lab = np.asarray(labels, dtype=np.int64)
-    sizes = np.bincount(lab)
-    sizes = sizes[sizes > 0]
-    n = int(lab.size)
-    p = sizes / n
-    out: Dict[str, Any] = {
-        "n_items": n, "n_clusters": int(sizes.size), "largest_fraction": float(sizes.max() / n),
-        "singleton_fraction": float((sizes == 1).sum() / n), "effective_clusters": float(np.exp(-(p * np.log(p)).sum())),
-        "ami": None, "purity": None,
-    }
-    if y is not None and len(y) == n:
-        from sklearn.metrics import adjusted_mutual_info_score
+    """:func:`ucs.clustering.cluster_health` of a partition as a dict (largest and singleton fractions of the
+    pool, number of clusters, effective number ``exp(entropy)``, and with labels ``y`` AMI and purity)."""
+    from ucs.clustering import cluster_health
 
-        _, yi = np.unique(np.asarray(y), return_inverse=True)
-        out["ami"] = float(adjusted_mutual_info_score(yi, lab))
-        table = np.zeros((int(lab.max()) + 1, int(yi.max()) + 1), dtype=np.int64)
-        np.add.at(table, (lab, yi), 1)
-        out["purity"] = float(table.max(axis=1).sum() / n)
-    return out
+    return cluster_health(labels, y=y).to_dict()
 
 
 def health_rows(run: RunData) -> List[Dict[str, Any]]:
