@@ -47,6 +47,8 @@ def summary_rows(run: RunData) -> List[List[str]]:
         ["backbone", " · ".join(str(model[k]) for k in ("model", "engine", "pooling") if model.get(k)) or "—"],
         ["model hash", model_hash],
         ["preset", str(cfg.get("preset", "—"))],
+        ["clustering", " · ".join(f"{k} {cfg[k]}" for k in ("clustering", "cluster_space", "dbscan_q", "n_clusters")
+                                  if cfg.get(k) is not None) or "—"],
         ["prediction mode", str(run.summary.get("mode", key.get("mode", {}).get("name", "—")))],
         ["demonstrations per prompt", str(cfg.get("budget", key.get("config", {}).get("pipeline", {}).get("budget", "—")))],
         ["run seeds", _short(proto.get("run_seeds"))],
