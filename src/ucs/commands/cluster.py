@@ -31,9 +31,12 @@ def register(app: typer.Typer) -> None:
         """Fit a LatentClusterer on EMBEDDINGS and save it (npz + json) with a cluster report."""
         from ucs.clustering import LatentClusterer
         from ucs.commands._inputs import read_matrix
-        from ucs.utils.io import atomic_write_text
+        from ucs.utils.io import atomic_write_text, load_npy
 
         E = read_matrix(embeddings, "EMBEDDINGS", min_rows=2)
+        y = None if labels is None else load_npy(labels)
+        if y is not None and y.shape != (E.shape[0],):
+            raise ValueError(f"--labels has shape {y.shape}; give one label per row of EMBEDDINGS, shape ({E.shape[0]},)")
         c = LatentClusterer(
             method=method,
             dbscan_q=q,
@@ -49,10 +52,6 @@ def register(app: typer.Typer) -> None:
         )
         c.fit(E)  # a ValueError names the setting; the CLI's error policy prints it with its option
         c.save(out)
-        y = None if labels is None else load_npy(labels)
-        if y is not None and y.shape != (E.shape[0],):
-            typer.echo(f"error: --labels has shape {y.shape}; expected one label per row ({E.shape[0]},)", err=True)
-            raise typer.Exit(2)
         health = c.health(y)
         md = f"- health: {health.line()}\n" + c.report(y=y).to_markdown()
         atomic_write_text(out / "report.md", md + "\n")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import tempfile
 import time
 from pathlib import Path
@@ -11,6 +12,7 @@ import numpy as np
 import typer
 
 from ucs.commands._runs import FRESH_HELP, WAIT_HELP, run_folder
+from ucs.report.console import DATASET_HELP
 
 HELP = """Run the whole pipeline on a small scale and show every stage.
 
@@ -79,7 +81,7 @@ def run_demo(
     if out is None:
         tmp = tempfile.TemporaryDirectory(prefix="ucs-demo-")
         out = Path(tmp.name)
-    pipe = Pipeline(cfg, backbone=backbone_obj, cache_dir=cache_dir, out_dir=out, progress=False)
+    pipe = Pipeline(cfg, backbone=backbone_obj, cache_dir=cache_dir, out_dir=out, progress=True)
     try:
         ds = pipe.dataset
         _echo_rule("data")
@@ -131,8 +133,15 @@ def run_demo(
         typer.echo(result.evaluation.to_markdown())
         times = {k: round(v, 2) for k, v in pipe.timings.items()}
         typer.echo(f"timings (s): {times}")
+        from ucs.commands.report import try_write_report
+
         if tmp is None:
             typer.echo(f"files: {out}")
+            try_write_report(out)
+        else:  # the run's folder is temporary: keep its report beside it
+            fd, name = tempfile.mkstemp(prefix="ucs-demo-report-", suffix=".html")
+            os.close(fd)
+            try_write_report(out, Path(name))
         return result
     finally:
         if tmp is not None:
@@ -142,7 +151,7 @@ def run_demo(
 def register(app: typer.Typer) -> None:
     @app.command("demo", help=HELP)
     def demo_cmd(
-        dataset: str = typer.Option("sample", "--dataset", "-d", help="Dataset name (default: the shipped sample)."),
+        dataset: str = typer.Option("sample", "--dataset", "-d", help=DATASET_HELP + " Default: the shipped sample."),
         data_dir: Optional[Path] = typer.Option(None, "--data-dir", help="Folder of the public data files."),
         test_file: Optional[Path] = typer.Option(
             None, "--test-file", help="Test split of a table --dataset (which then is the pool)."

@@ -9,6 +9,7 @@ from typing import Any, Dict, List, Optional
 import typer
 
 from ucs.commands._runs import FRESH_HELP, WAIT_HELP, run_folder
+from ucs.report.console import DATASET_HELP
 
 HELP = """Run the UCS pipeline on a dataset and write the results table (markdown + JSON).
 
@@ -61,7 +62,7 @@ def build_config(preset: Optional[str] = None, config_file: Optional[Path] = Non
 def register(app: typer.Typer) -> None:
     @app.command("evaluate", help=HELP)
     def evaluate_cmd(
-        dataset: str = typer.Option("banking77", "--dataset", "-d", help="Dataset name or table path."),
+        dataset: str = typer.Option("banking77", "--dataset", "-d", help=DATASET_HELP),
         data_dir: Optional[Path] = typer.Option(None, "--data-dir", help="Folder of the public data files."),
         test_file: Optional[Path] = typer.Option(
             None, "--test-file", help="Test split of a table --dataset (which then is the pool); default: the "
@@ -120,7 +121,8 @@ def register(app: typer.Typer) -> None:
         num_cpus: Optional[int] = typer.Option(None, "--num-cpus", help="CPUs of a private local Ray cluster."),
         shard_size: int = typer.Option(10_000, "--shard-size", help="Pool texts per embedding shard (ray)."),
         knn: str = typer.Option("exact", "--knn", help="exact | hnsw | ivf neighbour search of the sharded clustering (ray)."),
-        progress: bool = typer.Option(True, "--progress/--no-progress", help="Show a progress bar."),
+        progress: bool = typer.Option(True, "--progress/--no-progress",
+                                      help="Progress of embedding, clustering, MDL scoring and evaluation (stderr)."),
         print_config: bool = typer.Option(False, "--print-config", help="Print the resolved configuration and exit."),
         wait: bool = typer.Option(False, "--wait", help=WAIT_HELP),
         fresh: bool = typer.Option(False, "--fresh", "--overwrite", help=FRESH_HELP),
@@ -157,10 +159,22 @@ def register(app: typer.Typer) -> None:
                 result = pipe.run(out, limit=limit)
         finally:
             ex.close()
-        typer.echo(result.to_markdown())
+        from ucs.commands.report import try_write_report
+        from ucs.report.console import demonstrations_text, timings_line
+        from ucs.report.data import load_run
+
+        run = load_run(out)
+        timings = timings_line(run)
+        if timings:
+            typer.echo(timings)
         for seed, h in result.health.items():
             typer.echo(f"cluster health (seed {seed}): {h.line()}")
             if h.warning():
                 typer.echo(f"warning: {h.warning()}", err=True)
+        typer.echo(result.to_markdown())
         status = json.loads((Path(out) / "manifest.json").read_text(encoding="utf-8")).get("status")
         typer.echo(f"results: {Path(out) / 'results.md'} (+ results.json, coverage.md/json); status: {status}")
+        try_write_report(Path(out))
+        demos = demonstrations_text(run)
+        if demos:
+            typer.echo("\n" + demos)

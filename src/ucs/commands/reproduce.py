@@ -61,7 +61,8 @@ def register(app: typer.Typer) -> None:
         cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help="Embedding/cluster cache (default ~/.cache/ucs)."),
         settings: Optional[List[str]] = typer.Option(None, "--set", help="Any PipelineConfig setting, KEY=VALUE (repeatable)."),
         dry_run: bool = typer.Option(False, "--dry-run", help="Print the cells and their model-call estimates; run nothing."),
-        progress: bool = typer.Option(False, "--progress/--no-progress", help="Progress bars of the runner."),
+        progress: bool = typer.Option(True, "--progress/--no-progress",
+                                      help="Progress of embedding, clustering, MDL scoring and evaluation (stderr)."),
         wait: bool = typer.Option(False, "--wait", help=WAIT_HELP),
     ) -> None:
         from ucs.experiments.registry import get_experiment, resolve_names
@@ -150,3 +151,9 @@ def register(app: typer.Typer) -> None:
         for r in done:
             extra = f" + {r.figure_path}" if r.figure_path else ""
             typer.echo(f"{r.experiment.name}: {r.markdown_path}{extra} ({'computed' if r.computed else 'all cached'})")
+        from ucs.commands.report import try_write_report
+
+        evals = dict.fromkeys(Path(res["dir"]) for r in done for res in r.results
+                              if res.get("dir") and (Path(res["dir"]) / "results.json").is_file())
+        for d in evals:  # one HTML report per evaluation folder
+            try_write_report(d)

@@ -52,7 +52,8 @@ def register(app: typer.Typer) -> None:
         config_file: Optional[Path] = typer.Option(None, "--config", help="JSON configuration (PipelineConfig)."),
         out: Path = typer.Option(..., "--out", "-o", help="Output folder (rerun to resume)."),
         cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help="Embedding/cluster cache (default ~/.cache/ucs)."),
-        progress: bool = typer.Option(False, "--progress/--no-progress", help="Progress bars of the runner."),
+        progress: bool = typer.Option(True, "--progress/--no-progress",
+                                      help="Progress of embedding, clustering, MDL scoring and evaluation (stderr)."),
         variants: Optional[str] = typer.Option(
             None, "--variants",
             help="Choose among named settings instead of the q × λ grid: 'NAME:KEY=VALUE,...;NAME:...'.",

@@ -120,7 +120,11 @@ class EmbeddingCache:
             self.hits += 1
             return arr
         self.misses += 1
-        arr = np.ascontiguousarray(embedder.embed(texts), dtype=np.float32)
+        from ucs.utils.progress import stage
+
+        with stage(f"embedding {len(texts)} texts ({identity.get('model', type(embedder).__name__)})", len(texts),
+                   kind="embed"):
+            arr = np.ascontiguousarray(embedder.embed(texts), dtype=np.float32)
         if arr.shape[0] != len(texts):
             raise ValueError(f"embedder returned {arr.shape[0]} rows for {len(texts)} texts")
         self.put(key, arr, identity, th)

@@ -240,7 +240,8 @@ def evaluate(
     config : dict, optional
         Extra configuration recorded in the manifest and part of the resume check (selector settings...).
     progress : bool
-        Show a progress bar with ETA (rich, on stderr).
+        Show the progress with ETA on stderr (a rich bar on a terminal, a plain line at a steady pace otherwise;
+        :mod:`ucs.utils.progress`).
     answer_store : path, optional
         Directory of an :class:`~ucs.evaluation.answers.AnswerStore` shared with other evaluations: in the
         deterministic modes, prompts answered by any evaluation of the same model, mode and label set are
@@ -362,20 +363,16 @@ def evaluate(
     )
     qhash = hash_texts(query_texts)[:16]
     n_new = 0
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+    from ucs.utils.progress import progress_enabled, stage
 
-    bar = Progress(
-        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-        TextColumn("eta"), TimeRemainingColumn(), disable=not progress, transient=False,
-    )
-    with RecordWriter(records_path) as writer, bar:
-        task = bar.add_task(f"{dataset.name} [{pm.name}]", total=total_pending)
+    with RecordWriter(records_path) as writer, progress_enabled(progress), \
+            stage(f"evaluating {dataset.name} [{pm.name}]", total_pending, kind="evaluate") as bar:
         for method in methods:
             for run, seed in enumerate(protocol.run_seeds):
                 pending = [q for q in range(n_q) if (method, seed, q) not in done]
                 if not pending:
                     continue
-                bar.update(task, description=f"{dataset.name} {method} seed {seed}")
+                bar.describe(f"evaluating {dataset.name} {method} seed {seed}")
                 sel = _selection(out, method, seed, qhash, query_texts, select, len(dataset.pool), n_q)
                 pending_set = set(pending)
                 starts = sorted({q - q % batch_size for q in pending})
@@ -442,7 +439,7 @@ def evaluate(
                     if store is not None:
                         store.add(recs)
                     n_new += len(recs)
-                    bar.advance(task, len(recs))
+                    bar.advance(len(recs))
 
     records = read_records(records_path)
     summary = summarize(

@@ -30,6 +30,7 @@ from ucs.embedding.base import POOLINGS, l2_normalize, sanitize_text, sanitize_t
 from ucs.lm.base import ContinuationScores, ReducedScoresMixin
 from ucs.lm.prefix_tree import build_trie, move_trailing_spaces
 from ucs.models.errors import InvalidModelFileError, MissingDependencyError, extra_install, require
+from ucs.utils.progress import advance
 
 __all__ = ["TransformersBackbone", "pool_hidden"]
 
@@ -356,6 +357,7 @@ class TransformersBackbone(ReducedScoresMixin):
                 res = base(input_ids=inp, attention_mask=mask, use_cache=False, output_hidden_states=want_all)
                 h = res.last_hidden_state if not want_all else res.hidden_states[self._layer_index]
                 out[rows] = pool_hidden(h.float(), mask, self.pooling).cpu().numpy()
+                advance(len(rows), kind="embed")
         return l2_normalize(out) if self.normalize else out
 
     # ------------------------------------------------------------------ scoring

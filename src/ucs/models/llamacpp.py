@@ -28,6 +28,7 @@ from ucs.embedding.base import POOLINGS, l2_normalize, sanitize_text, sanitize_t
 from ucs.lm.base import ContinuationScores, ReducedScoresMixin
 from ucs.lm.prefix_tree import build_trie, logsumexp_rows, move_trailing_spaces
 from ucs.models.errors import InvalidModelFileError, extra_install, require
+from ucs.utils.progress import advance
 
 __all__ = ["LlamaCppBackbone"]
 
@@ -279,6 +280,7 @@ class LlamaCppBackbone(ReducedScoresMixin):
             for s, r in enumerate(rows):
                 ptr = lc.llama_get_embeddings_seq(ctx.ctx, s)
                 out[r] = np.ctypeslib.as_array(ptr, shape=(d,))
+            advance(len(rows), kind="embed")
             batch.reset()
             rows.clear()
 

@@ -42,6 +42,7 @@ from ucs.pipeline.config import PipelineConfig, canonical_method, parse_method
 from ucs.pipeline.diagnostics import coverage_markdown, coverage_stats, summarize_coverage
 from ucs.utils.integrity import load_checked_npy, save_checked_npy
 from ucs.utils.io import atomic_write_json, atomic_write_text, hash_array
+from ucs.utils.progress import progress_enabled, stage
 
 __all__ = ["Pipeline", "PipelineResult"]
 
@@ -88,7 +89,8 @@ class Pipeline:
     out_dir : path, optional
         Where :meth:`run` writes results; also receives per-selection diagnostics.
     progress : bool
-        Progress bar of the evaluation runner.
+        Show the progress of the long stages (embedding, clustering, MDL scoring, evaluation) on stderr
+        (:mod:`ucs.utils.progress`).
     executor : {None, "local", "ray"} or ucs.distributed.Executor, optional
         Where the heavy stages run. ``None``, ``"local"`` or a plain ``LocalExecutor``: in this process (the
         one-machine estimators, :class:`~ucs.clustering.LatentClusterer` with its re-cut). ``"ray"`` or a
@@ -270,7 +272,8 @@ class Pipeline:
                 self._memo["pool_shards"] = shards
                 self._memo["pool_emb"] = shards.load()
             else:
-                self._memo["pool_emb"] = self.embedding_cache.embed(self.backbone, list(self.dataset.pool.texts))
+                with progress_enabled(self.progress):
+                    self._memo["pool_emb"] = self.embedding_cache.embed(self.backbone, list(self.dataset.pool.texts))
             self._timed("pool_embedding", t0)
         return self._memo["pool_emb"]
 
@@ -303,7 +306,8 @@ class Pipeline:
                 self._memo["ret_pool"] = l2_normalize(self.pool_embeddings())
             else:
                 t0 = time.perf_counter()
-                emb = self.embedding_cache.embed(self.retrieval, list(self.dataset.pool.texts))
+                with progress_enabled(self.progress):
+                    emb = self.embedding_cache.embed(self.retrieval, list(self.dataset.pool.texts))
                 self._memo["ret_pool"] = l2_normalize(emb)
                 self._timed("retrieval_pool_embedding", t0)
         return self._memo["ret_pool"]
@@ -312,7 +316,8 @@ class Pipeline:
         """Retrieval embeddings of queries, ℓ2-normalised, shape (Q, d_r); cached by the texts' hash."""
         t0 = time.perf_counter()
         model = self.backbone if self.config.retrieval_embedder == "backbone" else self.retrieval
-        emb = l2_normalize(self.embedding_cache.embed(model, list(query_texts)))
+        with progress_enabled(self.progress):
+            emb = l2_normalize(self.embedding_cache.embed(model, list(query_texts)))
         self._timed("query_embedding", t0)
         return emb
 
@@ -428,7 +433,9 @@ class Pipeline:
         if ids is not None:
             ids = ids.astype(np.int64)
         else:
-            est = self.clusterer(seed, q)
+            with progress_enabled(self.progress), stage(  # the pool is embedded by now (_cluster_dir hashed it)
+                    f"clustering {len(self.dataset.pool)} pool items (seed {seed}, q {q:g})", kind="cluster"):
+                est = self.clusterer(seed, q)
             if q == float(self.config.dbscan_q) or self.distributed or getattr(est, "kth_distances_", 1) is None:
                 ids = np.asarray(est.labels_, dtype=np.int64)
             else:
@@ -527,7 +534,9 @@ class Pipeline:
             sel = select_queries(selector, queries, ex, bs, budget=self.config.budget,
                                  query_texts=list(query_texts))
         else:
-            sel = selector.select(queries, self.config.budget, query_texts=list(query_texts))
+            with progress_enabled(self.progress and base == "mdl"), stage(  # MDL scores subsets query by query
+                    f"MDL scoring {method} (seed {seed})", len(query_texts), kind="mdl"):
+                sel = selector.select(queries, self.config.budget, query_texts=list(query_texts))
         self._timed(f"select:{method}", t0)
         self._memo[memo] = sel
         self._record_diagnostics(method, seed, sel, len(query_texts))
@@ -620,7 +629,9 @@ class Pipeline:
         """Evaluate ``methods`` (default ``config.selectors``) with the resumable runner.
 
         Writes the runner's files (``records.jsonl``, ``manifest.json`` with this configuration,
-        ``results.{json,md}``) and ``coverage.{json,md}`` and ``pipeline/config.json`` to ``out_dir``.
+        ``results.{json,md}``) and ``coverage.{json,md}`` and ``pipeline/config.json`` to ``out_dir``, and the
+        files a report reads without the pipeline (:mod:`ucs.pipeline.run_files`: pool and query texts, cluster
+        ids, a 2-D projection, and one line of stage timings per call in ``pipeline/timings.jsonl``).
         Calling it again with the same configuration continues where it stopped.
         """
         from ucs.evaluation import evaluate
@@ -646,7 +657,14 @@ class Pipeline:
         atomic_write_json(out / "coverage.json", {"n_queries": n_q, "coverage": cov,
                                                   "cluster_health": {k: h.to_dict() for k, h in health.items()}})
         atomic_write_text(out / "coverage.md", health_markdown(health) + "\n" + coverage_markdown(cov))
-        atomic_write_json(out / "pipeline" / "timings.json", self.timings)
+        from ucs.pipeline.run_files import append_timings, write_run_files
+
+        t0 = time.perf_counter()
+        test = self.config.protocol().apply(self.dataset).test
+        write_run_files(self, out, list(result.summary["methods"]), list(test.texts[:n_q]),
+                        [self.dataset.label_names[int(y)] for y in test.labels[:n_q]])
+        self._timed("run_files", t0)
+        append_timings(out, self.timings)
         return PipelineResult(result, cov, out, health)
 
     def cluster_health(self, seed: int) -> Any:

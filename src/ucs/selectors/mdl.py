@@ -9,6 +9,7 @@ import numpy as np
 from ucs.selectors._retrieval import topk_cosine
 from ucs.selectors.base import Selector, _check_int, check_random_state
 from ucs.selectors.prior import UCSPrior
+from ucs.utils.progress import advance
 
 __all__ = ["ContinuationScorer", "MDLSelector", "negative_entropy", "format_prompt"]
 
@@ -198,6 +199,7 @@ class MDLSelector(Selector):
                         f"{len(conts)} continuations; expected one finite mean log-probability each"
                     )
                 mdl[qi, ti] = negative_entropy(ll)
+            advance(1, kind="mdl")  # one query scored (shown when a progress stage is open)
         extras: Dict[str, np.ndarray] = {"mdl": mdl}
         total = mdl
         if self.prior is not None:
