@@ -6,7 +6,6 @@ from typing import Dict, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ucs.selectors._retrieval import topk_cosine
 from ucs.selectors.base import Selector, _check_int, _check_positive_float
 from ucs.selectors.prior import UCSPrior
 
@@ -181,7 +180,7 @@ class DPPSelector(Selector):
         score_out = np.empty((q, budget))
         if budget == 0 or q == 0:
             return idx_out, score_out, {}
-        cand_all, _ = topk_cosine(queries, self.pool_, c, block=self.block)
+        cand_all, _ = self._retrieve(queries, c)
         batched = None if self.prior is None else self.prior.batched()
         lam = 0.0 if self.prior is None else float(self.prior.lam)
         step = min(self.block, 256)  # candidate embeddings of a block: step · C · d floats
