@@ -74,6 +74,7 @@ def test_far_example_becomes_a_singleton_and_refit_reclusters(tmp_path, table_em
     assert idx.refit().n_examples_ == len(examples) + 1 and idx.n_added_ == 0
 
 
+@pytest.mark.slow  # loads all-MiniLM-L6-v2
 def test_save_load_identical_selections_on_real_data(tmp_path, minilm, banking_examples, embed_cache):
     examples, queries = banking_examples
     idx = SelectorIndex(minilm, "dpp+ucs", output_key="label", cache_dir=embed_cache, random_state=1).fit(examples)
@@ -91,6 +92,7 @@ def test_save_load_identical_selections_on_real_data(tmp_path, minilm, banking_e
     assert 1 < idx.n_clusters_ < len(examples)
 
 
+@pytest.mark.slow  # loads all-MiniLM-L6-v2
 def test_phi_is_the_coverage_of_the_subset(minilm, banking_examples, embed_cache):
     examples, queries = banking_examples
     for method in ("dpp", "dpp+ucs", "votek+ucs"):

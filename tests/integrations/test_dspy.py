@@ -29,6 +29,7 @@ def trainset(banking_examples):
     return [dspy.Example(text=e["text"], label=e["label"]).with_inputs("text") for e in examples[:200]]
 
 
+@pytest.mark.slow  # loads all-MiniLM-L6-v2
 def test_fixed_mode_compile_run_save_load(tmp_path, minilm, trainset, embed_cache):
     tele = UCSFewShot(k=5, embedder=minilm, seed=3, cache_dir=embed_cache)
     program = tele.compile(TwoStep(), trainset=trainset)
@@ -50,6 +51,7 @@ def test_fixed_mode_compile_run_save_load(tmp_path, minilm, trainset, embed_cach
     assert demos_of(loaded) == demos
 
 
+@pytest.mark.slow  # loads all-MiniLM-L6-v2
 def test_per_call_mode_picks_demos_per_input(tmp_path, minilm, trainset, embed_cache):
     tele = UCSFewShot(k=4, mode="per_call", embedder=minilm, seed=0, cache_dir=embed_cache)
     program = tele.compile(dspy.Predict("text -> label"), trainset=trainset)
@@ -76,6 +78,7 @@ def test_per_call_mode_picks_demos_per_input(tmp_path, minilm, trainset, embed_c
     assert demos_of(loaded)["self"] == demos_first
 
 
+@pytest.mark.slow  # loads all-MiniLM-L6-v2
 def test_errors_name_the_fix(minilm, trainset, embed_cache):
     with pytest.raises(ValueError, match="with_inputs"):
         UCSFewShot(embedder=minilm).compile(dspy.Predict("text -> label"), trainset=[dspy.Example(text="a", label="b")])

@@ -80,6 +80,7 @@ def test_async_path_and_add_example(tmp_path):
     assert out[0] == {"input": "bright", "output": "dark"}
 
 
+@pytest.mark.slow  # loads all-MiniLM-L6-v2
 def test_real_minilm_in_chat_template_equals_index_select(minilm, banking_examples, embed_cache):
     examples, queries = banking_examples
     sel = UCSExampleSelector.from_examples(examples, minilm, k=4, input_keys=["text"], method="dpp+ucs",

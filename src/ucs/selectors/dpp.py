@@ -99,8 +99,7 @@ def greedy_map_dpp(
             j = np.argmax(masked, axis=1)
             step_scores[:, k] = masked[rows, j]
         else:
-            with np.errstate(divide="ignore"):
-                score = np.log(np.maximum(di2, log_floor)) + lam * gain_fn.gains()
+            score = np.log(np.maximum(di2, log_floor)) + lam * gain_fn.gains()  # log_floor > 0: no log(0)
             score = np.where(avail, score, -np.inf)
             best = score.max(axis=1, keepdims=True)
             j = np.argmax(np.where(score == best, masked, -np.inf), axis=1)
@@ -114,8 +113,8 @@ def greedy_map_dpp(
             ci_opt = cis[rows, :k, j]  # (Q, k)
             el = kernel[rows, j, :]  # (Q, C)
             resid = el - np.einsum("qk,qkc->qc", ci_opt, cis[:, :k, :])
-            with np.errstate(divide="ignore", invalid="ignore"):
-                eis = np.where(d_j[:, None] > 0, resid / d_j[:, None], 0.0)
+            pos = d_j[:, None] > 0
+            eis = np.where(pos, resid / np.where(pos, d_j[:, None], 1.0), 0.0)  # no 0/0 warnings to silence
             cis[:, k, :] = eis
             di2 -= eis * eis
     return order, step_scores
