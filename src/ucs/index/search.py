@@ -22,9 +22,11 @@ SEARCHES = ("exact", "hnsw")
 
 
 def _unit32(x: np.ndarray) -> np.ndarray:
-    x = np.asarray(x, dtype=np.float64)
-    norms = np.linalg.norm(x, axis=1, keepdims=True)
-    return np.ascontiguousarray(x / np.where(norms > 0, norms, 1.0), dtype=np.float32)
+    """ℓ2-normalised float32 rows (norms accumulated in float64; zero rows stay zero)."""
+    x = np.asarray(x)
+    norms = np.sqrt(np.einsum("ij,ij->i", x, x, dtype=np.float64))
+    scale = (1.0 / np.where(norms > 0, norms, 1.0)).astype(np.float32)
+    return np.ascontiguousarray(np.asarray(x, dtype=np.float32) * scale[:, None])
 
 
 class ExactSearch:
@@ -63,8 +65,6 @@ class ExactSearch:
         d = self.pool.shape[1]
         self._half = faiss.IndexScalarQuantizer(d, faiss.ScalarQuantizer.QT_fp16, faiss.METRIC_INNER_PRODUCT)
         self._half.add(self.pool)
-        self._flat = faiss.IndexFlatIP(d)
-        self._flat.add(self.pool)
         # float16 rounding (2^-11 relative) plus float32 accumulation of d products in either scan
         self.bound = 2.0**-11 + 4.0 * d * 2.0**-24
 
@@ -73,7 +73,6 @@ class ExactSearch:
         self.pool = np.ascontiguousarray(np.concatenate([self.pool, new]))
         if self._half is not None:
             self._half.add(new)
-            self._flat.add(new)
 
     def __call__(self, queries: np.ndarray, c: int) -> Tuple[np.ndarray, np.ndarray]:
         q32 = _unit32(queries) if queries.shape[0] else np.ascontiguousarray(queries, dtype=np.float32)
@@ -90,8 +89,7 @@ class ExactSearch:
             keep = approx[r] >= approx[r, c - 1] - 2.0 * self.bound
             if m < n and keep[-1]:  # the threshold reaches past the scanned list: scan exactly
                 self.n_fallbacks += 1
-                sims, ids = self._flat.search(q32[r : r + 1], min(n, c + 1))
-                idx[r], val[r] = (a[0] for a in _order(ids, sims, c))
+                idx[r : r + 1], val[r : r + 1] = self._numpy(q32[r : r + 1], c)
                 continue
             rows = cand[r][keep]
             sims = self.pool[rows] @ q32[r]
