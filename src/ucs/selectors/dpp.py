@@ -98,6 +98,13 @@ def greedy_map_dpp(
         if gain_fn is None or k == 0:
             j = np.argmax(masked, axis=1)
             step_scores[:, k] = masked[rows, j]
+        elif q == 1:  # one query (the per-call case): the same choice with fewer array operations
+            score = np.log(np.maximum(di2[0], log_floor)) + lam * gain_fn.gains()[0]
+            score[~avail[0]] = -np.inf
+            ties = np.flatnonzero(score == score.max())
+            t = ties[0] if ties.size == 1 else ties[np.argmax(masked[0, ties])]
+            j = np.array([t])
+            step_scores[0, k] = score[t]
         else:
             score = np.log(np.maximum(di2, log_floor)) + lam * gain_fn.gains()  # log_floor > 0: no log(0)
             score = np.where(avail, score, -np.inf)
