@@ -199,3 +199,20 @@ def test_bad_parameters_name_the_fix(tmp_path, kwargs, match):
     params = {"input_keys": ["q"], **kwargs}
     with pytest.raises(ValueError, match=match):
         SelectorIndex(DummyEmbedder(dim=16), cache_dir=tmp_path, **params).fit(ex)
+
+
+@pytest.mark.parametrize("method", ["dict_kmeans", "kmeans", "dict_hdbscan", "dict_argmax"])
+def test_other_clustering_methods_fit_add_save_load(tmp_path, table_embedder, method):
+    rows, texts, labels, per = _planted()
+    emb = table_embedder(dict(zip(texts, rows)))
+    examples = [{"text": t, "label": y} for t, y in zip(texts, labels)]
+    old = [e for i, e in enumerate(examples) if i % (per + 3) < per]
+    new = [e for i, e in enumerate(examples) if i % (per + 3) >= per]
+    clusterer = LatentClusterer(method=method, n_atoms=16, pca_dim=24)
+    idx = SelectorIndex(emb, "dpp+ucs", output_key="label", clusterer=clusterer, cache_dir=tmp_path).fit(old)
+    idx.add_examples(new)
+    assert idx.n_examples_ == len(examples) and idx.cluster_ids_.shape == (len(examples),)
+    before = idx.select("c3 item 0", k=5)
+    loaded = SelectorIndex.load(idx.save(tmp_path / "ix"), embedder=emb)
+    np.testing.assert_array_equal(loaded.select("c3 item 0", k=5).indices, before.indices)
+    assert loaded.refit().n_clusters_ >= 1

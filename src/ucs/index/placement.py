@@ -16,6 +16,7 @@ from sklearn.base import clone
 
 from ucs.clustering import LatentClusterer
 from ucs.clustering.dictionary import encode
+from ucs.clustering.estimator import RAW_METHODS
 from ucs.clustering.neighbors import ZERO_DISTANCE, unit_rows
 
 __all__ = ["make_clusterer", "fit_clusters", "represent", "place_rows"]
@@ -72,7 +73,7 @@ def represent(est: Any, E: np.ndarray) -> np.ndarray:
     scaler = getattr(est, "scaler_", None)
     if scaler is not None:
         X = scaler.transform(X)
-    if getattr(est, "method", None) != "dbscan":
+    if getattr(est, "method", None) not in RAW_METHODS:
         pca = getattr(est, "pca_", None)
         if pca is not None:
             X = pca.transform(X)
@@ -116,7 +117,8 @@ def place_rows(
     Notes
     -----
     O(M·(N + M)·d'). A new row may join a cluster another new row opened. With ``dict_argmax`` a row joins the
-    cluster of its largest-|code| atom when the pool has one. A row within ``eps_`` of rows of two clusters
+    cluster of its largest-|code| atom when the pool has one; methods without a radius (k-means, HDBSCAN) put
+    it in its nearest row's cluster. A row within ``eps_`` of rows of two clusters
     joins the nearest; a refit (DBSCAN) would merge them.
     """
     eps = None if est is None else getattr(est, "eps_", None)
