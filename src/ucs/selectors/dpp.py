@@ -6,7 +6,6 @@ from typing import Dict, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ucs.selectors._retrieval import topk_cosine
 from ucs.selectors.base import Selector, _check_int, _check_positive_float
 from ucs.selectors.prior import UCSPrior
 
@@ -99,9 +98,15 @@ def greedy_map_dpp(
         if gain_fn is None or k == 0:
             j = np.argmax(masked, axis=1)
             step_scores[:, k] = masked[rows, j]
+        elif q == 1:  # one query (the per-call case): the same choice with fewer array operations
+            score = np.log(np.maximum(di2[0], log_floor)) + lam * gain_fn.gains()[0]
+            score[~avail[0]] = -np.inf
+            ties = np.flatnonzero(score == score.max())
+            t = ties[0] if ties.size == 1 else ties[np.argmax(masked[0, ties])]
+            j = np.array([t])
+            step_scores[0, k] = score[t]
         else:
-            with np.errstate(divide="ignore"):
-                score = np.log(np.maximum(di2, log_floor)) + lam * gain_fn.gains()
+            score = np.log(np.maximum(di2, log_floor)) + lam * gain_fn.gains()  # log_floor > 0: no log(0)
             score = np.where(avail, score, -np.inf)
             best = score.max(axis=1, keepdims=True)
             j = np.argmax(np.where(score == best, masked, -np.inf), axis=1)
@@ -115,8 +120,8 @@ def greedy_map_dpp(
             ci_opt = cis[rows, :k, j]  # (Q, k)
             el = kernel[rows, j, :]  # (Q, C)
             resid = el - np.einsum("qk,qkc->qc", ci_opt, cis[:, :k, :])
-            with np.errstate(divide="ignore", invalid="ignore"):
-                eis = np.where(d_j[:, None] > 0, resid / d_j[:, None], 0.0)
+            pos = d_j[:, None] > 0
+            eis = np.where(pos, resid / np.where(pos, d_j[:, None], 1.0), 0.0)  # no 0/0 warnings to silence
             cis[:, k, :] = eis
             di2 -= eis * eis
     return order, step_scores
@@ -181,7 +186,7 @@ class DPPSelector(Selector):
         score_out = np.empty((q, budget))
         if budget == 0 or q == 0:
             return idx_out, score_out, {}
-        cand_all, _ = topk_cosine(queries, self.pool_, c, block=self.block)
+        cand_all, _ = self._retrieve(queries, c)
         batched = None if self.prior is None else self.prior.batched()
         lam = 0.0 if self.prior is None else float(self.prior.lam)
         step = min(self.block, 256)  # candidate embeddings of a block: step · C · d floats

@@ -6,7 +6,6 @@ from typing import Any, Callable, Dict, List, Optional, Protocol, Sequence, Tupl
 
 import numpy as np
 
-from ucs.selectors._retrieval import topk_cosine
 from ucs.selectors.base import Selector, _check_int, check_random_state
 from ucs.selectors.prior import UCSPrior
 from ucs.utils.progress import advance
@@ -160,7 +159,7 @@ class MDLSelector(Selector):
         """Candidate subsets of every query: pool indices of shape (Q, select_time, B) and the
         candidates' similarities (Q, C) — or, with ``return_candidates``, their pool indices (Q, C)."""
         c = min(self.n_pool_, max(self.candidate_num, budget))
-        cand, sims = topk_cosine(queries, self.pool_, c, block=self.block)
+        cand, sims = self._retrieve(queries, c)
         q, t = cand.shape[0], self.select_time
         pos = np.empty((q, t, budget), dtype=np.int64)
         pos[:, 0, :] = np.arange(budget)

@@ -6,7 +6,6 @@ from typing import Dict, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ucs.selectors._retrieval import topk_cosine
 from ucs.selectors.base import Selector, _check_int
 from ucs.selectors.prior import UCSPrior
 
@@ -49,10 +48,10 @@ class TopKSelector(Selector):
         self, queries: np.ndarray, budget: int, query_texts: Optional[Sequence[str]]
     ) -> Tuple[np.ndarray, np.ndarray, Dict[str, np.ndarray]]:
         if self.prior is None:
-            idx, sims = topk_cosine(queries, self.pool_, budget, block=self.block)
+            idx, sims = self._retrieve(queries, budget)
             return idx, sims, {}
         c = min(self.n_pool_, max(self.candidate_num, budget))
-        cand, sims = topk_cosine(queries, self.pool_, c, block=self.block)
+        cand, sims = self._retrieve(queries, c)
         q = cand.shape[0]
         lam = float(self.prior.lam)
         state = self.prior.batched().greedy(cand, budget, self.prior.candidate_weights(cand))

@@ -1,0 +1,417 @@
+"""``SelectorIndex``: fit once over examples, save, load in a service, ask for demonstrations per query."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence, Union
+
+import numpy as np
+
+from ucs.index.examples import check_examples, example_text, query_text, resolve_keys
+from ucs.index.placement import fit_clusters, place_rows, pool_representation, represent
+from ucs.index.search import SEARCHES, make_search
+
+__all__ = ["SelectorIndex", "IndexSelection"]
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+
+@dataclass(frozen=True)
+class IndexSelection:
+    """The demonstrations chosen for one query.
+
+    Attributes
+    ----------
+    examples : list of dict
+        The chosen examples in prompt order (copies; only ``example_keys`` when the caller asked for them).
+    indices : ndarray (B,) int64
+        Their positions in the index.
+    scores : ndarray (B,) float64
+        Each one's score when it was chosen (similarity, greedy gain, vote score; ``nan`` where none).
+    cluster_ids : ndarray (B,) int64
+        Their latent clusters.
+    phi : float
+        Coverage ``Φ`` of the subset under the index's unseen estimator.
+    clusters_covered : int
+        Distinct clusters among them.
+    method : str
+    query : str or None
+        The text that was embedded for the query (``None`` for a query-independent selection).
+    """
+
+    examples: List[Dict[str, Any]]
+    indices: np.ndarray
+    scores: np.ndarray
+    cluster_ids: np.ndarray
+    phi: float
+    clusters_covered: int
+    method: str
+    query: Optional[str] = None
+    extras: Dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> Dict[str, Any]:
+        """JSON-friendly form (what a service would log to show which demonstrations were chosen)."""
+        return {
+            "method": self.method, "query": self.query, "indices": self.indices.tolist(),
+            "scores": [None if not np.isfinite(s) else float(s) for s in self.scores],
+            "cluster_ids": self.cluster_ids.tolist(), "phi": self.phi,
+            "clusters_covered": self.clusters_covered, "examples": self.examples,
+        }
+
+
+def _defaults() -> Dict[str, Any]:
+    """The prior's settings: the pipeline's defaults (one definition, in :class:`PipelineConfig`)."""
+    from ucs.pipeline.config import PipelineConfig
+
+    c = PipelineConfig()
+    return {"estimator": c.estimator, "lam": c.lam, "design": c.design, "corpus_prior": c.corpus_prior,
+            **c.estimator_params()}
+
+
+class SelectorIndex:
+    """A persisted demonstration index: examples, their embeddings, latent clusters and a fitted selector.
+
+    Parameters
+    ----------
+    embedder : Embedder, optional
+        Any ucs embedder (``embed(texts)``, ``identity``, ``dim``). Default: the embedded SmolLM2-135M
+        backbone (:func:`ucs.models.load_backbone`), loaded on first use.
+    method : str, default="dpp+ucs"
+        ``topk``, ``dpp``, ``mdl``, ``votek`` (or ``random``), each with ``+ucs`` for the coverage prior.
+    input_keys : sequence of str, optional
+        Example fields that are embedded (joined by a space, in this order). Default: every field of the
+        first example except ``output_key``.
+    output_key : str, optional
+        The label / answer field (MDL needs it; it is never embedded).
+    clusterer : LatentClusterer or dict, optional
+        The clusterer (cloned, never modified) or its parameters; default ``LatentClusterer()``. Size
+        parameters larger than the pool (``n_atoms``, ``pca_dim``, ``dbscan_k``) are lowered to fit it.
+    prior : dict, optional
+        Overrides of the :class:`~ucs.selectors.UCSPrior` settings (``lam``, ``estimator``, ``design``, ``t`` …;
+        default: the pipeline's). The same estimator gives every selection's ``phi``.
+    selector_params : dict, optional
+        Extra parameters of the selector class (``candidate_num``, ``scale_factor``, ``k`` …); those the
+        class does not take are rejected.
+    lm : LanguageModel, optional
+        The scorer of ``mdl`` / ``mdl+ucs`` (any ``score_continuations`` provider, e.g. the backbone).
+    candidate_search : {"exact", "hnsw"}, default="exact"
+        How query-dependent selectors find their candidates (``hnsw``: faiss, approximate, extra ``fast``).
+    hnsw : dict, optional
+        ``m``, ``ef_construction``, ``ef_search`` of the HNSW graph.
+    cache_dir : path, optional
+        Embedding cache root (default :func:`ucs.embedding.default_cache_dir`): refitting the same examples
+        never re-embeds them.
+    random_state : int, default=0
+        Seeds the clusterer (when it has no seed of its own) and the selector.
+
+    Attributes
+    ----------
+    examples_ : list of dict
+    embeddings_ : ndarray (N, d) float32
+    cluster_ids_ : ndarray (N,) int64
+    clusterer_ : fitted clusterer or None (``None`` for pools of fewer than 3 examples)
+    selector_ : Selector
+    n_examples_, n_clusters_ : int
+
+    Notes
+    -----
+    ``fit`` costs one embedding pass (cached), the clusterer's fit and the selector's fit. A query costs one
+    embedding (unless given) plus the selector's per-query work: for DPP an O(N·d) candidate scan, an
+    O(C²·d) kernel and an O(C·B²) greedy MAP.
+    """
+
+    FORMAT = "ucs.index/1"
+
+    def __init__(
+        self,
+        embedder: Any = None,
+        method: str = "dpp+ucs",
+        *,
+        input_keys: Optional[Sequence[str]] = None,
+        output_key: Optional[str] = None,
+        clusterer: Any = None,
+        prior: Optional[Dict[str, Any]] = None,
+        selector_params: Optional[Dict[str, Any]] = None,
+        lm: Any = None,
+        candidate_search: str = "exact",
+        hnsw: Optional[Dict[str, Any]] = None,
+        cache_dir: Optional[PathLike] = None,
+        random_state: int = 0,
+    ) -> None:
+        self.embedder = embedder
+        self.method = method
+        self.input_keys = input_keys
+        self.output_key = output_key
+        self.clusterer = clusterer
+        self.prior = prior
+        self.selector_params = selector_params
+        self.lm = lm
+        self.candidate_search = candidate_search
+        self.hnsw = hnsw
+        self.cache_dir = cache_dir
+        self.random_state = random_state
+
+    # ------------------------------------------------------------------ parameters
+    def _check_params(self) -> None:
+        from ucs.pipeline.config import canonical_method, parse_method
+        from ucs.selectors.base import check_random_state
+
+        self.method_ = canonical_method(self.method)
+        self.base_, self.ucs_ = parse_method(self.method_)
+        if self.base_ == "mdl" and self.lm is None:
+            raise ValueError(
+                f"method={self.method!r} scores candidate subsets with a language model; pass lm= "
+                "(e.g. ucs.models.load_backbone()) or choose topk, dpp or votek"
+            )
+        if self.base_ == "mdl" and self.output_key is None:
+            raise ValueError(f"method={self.method!r} builds labelled prompts; pass output_key= (the label field)")
+        if self.candidate_search not in SEARCHES:
+            raise ValueError(f"candidate_search must be one of {SEARCHES}; got {self.candidate_search!r}")
+        check_random_state(self.random_state)
+        for name in ("prior", "selector_params", "hnsw"):
+            v = getattr(self, name)
+            if v is not None and not isinstance(v, dict):
+                raise ValueError(f"{name} must be a dict or None; got {type(v).__name__}")
+
+    def get_embedder(self) -> Any:
+        """The embedder (the default backbone is loaded here on first use)."""
+        if self.embedder is None:
+            from ucs.models import load_backbone
+
+            embedder = load_backbone()
+            stored = getattr(self, "embedder_identity_", None)
+            if stored is not None and dict(embedder.identity) != stored:
+                raise ValueError(
+                    f"this index was built with embedder {stored.get('model')!r}; pass it as "
+                    "SelectorIndex.load(dir, embedder=...) or give query_embeddings"
+                )
+            self.embedder = embedder
+        return self.embedder
+
+    # ------------------------------------------------------------------ fit
+    def fit(self, examples: Sequence[Dict[str, Any]]) -> "SelectorIndex":
+        """Embed (through the cache), cluster and fit the selector on ``examples``.
+
+        Parameters
+        ----------
+        examples : list of dict
+            Each holds the ``input_keys`` (and ``output_key`` when set).
+
+        Returns
+        -------
+        self
+        """
+        self._check_params()
+        ex = check_examples(examples)
+        if not ex:
+            raise ValueError("examples is empty; give at least one example to index")
+        self.input_keys_, self.output_key_ = resolve_keys(ex, self.input_keys, self.output_key)
+        self.examples_ = ex
+        self.embeddings_ = self._embed_texts([example_text(e, self.input_keys_) for e in ex])
+        self.embedder_identity_ = dict(self.get_embedder().identity)
+        return self._cluster_and_fit()
+
+    def refit(self) -> "SelectorIndex":
+        """Re-cluster all examples (those added since the fit included) and refit the selector."""
+        self._check_fitted()
+        return self._cluster_and_fit()
+
+    def _cluster_and_fit(self) -> "SelectorIndex":
+        self.clusterer_, self.cluster_ids_ = fit_clusters(self.clusterer, self.embeddings_, self.random_state)
+        self.rep_ = (None if self.clusterer_ is None
+                     else pool_representation(self.clusterer_, self.embeddings_))
+        self.n_added_ = 0
+        self._build_search()
+        return self._fit_selector()
+
+    def _embed_texts(self, texts: List[str]) -> np.ndarray:
+        from ucs.embedding.cache import EmbeddingCache
+
+        E = EmbeddingCache(None if self.cache_dir is None else Path(self.cache_dir) / "embeddings").embed(
+            self.get_embedder(), texts)
+        return np.ascontiguousarray(E, dtype=np.float32)
+
+    def _build_search(self, serialized: Optional[np.ndarray] = None) -> None:
+        self.search_ = make_search(self.candidate_search, self.embeddings_, dict(self.hnsw or {}), serialized)
+
+    def _prior(self) -> Any:
+        from ucs.selectors import UCSPrior
+
+        return UCSPrior(self.cluster_ids_, **{**_defaults(), **(self.prior or {})})
+
+    def _fit_selector(self) -> "SelectorIndex":
+        """Build the selector through the selector registry (:meth:`Selector.from_config`) and fit it."""
+        from ucs.selectors.base import _REGISTRY, Selector
+
+        cls = next(c for c in _REGISTRY.values() if getattr(c, "name", None) == self.base_)
+        accepted = set(cls._param_names())
+        params: Dict[str, Any] = dict(self.selector_params or {})
+        unknown = sorted(set(params) - accepted)
+        if unknown:
+            raise ValueError(f"selector_params {unknown} are not parameters of {cls.__name__}; valid: {sorted(accepted)}")
+        if "random_state" in accepted:
+            params.setdefault("random_state", int(self.random_state))
+        objects: Dict[str, Any] = {}
+        self.coverage_prior_ = self._prior()
+        if self.ucs_:
+            objects["prior"] = self.coverage_prior_
+        if self.base_ == "mdl":
+            objects["scorer"] = self.lm
+        texts = [example_text(e, self.input_keys_) for e in self.examples_]
+        labels = None if self.output_key_ is None else [str(e[self.output_key_]) for e in self.examples_]
+        sel = Selector.from_config({"selector": cls.__name__, "params": params}, **objects)
+        sel.fit(self.embeddings_, labels=labels, texts=texts, cluster_ids=self.cluster_ids_)
+        if sel.query_dependent:
+            sel.set_candidate_search(self.search_)
+        self.selector_ = sel
+        self.n_examples_ = len(self.examples_)
+        self.n_clusters_ = int(np.unique(self.cluster_ids_).size)
+        self._shared_ = None
+        return self
+
+    def _check_fitted(self) -> None:
+        if not hasattr(self, "selector_"):
+            raise ValueError("this SelectorIndex is not fitted; call fit(examples) or SelectorIndex.load(dir) first")
+
+    # ------------------------------------------------------------------ add
+    def add_examples(self, examples: Sequence[Dict[str, Any]]) -> "SelectorIndex":
+        """Add examples without re-clustering: each joins the nearest cluster within the fitted radius, else
+        becomes a new singleton cluster (see :func:`ucs.index.placement.place_rows`); the selector is refit on
+        the grown pool (cheap for TopK/DPP/MDL; VoteK rebuilds its vote graph). :meth:`refit` re-clusters.
+
+        Returns
+        -------
+        self
+        """
+        self._check_fitted()
+        new = check_examples(examples)
+        if not new:
+            return self
+        resolve_keys(new, self.input_keys_, self.output_key_)
+        E_new = self._embed_texts([example_text(e, self.input_keys_) for e in new])
+        if E_new.shape[1] != self.embeddings_.shape[1]:
+            raise ValueError(f"the embedder gives dimension {E_new.shape[1]}; the index holds {self.embeddings_.shape[1]}")
+        if self.clusterer_ is not None:
+            rep_new = represent(self.clusterer_, E_new)
+            new_ids, self.last_placement_ = place_rows(self.clusterer_, self.rep_, self.cluster_ids_, rep_new)
+            self.rep_ = np.concatenate([self.rep_, rep_new])
+        else:
+            start = int(self.cluster_ids_.max()) + 1
+            new_ids = np.arange(start, start + len(new), dtype=np.int64)
+            self.last_placement_ = {"joined": 0, "singletons": len(new)}
+        self.examples_ = self.examples_ + new
+        self.embeddings_ = np.ascontiguousarray(np.concatenate([self.embeddings_, E_new]))
+        self.cluster_ids_ = np.concatenate([self.cluster_ids_, new_ids])
+        self.n_added_ += len(new)
+        self.search_.add(E_new)
+        return self._fit_selector()
+
+    # ------------------------------------------------------------------ select
+    def embed_queries(self, queries: Sequence[Any]) -> np.ndarray:
+        """Embeddings (Q, d) of queries given as strings or dicts with the ``input_keys`` (not cached on disk)."""
+        self._check_fitted()
+        texts = [query_text(q, self.input_keys_) for q in queries]
+        return np.ascontiguousarray(self.get_embedder().embed(texts), dtype=np.float32)
+
+    def select(
+        self,
+        queries: Any = None,
+        k: int = 4,
+        *,
+        query_embeddings: Optional[np.ndarray] = None,
+        example_keys: Optional[Sequence[str]] = None,
+    ) -> Union[IndexSelection, List[IndexSelection]]:
+        """The ``k`` demonstrations for each query.
+
+        Parameters
+        ----------
+        queries : str, dict, or list of them, optional
+            One query (returns one :class:`IndexSelection`) or a list (returns a list). Dicts are read through
+            ``input_keys``. Query-independent methods (``votek``) ignore the text and may be called with none.
+        k : int
+            Demonstrations per query (clipped to the index size; ``0`` is zero-shot).
+        query_embeddings : array-like (Q, d) or (d,), optional
+            Embeddings of the queries, computed by the caller with the same embedder (skips embedding).
+        example_keys : sequence of str, optional
+            Return only these fields of each example.
+
+        Returns
+        -------
+        IndexSelection or list of IndexSelection
+        """
+        self._check_fitted()
+        single = queries is None or isinstance(queries, (str, dict))
+        if query_embeddings is not None:
+            qe = np.asarray(query_embeddings, dtype=np.float32)
+            single = single and qe.ndim == 1
+            qe = qe[None, :] if qe.ndim == 1 else qe
+        else:
+            qe = None
+        items = [] if queries is None else ([queries] if isinstance(queries, (str, dict)) else list(queries))
+        texts = [query_text(q, self.input_keys_) for q in items]
+        if qe is not None and texts and len(texts) != qe.shape[0]:
+            raise ValueError(f"{len(texts)} queries but query_embeddings has {qe.shape[0]} rows")
+        sel = self.selector_
+        if not sel.query_dependent and self.base_ != "mdl":
+            out = self._shared(k, example_keys)
+            n = max(len(texts), 0 if qe is None else qe.shape[0], 1)
+            return out if single else [out] * n
+        if qe is None:
+            if not texts:
+                raise ValueError(f"method={self.method_!r} is query-dependent; pass queries or query_embeddings")
+            qe = np.ascontiguousarray(self.get_embedder().embed(texts), dtype=np.float32)
+        result = sel.select(qe, k, query_texts=texts if self.base_ == "mdl" else None)
+        rows = [self._wrap(result, r, texts[r] if texts else None, example_keys) for r in range(qe.shape[0])]
+        return rows[0] if single else rows
+
+    def _shared(self, k: int, example_keys: Optional[Sequence[str]]) -> IndexSelection:
+        key = (int(k), None if example_keys is None else tuple(example_keys))
+        cached = self._shared_
+        if cached is None or cached[0] != key:
+            cached = (key, self._wrap(self.selector_.select(None, k, query_texts=[""]), 0, None, example_keys))
+            self._shared_ = cached
+        return cached[1]
+
+    def _wrap(self, result: Any, r: int, text: Optional[str], example_keys: Optional[Sequence[str]]) -> IndexSelection:
+        idx = result.indices[r if result.query_dependent else 0]
+        phi = result.phi[r] if result.phi is not None else self.coverage_prior_.batched().phi_subsets(idx[None, :])[0]
+        cids = self.cluster_ids_[idx]
+        if example_keys is None:
+            exs = [dict(self.examples_[i]) for i in idx]
+        else:
+            exs = [{k: self.examples_[i][k] for k in example_keys if k in self.examples_[i]} for i in idx]
+        return IndexSelection(
+            examples=exs, indices=idx, scores=result.scores[r if result.query_dependent else 0],
+            cluster_ids=cids, phi=float(phi), clusters_covered=int(np.unique(cids).size),
+            method=self.method_, query=text,
+        )
+
+    # ------------------------------------------------------------------ persistence
+    def save(self, directory: PathLike) -> Path:
+        """Write the index to ``directory`` (JSON + npz, no pickle; every file's SHA-256 in ``index.json``)."""
+        from ucs.index.storage import save_index
+
+        self._check_fitted()
+        return save_index(self, Path(directory))
+
+    @classmethod
+    def load(cls, directory: PathLike, embedder: Any = None, lm: Any = None) -> "SelectorIndex":
+        """Load an index written by :meth:`save`, verifying every stored file.
+
+        Parameters
+        ----------
+        embedder : Embedder, optional
+            Embeds text queries; must have the identity the index was built with. Without it the default
+            backbone is used when the index was built with it; otherwise pass ``query_embeddings``.
+        lm : LanguageModel, optional
+            The MDL scorer (required for ``mdl`` indexes).
+        """
+        from ucs.index.storage import load_index
+
+        return load_index(cls, Path(directory), embedder=embedder, lm=lm)
+
+    def __repr__(self) -> str:
+        fitted = f", n_examples={self.n_examples_}, n_clusters={self.n_clusters_}" if hasattr(self, "selector_") else ""
+        return f"SelectorIndex(method={self.method!r}{fitted})"

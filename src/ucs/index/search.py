@@ -1,0 +1,185 @@
+"""Candidate search for the index: the ``c`` pool rows most cosine-similar to each query.
+
+``exact`` is exhaustive and certified exact: a float16 scan (faiss) whose candidates are re-scored in float32,
+with a bound that guarantees the true top ``c`` are among them (else a full float32 scan), or one numpy
+matrix product without faiss. ``hnsw``
+searches a faiss HNSW graph (extra ``fast``): sub-linear, approximate; its recall against ``exact`` is
+measured in ``benchmarks/index``. Both return candidates most similar first, exact ties by smaller index,
+as :func:`ucs.selectors._retrieval.topk_cosine` does.
+"""
+
+from __future__ import annotations
+
+from typing import Optional, Tuple
+
+import numpy as np
+
+from ucs.selectors._retrieval import _topk_rows
+
+__all__ = ["SEARCHES", "ExactSearch", "HNSWSearch", "make_search"]
+
+SEARCHES = ("exact", "hnsw")
+
+
+def _unit32(x: np.ndarray) -> np.ndarray:
+    """ℓ2-normalised float32 rows (norms accumulated in float64; zero rows stay zero)."""
+    x = np.asarray(x)
+    norms = np.sqrt(np.einsum("ij,ij->i", x, x, dtype=np.float64))
+    scale = (1.0 / np.where(norms > 0, norms, 1.0)).astype(np.float32)
+    return np.ascontiguousarray(np.asarray(x, dtype=np.float32) * scale[:, None])
+
+
+class ExactSearch:
+    """Exhaustive inner-product search over float32 unit rows, certified exact.
+
+    With faiss, every query scans a float16 copy of the pool (faiss ``IndexScalarQuantizer``, half the memory
+    traffic of ``IndexFlatIP``), then re-scores in float32 every row that could belong to the top ``c``: a
+    float16 row differs from its float32 row by at most ``2^-11`` relative per coordinate, so an approximate
+    score is within ``BOUND`` of the float32 one (unit rows and queries, Cauchy–Schwarz), and every row of the
+    true top ``c`` scores at least ``s_c - 2 BOUND`` in the scan (``s_c``: the ``c``-th approximate score). When
+    the scan's list does not reach below that threshold, the query falls back to the full float32 scan. Without
+    faiss it is one numpy matrix product.
+
+    Parameters
+    ----------
+    pool : ndarray (N, d)
+        Pool embeddings (normalised here).
+
+    Notes
+    -----
+    O(Q·N·d) per call, memory-bound: ``2·N·d`` bytes read per query (``4·N·d`` without faiss), plus an O(m·d)
+    re-score of ``m = 2c + 16`` rows.
+    """
+
+    kind = "exact"
+
+    def __init__(self, pool: np.ndarray, block: int = 256) -> None:
+        self.block = block
+        self.pool = _unit32(pool)
+        self._half = None
+        self.n_fallbacks = 0
+        try:
+            import faiss
+        except ImportError:
+            return
+        d = self.pool.shape[1]
+        self._half = faiss.IndexScalarQuantizer(d, faiss.ScalarQuantizer.QT_fp16, faiss.METRIC_INNER_PRODUCT)
+        self._half.add(self.pool)
+        # float16 rounding (2^-11 relative) plus float32 accumulation of d products in either scan
+        self.bound = 2.0**-11 + 4.0 * d * 2.0**-24
+
+    def add(self, rows: np.ndarray) -> None:
+        new = _unit32(rows)
+        self.pool = np.ascontiguousarray(np.concatenate([self.pool, new]))
+        if self._half is not None:
+            self._half.add(new)
+
+    def __call__(self, queries: np.ndarray, c: int) -> Tuple[np.ndarray, np.ndarray]:
+        q32 = _unit32(queries) if queries.shape[0] else np.ascontiguousarray(queries, dtype=np.float32)
+        if c == 0 or q32.shape[0] == 0:
+            return np.empty((q32.shape[0], c), dtype=np.int64), np.empty((q32.shape[0], c))
+        if self._half is None:
+            return self._numpy(q32, c)
+        n = self.pool.shape[0]
+        m = min(n, 2 * c + 16)
+        approx, cand = self._half.search(q32, m)
+        idx = np.empty((q32.shape[0], c), dtype=np.int64)
+        val = np.empty((q32.shape[0], c))
+        for r in range(q32.shape[0]):
+            keep = approx[r] >= approx[r, c - 1] - 2.0 * self.bound
+            if m < n and keep[-1]:  # the threshold reaches past the scanned list: scan exactly
+                self.n_fallbacks += 1
+                idx[r : r + 1], val[r : r + 1] = self._numpy(q32[r : r + 1], c)
+                continue
+            rows = cand[r][keep]
+            sims = self.pool[rows] @ q32[r]
+            idx[r], val[r] = (a[0] for a in _order(rows[None, :], sims[None, :], c))
+        return idx, val
+
+    def _numpy(self, q32: np.ndarray, c: int) -> Tuple[np.ndarray, np.ndarray]:
+        idx = np.empty((q32.shape[0], c), dtype=np.int64)
+        val = np.empty((q32.shape[0], c))
+        for s in range(0, q32.shape[0], self.block):
+            sims = q32[s : s + self.block] @ self.pool.T
+            idx[s : s + self.block], val[s : s + self.block] = _topk_rows(sims.astype(np.float64), c)
+        return idx, val
+
+    def state(self) -> dict:
+        return {}
+
+
+def _order(idx: np.ndarray, sims: np.ndarray, c: int) -> Tuple[np.ndarray, np.ndarray]:
+    """Sort each row by similarity descending, ties by smaller index, and keep ``c``."""
+    sims = sims.astype(np.float64)
+    idx = idx.astype(np.int64)
+    order = np.lexsort((idx, -sims), axis=1)[:, :c]
+    return np.take_along_axis(idx, order, axis=1), np.take_along_axis(sims, order, axis=1)
+
+
+class HNSWSearch:
+    """Approximate search with a faiss HNSW graph over float32 unit rows (inner product).
+
+    Parameters
+    ----------
+    pool : ndarray (N, d)
+    m : int
+        Graph degree (faiss ``M``).
+    ef_construction, ef_search : int
+        Beam widths when building and searching; ``ef_search`` is raised to ``c`` at query time.
+    serialized : ndarray of uint8, optional
+        A graph written by :meth:`state` (loading skips the build).
+
+    Notes
+    -----
+    The graph is built single-threaded so the same pool always gives the same graph (and the same
+    candidates). Build O(N·log N·m·d); query O(ef_search·log N·d).
+    """
+
+    kind = "hnsw"
+
+    def __init__(
+        self, pool: np.ndarray, m: int = 32, ef_construction: int = 100, ef_search: int = 128,
+        serialized: Optional[np.ndarray] = None,
+    ) -> None:
+        faiss = _faiss()
+        self.m, self.ef_construction, self.ef_search = int(m), int(ef_construction), int(ef_search)
+        if serialized is not None:
+            self.index = faiss.deserialize_index(np.ascontiguousarray(serialized, dtype=np.uint8))
+        else:
+            self.index = faiss.IndexHNSWFlat(pool.shape[1], self.m, faiss.METRIC_INNER_PRODUCT)
+            self.index.hnsw.efConstruction = self.ef_construction
+            self.add(pool)
+
+    def add(self, rows: np.ndarray) -> None:
+        faiss = _faiss()
+        threads = faiss.omp_get_max_threads()
+        faiss.omp_set_num_threads(1)
+        try:
+            self.index.add(_unit32(rows))
+        finally:
+            faiss.omp_set_num_threads(threads)
+
+    def __call__(self, queries: np.ndarray, c: int) -> Tuple[np.ndarray, np.ndarray]:
+        self.index.hnsw.efSearch = max(self.ef_search, c)
+        sims, idx = self.index.search(np.ascontiguousarray(queries, dtype=np.float32), c)
+        return _order(idx, sims, c)
+
+    def state(self) -> dict:
+        return {"hnsw_graph": np.asarray(_faiss().serialize_index(self.index), dtype=np.uint8)}
+
+
+def _faiss():
+    try:
+        import faiss
+    except ImportError as exc:
+        raise ValueError("candidate_search='hnsw' needs faiss: pip install 'ucs-icl[fast]' (or faiss-cpu)") from exc
+    return faiss
+
+
+def make_search(kind: str, pool: np.ndarray, params: dict, serialized: Optional[np.ndarray] = None):
+    """An :class:`ExactSearch` or :class:`HNSWSearch` over ``pool``."""
+    if kind == "exact":
+        return ExactSearch(pool)
+    if kind == "hnsw":
+        return HNSWSearch(pool, serialized=serialized, **params)
+    raise ValueError(f"candidate_search must be one of {SEARCHES}; got {kind!r}")

@@ -1,0 +1,214 @@
+"""A LangChain example selector backed by :class:`ucs.SelectorIndex` (extra ``langchain``: langchain-core).
+
+``UCSExampleSelector.from_examples(examples, embeddings, k=4, input_keys=["input"], method="dpp+ucs")`` mirrors
+``SemanticSimilarityExampleSelector.from_examples`` without a vector store: the index is the store, it is
+saved with ``selector.index.save(dir)`` and reloaded with ``UCSExampleSelector(SelectorIndex.load(dir, ...))``.
+It plugs into ``FewShotPromptTemplate(example_selector=...)`` and ``FewShotChatMessagePromptTemplate``.
+"""
+
+from __future__ import annotations
+
+import numbers
+from typing import Any, Dict, List, Optional, Sequence
+
+import numpy as np
+
+from ucs.index import IndexSelection, SelectorIndex
+
+try:
+    from langchain_core.embeddings import Embeddings
+    from langchain_core.example_selectors import BaseExampleSelector
+except ImportError as exc:  # pragma: no cover - depends on the environment
+    raise ImportError(
+        "ucs.integrations.langchain needs langchain-core: pip install 'ucs-icl[langchain]'"
+    ) from exc
+
+__all__ = ["LangChainEmbedder", "UCSExampleSelector"]
+
+_SECRET_HINTS = ("key", "token", "secret", "password", "credential")
+
+
+class LangChainEmbedder:
+    """Any LangChain :class:`~langchain_core.embeddings.Embeddings` as a ucs embedder.
+
+    ``embed`` calls ``embed_documents``; :meth:`embed_query` calls ``embed_query`` (models that embed queries
+    differently keep doing so). The cache identity names the class and its plain settings (never fields that
+    look like credentials), so changing the model or its size changes the key.
+    """
+
+    def __init__(self, embeddings: Embeddings) -> None:
+        if not isinstance(embeddings, Embeddings):
+            raise ValueError(f"embeddings must be a LangChain Embeddings; got {type(embeddings).__name__}")
+        self.embeddings = embeddings
+        self._dim: Optional[int] = None
+
+    @property
+    def identity(self) -> Dict[str, Any]:
+        cls = type(self.embeddings)
+        params: Dict[str, Any] = {}
+        dump = getattr(self.embeddings, "model_dump", None)
+        if callable(dump):
+            for k, v in dump().items():
+                if any(h in k.lower() for h in _SECRET_HINTS):
+                    continue
+                if v is None or isinstance(v, (bool, numbers.Real, str)):
+                    params[k] = v
+        return {"model": f"langchain:{cls.__module__}.{cls.__qualname__}", "params": params}
+
+    @property
+    def dim(self) -> int:
+        if self._dim is None:
+            self._dim = len(self.embeddings.embed_query(""))
+        return self._dim
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """``embed_documents(texts)`` as a float32 array (n, d)."""
+        texts = list(texts)
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return np.ascontiguousarray(self.embeddings.embed_documents(texts), dtype=np.float32)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return np.asarray(self.embeddings.embed_query(text), dtype=np.float32)
+
+    async def aembed_query(self, text: str) -> np.ndarray:
+        return np.asarray(await self.embeddings.aembed_query(text), dtype=np.float32)
+
+
+def as_embedder(embeddings: Any) -> Any:
+    """A ucs embedder for a LangChain ``Embeddings`` or a ucs embedder (returned as is)."""
+    if isinstance(embeddings, Embeddings):
+        return LangChainEmbedder(embeddings)
+    if callable(getattr(embeddings, "embed", None)) and hasattr(embeddings, "identity"):
+        return embeddings
+    raise ValueError(
+        f"embeddings must be a LangChain Embeddings or a ucs embedder (embed + identity); got {type(embeddings).__name__}"
+    )
+
+
+class UCSExampleSelector(BaseExampleSelector):
+    """Select few-shot examples with UCS (or any ucs selector) inside LangChain prompt templates.
+
+    Parameters
+    ----------
+    index : SelectorIndex
+        A fitted index over the examples (see :meth:`from_examples`).
+    k : int, default=4
+        Examples per prompt.
+    input_keys : list of str, optional
+        Prompt variables whose values are embedded for the query (joined by a space, in this order); default
+        the index's input keys, or every variable the prompt passes when the index embeds every field.
+    example_keys : list of str, optional
+        Fields of each example to return (default: all).
+
+    Attributes
+    ----------
+    last_selection : IndexSelection or None
+        What the latest call chose: indices, scores, cluster ids and the subset's coverage Φ.
+    """
+
+    def __init__(
+        self,
+        index: SelectorIndex,
+        k: int = 4,
+        input_keys: Optional[List[str]] = None,
+        example_keys: Optional[List[str]] = None,
+    ) -> None:
+        if not isinstance(index, SelectorIndex):
+            raise ValueError(f"index must be a fitted ucs.SelectorIndex; got {type(index).__name__}")
+        index._check_fitted()
+        if isinstance(k, bool) or not isinstance(k, numbers.Integral) or k < 0:
+            raise ValueError(f"k must be a non-negative integer; got {k!r}")
+        self.index = index
+        self.k = int(k)
+        self.input_keys = None if input_keys is None else list(input_keys)
+        self.example_keys = None if example_keys is None else list(example_keys)
+        self.last_selection: Optional[IndexSelection] = None
+
+    @classmethod
+    def from_examples(
+        cls,
+        examples: List[Dict[str, Any]],
+        embeddings: Any,
+        k: int = 4,
+        input_keys: Optional[List[str]] = None,
+        *,
+        example_keys: Optional[List[str]] = None,
+        method: str = "dpp+ucs",
+        output_key: Optional[str] = None,
+        **index_kwargs: Any,
+    ) -> "UCSExampleSelector":
+        """Fit a :class:`SelectorIndex` over ``examples`` and wrap it.
+
+        Parameters
+        ----------
+        examples : list of dict
+        embeddings : LangChain Embeddings or ucs embedder
+        k : int
+        input_keys : list of str, optional
+            Fields embedded for examples and queries alike. Without them every field of an example is embedded
+            (LangChain's behaviour), output included; give them so only the inputs are.
+        example_keys : list of str, optional
+            Fields returned per example.
+        method : str
+            ``dpp+ucs`` (default), ``topk``, ``dpp``, ``votek``, ``mdl`` (needs ``lm=``), with or without ``+ucs``.
+        output_key : str, optional
+            The label field (MDL builds labelled prompts from it).
+        **index_kwargs
+            Passed to :class:`SelectorIndex` (``clusterer``, ``prior``, ``selector_params``, ``lm``,
+            ``candidate_search``, ``cache_dir``, ``random_state``).
+        """
+        embedder = as_embedder(embeddings)
+        keys = list(input_keys) if input_keys is not None else None
+        if keys is None and output_key is None and examples:
+            keys = list(examples[0])  # LangChain's default: every field is embedded
+        index = SelectorIndex(embedder, method, input_keys=keys, output_key=output_key, **index_kwargs)
+        return cls(index.fit(examples), k=k, input_keys=input_keys, example_keys=example_keys)
+
+    # ------------------------------------------------------------------ the query
+    def _query_text(self, input_variables: Dict[str, Any]) -> str:
+        keys = self.input_keys or list(self.index.input_keys_)
+        if all(k in input_variables for k in keys):
+            return " ".join(str(input_variables[k]) for k in keys)
+        if self.input_keys is None:
+            return " ".join(str(v) for v in input_variables.values())
+        missing = [k for k in keys if k not in input_variables]
+        raise ValueError(f"the prompt passed no variable(s) {missing}; input_keys must name prompt variables")
+
+    def _embed_query(self, text: str) -> np.ndarray:
+        emb = self.index.get_embedder()
+        if isinstance(emb, LangChainEmbedder):
+            return emb.embed_query(text)
+        return np.asarray(emb.embed([text]), dtype=np.float32)[0]
+
+    def _finish(self, sel: IndexSelection) -> List[Dict[str, Any]]:
+        self.last_selection = sel
+        return sel.examples
+
+    # ------------------------------------------------------------------ BaseExampleSelector
+    def select_examples(self, input_variables: Dict[str, Any]) -> List[Dict[str, Any]]:
+        """The ``k`` examples for the prompt variables ``input_variables`` (a list of dicts)."""
+        text = self._query_text(input_variables)
+        if not self.index.selector_.query_dependent and self.index.base_ != "mdl":
+            return self._finish(self.index.select(text, self.k, example_keys=self.example_keys))
+        qe = self._embed_query(text)
+        return self._finish(self.index.select(text, self.k, query_embeddings=qe, example_keys=self.example_keys))
+
+    async def aselect_examples(self, input_variables: Dict[str, Any]) -> List[Dict[str, Any]]:
+        """Async :meth:`select_examples`: the query is embedded with ``aembed_query`` when the embeddings are
+        LangChain's; selection itself is CPU work of about a millisecond and runs inline."""
+        emb = self.index.get_embedder()
+        if not isinstance(emb, LangChainEmbedder):
+            return await super().aselect_examples(input_variables)
+        text = self._query_text(input_variables)
+        if not self.index.selector_.query_dependent and self.index.base_ != "mdl":
+            return self._finish(self.index.select(text, self.k, example_keys=self.example_keys))
+        qe = await emb.aembed_query(text)
+        return self._finish(self.index.select(text, self.k, query_embeddings=qe, example_keys=self.example_keys))
+
+    def add_example(self, example: Dict[str, Any]) -> None:
+        """Add one example (placed into the existing clusters; see :meth:`SelectorIndex.add_examples`)."""
+        self.index.add_examples([example])
+
+    async def aadd_example(self, example: Dict[str, Any]) -> None:
+        await super().aadd_example(example)

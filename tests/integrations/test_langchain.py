@@ -1,0 +1,120 @@
+"""UCSExampleSelector inside real langchain-core prompt templates."""
+
+from __future__ import annotations
+
+import asyncio
+
+import numpy as np
+import pytest
+
+pytest.importorskip("langchain_core", reason="the langchain extra is not installed")
+
+from langchain_core.embeddings import DeterministicFakeEmbedding  # noqa: E402
+from langchain_core.prompts import (  # noqa: E402
+    ChatPromptTemplate,
+    FewShotChatMessagePromptTemplate,
+    FewShotPromptTemplate,
+    PromptTemplate,
+)
+
+from ucs.index import SelectorIndex  # noqa: E402
+from ucs.integrations.langchain import LangChainEmbedder, UCSExampleSelector  # noqa: E402
+
+ANTONYMS = [
+    {"input": "happy", "output": "sad", "note": "mood"},
+    {"input": "tall", "output": "short", "note": "size"},
+    {"input": "energetic", "output": "lethargic", "note": "mood"},
+    {"input": "sunny", "output": "gloomy", "note": "weather"},
+    {"input": "windy", "output": "calm", "note": "weather"},
+    {"input": "fast", "output": "slow", "note": "speed"},
+    {"input": "hot", "output": "cold", "note": "temperature"},
+    {"input": "loud", "output": "quiet", "note": "sound"},
+]
+
+
+def _fake_selector(tmp_path, **kw):
+    return UCSExampleSelector.from_examples(
+        ANTONYMS, DeterministicFakeEmbedding(size=64), k=3, input_keys=["input"],
+        example_keys=["input", "output"], cache_dir=tmp_path, **kw,
+    )
+
+
+def test_fake_embeddings_in_few_shot_prompt_template(tmp_path):
+    sel = _fake_selector(tmp_path)
+    prompt = FewShotPromptTemplate(
+        example_selector=sel,
+        example_prompt=PromptTemplate.from_template("Input: {input}\nOutput: {output}"),
+        prefix="Give the antonym of every input", suffix="Input: {input}\nOutput:", input_variables=["input"],
+    )
+    text = prompt.format(input="worried")
+    chosen = sel.last_selection
+    assert len(chosen.examples) == 3
+    for ex in chosen.examples:
+        assert set(ex) == {"input", "output"}  # example_keys
+        assert f"Input: {ex['input']}\nOutput: {ex['output']}" in text
+    assert text.endswith("Input: worried\nOutput:")
+    # the same as the index's own selection for the same query embedding
+    own = sel.index.select("worried", k=3, query_embeddings=DeterministicFakeEmbedding(size=64).embed_query("worried"),
+                           example_keys=["input", "output"])
+    assert own.examples == chosen.examples and own.phi == chosen.phi
+
+
+def test_only_input_keys_are_embedded(tmp_path):
+    sel = _fake_selector(tmp_path)
+    fake = DeterministicFakeEmbedding(size=64)
+    expected = np.asarray(fake.embed_documents([e["input"] for e in ANTONYMS]), dtype=np.float32)
+    np.testing.assert_array_equal(sel.index.embeddings_, expected)
+    assert sel.index.embedder_identity_ == {
+        "model": "langchain:langchain_core.embeddings.fake.DeterministicFakeEmbedding", "params": {"size": 64}}
+
+
+def test_async_path_and_add_example(tmp_path):
+    sel = _fake_selector(tmp_path)
+    sync = sel.select_examples({"input": "cheerful"})
+    asyn = asyncio.run(sel.aselect_examples({"input": "cheerful"}))
+    assert sync == asyn
+    asyncio.run(sel.aadd_example({"input": "bright", "output": "dark", "note": "light"}))
+    sel.add_example({"input": "wet", "output": "dry", "note": "weather"})
+    assert sel.index.n_examples_ == len(ANTONYMS) + 2
+    out = sel.select_examples({"input": "bright"})  # the fake embedding of the same text is identical
+    assert out[0] == {"input": "bright", "output": "dark"}
+
+
+@pytest.mark.slow  # loads all-MiniLM-L6-v2
+def test_real_minilm_in_chat_template_equals_index_select(minilm, banking_examples, embed_cache):
+    examples, queries = banking_examples
+    sel = UCSExampleSelector.from_examples(examples, minilm, k=4, input_keys=["text"], method="dpp+ucs",
+                                           output_key="label", cache_dir=embed_cache)
+    few_shot = FewShotChatMessagePromptTemplate(
+        example_selector=sel, input_variables=["text"],
+        example_prompt=ChatPromptTemplate.from_messages([("human", "{text}"), ("ai", "{label}")]),
+    )
+    prompt = ChatPromptTemplate.from_messages([("system", "Classify the banking intent."), few_shot, ("human", "{text}")])
+    for q in queries[:3]:
+        messages = prompt.format_messages(text=q)
+        own = sel.index.select(q, k=4)
+        assert len(messages) == 1 + 2 * 4 + 1
+        shown = [(m.content, messages[2 * i + 2].content) for i, m in enumerate(messages[1:-1:2])]
+        assert shown == [(e["text"], e["label"]) for e in own.examples]
+        assert sel.last_selection.indices.tolist() == own.indices.tolist()
+    # real retrieval: the first demonstration is the most query-relevant one
+    first = sel.index.embeddings_[own.indices[0]]
+    q = minilm.embed([queries[2]])[0]
+    sims = sel.index.embeddings_ @ q
+    assert sims[own.indices[0]] >= np.sort(sims)[-5] and np.isfinite(first).all()
+
+
+def test_saved_index_reloads_into_a_selector(tmp_path):
+    sel = _fake_selector(tmp_path)
+    sel.index.save(tmp_path / "ix")
+    again = UCSExampleSelector(SelectorIndex.load(tmp_path / "ix", embedder=LangChainEmbedder(DeterministicFakeEmbedding(size=64))),
+                               k=3, input_keys=["input"], example_keys=["input", "output"])
+    assert again.select_examples({"input": "worried"}) == sel.select_examples({"input": "worried"})
+
+
+def test_bad_arguments(tmp_path):
+    with pytest.raises(ValueError, match="LangChain Embeddings or a ucs embedder"):
+        UCSExampleSelector.from_examples(ANTONYMS, object(), input_keys=["input"])
+    sel = _fake_selector(tmp_path)
+    with pytest.raises(ValueError, match="input_keys"):
+        sel.select_examples({"other": "x"})
