@@ -99,3 +99,38 @@ def test_ties_go_to_the_default_and_bad_grids_raise(tmp_path):
                     ({"selectors": ["dpp"]}, "UCS methods")):
         with pytest.raises(ValueError, match=msg):
             tune(cfg, tmp_path / "x", cache_dir=tmp_path / "c", **kw)
+
+
+def test_tune_variants_chooses_a_whole_setting_on_validation_queries_only(tmp_path):
+    from ucs.experiments.tune import parse_variants, tune_variants
+
+    ds = load_dataset("sample")
+    bb = Recording()
+    cfg = PipelineConfig(**CFG)
+    variants = parse_variants("paper:clustering=dict_dbscan,estimator=paper;"
+                              "km:clustering=kmeans,estimator=binomial,relevance=candidates,n_clusters=6")
+    assert variants["km"] == {"clustering": "kmeans", "estimator": "binomial", "relevance": "candidates", "n_clusters": 6}
+    res = tune_variants(cfg, tmp_path / "v", variants, val_fraction=0.2, val_seed=1, cache_dir=tmp_path / "c",
+                        dataset=ds, backbone=bb)
+    assert {(r["variant"], r["selector"]) for r in res.grid} == {
+        (v, m) for v in ("paper", "km") for m in ("dpp+ucs", "votek+ucs")}
+    gains = {v: np.mean([r["gain"] for r in res.grid if r["variant"] == v]) for v in ("paper", "km")}
+    best = max(gains, key=lambda v: (gains[v], v == "paper"))  # ties go to the earlier variant
+    assert res.chosen["variant"] == best and res.config.clustering == variants[best]["clustering"]
+    for r in res.grid:
+        assert r["gain"] == pytest.approx(r["accuracy"] - r["base_accuracy"])
+        lo, hi = r["gain_ci"]
+        assert lo <= r["gain"] + 1e-12 and r["gain"] - 1e-12 <= hi
+    test_only = set(ds.test.texts) - set(ds.pool.texts)
+    assert not any(t in p for p in bb.prompts for t in test_only)
+    assert PipelineConfig.from_json(tmp_path / "v" / "tuned_config.json") == res.config
+    page = (tmp_path / "v" / "variants.md").read_text()
+    assert "| **" + best + "** |" in page
+
+
+@pytest.mark.parametrize("bad", ["", "noname", "x:clustering", ":a=1"])
+def test_parse_variants_names_the_fault(bad):
+    from ucs.experiments.tune import parse_variants
+
+    with pytest.raises(ValueError, match="variant"):
+        parse_variants(bad)

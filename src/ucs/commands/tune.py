@@ -23,6 +23,10 @@ writes variants.md / variants.json and tuned_config.json.
 """
 
 
+#: UCS methods tuned when neither --selectors nor a --config file names them.
+DEFAULT_SELECTORS = "dpp+ucs,votek+ucs"
+
+
 def _floats(value: Optional[str], name: str) -> Optional[List[float]]:
     if value is None:
         return None
@@ -38,7 +42,9 @@ def register(app: typer.Typer) -> None:
         dataset: Optional[str] = typer.Option(None, "--dataset", "-d", help="Dataset name or table path (default: the config's)."),
         data_dir: Optional[Path] = typer.Option(None, "--data-dir", help="Folder of the public data files."),
         model: Optional[str] = typer.Option(None, "--model", "-m", help="ICL backbone: smollm2, gemma3, ..."),
-        selectors: str = typer.Option("dpp+ucs,votek+ucs", "--selectors", "-s", help="UCS methods to tune."),
+        selectors: Optional[str] = typer.Option(
+            None, "--selectors", "-s",
+            help="Methods to tune (default: the --config file's, else dpp+ucs,votek+ucs)."),
         q_grid: Optional[str] = typer.Option(None, "--q-grid", help="Comma-separated q values (default: paper Table 9's)."),
         lam_grid: Optional[str] = typer.Option(None, "--lam-grid", help="Comma-separated λ values (default: Table 10's + 0)."),
         val_fraction: float = typer.Option(0.1, "--val-fraction", help="Share of the pool held out for validation."),
@@ -69,7 +75,7 @@ def register(app: typer.Typer) -> None:
         cfg = build_config(
             preset, config_file, dataset=dataset, data_dir=None if data_dir is None else str(data_dir),
             backbone=model, mode=mode, n_runs=runs if runs is not None else 1, test_size=val_size,
-            retrieval_embedder=retrieval, selectors=selectors,
+            retrieval_embedder=retrieval, selectors=selectors or (None if config_file is not None else DEFAULT_SELECTORS),
         )
         if val_size is None:
             cfg = cfg.replace(test_size=None)

@@ -301,6 +301,7 @@ def tune_variants(
         ``config``: ``config`` with the chosen settings. Writes ``variants.md``, ``variants.json`` and
         ``tuned_config.json`` to ``out_dir``.
     """
+    from ucs.evaluation.report import paired_delta
     from ucs.pipeline import Pipeline
     from ucs.pipeline.config import parse_method
 
@@ -326,8 +327,10 @@ def tune_variants(
         for m in ucs_methods:
             base = parse_method(m)[0]
             acc, ref = summ.get(m, {}).get("mean"), summ.get(base, {}).get("mean")
+            paired = paired_delta(summ.get(m), summ.get(base))
             grid.append({"variant": name, "selector": m, "accuracy": acc, "base_accuracy": ref,
                          "gain": None if acc is None or ref is None else acc - ref,
+                         "gain_ci": None if paired is None else paired["ci"],
                          "n_queries": summ.get(m, {}).get("n_queries"), "settings": dict(settings)})
     scores = {n: float(np.mean([r["gain"] for r in grid if r["variant"] == n and r["gain"] is not None] or [-1.0]))
               for n in variants}
@@ -355,15 +358,18 @@ def variants_markdown(result: TuneResult) -> str:
              "is never read",
              f"- backbone `{result.config.backbone}`, mode `{result.config.mode}`, {result.config.n_runs} run(s); "
              "criterion: mean gain of the UCS methods over their base selectors; ties go to the earlier variant", "",
-             "accuracy % of each UCS method (gain over its base in brackets)", "",
+             "accuracy % of each UCS method (gain over its base on the same queries, with its paired 95 % bootstrap "
+             "interval)", "",
              "| variant | settings | " + " | ".join(sels) + " | mean gain |", "|---|---|" + "---:|" * (len(sels) + 1)]
     for name, gain in info["mean_gain"].items():
         rows = {r["selector"]: r for r in result.grid if r["variant"] == name}
         cells = []
         for m in sels:
             r = rows.get(m)
+            ci = "" if r is None or not r.get("gain_ci") else \
+                f" [{100 * r['gain_ci'][0]:+.1f}, {100 * r['gain_ci'][1]:+.1f}]"
             cells.append("—" if r is None or r["accuracy"] is None else
-                         f"{100 * r['accuracy']:.1f} ({100 * (r['gain'] or 0):+.1f})")
+                         f"{100 * r['accuracy']:.1f} ({100 * (r['gain'] or 0):+.1f}{ci})")
         settings = ", ".join(f"{k}={v}" for k, v in next(iter(rows.values()))["settings"].items()) if rows else ""
         mark = "**" if name == result.chosen["variant"] else ""
         lines.append(f"| {mark}{name}{mark} | {settings} | " + " | ".join(cells) + f" | {100 * gain:+.2f} |")
