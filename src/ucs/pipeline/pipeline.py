@@ -36,6 +36,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from ucs import defaults as D
 from ucs.embedding.base import l2_normalize
 from ucs.embedding.cache import EmbeddingCache, default_cache_dir
 from ucs.pipeline.config import PipelineConfig, canonical_method, parse_method
@@ -341,7 +342,7 @@ class Pipeline:
             "random_state": int(seed),
             # added later: only when set, so the cache keys of earlier clusterings stay put
             **({"n_clusters": c.n_clusters} if c.n_clusters is not None else {}),
-            **({"hdbscan_min_cluster_size": c.hdbscan_min_cluster_size} if c.hdbscan_min_cluster_size != 5 else {}),
+            **({"hdbscan_min_cluster_size": c.hdbscan_min_cluster_size} if c.hdbscan_min_cluster_size != D.HDBSCAN_MIN_CLUSTER_SIZE else {}),
         }
 
     def cluster_embeddings(self) -> np.ndarray:
@@ -377,7 +378,9 @@ class Pipeline:
             t0 = time.perf_counter()
             if self.distributed and self.config.joint_backbones:
                 raise ValueError("joint_backbones (a joint dictionary) runs in-process only; use executor=None")
-            eps_method = self.config.clustering in ("dict_dbscan", "dbscan")
+            from ucs.clustering.estimator import EPS_METHODS
+
+            eps_method = self.config.clustering in EPS_METHODS
             if self.config.joint_backbones:
                 from ucs.clustering import JointLatentClusterer
 
