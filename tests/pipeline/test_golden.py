@@ -30,7 +30,8 @@ REGEN = os.environ.get("UCS_REGEN_GOLDEN") == "1"
 
 METHODS = ("random", "topk", "topk+ucs", "dpp", "dpp+ucs", "mdl", "mdl+ucs", "votek", "votek+ucs")
 SMALL = dict(dataset="sample", backbone="dummy", mode="likelihood", test_size=6, n_runs=2, budget=4,
-             pca_dim=16, dict_n_atoms=8, dbscan_k=5, dbscan_q=0.1, candidate_num=20, selectors=METHODS)
+             pca_dim=16, dict_n_atoms=8, dbscan_k=5, dbscan_q=0.1, candidate_num=20, selectors=METHODS,
+             lam_by_selector={"votek": 5.0})  # at the default λ VoteK+UCS picks what VoteK picks on these data
 
 
 def _sha(data: bytes) -> str:
