@@ -33,3 +33,23 @@ def test_select_command_rejects_unknown_method(tmp_path):
     np.save(tmp_path / "pool.npy", np.ones((3, 2)))
     res = CliRunner().invoke(app, ["select", "--pool", str(tmp_path / "pool.npy"), "--method", "nope"])
     assert res.exit_code != 0
+
+
+def test_select_and_distributed_select_use_the_same_default_lambda(tmp_path):
+    """Unset ``--lam`` means the prior's own default in both commands: the same selections, and not the base
+    selector's (λ = 0 would leave the coverage term out)."""
+    rng = np.random.default_rng(1)
+    pool, queries, ids = rng.normal(size=(60, 8)), rng.normal(size=(5, 8)), rng.integers(0, 12, 60)
+    for name, arr in (("pool", pool), ("q", queries), ("ids", ids)):
+        np.save(tmp_path / f"{name}.npy", arr)
+    args = ["--pool", str(tmp_path / "pool.npy"), "--queries", str(tmp_path / "q.npy"), "--method", "dpp",
+            "--budget", "4", "--cluster-ids", str(tmp_path / "ids.npy")]
+    runner = CliRunner()
+    one = runner.invoke(app, ["select", *args, "--out", str(tmp_path / "a.json")])
+    many = runner.invoke(app, ["distributed", "select", *args, "--out", str(tmp_path / "b.json")])
+    assert one.exit_code == 0 and many.exit_code == 0, one.output + many.output
+    a = json.loads((tmp_path / "a.json").read_text())["indices"]
+    b = json.loads((tmp_path / "b.json").read_text())["indices"]
+    assert a == b == DPPSelector(prior=UCSPrior(ids)).fit(pool).select(queries, 4).indices.tolist()
+    base = DPPSelector().fit(pool).select(queries, 4).indices.tolist()
+    assert a != base, "the default λ should change some selection on these data"

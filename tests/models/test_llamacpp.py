@@ -32,10 +32,17 @@ def test_embeddings_shape_determinism_and_bad_input(smollm2_llama):
     assert_same_rows(m.embed(TEXTS), x[:5])
     np.testing.assert_array_equal(m.embed(TEXTS), m.embed(TEXTS))  # same request, same bits
     assert m.embed([]).shape == (0, 576)
-    # related requests are closer than unrelated ones
-    a, b, c = m.embed(["where is my new card", "my card has not arrived yet", "what is the euro exchange rate"])
-    cos = lambda u, v: float(u @ v / np.linalg.norm(u) / np.linalg.norm(v))  # noqa: E731
-    assert cos(a, b) > cos(a, c) or cos(a, b) > 0.8
+    # requests on one topic are closer to each other than to another topic's, on average: raw mean-pooled
+    # vectors share a large common direction (cosines 0.85-0.90 here), so single triples can go either way
+    card = ["where is my new card", "my card has not arrived yet", "when will my card be delivered",
+            "I am still waiting for my card"]
+    rate = ["what is the euro exchange rate", "which exchange rate do you use for dollars",
+            "how much is one pound in euros", "what rate do you apply when converting currency"]
+    u = m.embed(card + rate)
+    u = u / np.linalg.norm(u, axis=1, keepdims=True)
+    cos, topic = u @ u.T, np.repeat([0, 1], 4)
+    same = (topic[:, None] == topic[None]) & ~np.eye(8, dtype=bool)
+    assert cos[same].mean() > cos[topic[:, None] != topic[None]].mean()  # 0.898 vs 0.851 measured
 
 
 @pytest.mark.slow

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ucs.selectors import DPPSelector, MDLSelector, RandomSelector, TopKSelector, UCSPrior, VoteKSelector
-from ucs.selectors.checks import check_selector
+from ucs.selectors.checks import CHECKS, check_selector
 
 try:
     from ucs.utils import dummies
@@ -46,14 +46,25 @@ CASES = {
 }
 
 
-@pytest.mark.parametrize("case", sorted(CASES))
-def test_battery(case, pool_data):
+#: Every (selector case, check) pair of the battery: a new check in ``CHECKS`` becomes a test of every case.
+PAIRS = [(case, check) for case in sorted(CASES) for check in CHECKS]
+
+
+def _run(case, pool_data, checks):
     pool, queries, cids, labels, texts, query_texts = pool_data
     if case.startswith("mdl") and dummies is None:
         pytest.skip("ucs.utils.dummies.DummyLM is not available")
     sel = CASES[case](cids)
     if case.startswith("mdl"):
         queries, query_texts = queries[:3], query_texts[:3]
-    ran = check_selector(sel, pool=pool, queries=queries, cluster_ids=cids, labels=labels, texts=texts,
-                         query_texts=query_texts, budget=5)
-    assert len(ran) == 7
+    return check_selector(sel, pool=pool, queries=queries, cluster_ids=cids, labels=labels, texts=texts,
+                          query_texts=query_texts, budget=5, checks=checks)
+
+
+@pytest.mark.parametrize("case,check", PAIRS, ids=[f"{case}-{check}" for case, check in PAIRS])
+def test_battery(case, check, pool_data):
+    assert _run(case, pool_data, [check]) == [check]
+
+
+def test_the_battery_runs_every_check_by_default(pool_data):
+    assert _run("dpp_ucs_paper", pool_data, None) == list(CHECKS)

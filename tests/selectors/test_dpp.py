@@ -127,9 +127,14 @@ def test_dpp_ucs_with_large_lambda_covers_more_clusters():
     pool, queries, cids, *_ = make_pool(seed=4, n=300, q=20)
     base = DPPSelector(candidate_num=40).fit(pool, cluster_ids=cids).select(queries, 8)
     ucs = DPPSelector(candidate_num=40, prior=UCSPrior(cids, design="seen_only", lam=100.0)).fit(pool).select(queries, 8)
-    assert np.all(ucs.clusters_covered >= base.clusters_covered)
+    # every pick maximises the new-cluster bonus first: no repeat while a candidate from a new cluster exists,
+    # so each query covers exactly min(budget, distinct clusters among its 40 candidates)
+    p, qn = l2_normalize(pool), l2_normalize(queries)
+    cand = np.argsort(-(qn @ p.T), axis=1, kind="stable")[:, :40]
+    reachable = np.array([np.unique(cids[c]).size for c in cand])
+    np.testing.assert_array_equal(ucs.clusters_covered, np.minimum(8, reachable))
+    assert np.all(ucs.clusters_covered >= base.clusters_covered)  # the most any selection of 8 can reach
     assert ucs.clusters_covered.sum() > base.clusters_covered.sum()
-    # every pick maximises the new-cluster bonus first: no repeat while a candidate from a new cluster exists
     assert not np.array_equal(ucs.indices, base.indices)
 
 

@@ -52,3 +52,14 @@ def test_dummy_lm_contract_scores_and_generation():
     assert lm.count_tokens("a, b") == 3
     with pytest.raises(ValueError, match="max_new_tokens"):
         lm.generate(["x"], max_new_tokens=0)
+
+
+def test_production_modules_import_no_private_helper_of_the_doubles():
+    """The backends validate through ucs.lm.base, not through the test doubles' private helpers."""
+    import re
+    from pathlib import Path
+
+    src = Path(__file__).resolve().parents[2] / "src" / "ucs"
+    pattern = re.compile(r"from ucs\.utils\.dummies import[^\n]*\b_\w+")
+    offenders = [str(p.relative_to(src)) for p in src.rglob("*.py") if pattern.search(p.read_text(encoding="utf-8"))]
+    assert offenders == []

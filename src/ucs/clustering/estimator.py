@@ -20,6 +20,7 @@ from numpy.typing import ArrayLike, NDArray
 from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.exceptions import NotFittedError
 
+from .. import defaults as D
 from ..utils.io import hash_array
 from ._validation import check_choice, check_embeddings, check_float, check_int, check_quantile
 from .dictionary import encode, learn_dictionary
@@ -143,25 +144,25 @@ class LatentClusterer(ClusterMixin, BaseEstimator):
 
     def __init__(
         self,
-        method: str = "dict_dbscan",
-        pca_dim: Optional[int] = 128,
-        n_atoms: int = 64,
-        coding: str = "ridge",
-        ridge_alpha: float = 10.0,
-        omp_n_nonzero: int = 4,
+        method: str = D.CLUSTERING_METHOD,
+        pca_dim: Optional[int] = D.PCA_DIM,
+        n_atoms: int = D.N_ATOMS,
+        coding: str = D.CODING,
+        ridge_alpha: float = D.RIDGE_ALPHA,
+        omp_n_nonzero: int = D.OMP_N_NONZERO,
         dict_alpha: float = 1.0,
-        dict_batch_size: int = 512,
-        dict_max_iter: int = 50,
-        dbscan_k: int = 20,
-        dbscan_q: float = 0.01,
-        min_samples: int = 1,
+        dict_batch_size: int = D.DICT_BATCH_SIZE,
+        dict_max_iter: int = D.DICT_MAX_ITER,
+        dbscan_k: int = D.DBSCAN_K,
+        dbscan_q: float = D.DBSCAN_Q,
+        min_samples: int = D.MIN_SAMPLES,
         standardize: bool = False,
         backend: str = "fast",
         knn_algorithm: str = "auto",
         exact_knn_max: int = 200_000,
         graph_k: Optional[int] = None,
         n_clusters: Optional[int] = None,
-        hdbscan_min_cluster_size: int = 5,
+        hdbscan_min_cluster_size: int = D.HDBSCAN_MIN_CLUSTER_SIZE,
         random_state: Optional[int] = None,
     ) -> None:
         self.method = method

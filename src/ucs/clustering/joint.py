@@ -16,6 +16,7 @@ from typing import Any, Dict, List, Optional, Sequence
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from .. import defaults as D
 from ._validation import check_embeddings, check_int
 from .dictionary import encode, learn_dictionary
 from .estimator import RAW_METHODS, LatentClusterer
@@ -45,12 +46,14 @@ class JointLatentClusterer(LatentClusterer):
         step fits the lasso objective and the codes are ridge (or OMP) codes.
     """
 
-    def __init__(self, method: str = "dict_dbscan", pca_dim: Optional[int] = 128, n_atoms: int = 64,
-                 coding: str = "ridge", ridge_alpha: float = 10.0, omp_n_nonzero: int = 4, dict_alpha: float = 1.0,
-                 dict_batch_size: int = 512, dict_max_iter: int = 50, dbscan_k: int = 20, dbscan_q: float = 0.01,
-                 min_samples: int = 1, standardize: bool = False, backend: str = "fast", knn_algorithm: str = "auto",
+    def __init__(self, method: str = D.CLUSTERING_METHOD, pca_dim: Optional[int] = D.PCA_DIM,
+                 n_atoms: int = D.N_ATOMS, coding: str = D.CODING, ridge_alpha: float = D.RIDGE_ALPHA,
+                 omp_n_nonzero: int = D.OMP_N_NONZERO, dict_alpha: float = 1.0,
+                 dict_batch_size: int = D.DICT_BATCH_SIZE, dict_max_iter: int = D.DICT_MAX_ITER,
+                 dbscan_k: int = D.DBSCAN_K, dbscan_q: float = D.DBSCAN_Q, min_samples: int = D.MIN_SAMPLES,
+                 standardize: bool = False, backend: str = "fast", knn_algorithm: str = "auto",
                  exact_knn_max: int = 200_000, graph_k: Optional[int] = None, n_clusters: Optional[int] = None,
-                 hdbscan_min_cluster_size: int = 5, random_state: Optional[int] = None, joint_iter: int = 5) -> None:
+                 hdbscan_min_cluster_size: int = D.HDBSCAN_MIN_CLUSTER_SIZE, random_state: Optional[int] = None, joint_iter: int = 5) -> None:
         super().__init__(method=method, pca_dim=pca_dim, n_atoms=n_atoms, coding=coding, ridge_alpha=ridge_alpha,
                          omp_n_nonzero=omp_n_nonzero, dict_alpha=dict_alpha, dict_batch_size=dict_batch_size,
                          dict_max_iter=dict_max_iter, dbscan_k=dbscan_k, dbscan_q=dbscan_q, min_samples=min_samples,

@@ -13,7 +13,8 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
-__all__ = ["InputError", "read_array", "read_matrix", "read_ids", "read_lines", "read_json", "check_out_suffix"]
+__all__ = ["InputError", "read_array", "read_matrix", "read_ids", "read_lines", "read_json", "check_out_suffix", "set_options",
+           "default_note"]
 
 
 #: Largest magnitude accepted in an embedding matrix: squares of larger values overflow float64 distances.
@@ -105,3 +106,15 @@ def check_out_suffix(path: Path, param: str, allowed: Sequence[str]) -> Path:
     if path.suffix.lower() not in allowed:
         raise InputError(f"{param}: {path} must end in {' or '.join(allowed)} (the output format)")
     return path
+
+
+def set_options(**options: Any) -> dict:
+    """The options a user set: ``None`` means "unset", leaving the library's default in place."""
+    return {k: v for k, v in options.items() if v is not None}
+
+
+def default_note(name: str) -> str:
+    """``"; default 128"`` for :data:`ucs.defaults.PCA_DIM`: the default an unset option leaves in place."""
+    from ucs import defaults
+
+    return f"; default {getattr(defaults, name)}"

@@ -7,23 +7,25 @@ from typing import Optional
 
 import typer
 
+from ucs.commands._inputs import default_note as _d, set_options
+
 
 def register(app: typer.Typer) -> None:
     @app.command("cluster")
     def cluster(
         embeddings: Path = typer.Argument(..., exists=True, dir_okay=False, help="Embedding matrix (.npy, n × d)."),
         out: Path = typer.Argument(..., file_okay=False, help="Directory for the fitted clusterer and labels."),
-        method: str = typer.Option(
-            "dict_dbscan", help="dict_dbscan (the paper's) | dbscan | dict_argmax | dict_kmeans | kmeans | dict_hdbscan | auto"),
+        method: Optional[str] = typer.Option(
+            None, help="dict_dbscan (the paper's, the default) | dbscan | dict_argmax | dict_kmeans | kmeans | dict_hdbscan | auto"),
         n_clusters: Optional[int] = typer.Option(None, "--n-clusters", help="k of the k-means methods (default ⌈√N⌉)."),
         labels: Optional[Path] = typer.Option(
             None, "--labels", exists=True, dir_okay=False, help="Gold labels (.npy, one per row) to score the clusters (AMI, purity)."),
-        q: float = typer.Option(0.01, "--q", help="Quantile of k-NN distances used as DBSCAN eps."),
-        k: int = typer.Option(20, "--k", help="k of the k-NN distances."),
-        min_samples: int = typer.Option(1, help="DBSCAN min_samples."),
-        pca_dim: int = typer.Option(128, help="PCA dimension (0 disables PCA)."),
-        n_atoms: int = typer.Option(64, help="Dictionary atoms."),
-        coding: str = typer.Option("ridge", help="ridge | omp"),
+        q: Optional[float] = typer.Option(None, "--q", help=f"Quantile of k-NN distances used as DBSCAN eps{_d('DBSCAN_Q')}."),
+        k: Optional[int] = typer.Option(None, "--k", help=f"k of the k-NN distances{_d('DBSCAN_K')}."),
+        min_samples: Optional[int] = typer.Option(None, help=f"DBSCAN min_samples{_d('MIN_SAMPLES')}."),
+        pca_dim: Optional[int] = typer.Option(None, help=f"PCA dimension, 0 disables PCA{_d('PCA_DIM')}."),
+        n_atoms: Optional[int] = typer.Option(None, help=f"Dictionary atoms{_d('N_ATOMS')}."),
+        coding: Optional[str] = typer.Option(None, help=f"ridge | omp{_d('CODING')}."),
         standardize: bool = typer.Option(False, help="Standardise features before PCA."),
         backend: str = typer.Option("fast", help="fast | sklearn"),
         seed: Optional[int] = typer.Option(0, help="Random seed."),
@@ -37,14 +39,12 @@ def register(app: typer.Typer) -> None:
         y = None if labels is None else load_npy(labels)
         if y is not None and y.shape != (E.shape[0],):
             raise ValueError(f"--labels has shape {y.shape}; give one label per row of EMBEDDINGS, shape ({E.shape[0]},)")
+        settings = set_options(method=method, dbscan_q=q, dbscan_k=k, min_samples=min_samples, pca_dim=pca_dim,
+                               n_atoms=n_atoms, coding=coding)
+        if settings.get("pca_dim") == 0:
+            settings["pca_dim"] = None
         c = LatentClusterer(
-            method=method,
-            dbscan_q=q,
-            dbscan_k=k,
-            min_samples=min_samples,
-            pca_dim=pca_dim or None,
-            n_atoms=n_atoms,
-            coding=coding,
+            **settings,
             standardize=standardize,
             backend=backend,
             n_clusters=n_clusters,

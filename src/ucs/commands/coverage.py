@@ -90,7 +90,7 @@ def register(app: typer.Typer) -> None:
         clusters: Optional[Path] = typer.Option(None, "--clusters", help="Cluster ids: .npy, or a text file with one id per line."),
         subset: Optional[str] = typer.Option(None, "--subset", help="Comma-separated pool indices, e.g. 0,5,9."),
         estimator: str = typer.Option("all", "--estimator", help="Estimator name(s), comma-separated, or 'all'."),
-        design: str = typer.Option("full", "--design", help="full | seen_only | unseen_only | ratio."),
+        design: Optional[str] = typer.Option(None, "--design", help="full (default) | seen_only | unseen_only | ratio."),
         t: float = typer.Option(5.0, "--t", help="Expansion factor t = m/|S|."),
         bin_size: int = typer.Option(20, "--bin-size", "-M", help="Truncation M of the paper estimator."),
         alpha: float = typer.Option(1.0, "--alpha", help="Offset α in [1, 2] of the paper estimator."),
@@ -99,8 +99,10 @@ def register(app: typer.Typer) -> None:
         as_json: bool = typer.Option(False, "--json", help="Print JSON instead of tables."),
     ) -> None:
         """Print K_seen, Û, Φ and the spectrum of a subset under every estimator side by side."""
+        from ucs import defaults
         from ucs.estimators import DESIGNS, ESTIMATORS, resolve_estimator_name
 
+        design = defaults.DESIGN if design is None else design
         if design not in DESIGNS:
             raise typer.BadParameter(f"must be one of {', '.join(DESIGNS)}", param_hint="--design")
         try:

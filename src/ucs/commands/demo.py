@@ -24,8 +24,10 @@ label likelihood, and prints a chosen prompt, the coverage diagnostics and the a
 
 def clustering_text(cfg: Any) -> str:
     """``dict_dbscan, q = 0.01`` / ``kmeans, k = ⌈√N⌉`` / ``kmeans, k = 40``: the clustering in a few words."""
+    from ucs.clustering.estimator import EPS_METHODS
+
     text = cfg.clustering
-    if cfg.clustering in ("dict_dbscan", "dbscan"):
+    if cfg.clustering in EPS_METHODS:
         text += f", q = {cfg.dbscan_q}, min_samples = {cfg.min_samples}"
     elif cfg.clustering in ("dict_kmeans", "kmeans"):
         text += ", k = " + ("⌈√N⌉" if cfg.n_clusters is None else str(cfg.n_clusters))

@@ -8,6 +8,8 @@ from typing import Optional
 
 import typer
 
+from ucs.commands._inputs import default_note as _d, set_options
+
 _EXECUTOR_HELP = "local (default, in-process) or ray"
 _ADDRESS_HELP = "Ray cluster: 'auto' (ray start on this machine), 'ray://host:10001', or empty for a private local one."
 
@@ -73,12 +75,12 @@ def register(app: typer.Typer) -> None:
         embeddings: Path = typer.Argument(..., exists=True, dir_okay=False,
                                           help="Embeddings: a .npy (n × d) or a pool manifest .json from 'embed'."),
         out: Path = typer.Argument(..., file_okay=False, help="Directory for labels.npy and summary.json."),
-        q: float = typer.Option(0.01, "--q", help="Quantile of k-NN distances used as DBSCAN eps."),
-        k: int = typer.Option(20, "--k", help="k of the k-NN distances."),
-        pca_dim: int = typer.Option(128, help="PCA dimension (0 disables PCA)."),
-        n_atoms: int = typer.Option(64, help="Dictionary atoms."),
-        coding: str = typer.Option("ridge", help="ridge | omp"),
-        method: str = typer.Option("dict_dbscan", help="dict_dbscan | dbscan | dict_argmax"),
+        q: Optional[float] = typer.Option(None, "--q", help=f"Quantile of k-NN distances used as DBSCAN eps{_d('DBSCAN_Q')}."),
+        k: Optional[int] = typer.Option(None, "--k", help=f"k of the k-NN distances{_d('DBSCAN_K')}."),
+        pca_dim: Optional[int] = typer.Option(None, help=f"PCA dimension, 0 disables PCA{_d('PCA_DIM')}."),
+        n_atoms: Optional[int] = typer.Option(None, help=f"Dictionary atoms{_d('N_ATOMS')}."),
+        coding: Optional[str] = typer.Option(None, help=f"ridge | omp{_d('CODING')}."),
+        method: Optional[str] = typer.Option(None, help=f"dict_dbscan | dbscan | dict_argmax{_d('CLUSTERING_METHOD')}."),
         knn: str = typer.Option("exact", help="exact | hnsw | ivf (approximate ones need faiss)."),
         shard_size: int = typer.Option(100_000, help="Rows per shard for a .npy input."),
         fit_sample: int = typer.Option(100_000, help="Rows the PCA and dictionary are fitted on."),
@@ -92,10 +94,12 @@ def register(app: typer.Typer) -> None:
         from ucs.utils.io import atomic_save_npy, atomic_write_json
 
         source = _pool(embeddings, "EMBEDDINGS", PoolEmbeddings, lazy=True)
+        settings = set_options(method=method, dbscan_q=q, dbscan_k=k, pca_dim=pca_dim, n_atoms=n_atoms, coding=coding)
+        if settings.get("pca_dim") == 0:
+            settings["pca_dim"] = None
         with _executor(executor, address, num_cpus) as ex:
             res = cluster_pool(source, None, ex, shard_size=shard_size, fit_sample_size=fit_sample, knn=knn,
-                               method=method, dbscan_q=q, dbscan_k=k, pca_dim=pca_dim or None, n_atoms=n_atoms,
-                               coding=coding, random_state=seed)
+                               random_state=seed, **settings)
         atomic_save_npy(out / "labels.npy", res.labels_)
         summary = {"n": int(res.labels_.size), "n_clusters": res.n_clusters_, "eps": res.eps_,
                    "knn_exact": res.knn_exact_, "timings": res.timings_, "executor": executor,
@@ -109,8 +113,8 @@ def register(app: typer.Typer) -> None:
         queries: Path = typer.Option(..., "--queries", exists=True, help="Query embeddings .npy (Q, d)."),
         cluster_ids: Path = typer.Option(..., exists=True, help="Cluster ids .npy (N,)."),
         method: str = typer.Option("dpp", help="topk | dpp | votek"),
-        lam: float = typer.Option(0.1, help="UCS weight λ (0 = the base selector)."),
-        estimator: str = typer.Option("paper", help="Unseen estimator of the UCS prior."),
+        lam: Optional[float] = typer.Option(None, help=f"UCS weight λ, 0 = the base selector{_d('LAM')}."),
+        estimator: Optional[str] = typer.Option(None, help=f"Unseen estimator of the UCS prior{_d('ESTIMATOR')}."),
         budget: int = typer.Option(10, help="Demonstrations per query."),
         batch_size: int = typer.Option(1024, help="Queries per task."),
         out: Path = typer.Option(Path("selection.json"), help="Output .json or .csv."),
@@ -130,7 +134,8 @@ def register(app: typer.Typer) -> None:
         E = _pool(pool, "--pool", PoolEmbeddings)
         ids = read_ids(cluster_ids, "--cluster-ids", n=E.shape[0])
         Q = read_matrix(queries, "--queries", dim=E.shape[1])
-        sel = classes[method](prior=UCSPrior(ids, estimator=estimator, lam=lam)).fit(E, cluster_ids=ids)
+        prior = UCSPrior(ids, **set_options(estimator=estimator, lam=lam))
+        sel = classes[method](prior=prior).fit(E, cluster_ids=ids)
         with _executor(executor, address, num_cpus) as ex:
             selection = select_queries(sel, Q, ex, batch_size, budget=budget)
         if out.suffix == ".csv":

@@ -7,6 +7,8 @@ from typing import Optional
 
 import typer
 
+from ucs.commands._inputs import default_note as _d, set_options
+
 METHODS = ("random", "topk", "dpp", "votek")
 
 
@@ -17,11 +19,14 @@ def register(app: typer.Typer) -> None:
         query_embeddings: Optional[Path] = typer.Option(None, "--queries", help="Query embeddings, .npy (Q, d)."),
         method: str = typer.Option("dpp", help=f"One of {', '.join(METHODS)} (MDL needs an LM: use the Python API)."),
         budget: int = typer.Option(10, help="Demonstrations per query (0 = zero-shot)."),
-        cluster_ids: Optional[Path] = typer.Option(None, help="Cluster ids, .npy (N,); enables --lam."),
-        lam: float = typer.Option(0.0, help="UCS weight λ (0 = the base selector)."),
-        estimator: str = typer.Option("paper", help="Unseen estimator of the UCS prior."),
-        design: str = typer.Option("full", help="Score design: full, seen_only, unseen_only, ratio."),
-        corpus_prior: str = typer.Option("good_turing", help="VoteK prior: good_turing, inverse_size, spectrum_rarity."),
+        cluster_ids: Optional[Path] = typer.Option(
+            None, help="Cluster ids, .npy (N,): adds the UCS prior (weight --lam) to every method but random."),
+        lam: Optional[float] = typer.Option(None, help=f"UCS weight λ, 0 = the base selector{_d('LAM')}."),
+        estimator: Optional[str] = typer.Option(None, help=f"Unseen estimator of the UCS prior{_d('ESTIMATOR')}."),
+        design: Optional[str] = typer.Option(
+            None, help=f"Score design: full, seen_only, unseen_only, ratio{_d('DESIGN')}."),
+        corpus_prior: Optional[str] = typer.Option(
+            None, help=f"VoteK prior: good_turing, inverse_size, spectrum_rarity{_d('CORPUS_PRIOR')}."),
         seed: int = typer.Option(0, help="Random seed (Random selector, VoteK fill)."),
         pool_texts: Optional[Path] = typer.Option(None, help="UTF-8 file with one pool text per line (for exports)."),
         out: Path = typer.Option(Path("selection.json"), help="Output: .json or .csv."),
@@ -36,11 +41,11 @@ def register(app: typer.Typer) -> None:
         pool = read_matrix(pool_embeddings, "--pool")
         queries = None if query_embeddings is None else read_matrix(query_embeddings, "--queries", dim=pool.shape[1])
         ids = None if cluster_ids is None else read_ids(cluster_ids, "--cluster-ids", n=pool.shape[0])
+        if ids is None and lam not in (None, 0.0):
+            raise typer.BadParameter("--lam needs --cluster-ids")
         prior = None
-        if lam != 0.0 or (ids is not None and method in ("dpp", "votek")):
-            if ids is None:
-                raise typer.BadParameter("--lam needs --cluster-ids")
-            prior = UCSPrior(ids, estimator=estimator, lam=lam, design=design, corpus_prior=corpus_prior)
+        if ids is not None and method != "random":  # the same λ as 'ucs distributed select' when unset
+            prior = UCSPrior(ids, **set_options(estimator=estimator, lam=lam, design=design, corpus_prior=corpus_prior))
         if method == "random":
             sel = RandomSelector(random_state=seed)
         elif method == "topk":

@@ -38,6 +38,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 from numpy.typing import NDArray
 
+from ucs import defaults as D
 from ucs.distributed.executor import Executor
 from ucs.clustering.graph import canonical_labels
 from ucs.clustering.neighbors import eps_from_knn
@@ -299,8 +300,8 @@ def sharded_eps_components(
     executor: Executor,
     shards: Sequence[Any],
     lengths: Sequence[int],
-    dbscan_k: int = 20,
-    dbscan_q: float = 0.01,
+    dbscan_k: int = D.DBSCAN_K,
+    dbscan_q: float = D.DBSCAN_Q,
     graph_k: Optional[int] = None,
     knn: str = "exact",
     knn_params: Optional[Dict[str, Any]] = None,

@@ -34,6 +34,7 @@ import numpy as np
 
 from ucs.data.dataset import Dataset
 from ucs.data.splits import TestProtocol
+from ucs.evaluation.file_names import selection_file_stem
 from ucs.evaluation.predict import PredictionMode, generate_answers, get_mode, likelihood_predict
 from ucs.evaluation.prompts import PromptBuilder, PromptFormat, format_for_task
 from ucs.evaluation.records import RecordWriter, read_records, record_key
@@ -465,7 +466,7 @@ def selection_path(out_dir: "str | os.PathLike[str]", method: str, seed: int, qu
     :func:`evaluate` instead of calling the selection function, so a stage that computed selections
     elsewhere (coverage diagnostics) can hand them to a later evaluation of the same folder.
     """
-    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in method)
+    safe = selection_file_stem(method)
     qhash = hash_texts(list(query_texts))[:16]
     return Path(out_dir) / "selections" / f"{safe}__seed{seed}__{len(query_texts)}q_{qhash}.npy"
 

@@ -25,6 +25,7 @@ from typing import Any, Callable, Dict, List, Optional
 
 import numpy as np
 
+from ucs.evaluation.file_names import method_file_stem
 from ucs.experiments.spec import Cell
 from ucs.utils.io import atomic_write_json
 
@@ -296,7 +297,7 @@ def run_runtime(cell: Cell, ctx: CellContext) -> Dict[str, Any]:
     online: Dict[str, Any] = {}
     for m in cell.methods:
         m = canonical_method(m)
-        safe = m.replace('+', '_plus_')
+        safe = method_file_stem(m)
         path = d / "online" / f"{safe}.json"
         hit = _cached(path, online_key)
         if hit is None:

@@ -7,7 +7,8 @@ from typing import Optional, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
-__all__ = ["LanguageModel", "ContinuationScores", "REDUCTIONS", "ReducedScoresMixin", "reduce_scores"]
+__all__ = ["LanguageModel", "ContinuationScores", "REDUCTIONS", "ReducedScoresMixin", "reduce_scores",
+           "check_generation_args"]
 
 REDUCTIONS = ("sum", "mean")
 
@@ -51,6 +52,19 @@ class ReducedScoresMixin:
     def score_continuations(self, prefix: str, continuations: Sequence[str], reduction: str = "sum") -> np.ndarray:
         """Total (``"sum"``) or per-token mean (``"mean"``) log-probability of each continuation, shape ``(k,)``."""
         return reduce_scores(self.score_continuations_detailed(prefix, continuations), reduction)  # type: ignore[attr-defined]
+
+
+def check_generation_args(max_new_tokens: int, temperature: float, top_p: float) -> None:
+    """Raise ``ValueError`` naming the first invalid argument of :meth:`LanguageModel.generate`.
+
+    Every backend (and the test double) calls it, so they reject the same inputs with the same message.
+    """
+    if not isinstance(max_new_tokens, (int, np.integer)) or max_new_tokens < 1:
+        raise ValueError(f"max_new_tokens must be a positive integer, got {max_new_tokens!r}")
+    if not temperature >= 0:
+        raise ValueError(f"temperature must be >= 0, got {temperature!r}")
+    if not 0 < top_p <= 1:
+        raise ValueError(f"top_p must be in (0, 1], got {top_p!r}")
 
 
 @runtime_checkable

@@ -25,7 +25,7 @@ from typing import Any, Dict, List, Optional, Sequence
 import numpy as np
 
 from ucs.embedding.base import POOLINGS, l2_normalize, sanitize_text, sanitize_texts
-from ucs.lm.base import ContinuationScores, ReducedScoresMixin
+from ucs.lm.base import ContinuationScores, ReducedScoresMixin, check_generation_args
 from ucs.lm.prefix_tree import build_trie, logsumexp_rows, move_trailing_spaces
 from ucs.models.errors import InvalidModelFileError, extra_install, require
 from ucs.utils.progress import advance
@@ -433,9 +433,7 @@ class LlamaCppBackbone(ReducedScoresMixin):
         Sampling uses exactly ``temperature`` and nucleus ``top_p`` (no top-k, min-p or repetition
         penalty); prompt ``i`` is sampled with seed ``seed + i`` (default ``self.seed + i``).
         """
-        from ucs.utils.dummies import _check_generation_args
-
-        _check_generation_args(max_new_tokens, temperature, top_p)
+        check_generation_args(max_new_tokens, temperature, top_p)
         prompts = sanitize_texts(prompts)
         self.load()
         base = self.seed if seed is None else seed

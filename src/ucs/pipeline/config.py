@@ -15,6 +15,8 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Dict, Mapping, Optional, Tuple
 
+from ucs import defaults as D
+
 __all__ = [
     "BASE_SELECTORS",
     "METHODS",
@@ -35,7 +37,8 @@ BACKBONE_RETRIEVAL = "backbone"
 #: What the latent clusters are computed on: the backbone's embeddings (the paper) or the retrieval embedder's.
 CLUSTER_SPACES = ("backbone", "retrieval")
 #: Settings added after results were first published: left out of the results' key while at these values.
-_LATE_DEFAULTS = {"n_clusters": None, "hdbscan_min_cluster_size": 5, "cluster_space": "backbone", "relevance": "none"}
+_LATE_DEFAULTS = {"n_clusters": None, "hdbscan_min_cluster_size": D.HDBSCAN_MIN_CLUSTER_SIZE,
+                  "cluster_space": "backbone", "relevance": D.RELEVANCE}
 
 _SUFFIXES = ("+ucs", "_ucs", "-ucs", "_sgt")
 
@@ -182,31 +185,31 @@ class PipelineConfig:
     votek_k: int = 3
     mdl_select_time: int = 5
     mdl_scorer: str = "backbone"
-    clustering: str = "dict_dbscan"
-    pca_dim: Optional[int] = 128
-    dict_n_atoms: int = 64
-    dict_coding: str = "ridge"
-    dict_ridge_alpha: float = 10.0
-    dict_omp_nonzeros: int = 4
+    clustering: str = D.CLUSTERING_METHOD
+    pca_dim: Optional[int] = D.PCA_DIM
+    dict_n_atoms: int = D.N_ATOMS
+    dict_coding: str = D.CODING
+    dict_ridge_alpha: float = D.RIDGE_ALPHA
+    dict_omp_nonzeros: int = D.OMP_N_NONZERO
     dict_tau: float = 1e-3
-    dict_max_iter: int = 50
-    dict_batch_size: int = 512
-    dbscan_k: int = 20
-    dbscan_q: float = 0.01
-    min_samples: int = 1
+    dict_max_iter: int = D.DICT_MAX_ITER
+    dict_batch_size: int = D.DICT_BATCH_SIZE
+    dbscan_k: int = D.DBSCAN_K
+    dbscan_q: float = D.DBSCAN_Q
+    min_samples: int = D.MIN_SAMPLES
     standardize: bool = False
     n_clusters: Optional[int] = None
-    hdbscan_min_cluster_size: int = 5
+    hdbscan_min_cluster_size: int = D.HDBSCAN_MIN_CLUSTER_SIZE
     cluster_space: str = "backbone"
-    estimator: str = "paper"
-    lam: float = 0.1
+    estimator: str = D.ESTIMATOR
+    lam: float = D.LAM
     t: float = 5.0
     bin_size: int = 20
     alpha: float = 1.0
     integer: bool = False
-    design: str = "full"
-    corpus_prior: str = "good_turing"
-    relevance: str = "none"
+    design: str = D.DESIGN
+    corpus_prior: str = D.CORPUS_PRIOR
+    relevance: str = D.RELEVANCE
     joint_backbones: Tuple[str, ...] = ()
     joint_iter: int = 5
     lam_by_selector: Dict[str, float] = field(default_factory=dict)
@@ -284,7 +287,7 @@ class PipelineConfig:
         if self.joint_backbones and self.clustering == "dbscan":
             raise ValueError("joint_backbones needs a dictionary: set clustering to 'dict_dbscan' or 'dict_argmax'")
         from ucs.clustering.estimator import METHODS as CLUSTERINGS, RAW_METHODS
-        from ucs.selectors.prior import RELEVANCE
+        from ucs.selectors.prior import CORPUS_PRIORS, RELEVANCE, SCORE_DESIGNS
 
         if self.clustering not in CLUSTERINGS:
             raise ValueError(f"clustering must be one of {', '.join(CLUSTERINGS)}; got {self.clustering!r}")
@@ -298,12 +301,10 @@ class PipelineConfig:
         _check_int(self.hdbscan_min_cluster_size, "hdbscan_min_cluster_size", 2)
         if self.dict_coding not in ("ridge", "omp"):
             raise ValueError(f"dict_coding must be 'ridge' or 'omp'; got {self.dict_coding!r}")
-        if self.design not in ("full", "seen_only", "unseen_only", "ratio"):
-            raise ValueError(f"design must be 'full', 'seen_only', 'unseen_only' or 'ratio'; got {self.design!r}")
-        if self.corpus_prior not in ("good_turing", "spectrum_rarity", "inverse_size"):
-            raise ValueError(
-                f"corpus_prior must be 'good_turing', 'spectrum_rarity' or 'inverse_size'; got {self.corpus_prior!r}"
-            )
+        if self.design not in SCORE_DESIGNS:
+            raise ValueError(f"design must be one of {', '.join(SCORE_DESIGNS)}; got {self.design!r}")
+        if self.corpus_prior not in CORPUS_PRIORS:
+            raise ValueError(f"corpus_prior must be one of {', '.join(CORPUS_PRIORS)}; got {self.corpus_prior!r}")
         from ucs.estimators import resolve_estimator_name
 
         resolve_estimator_name(self.estimator)

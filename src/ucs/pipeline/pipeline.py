@@ -36,8 +36,10 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from ucs import defaults as D
 from ucs.embedding.base import l2_normalize
 from ucs.embedding.cache import EmbeddingCache, default_cache_dir
+from ucs.evaluation.file_names import method_file_stem, selection_file_stem
 from ucs.pipeline.config import PipelineConfig, canonical_method, parse_method
 from ucs.pipeline.diagnostics import coverage_markdown, coverage_stats, summarize_coverage
 from ucs.utils.integrity import load_checked_npy, save_checked_npy
@@ -341,7 +343,7 @@ class Pipeline:
             "random_state": int(seed),
             # added later: only when set, so the cache keys of earlier clusterings stay put
             **({"n_clusters": c.n_clusters} if c.n_clusters is not None else {}),
-            **({"hdbscan_min_cluster_size": c.hdbscan_min_cluster_size} if c.hdbscan_min_cluster_size != 5 else {}),
+            **({"hdbscan_min_cluster_size": c.hdbscan_min_cluster_size} if c.hdbscan_min_cluster_size != D.HDBSCAN_MIN_CLUSTER_SIZE else {}),
         }
 
     def cluster_embeddings(self) -> np.ndarray:
@@ -377,7 +379,9 @@ class Pipeline:
             t0 = time.perf_counter()
             if self.distributed and self.config.joint_backbones:
                 raise ValueError("joint_backbones (a joint dictionary) runs in-process only; use executor=None")
-            eps_method = self.config.clustering in ("dict_dbscan", "dbscan")
+            from ucs.clustering.estimator import EPS_METHODS
+
+            eps_method = self.config.clustering in EPS_METHODS
             if self.config.joint_backbones:
                 from ucs.clustering import JointLatentClusterer
 
@@ -565,7 +569,7 @@ class Pipeline:
         d = self._diag_dir()
         if d is None:
             return
-        safe = method.replace("+", "_plus_")
+        safe = method_file_stem(method)
         atomic_write_json(d / "coverage" / f"{safe}__seed{seed}__{n_queries}q.json",
                           {"method": method, "seed": int(seed), "n_queries": n_queries, "coverage": stats})
         atomic_write_text(d / "selections" / f"{safe}__seed{seed}__{n_queries}q.json", sel.to_json())
@@ -578,7 +582,7 @@ class Pipeline:
             for s in self.config.run_seeds:
                 stats = self._memo.get(("coverage", m, int(s), n_queries))
                 if stats is None and d is not None:
-                    p = d / "coverage" / f"{m.replace('+', '_plus_')}__seed{s}__{n_queries}q.json"
+                    p = d / "coverage" / f"{method_file_stem(m)}__seed{s}__{n_queries}q.json"
                     if p.is_file():
                         stats = json.loads(p.read_text(encoding="utf-8"))["coverage"]
                 if stats is None:
@@ -592,7 +596,7 @@ class Pipeline:
         the first ``n_queries`` rows of the smallest cached selection that covers them."""
         if self.out_dir is None or n_queries < 1:
             return None
-        safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in method)
+        safe = selection_file_stem(method)
         best: Optional[Tuple[int, Path]] = None
         for p in (self.out_dir / "selections").glob(f"{safe}__seed{seed}__*q_*.npy"):
             try:
@@ -613,7 +617,7 @@ class Pipeline:
         self._memo[("coverage", method, seed, n_queries)] = stats
         d = self._diag_dir()
         if d is not None:
-            atomic_write_json(d / "coverage" / f"{method.replace('+', '_plus_')}__seed{seed}__{n_queries}q.json",
+            atomic_write_json(d / "coverage" / f"{method_file_stem(method)}__seed{seed}__{n_queries}q.json",
                               {"method": method, "seed": seed, "n_queries": n_queries, "coverage": stats,
                                "from": best[1].name})
         return stats

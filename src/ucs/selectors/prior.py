@@ -7,12 +7,16 @@ from typing import Any, Dict, Optional
 
 import numpy as np
 
+from ucs import defaults as D
+from ucs.estimators.coverage import DESIGNS
+from ucs.estimators.prior import PRIOR_VARIANTS
+
 __all__ = ["UCSPrior", "SCORE_DESIGNS", "CORPUS_PRIORS", "RELEVANCE"]
 
 #: Subset-level score designs (paper Table 6): Φ = K_seen + Û, K_seen, Û, Û / K_seen.
-SCORE_DESIGNS = ("full", "seen_only", "unseen_only", "ratio")
+SCORE_DESIGNS = DESIGNS
 #: Corpus-level rarity priors used by VoteK+UCS: Good–Turing (SPEC §4), B2 spectrum rarity, B1 inverse size.
-CORPUS_PRIORS = ("good_turing", "spectrum_rarity", "inverse_size")
+CORPUS_PRIORS = PRIOR_VARIANTS
 #: How a query-dependent selector weighs coverage: ``none`` (the paper: every cluster counts the same) or
 #: ``candidates`` (a cluster counts by the share of the query's own candidates it holds).
 RELEVANCE = ("none", "candidates")
@@ -66,13 +70,13 @@ class UCSPrior:
     def __init__(
         self,
         cluster_ids: Any,
-        estimator: str = "paper",
-        lam: float = 0.1,
-        design: str = "full",
-        corpus_prior: str = "good_turing",
+        estimator: str = D.ESTIMATOR,
+        lam: float = D.LAM,
+        design: str = D.DESIGN,
+        corpus_prior: str = D.CORPUS_PRIOR,
         corpus_smoothing: Optional[str] = "power_law",
         epsilon: float = 1e-6,
-        relevance: str = "none",
+        relevance: str = D.RELEVANCE,
         **estimator_params: Any,
     ) -> None:
         self.cluster_ids = cluster_ids

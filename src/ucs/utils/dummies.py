@@ -15,7 +15,7 @@ from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Union
 import numpy as np
 
 from ucs.embedding.base import l2_normalize, sanitize_text, sanitize_texts
-from ucs.lm.base import ContinuationScores, ReducedScoresMixin
+from ucs.lm.base import ContinuationScores, ReducedScoresMixin, check_generation_args
 
 __all__ = ["DummyEmbedder", "DummyLM"]
 
@@ -176,7 +176,7 @@ class DummyLM(ReducedScoresMixin):
         seed: Optional[int] = None,
     ) -> list:
         """Return one deterministic completion per prompt."""
-        _check_generation_args(max_new_tokens, temperature, top_p)
+        check_generation_args(max_new_tokens, temperature, top_p)
         prompts = sanitize_texts(prompts)
         self.n_generate_calls_ += 1
         out = []
@@ -208,15 +208,6 @@ class DummyLM(ReducedScoresMixin):
 
     def __repr__(self) -> str:
         return f"DummyLM(seed={self.seed!r})"
-
-
-def _check_generation_args(max_new_tokens: int, temperature: float, top_p: float) -> None:
-    if not isinstance(max_new_tokens, (int, np.integer)) or max_new_tokens < 1:
-        raise ValueError(f"max_new_tokens must be a positive integer, got {max_new_tokens!r}")
-    if not temperature >= 0:
-        raise ValueError(f"temperature must be >= 0, got {temperature!r}")
-    if not 0 < top_p <= 1:
-        raise ValueError(f"top_p must be in (0, 1], got {top_p!r}")
 
 
 def _truncate_generation(text: str, max_new_tokens: int, stop: Optional[Sequence[str]]) -> str:

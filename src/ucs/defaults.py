@@ -1,0 +1,57 @@
+"""The library's default settings, each defined once.
+
+The classes that own a setting take its default from here (:class:`ucs.clustering.LatentClusterer`,
+:class:`ucs.clustering.JointLatentClusterer`, :class:`ucs.selectors.UCSPrior`, the sharded clustering of
+:mod:`ucs.distributed`), and so do :class:`ucs.pipeline.PipelineConfig`'s fields; command-line options
+default to "unset" and let the class or the configuration fill them. This module imports nothing, so any
+floor of the package may read it without loading scikit-learn.
+
+The paper's own table values (Table 8) are data, kept in :data:`ucs.experiments.presets.COMMON`; they happen
+to equal several of these defaults.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "CLUSTERING_METHOD", "PCA_DIM", "N_ATOMS", "CODING", "RIDGE_ALPHA", "OMP_N_NONZERO", "DICT_BATCH_SIZE",
+    "DICT_MAX_ITER", "DBSCAN_K", "DBSCAN_Q", "MIN_SAMPLES", "HDBSCAN_MIN_CLUSTER_SIZE",
+    "ESTIMATOR", "LAM", "DESIGN", "CORPUS_PRIOR", "RELEVANCE",
+]
+
+# ---------------------------------------------------------------- latent clustering (SPEC §2)
+#: The paper's clustering: sparse dictionary codes, then DBSCAN with a quantile radius.
+CLUSTERING_METHOD = "dict_dbscan"
+#: PCA dimension before the dictionary (``None`` skips PCA).
+PCA_DIM = 128
+#: Dictionary atoms.
+N_ATOMS = 64
+#: Sparse coding of the dictionary step: ``ridge`` or ``omp``.
+CODING = "ridge"
+#: Ridge penalty of the ``ridge`` coding.
+RIDGE_ALPHA = 10.0
+#: Non-zero coefficients of the ``omp`` coding.
+OMP_N_NONZERO = 4
+#: Mini-batch size of the dictionary learner.
+DICT_BATCH_SIZE = 512
+#: Passes of the dictionary learner.
+DICT_MAX_ITER = 50
+#: k of the k-th-neighbour distances whose quantile is DBSCAN's radius.
+DBSCAN_K = 20
+#: Quantile q of those distances used as DBSCAN's ``eps``.
+DBSCAN_Q = 0.01
+#: DBSCAN ``min_samples`` (1: every point is a core point, no noise).
+MIN_SAMPLES = 1
+#: HDBSCAN's smallest cluster (``dict_hdbscan``).
+HDBSCAN_MIN_CLUSTER_SIZE = 5
+
+# ---------------------------------------------------------------- the UCS prior (SPEC §3–4)
+#: Unseen estimator of the prior.
+ESTIMATOR = "paper"
+#: Weight λ of the coverage term.
+LAM = 0.1
+#: Subset-level score design (paper Table 6).
+DESIGN = "full"
+#: Corpus-level rarity prior of VoteK+UCS.
+CORPUS_PRIOR = "good_turing"
+#: How query-dependent selectors weigh coverage (``none``: every cluster the same, the paper).
+RELEVANCE = "none"
