@@ -32,6 +32,15 @@ ANTONYMS = [
 ]
 
 
+def _run(coro):
+    """``asyncio.run`` in a fresh thread: correct whether or not this thread already runs an event loop (as
+    Playwright's sync API does while a browser fixture is open)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coro).result()
+
+
 def _fake_selector(tmp_path, **kw):
     return UCSExampleSelector.from_examples(
         ANTONYMS, DeterministicFakeEmbedding(size=64), k=3, input_keys=["input"],
@@ -71,9 +80,9 @@ def test_only_input_keys_are_embedded(tmp_path):
 def test_async_path_and_add_example(tmp_path):
     sel = _fake_selector(tmp_path)
     sync = sel.select_examples({"input": "cheerful"})
-    asyn = asyncio.run(sel.aselect_examples({"input": "cheerful"}))
+    asyn = _run(sel.aselect_examples({"input": "cheerful"}))
     assert sync == asyn
-    asyncio.run(sel.aadd_example({"input": "bright", "output": "dark", "note": "light"}))
+    _run(sel.aadd_example({"input": "bright", "output": "dark", "note": "light"}))
     sel.add_example({"input": "wet", "output": "dry", "note": "weather"})
     assert sel.index.n_examples_ == len(ANTONYMS) + 2
     out = sel.select_examples({"input": "bright"})  # the fake embedding of the same text is identical

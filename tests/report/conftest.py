@@ -78,13 +78,15 @@ def _unavailable(reason: str) -> None:
     pytest.skip(reason)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def browser():
-    """A headless Chromium (Debian's) launched through Playwright."""
+    """One Chromium for the report's tests; Playwright's sync API keeps an event loop running in this thread
+    while it is open, so it is closed when the report tests end (tests elsewhere call ``asyncio.run``). A headless
+    Chromium (Debian's) launched through Playwright."""
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
-        _unavailable("Playwright is not installed (pip install 'ucs-icl[browser]')")
+        _unavailable("Playwright is not installed (pip install -e '.[browser]')")
     exe = chromium_path()
     if exe is None:
         _unavailable("Chromium is not installed (apt-get install -y chromium)")

@@ -229,7 +229,7 @@ def guard(fn: Callable[..., Any], command: str = "") -> Callable[..., Any]:
                 raise
             msg = exc.format_message()
             hint = getattr(exc, "param_hint", None)
-            param = hint if isinstance(hint, str) and hint.startswith("-") else None
+            param = hint if isinstance(hint, str) and (hint.startswith("-") or hint.isupper()) else None
             msg = re.sub(r"^Invalid value(?: for [^:]+)?: ", "", msg)
             typer.echo(_format(msg, param or _param_for_message(msg, _params(fn, kwargs)),
                                f"see `ucs {command} --help`"), err=True)
