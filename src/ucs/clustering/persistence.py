@@ -22,7 +22,7 @@ from typing import Any, Dict, Optional, Tuple
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ..utils.io import atomic_save_npy, atomic_save_npz, atomic_write_json, hash_array, load_npy
+from ..utils.io import atomic_save_npy, atomic_save_npz, atomic_write_json, hash_array, json_default, load_npy
 from .graph import LinkageGraph
 from .preprocessing import PCAProjection, Standardizer
 
@@ -86,7 +86,7 @@ def save_clusterer(est: Any, directory: "str | Path") -> Path:
         "n_samples": int(np.asarray(est.labels_).shape[0]),
         "sha256": {k: hash_array(np.asarray(v)) for k, v in arrays.items()},
     }
-    meta = json.loads(json.dumps(meta, default=_json_scalar))
+    meta = json.loads(json.dumps(meta, default=json_default))
     meta["check"] = _meta_check(meta)
     atomic_save_npz(d / "state.npz", **arrays)
     atomic_save_npy(d / "labels.npy", est.labels_)
@@ -146,16 +146,6 @@ def load_clusterer(directory: "str | Path", E: Optional[ArrayLike] = None) -> An
             "refit the clusterer on the current embeddings"
         )
     return est
-
-
-def _json_scalar(obj: Any) -> Any:
-    if isinstance(obj, np.generic):
-        return obj.item()
-    if isinstance(obj, np.ndarray):
-        return obj.tolist()
-    if isinstance(obj, Path):
-        return str(obj)
-    raise TypeError(f"object of type {type(obj).__name__} is not JSON serialisable")
 
 
 def _meta_check(meta: Dict[str, Any]) -> str:

@@ -122,6 +122,22 @@ def _choose(rows: List[Dict[str, Any]], q0: float, lam0: float) -> Tuple[float, 
     return float(best["q"]), float(best["lam"])
 
 
+def _validation_setup(config: Any, dataset: Any, backbone: Any, retrieval: Any, cache_dir: Any,
+                      val_fraction: float, val_seed: int) -> Tuple[Any, np.ndarray, np.ndarray, Dict[str, Any]]:
+    """The full pool's pipeline (its embeddings from the cache), the kept and validation pool indices, and the
+    keyword arguments every validation pipeline shares (the validation dataset, the models, the kept rows)."""
+    from ucs.pipeline import Pipeline
+
+    full = Pipeline(config, dataset=dataset, backbone=backbone, retrieval=retrieval, cache_dir=cache_dir,
+                    progress=False)
+    E = full.pool_embeddings()
+    R = full.retrieval_pool() if config.retrieval_embedder != "backbone" else None
+    val_ds, keep, val = validation_split(full.dataset, val_fraction, val_seed)
+    shared = dict(dataset=val_ds, backbone=full.backbone, retrieval=full._retrieval, cache_dir=full.cache_dir,
+                  pool_embeddings=E[keep], retrieval_embeddings=None if R is None else R[keep])
+    return full, keep, val, shared
+
+
 def tune(
     config: Any,
     out_dir: "str | Path",
@@ -189,13 +205,8 @@ def tune(
     if any(v < 0 for v in lam_grid):
         raise ValueError(f"every λ in lam_grid must be >= 0; got {lam_grid}")
 
-    full = Pipeline(config, dataset=dataset, backbone=backbone, retrieval=retrieval, cache_dir=cache_dir,
-                    progress=False)
-    E = full.pool_embeddings()
-    R = full.retrieval_pool() if config.retrieval_embedder != "backbone" else None
-    val_ds, keep, val = validation_split(full.dataset, val_fraction, val_seed)
-    shared = dict(dataset=val_ds, backbone=full.backbone, retrieval=full._retrieval, cache_dir=full.cache_dir,
-                  pool_embeddings=E[keep], retrieval_embeddings=None if R is None else R[keep])
+    full, keep, val, shared = _validation_setup(config, dataset, backbone, retrieval, cache_dir, val_fraction,
+                                                val_seed)
     # one fit per run seed, every q a re-cut, all stored in the cluster cache for the grid points below
     base_pipe = Pipeline(config, progress=False, **shared)
     for s in config.run_seeds:
@@ -312,13 +323,8 @@ def tune_variants(
     if not ucs_methods:
         raise ValueError(f"selectors must include UCS methods such as 'dpp+ucs'; got {list(config.selectors)}")
     methods = tuple(dict.fromkeys([parse_method(m)[0] for m in ucs_methods] + ucs_methods))
-    full = Pipeline(config, dataset=dataset, backbone=backbone, retrieval=retrieval, cache_dir=cache_dir,
-                    progress=False)
-    E = full.pool_embeddings()
-    R = full.retrieval_pool() if config.retrieval_embedder != "backbone" else None
-    val_ds, keep, val = validation_split(full.dataset, val_fraction, val_seed)
-    shared = dict(dataset=val_ds, backbone=full.backbone, retrieval=full._retrieval, cache_dir=full.cache_dir,
-                  pool_embeddings=E[keep], retrieval_embeddings=None if R is None else R[keep])
+    full, keep, val, shared = _validation_setup(config, dataset, backbone, retrieval, cache_dir, val_fraction,
+                                                val_seed)
     grid: List[Dict[str, Any]] = []
     for name, settings in variants.items():
         cfg = config.replace(**settings, selectors=methods)

@@ -69,7 +69,7 @@ def atomic_write_text(path: PathLike, text: str) -> Path:
 
 def atomic_write_json(path: PathLike, obj: Any, indent: int = 2) -> Path:
     """Write ``obj`` as JSON atomically (keys sorted, so equal objects give equal files)."""
-    return atomic_write_text(path, json.dumps(obj, indent=indent, sort_keys=True, default=_json_default) + "\n")
+    return atomic_write_text(path, json.dumps(obj, indent=indent, sort_keys=True, default=json_default) + "\n")
 
 
 def atomic_save_npy(path: PathLike, array: np.ndarray) -> Path:
@@ -120,7 +120,8 @@ def hash_file(path: PathLike, chunk: int = 1 << 20) -> str:
     return h.hexdigest()
 
 
-def _json_default(obj: Any) -> Any:
+def json_default(obj: Any) -> Any:
+    """``json.dumps(default=...)`` for numpy scalars and arrays and paths; anything else is a TypeError."""
     if isinstance(obj, np.generic):
         return obj.item()
     if isinstance(obj, np.ndarray):
