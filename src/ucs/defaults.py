@@ -15,7 +15,7 @@ from __future__ import annotations
 __all__ = [
     "CLUSTERING_METHOD", "PCA_DIM", "N_ATOMS", "CODING", "RIDGE_ALPHA", "OMP_N_NONZERO", "DICT_BATCH_SIZE",
     "DICT_MAX_ITER", "DBSCAN_K", "DBSCAN_Q", "MIN_SAMPLES", "HDBSCAN_MIN_CLUSTER_SIZE",
-    "ESTIMATOR", "LAM", "DESIGN", "CORPUS_PRIOR", "RELEVANCE",
+    "ESTIMATOR", "LAM", "DESIGN", "CORPUS_PRIOR", "RELEVANCE", "DEFAULT_COVERAGE",
 ]
 
 # ---------------------------------------------------------------- latent clustering (SPEC §2)
@@ -55,3 +55,16 @@ DESIGN = "full"
 CORPUS_PRIOR = "good_turing"
 #: How query-dependent selectors weigh coverage (``none``: every cluster the same, the paper).
 RELEVANCE = "none"
+
+
+# ---------------------------------------------------------------- the project's coverage setting (SPEC §8)
+#: What the ``default`` and ``cpu`` presets and :class:`ucs.SelectorIndex` use instead of the paper's clustering
+#: and estimator above (which the classes keep as their own defaults, so the ``paper`` preset is the paper):
+#: spherical k-means with ⌈√N⌉ clusters in the retrieval embedder's space and the OSW binomial estimator.
+#: Chosen without test queries: docs/results/validation_banking77.md and docs/results/coverage_health.md.
+DEFAULT_COVERAGE = {
+    "clustering": "kmeans",
+    "cluster_space": "retrieval",
+    "estimator": "binomial",
+    "relevance": "none",
+}

@@ -98,7 +98,7 @@ def test_phi_is_the_coverage_of_the_subset(minilm, banking_examples, embed_cache
     for method in ("dpp", "dpp+ucs", "votek+ucs"):
         idx = SelectorIndex(minilm, method, cache_dir=embed_cache, input_keys=["text"]).fit(examples)
         s = idx.select(queries[0], k=6)
-        cov = UnseenCoverage("paper", t=5.0, bin_size=20, alpha=1.0, integer=False).fit(idx.cluster_ids_)
+        cov = UnseenCoverage("binomial", t=5.0).fit(idx.cluster_ids_)  # the project's default estimator
         assert s.phi == pytest.approx(cov.phi(s.indices.tolist()), rel=1e-12)
         assert s.clusters_covered == len(set(s.cluster_ids.tolist()))
         assert list(s.examples[0]) == ["text", "label"]

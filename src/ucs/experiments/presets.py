@@ -15,6 +15,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
+from ucs.defaults import DEFAULT_COVERAGE as _DEFAULT_COVERAGE
+
 __all__ = ["COMMON", "TUNED_DBSCAN_Q", "TUNED_LAMBDA", "DEFAULT_COVERAGE", "PAPER_COVERAGE", "COVERAGE_KEYS", "Preset",
            "PRESETS", "get_preset", "tuned"]
 
@@ -89,19 +91,15 @@ TUNED_LAMBDA: dict[tuple[str, str, str], float] = _table(
 )
 
 
-#: The project's coverage settings (clustering, its space, estimator, relevance), adopted by the ``default`` and
-#: ``cpu`` presets. Chosen without test queries (docs/results/validation_banking77.md): on 120 validation queries
-#: held out of the BANKING77 pool no setting changed DPP+UCS beyond noise (every paired interval includes 0), so
-#: the clusters' health breaks the tie — spherical k-means with ⌈√N⌉ clusters in the retrieval space has a
-#: largest cluster of 2–3 % and label AMI 0.75 on the pools' own labels, against 10–14 % and 0.10 for the
-#: paper's; the OSW binomial estimator carries the guarantees the paper SGT lacks; relevance weighting stays
-#: off (it lost on validation: −2.5 [−5.9, +0.8]). ``healthy_ucs`` measures it against ``PAPER_COVERAGE``.
-DEFAULT_COVERAGE: dict[str, Any] = {
-    "clustering": "kmeans",
-    "cluster_space": "retrieval",
-    "estimator": "binomial",
-    "relevance": "none",
-}
+#: The project's coverage setting (one definition: :data:`ucs.defaults.DEFAULT_COVERAGE`), adopted by the
+#: ``default`` and ``cpu`` presets. Chosen without test queries (docs/results/validation_banking77.md): on 120
+#: validation queries held out of the BANKING77 pool no setting changed DPP+UCS beyond noise (every paired
+#: interval includes 0), so the clusters' health breaks the tie — spherical k-means with ⌈√N⌉ clusters in the
+#: retrieval space has a largest cluster of 2–3 % and label AMI 0.75 on the pools' own labels, against 10–14 %
+#: and 0.10 for the paper's; the OSW binomial estimator carries the guarantees the paper SGT lacks; relevance
+#: weighting stays off (it lost on validation: −2.5 [−5.9, +0.8]). ``healthy_ucs`` measures it against
+#: ``PAPER_COVERAGE``.
+DEFAULT_COVERAGE: dict[str, Any] = dict(_DEFAULT_COVERAGE)
 #: The settings a coverage setting may fix (what ``DEFAULT_COVERAGE`` and the paper's ``COMMON`` say about it).
 COVERAGE_KEYS = ("clustering", "dbscan_q", "min_samples", "n_clusters", "hdbscan_min_cluster_size", "cluster_space",
                  "estimator", "relevance")

@@ -62,12 +62,14 @@ class IndexSelection:
 
 
 def _defaults() -> Dict[str, Any]:
-    """The prior's settings: the pipeline's defaults (one definition, in :class:`PipelineConfig`)."""
+    """The prior's settings: the pipeline's defaults (one definition, in :class:`PipelineConfig`) with the
+    project's coverage setting (:data:`ucs.defaults.DEFAULT_COVERAGE`: the OSW binomial estimator)."""
+    from ucs.defaults import DEFAULT_COVERAGE
     from ucs.pipeline.config import PipelineConfig
 
-    c = PipelineConfig()
+    c = PipelineConfig(estimator=DEFAULT_COVERAGE["estimator"], relevance=DEFAULT_COVERAGE["relevance"])
     return {"estimator": c.estimator, "lam": c.lam, "design": c.design, "corpus_prior": c.corpus_prior,
-            **c.estimator_params()}
+            **({"relevance": c.relevance} if c.relevance != "none" else {}), **c.estimator_params()}
 
 
 class SelectorIndex:
@@ -86,7 +88,9 @@ class SelectorIndex:
     output_key : str, optional
         The label / answer field (MDL needs it; it is never embedded).
     clusterer : LatentClusterer or dict, optional
-        The clusterer (cloned, never modified) or its parameters; default ``LatentClusterer()``. Size
+        The clusterer (cloned, never modified) or its parameters; default the project's coverage setting,
+        ``LatentClusterer(method="kmeans")`` (spherical k-means, ⌈√N⌉ clusters, in the embedder's space; the
+        paper's is ``{"method": "dict_dbscan"}``). Size
         parameters larger than the pool (``n_atoms``, ``pca_dim``, ``dbscan_k``) are lowered to fit it.
     prior : dict, optional
         Overrides of the :class:`~ucs.selectors.UCSPrior` settings (``lam``, ``estimator``, ``design``, ``t`` …;

@@ -18,15 +18,16 @@ from ucs.clustering import LatentClusterer
 from ucs.clustering.dictionary import encode
 from ucs.clustering.estimator import RAW_METHODS
 from ucs.clustering.neighbors import ZERO_DISTANCE, unit_rows
+from ucs.defaults import DEFAULT_COVERAGE
 
 __all__ = ["make_clusterer", "fit_clusters", "represent", "place_rows"]
 
 
 def make_clusterer(clusterer: Any, random_state: int) -> Any:
     """An unfitted clusterer: a clone of ``clusterer`` (an estimator instance), ``LatentClusterer(**clusterer)``
-    for a dict, or ``LatentClusterer()`` for ``None``; an unset ``random_state`` is set to ``random_state``."""
-    if clusterer is None:
-        est = LatentClusterer()
+    for a dict, or ``LatentClusterer(method="kmeans")`` (:data:`ucs.defaults.DEFAULT_COVERAGE`) for ``None``; an unset ``random_state`` is set to ``random_state``."""
+    if clusterer is None:  # the project's coverage setting: k-means in the embedder's own (retrieval) space
+        est = LatentClusterer(method=DEFAULT_COVERAGE["clustering"])
     elif isinstance(clusterer, dict):
         est = LatentClusterer(**clusterer)
     elif hasattr(clusterer, "fit") and hasattr(clusterer, "get_params"):
