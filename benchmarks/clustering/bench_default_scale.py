@@ -27,7 +27,7 @@ from sklearn.metrics import adjusted_mutual_info_score
 
 from ucs.clustering import LatentClusterer, cluster_health
 from ucs.clustering.synthetic import make_planted_embeddings
-from ucs.experiments.presets import COVERAGE_KEYS, PRESETS
+from ucs.experiments.presets import PRESETS
 
 
 def peak_rss_gib() -> float:
@@ -35,13 +35,22 @@ def peak_rss_gib() -> float:
 
 
 def default_params() -> dict:
-    """LatentClusterer parameters of the default preset's clustering (one definition: the preset)."""
+    """LatentClusterer parameters of the default preset's clustering (one definition: ``DEFAULT_COVERAGE``)."""
     s = PRESETS["default"].settings
     p = {"method": s["clustering"], "random_state": 0}
-    for k in COVERAGE_KEYS:
-        if k in s and k in ("n_clusters", "hdbscan_min_cluster_size", "min_samples", "dbscan_q"):
-            p[k] = s[k]
+    if s.get("n_clusters") is not None:
+        p["n_clusters"] = s["n_clusters"]
     return p
+
+
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
 
 
 def run(E: np.ndarray, params: dict) -> dict:
@@ -70,7 +79,7 @@ def main() -> None:
         print(name, f"{r['seconds']:.1f}s", h.line(), flush=True)
     lines = [
         f"# Default clustering at scale: {a.n:,} × {a.d} synthetic float32 ({a.clusters} planted clusters)", "",
-        f"- machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores; 1-minute load at start "
+        f"- machine: {cpu_model()}, {os.cpu_count()} cores; 1-minute load at start "
         f"{load:.2f}; Python {sys.version.split()[0]}",
         f"- command: `PYTHONPATH=src python benchmarks/clustering/bench_default_scale.py --n {a.n} --d {a.d} "
         f"--clusters {a.clusters}{' --paper' if a.paper else ''}`", "",
