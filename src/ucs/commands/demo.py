@@ -11,6 +11,7 @@ from typing import Any, Optional
 import numpy as np
 import typer
 
+from ucs.commands._health import echo_health
 from ucs.commands._runs import FRESH_HELP, WAIT_HELP, run_folder
 from ucs.report.console import DATASET_HELP
 
@@ -32,16 +33,6 @@ def clustering_text(cfg: Any) -> str:
     elif cfg.clustering in ("dict_kmeans", "kmeans"):
         text += ", k = " + ("⌈√N⌉" if cfg.n_clusters is None else str(cfg.n_clusters))
     return text + ("" if cfg.cluster_space == "backbone" else f", {cfg.cluster_space} space")
-
-
-def echo_health(ids: Any, labels: Any = None) -> None:
-    """Print the cluster-health line (SPEC §8) and a warning when one cluster holds over a quarter of the pool."""
-    from ucs.clustering import cluster_health
-
-    h = cluster_health(ids, labels)
-    typer.echo(f"health: {h.line()}")
-    if h.warning():
-        typer.echo(f"warning: {h.warning()}", err=True)
 
 
 def _echo_rule(title: str) -> None:
@@ -105,7 +96,7 @@ def run_demo(
         largest = np.sort(sizes)[::-1][:8].tolist()
         typer.echo(f"{sizes.size} clusters in {time.perf_counter() - t0:.1f} s; singletons {int((sizes == 1).sum())}; "
                    f"largest sizes {largest}")
-        echo_health(ids, [ds.label_names[int(y)] for y in ds.pool.labels])
+        echo_health(pipe.cluster_health(seed))
 
         _echo_rule("3. selection + ICL evaluation (likelihood of every label)")
         result = pipe.run(out)

@@ -8,6 +8,7 @@ from typing import Any, Dict, List, Optional
 
 import typer
 
+from ucs.commands._health import echo_health
 from ucs.commands._runs import FRESH_HELP, WAIT_HELP, run_folder
 from ucs.report.console import DATASET_HELP
 
@@ -168,9 +169,7 @@ def register(app: typer.Typer) -> None:
         if timings:
             typer.echo(timings)
         for seed, h in result.health.items():
-            typer.echo(f"cluster health (seed {seed}): {h.line()}")
-            if h.warning():
-                typer.echo(f"warning: {h.warning()}", err=True)
+            echo_health(h, f"cluster health (seed {seed})")
         typer.echo(result.to_markdown())
         status = json.loads((Path(out) / "manifest.json").read_text(encoding="utf-8")).get("status")
         typer.echo(f"results: {Path(out) / 'results.md'} (+ results.json, coverage.md/json); status: {status}")

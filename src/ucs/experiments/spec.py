@@ -41,8 +41,9 @@ def _coverage_settings(settings: Dict[str, Any]) -> Dict[str, Any]:
     table = {"default": DEFAULT_COVERAGE, "paper": PAPER_COVERAGE}
     if name not in table:
         raise ValueError(f"a variant's coverage must be one of {sorted(table)}; got {name!r}")
-    defaults = {"n_clusters": None, "hdbscan_min_cluster_size": 5, "relevance": "none", "cluster_space": "backbone"}
-    return {**defaults, **table[name], **settings}
+    from ucs.pipeline.config import LATE_DEFAULTS
+
+    return {**LATE_DEFAULTS, **table[name], **settings}
 
 
 def _safe(text: str) -> str:

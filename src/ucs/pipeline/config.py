@@ -37,7 +37,7 @@ BACKBONE_RETRIEVAL = "backbone"
 #: What the latent clusters are computed on: the backbone's embeddings (the paper) or the retrieval embedder's.
 CLUSTER_SPACES = ("backbone", "retrieval")
 #: Settings added after results were first published: left out of the results' key while at these values.
-_LATE_DEFAULTS = {"n_clusters": None, "hdbscan_min_cluster_size": D.HDBSCAN_MIN_CLUSTER_SIZE,
+LATE_DEFAULTS = {"n_clusters": None, "hdbscan_min_cluster_size": D.HDBSCAN_MIN_CLUSTER_SIZE,
                   "cluster_space": "backbone", "relevance": D.RELEVANCE}
 
 _SUFFIXES = ("+ucs", "_ucs", "-ucs", "_sgt")
@@ -403,7 +403,7 @@ class PipelineConfig:
             d.pop(k, None)
         if self.dtype is None:  # runs made before the setting existed keep their key
             d.pop("dtype", None)
-        for k, v in _LATE_DEFAULTS.items():  # runs made before these settings existed keep their key
+        for k, v in LATE_DEFAULTS.items():  # runs made before these settings existed keep their key
             if d.get(k) == v:
                 d.pop(k, None)
         if not self.joint_backbones:  # single-source runs keep the key they had before joint clustering existed
