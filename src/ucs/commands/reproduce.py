@@ -59,6 +59,10 @@ def register(app: typer.Typer) -> None:
         work_dir: Path = typer.Option(Path("runs/reproduce"), "--work-dir", help="Runner folders (resumable)."),
         results_dir: Path = typer.Option(Path("docs/results"), "--results-dir", help="Where markdown/PNG/manifests go."),
         cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help="Embedding/cluster cache (default ~/.cache/ucs)."),
+        store_dir: Optional[Path] = typer.Option(
+            None, "--store-dir", help="Answer and MDL-score stores (default: inside --cache-dir). Small and "
+            "content-addressed: commit it beside the results so that a later run, elsewhere, resumes without "
+            "asking the model again."),
         settings: Optional[List[str]] = typer.Option(None, "--set", help="Any PipelineConfig setting, KEY=VALUE (repeatable)."),
         dry_run: bool = typer.Option(False, "--dry-run", help="Print the cells and their model-call estimates; run nothing."),
         progress: bool = typer.Option(True, "--progress/--no-progress",
@@ -95,6 +99,7 @@ def register(app: typer.Typer) -> None:
             test_size=test_size, runs=runs, mode=mode, data_dir=None if data_dir is None else str(data_dir),
             settings=parse_settings(settings), limit=limit, work_dir=str(work_dir), results_dir=str(results_dir),
             cache_dir=None if cache_dir is None else str(cache_dir), progress=progress,
+            store_dir=None if store_dir is None else str(store_dir),
             command="ucs " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv[1:] else None,
         )
         try:

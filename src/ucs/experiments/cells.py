@@ -76,14 +76,19 @@ class Models:
 
 
 class CellContext:
-    """Where and how cells run: work and cache folders, the shared models, the query limit."""
+    """Where and how cells run: work, cache and store folders, the shared models, the query limit.
+
+    ``store_dir`` holds the answer and score stores (default: inside ``cache_dir``; see
+    :class:`~ucs.pipeline.Pipeline`)."""
 
     def __init__(self, work_dir: "str | Path", cache_dir: "str | Path | None" = None, models: Optional[Models] = None,
-                 limit: Optional[int] = None, progress: bool = False) -> None:
+                 limit: Optional[int] = None, progress: bool = False,
+                 store_dir: "str | Path | None" = None) -> None:
         from ucs.embedding.cache import default_cache_dir
 
         self.work_dir = Path(work_dir)
         self.cache_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+        self.store_dir = Path(store_dir) if store_dir is not None else None
         self.models = models or Models()
         self.limit = limit
         self.progress = progress
@@ -105,7 +110,8 @@ class CellContext:
         cfg = cell.config
         return Pipeline(cfg, dataset=self.dataset(cfg), backbone=self.models.backbone(cfg),
                         retrieval=self.models.retrieval(cfg), cache_dir=self.cache_dir, out_dir=out_dir,
-                        progress=self.progress, reuse_answers=reuse_answers)
+                        progress=self.progress, reuse_answers=reuse_answers,
+                        store_dir=self.store_dir)
 
     def cell_dir(self, cell: Cell) -> Path:
         return self.work_dir / cell.experiment / cell.id

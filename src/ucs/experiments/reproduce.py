@@ -34,7 +34,8 @@ class ReproduceOptions:
     """How to run experiments. ``None`` keeps the experiment's (or its size preset's) value.
 
     ``settings`` are any :class:`~ucs.pipeline.PipelineConfig` fields (``--set KEY=VALUE``); ``limit`` evaluates
-    only the first ``limit`` protocol queries (resumable into the full run).
+    only the first ``limit`` protocol queries (resumable into the full run); ``store_dir`` holds the answer and
+    score stores (default: inside ``cache_dir``) — commit it beside the results to resume a long run elsewhere.
     """
 
     preset: str = "paper"
@@ -50,6 +51,7 @@ class ReproduceOptions:
     work_dir: str = "runs/reproduce"
     results_dir: str = "docs/results"
     cache_dir: Optional[str] = None
+    store_dir: Optional[str] = None
     progress: bool = False
     command: Optional[str] = None
 
@@ -135,7 +137,8 @@ def run_experiment(
 
     exp = get_experiment(name)
     cells = plan([name], options)[name]
-    ctx = CellContext(options.work_dir, options.cache_dir, models or Models(), options.limit, options.progress)
+    ctx = CellContext(options.work_dir, options.cache_dir, models or Models(), options.limit, options.progress,
+                      options.store_dir)
     results: List[Dict[str, Any]] = []
     for i, cell in enumerate(cells, 1):
         if log:

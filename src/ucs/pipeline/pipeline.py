@@ -12,9 +12,9 @@ latent clusters (per run) ``<cache_dir>/clusters/<key>/labels_q<q>.npy``        
                                                                                settings + run seed
 selections                ``<out_dir>/selections/*.npy`` (the runner) and       method, seed, queries
                           ``<out_dir>/pipeline/selections/*.json`` (diagnostics)
-MDL subset scores         ``<cache_dir>/scores`` (:class:`CachedScorer`)        model identity + prefix + labels
+MDL subset scores         ``<store_dir>/scores`` (:class:`CachedScorer`)        model identity + prefix + labels
 ICL records               ``<out_dir>/records.jsonl`` (the runner; resumable)   (method, seed, query)
-ICL answers               ``<cache_dir>/answers`` (:class:`AnswerStore`)        model, mode, labels + prompt
+ICL answers               ``<store_dir>/answers`` (:class:`AnswerStore`)        model, mode, labels + prompt
 ========================  ===================================================  =================================
 
 The heavy stages can run on an executor (``Pipeline(cfg, executor="ray")``, see :mod:`ucs.distributed`):
@@ -121,6 +121,11 @@ class Pipeline:
         candidate-subset scores (``<cache_dir>/scores``, :meth:`mdl_scorer`): MDL+UCS and every later run
         with the same subsets read MDL's instead of scoring them again. ``False`` (the runtime experiment)
         makes every method pay for all of its model calls.
+    store_dir : path, optional
+        Root of the answer and score stores (default: ``cache_dir``). The stores are small (≈ 200 bytes per
+        answer) and content-addressed, so a folder of them can be committed beside the results it produced and
+        lets a later session — another machine, an empty cache — resume a long evaluation without asking the
+        model again for any prompt it already answered.
 
     Notes
     -----
@@ -148,6 +153,7 @@ class Pipeline:
         pool_embeddings: Optional[np.ndarray] = None,
         retrieval_embeddings: Optional[np.ndarray] = None,
         reuse_answers: bool = True,
+        store_dir: "str | os.PathLike[str] | None" = None,
     ) -> None:
         if not isinstance(config, PipelineConfig):
             raise ValueError(f"config must be a PipelineConfig; got {type(config).__name__}")
@@ -175,6 +181,7 @@ class Pipeline:
         self._backbone = backbone
         self._retrieval = retrieval
         self.cache_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+        self.store_dir = Path(store_dir) if store_dir is not None else self.cache_dir
         self.out_dir = Path(out_dir) if out_dir is not None else None
         self.progress = progress
         self.embedding_cache = EmbeddingCache(self.cache_dir / "embeddings")
@@ -488,7 +495,7 @@ class Pipeline:
             from ucs.lm.cache import CachedScorer
 
             identity = getattr(scorer, "identity", None)
-            store = self.cache_dir / "scores" if isinstance(identity, dict) else None
+            store = self.store_dir / "scores" if isinstance(identity, dict) else None
             scorer = CachedScorer(scorer, store=store)
         self._memo[memo] = scorer
         return scorer
@@ -652,7 +659,7 @@ class Pipeline:
             self.dataset, self.backbone, list(methods), self.select, out,
             mode=self.config.mode, protocol=self.config.protocol(), limit=limit,
             batch_size=self.config.icl_batch_size, config={"pipeline": self.config.key_dict()},
-            progress=self.progress, answer_store=self.cache_dir / "answers" if self.reuse_answers else None,
+            progress=self.progress, answer_store=self.store_dir / "answers" if self.reuse_answers else None,
         )
         self._timed("evaluate", t0)
         n_q = int(result.summary.get("n_queries_requested", 0))
