@@ -45,6 +45,16 @@ def test_variants_and_overrides_layer_in_order():
     assert budget == [0, 1, 5, 10, 20]
 
 
+def test_selectors_narrow_a_variants_own_list_too():
+    e = get_experiment("healthy_ucs")
+    full = {c.variant.name: c.methods for c in e.plan("cpu", datasets=["sample"])}
+    assert full["default_relevance"] == ("topk+ucs", "dpp+ucs", "mdl+ucs")
+    narrow = {c.variant.name: c.methods for c in e.plan("cpu", datasets=["sample"], selectors=["votek", "votek+ucs"])}
+    assert narrow == {"base": ("votek",), "paper": ("votek+ucs",), "default": ("votek+ucs",)}  # no relevance cell
+    dpp = {c.variant.name: c.methods for c in e.plan("cpu", datasets=["sample"], selectors=["dpp+ucs", "dpp"])}
+    assert dpp == {"base": ("dpp",), "paper": ("dpp+ucs",), "default": ("dpp+ucs",), "default_relevance": ("dpp+ucs",)}
+
+
 def test_joint_dictionary_uses_the_other_backbones():
     cells = get_experiment("joint_dictionary").plan("cpu", datasets=["sample"])
     joint = [c for c in cells if c.variant.name == "joint"]

@@ -55,7 +55,8 @@ class Variant:
     """One setting of what an experiment varies.
 
     ``selectors``: ``None`` (all the experiment's methods), ``"base"`` / ``"ucs"`` (only the base / UCS
-    forms among them) or an explicit list. ``settings["coverage"]`` (``"default"`` or ``"paper"``) stands for
+    forms among them) or an explicit list (kept in the order of ``selectors``, so that ``--selectors`` narrows
+    it too). ``settings["coverage"]`` (``"default"`` or ``"paper"``) stands for
     that coverage setting's values. A settings value ``"@joint_with"`` is replaced by the other
     backbones of the experiment's joint set (the joint-dictionary experiment).
     """
@@ -73,7 +74,8 @@ class Variant:
         if self.selectors in ("base", "ucs"):
             want = self.selectors == "ucs"
             return tuple(m for m in selectors if parse_method(m)[1] == want)
-        return parse_methods(self.selectors)
+        own = set(parse_methods(self.selectors))
+        return tuple(m for m in selectors if m in own)
 
 
 @dataclass(frozen=True)
