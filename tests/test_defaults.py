@@ -2,7 +2,7 @@
 
 Signature defaults, dataclass fields, module constants, keyword arguments and command-line option defaults
 are searched (``name = value``, ``name: type = value``, ``name: type = typer.Option(value``); docstrings
-(``name : int, default=128``) and the paper's tables in :mod:`ucs.experiments.presets` (``"name": value``)
+(``name : int, default=128``) and the paper's tables in :mod:`ucs.pipeline.presets` (``"name": value``)
 are not code restatements and do not match.
 """
 

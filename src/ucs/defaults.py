@@ -6,7 +6,7 @@ The classes that own a setting take its default from here (:class:`ucs.clusterin
 default to "unset" and let the class or the configuration fill them. This module imports nothing, so any
 floor of the package may read it without loading scikit-learn.
 
-The paper's own table values (Table 8) are data, kept in :data:`ucs.experiments.presets.COMMON`; they happen
+The paper's own table values (Table 8) are data, kept in :data:`ucs.pipeline.presets.COMMON`; they happen
 to equal several of these defaults.
 """
 

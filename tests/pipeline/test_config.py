@@ -100,3 +100,13 @@ def test_dtype_enters_the_key_only_when_set():
     assert bf.key_dict()["dtype"] == "bfloat16"
     assert bf.key_dict() != PipelineConfig(engine="transformers").key_dict()
     assert PipelineConfig.from_dict(bf.to_dict()) == bf
+
+
+def test_from_preset_reads_presets_without_the_experiments_floor():
+    """Presets are data below the configuration: no import runs back up to ucs.experiments."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from ucs.pipeline import PipelineConfig; PipelineConfig.from_preset('cpu'); "
+            "sys.exit(1 if 'ucs.experiments' in sys.modules else 0)")
+    assert subprocess.run([sys.executable, "-c", code]).returncode == 0

@@ -1,6 +1,6 @@
 """The pipeline configuration: one dataclass that names every choice of a run and round-trips to JSON.
 
-Field names follow the hyper-parameter presets of :mod:`ucs.experiments.presets` (paper Tables 8–10), so a
+Field names follow the hyper-parameter presets of :mod:`ucs.pipeline.presets` (paper Tables 8–10), so a
 preset becomes a configuration with :meth:`PipelineConfig.from_preset`; everything else (dataset, backbone,
 selectors, estimator, prediction mode) has its own field. The configuration is written into the run
 manifest (:func:`ucs.evaluation.evaluate`'s ``config=``) and a resume with different settings is refused.
@@ -387,7 +387,7 @@ class PipelineConfig:
 
         Preset keys that are not configuration fields are ignored (``icl_batch_size`` etc. map one to one).
         """
-        from ucs.experiments.presets import get_preset
+        from ucs.pipeline.presets import get_preset
 
         preset = get_preset(name)
         names = {f.name for f in fields(cls)}
