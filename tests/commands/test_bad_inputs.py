@@ -267,6 +267,7 @@ REPRODUCE = [
     ("preset", "reproduce --preset nope --dry-run", "--preset"),
     ("datasets", "reproduce --datasets nope --dry-run", "--datasets"),
     ("selectors", "reproduce --selectors nope --dry-run", "--selectors"),
+    ("variants", "reproduce --only healthy_ucs --variants nope --dry-run", "--variants"),
     ("set-syntax", "reproduce --set lam --dry-run", "--set"),
     ("set-unknown", "reproduce --set no_such_setting=1 --dry-run", "--set"),
     ("runs", "reproduce --runs 0 --dry-run", "--runs"),

@@ -55,6 +55,16 @@ def test_selectors_narrow_a_variants_own_list_too():
     assert dpp == {"base": ("dpp",), "paper": ("dpp+ucs",), "default": ("dpp+ucs",), "default_relevance": ("dpp+ucs",)}
 
 
+def test_variants_run_a_part_of_an_experiment():
+    e = get_experiment("healthy_ucs")
+    cells = e.plan("cpu", datasets=["sample"], variants=["default", "base"])
+    assert [c.variant.name for c in cells] == ["base", "default"]  # the experiment's order, not the option's
+    full = {c.id: c.config for c in e.plan("cpu", datasets=["sample"])}
+    assert all(full[c.id] == c.config for c in cells)  # the same cells, so a later full run reuses them
+    with pytest.raises(ValueError, match="variants must name some of"):
+        e.plan("cpu", datasets=["sample"], variants=["defualt"])
+
+
 def test_joint_dictionary_uses_the_other_backbones():
     cells = get_experiment("joint_dictionary").plan("cpu", datasets=["sample"])
     joint = [c for c in cells if c.variant.name == "joint"]

@@ -51,6 +51,9 @@ def register(app: typer.Typer) -> None:
         datasets: Optional[str] = typer.Option(None, "--datasets", help="Comma-separated datasets (replaces the experiment's)."),
         backbones: Optional[str] = typer.Option(None, "--backbones", help="Comma-separated backbones: smollm2, gemma3, ..."),
         selectors: Optional[str] = typer.Option(None, "--selectors", help="Comma-separated methods (replaces the experiment's)."),
+        variants: Optional[str] = typer.Option(
+            None, "--variants", help="Comma-separated variant names of the experiment (default: all); run a long "
+            "experiment a part at a time, the page shows the parts run so far in this invocation."),
         test_size: Optional[int] = typer.Option(None, "--test-size", help="Test queries drawn once with seed 42."),
         runs: Optional[int] = typer.Option(None, "--runs", help="Number of runs (seeds 42, 43, ...)."),
         limit: Optional[int] = typer.Option(None, "--limit", help="Only the first N test queries (resumable)."),
@@ -78,6 +81,12 @@ def register(app: typer.Typer) -> None:
             names = resolve_names(only)
         except ValueError as exc:
             raise typer.BadParameter(str(exc), param_hint="--only") from None
+        if variants is not None:
+            known_variants = {v.name for n in names for v in get_experiment(n).variants}
+            wrong = [v for v in _split(variants) or [""] if v not in known_variants]
+            if wrong:
+                raise typer.BadParameter(f"unknown variant(s) {wrong}; the experiments' variants are "
+                                         f"{sorted(known_variants)}", param_hint="--variants")
         for name in _split(datasets) or []:
             try:
                 check_dataset_name(name)
@@ -96,6 +105,7 @@ def register(app: typer.Typer) -> None:
             raise typer.BadParameter(f"must be a positive number of queries; got {limit}", param_hint="--limit")
         opts = ReproduceOptions(
             preset=preset, datasets=_split(datasets), backbones=_split(backbones), selectors=_split(selectors),
+            variants=_split(variants),
             test_size=test_size, runs=runs, mode=mode, data_dir=None if data_dir is None else str(data_dir),
             settings=parse_settings(settings), limit=limit, work_dir=str(work_dir), results_dir=str(results_dir),
             cache_dir=None if cache_dir is None else str(cache_dir), progress=progress,

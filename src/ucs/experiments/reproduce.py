@@ -42,6 +42,7 @@ class ReproduceOptions:
     datasets: Optional[Sequence[str]] = None
     backbones: Optional[Sequence[str]] = None
     selectors: Optional[Sequence[str]] = None
+    variants: Optional[Sequence[str]] = None
     test_size: Optional[int] = None
     runs: Optional[int] = None
     mode: Optional[str] = None
@@ -85,7 +86,8 @@ def plan(names: "str | Sequence[str] | None", options: ReproduceOptions) -> Dict
     """The cells of each named experiment (all when ``names`` is ``None``); raises ``ValueError`` on bad names."""
     return {
         n: get_experiment(n).plan(options.preset, datasets=options.datasets, backbones=options.backbones,
-                                  selectors=options.selectors, overrides=options.overrides())
+                                  selectors=options.selectors, overrides=options.overrides(),
+                                  variants=options.variants)
         for n in resolve_names(names)
     }
 

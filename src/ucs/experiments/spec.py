@@ -191,11 +191,12 @@ class Experiment:
         selectors: Optional[Sequence[str]] = None,
         overrides: Optional[Mapping[str, Any]] = None,
         check_only: bool = False,
+        variants: Optional[Sequence[str]] = None,
     ) -> List[Cell]:
         """The cells of this experiment under size ``preset`` (``paper`` or ``cpu``).
 
-        ``datasets`` / ``backbones`` / ``selectors`` replace the experiment's (and preset's) lists;
-        ``overrides`` are :class:`~ucs.pipeline.PipelineConfig` settings (layer 4 of the module docstring).
+        ``datasets`` / ``backbones`` / ``selectors`` replace the experiment's (and preset's) lists; ``variants``
+        keeps only the named variants (a long experiment run a part at a time); ``overrides`` are :class:`~ucs.pipeline.PipelineConfig` settings (layer 4 of the module docstring).
         Raises ``ValueError`` naming the setting when a cell's configuration is invalid.
         """
         from ucs.pipeline.config import PipelineConfig, parse_methods
@@ -206,6 +207,13 @@ class Experiment:
         methods_all = parse_methods(selectors if selectors is not None else p.get("selectors", self.selectors))
         if check_only:
             ds_list, bb_list = ds_list[:1], bb_list[:1]
+        chosen = self.variants
+        if variants is not None:
+            names = [v.name for v in self.variants]
+            unknown = [v for v in variants if v not in names]
+            if unknown or not variants:
+                raise ValueError(f"{self.name}: variants must name some of {names}; got {list(variants)}")
+            chosen = tuple(v for v in self.variants if v.name in set(variants))
         opts = self.resolved_options(preset, backbones)
         base = PipelineConfig.from_preset(p.get("pipeline_preset", preset)).to_dict()
         base.update(_coverage_settings(dict(self.settings)))
@@ -214,7 +222,7 @@ class Experiment:
         cells: List[Cell] = []
         for ds in ds_list:
             for bb in bb_list:
-                for v in self.variants:
+                for v in chosen:
                     methods = v.methods(methods_all)
                     if not methods:
                         continue
