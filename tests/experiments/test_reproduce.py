@@ -154,3 +154,24 @@ def test_runtime_times_every_prompt_and_restarts_an_interrupted_method(first_run
     again = reproduce(["runtime"], options(tmp))[0]
     res = next(r for r in again.results if r["dir"] == str(cell_dir))
     assert res["online"]["dpp+ucs"]["records"] == len(lines)
+
+
+def test_render_only_writes_the_page_of_a_run_under_way_and_computes_nothing(tmp_path):
+    opts = options(tmp_path, backbones=["dummy"], runs=1, selectors=["votek", "votek+ucs"])
+    reproduce(["healthy_ucs"], ReproduceOptions(**{**opts.__dict__, "variants": ["base"]}))  # the base part only
+    counting = Counting()
+    page = reproduce(["healthy_ucs"], ReproduceOptions(**{**opts.__dict__, "render_only": True}),
+                     models=Models(counting))[0]
+    assert counting.calls() == 0 and not page.computed
+    by = {c.variant.name: r for c, r in zip(page.cells, page.results)}
+    assert by["base"]["methods"]["votek"]["n_queries"] == 4 and by["base"]["pending"] == []
+    assert by["default"]["pending"] == ["votek+ucs"] and by["paper"]["pending"] == ["votek+ucs"]
+    md = page.markdown_path.read_text()
+    assert "**Under way.**" in md and "sample / paper: votek+ucs" in md
+    assert "| (b) default | votek+ucs | — |" in md
+    full = reproduce(["healthy_ucs"], opts)[0]  # the same cells: the base part is not evaluated again
+    assert {c.variant.name: r["new_records"] for c, r in zip(full.cells, full.results)} == {
+        "base": 0, "paper": 4, "default": 4}
+    assert "Under way" not in full.markdown_path.read_text()
+    with pytest.raises(ValueError, match="only accuracy experiments"):
+        reproduce(["cluster_sizes"], ReproduceOptions(**{**opts.__dict__, "render_only": True}))

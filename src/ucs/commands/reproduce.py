@@ -67,6 +67,9 @@ def register(app: typer.Typer) -> None:
             "content-addressed: commit it beside the results so that a later run, elsewhere, resumes without "
             "asking the model again."),
         settings: Optional[List[str]] = typer.Option(None, "--set", help="Any PipelineConfig setting, KEY=VALUE (repeatable)."),
+        render_only: bool = typer.Option(
+            False, "--render-only", help="Write the pages from what --work-dir already holds, computing nothing "
+            "(accuracy experiments): a long run's page while it is under way; unfinished methods show as '—'."),
         dry_run: bool = typer.Option(False, "--dry-run", help="Print the cells and their model-call estimates; run nothing."),
         progress: bool = typer.Option(True, "--progress/--no-progress",
                                       help="Progress of embedding, clustering, MDL scoring and evaluation (stderr)."),
@@ -109,7 +112,7 @@ def register(app: typer.Typer) -> None:
             test_size=test_size, runs=runs, mode=mode, data_dir=None if data_dir is None else str(data_dir),
             settings=parse_settings(settings), limit=limit, work_dir=str(work_dir), results_dir=str(results_dir),
             cache_dir=None if cache_dir is None else str(cache_dir), progress=progress,
-            store_dir=None if store_dir is None else str(store_dir),
+            store_dir=None if store_dir is None else str(store_dir), render_only=render_only,
             command="ucs " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv[1:] else None,
         )
         try:
@@ -161,8 +164,16 @@ def register(app: typer.Typer) -> None:
                 f"over {n_embed} texts unless cached"
             )
             raise typer.Exit()
-        with run_folder(work_dir, wait=wait):
+        if render_only:
+            kinds = sorted({get_experiment(n).kind for n in names} - {"accuracy"})
+            if kinds:
+                raise typer.BadParameter(f"only accuracy experiments can be rendered without computing; --only "
+                                         f"names {kinds} experiments too", param_hint="--render-only")
+        if render_only:  # reads only: records are appended whole and a torn last line is skipped
             done = reproduce(names, opts, log=lambda s: typer.echo(s, err=True))
+        else:
+            with run_folder(work_dir, wait=wait):
+                done = reproduce(names, opts, log=lambda s: typer.echo(s, err=True))
         for r in done:
             extra = f" + {r.figure_path}" if r.figure_path else ""
             typer.echo(f"{r.experiment.name}: {r.markdown_path}{extra} ({'computed' if r.computed else 'all cached'})")

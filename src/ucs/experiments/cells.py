@@ -29,7 +29,7 @@ from ucs.evaluation.file_names import method_file_stem
 from ucs.experiments.spec import Cell
 from ucs.utils.io import atomic_write_json
 
-__all__ = ["Models", "CellContext", "run_cell", "eval_dir_for", "query_texts_for"]
+__all__ = ["Models", "CellContext", "run_cell", "read_accuracy", "eval_dir_for", "query_texts_for"]
 
 
 class Models:
@@ -164,6 +164,33 @@ def run_accuracy(cell: Cell, ctx: CellContext) -> Dict[str, Any]:
         "runner_manifest": {k: manifest.get(k) for k in ("key", "methods", "status", "n_records", "limit")},
         "timings": dict(pipe.timings),
     }
+
+
+def read_accuracy(cell: Cell, ctx: CellContext) -> Dict[str, Any]:
+    """An accuracy cell as far as its runner folder has it, computing nothing (``ucs reproduce --render-only``).
+
+    The summaries are recomputed from ``records.jsonl`` (each line verified by its checksum), with the same
+    bootstrap as the runner's; a method is reported only when every query of every run is recorded — the others
+    are listed under ``pending`` and the page shows "—" for them. Coverage comes from the folder's cached
+    diagnostics and selections. Cost: reading the records, ``O(records)``.
+    """
+    from ucs.evaluation.records import read_records
+    from ucs.evaluation.report import summarize
+
+    out = eval_dir_for(ctx.work_dir, cell)
+    n_q = len(query_texts_for(cell.config, ctx.dataset(cell.config), ctx.limit))
+    seeds = cell.config.run_seeds
+    records = read_records(out / "records.jsonl") if (out / "records.jsonl").is_file() else []
+    records = [r for r in records if r["method"] in cell.methods and r["query"] < n_q]
+    summ = summarize(records, run_seeds=seeds)["methods"] if records else {}
+    done = {m: s for m, s in summ.items()
+            if s.get("complete") and all(r.get("n") == n_q for r in s.get("runs", {}).values())}
+    coverage: Dict[str, Any] = {}
+    if done:
+        table = ctx.pipeline(cell, out).coverage_table(list(done), n_q)
+        coverage = {m: table[m] for m in done if m in table}
+    return {"dir": str(out), "n_queries": n_q, "methods": done, "coverage": coverage, "new_records": 0,
+            "computed": False, "pending": [m for m in cell.methods if m not in done]}
 
 
 def run_coverage(cell: Cell, ctx: CellContext) -> Dict[str, Any]:
@@ -360,6 +387,11 @@ RUNNERS = {"accuracy": run_accuracy, "coverage": run_coverage, "clusters": run_c
            "runtime": run_runtime}
 
 
-def run_cell(kind: str, cell: Cell, ctx: CellContext) -> Dict[str, Any]:
-    """Run ``cell`` as an experiment of ``kind`` (``accuracy``, ``coverage``, ``clusters``, ``runtime``)."""
+def run_cell(kind: str, cell: Cell, ctx: CellContext, *, compute: bool = True) -> Dict[str, Any]:
+    """Run ``cell`` as an experiment of ``kind`` (``accuracy``, ``coverage``, ``clusters``, ``runtime``);
+    ``compute=False`` (accuracy cells only) reads what its runner folder holds (:func:`read_accuracy`)."""
+    if not compute:
+        if kind != "accuracy":
+            raise ValueError(f"only accuracy experiments can be rendered without computing; this one is {kind!r}")
+        return read_accuracy(cell, ctx)
     return RUNNERS[kind](cell, ctx)

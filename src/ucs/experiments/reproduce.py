@@ -36,6 +36,8 @@ class ReproduceOptions:
     ``settings`` are any :class:`~ucs.pipeline.PipelineConfig` fields (``--set KEY=VALUE``); ``limit`` evaluates
     only the first ``limit`` protocol queries (resumable into the full run); ``store_dir`` holds the answer and
     score stores (default: inside ``cache_dir``) — commit it beside the results to resume a long run elsewhere.
+    ``render_only`` writes the pages from what the runner folders hold, computing nothing (accuracy experiments;
+    unfinished methods show as "—" and are listed in the manifest's ``pending``).
     """
 
     preset: str = "paper"
@@ -54,6 +56,7 @@ class ReproduceOptions:
     cache_dir: Optional[str] = None
     store_dir: Optional[str] = None
     progress: bool = False
+    render_only: bool = False
     command: Optional[str] = None
 
     def overrides(self) -> Dict[str, Any]:
@@ -146,7 +149,7 @@ def run_experiment(
         if log:
             log(f"[{exp.name} {i}/{len(cells)}] {cell.id} ({', '.join(cell.methods)})")
         t0 = time.perf_counter()
-        res = run_cell(exp.kind, cell, ctx)
+        res = run_cell(exp.kind, cell, ctx, compute=not options.render_only)
         res["wall_s"] = time.perf_counter() - t0
         results.append(res)
     out = Path(options.results_dir)
