@@ -3,9 +3,11 @@
 ``Selector.fit(pool_embeddings, labels=, texts=, cluster_ids=) -> self`` then
 ``select(query_embeddings, budget) -> Selection``. Pass ``prior=UCSPrior(cluster_ids, estimator, lam)`` to
 DPP, MDL, VoteK (or TopK) for the UCS-regularised form; ``lam = 0`` is the base selector exactly.
+:class:`CoverSelector` is coverage alone: one fixed set, the medoids of the largest latent clusters.
 """
 
 from ucs.selectors.base import Selector
+from ucs.selectors.cover import CoverSelector
 from ucs.selectors.dpp import DPPSelector, dpp_kernel, greedy_map_dpp
 from ucs.selectors.mdl import ContinuationScorer, MDLSelector, negative_entropy
 from ucs.selectors.prior import CORPUS_PRIORS, SCORE_DESIGNS, UCSPrior
@@ -18,6 +20,7 @@ __all__ = [
     "CORPUS_PRIORS",
     "SCORE_DESIGNS",
     "ContinuationScorer",
+    "CoverSelector",
     "DPPSelector",
     "MDLSelector",
     "RandomSelector",
