@@ -3,6 +3,7 @@
 The clusterer, selectors, estimators and the runner are the real ones; only the models are doubles."""
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -157,7 +158,7 @@ def test_runtime_times_every_prompt_and_restarts_an_interrupted_method(first_run
 
 
 def test_render_only_writes_the_page_of_a_run_under_way_and_computes_nothing(tmp_path):
-    opts = options(tmp_path, backbones=["dummy"], runs=1, selectors=["votek", "votek+ucs"])
+    opts = options(tmp_path, backbones=["dummy"], runs=1, selectors=["votek", "votek+ucs", "cover"])
     reproduce(["healthy_ucs"], ReproduceOptions(**{**opts.__dict__, "variants": ["base"]}))  # the base part only
     counting = Counting()
     page = reproduce(["healthy_ucs"], ReproduceOptions(**{**opts.__dict__, "render_only": True}),
@@ -169,6 +170,8 @@ def test_render_only_writes_the_page_of_a_run_under_way_and_computes_nothing(tmp
     md = page.markdown_path.read_text()
     assert "**Under way.**" in md and "sample / paper: votek+ucs" in md
     assert "| (b) default | votek+ucs | — |" in md
+    cover = next(line for line in md.splitlines() if line.startswith("| base selector | cover |"))
+    assert re.search(r"\([+-]\d+\.\d \[", cover), cover  # its paired Δ against VoteK
     full = reproduce(["healthy_ucs"], opts)[0]  # the same cells: the base part is not evaluated again
     assert {c.variant.name: r["new_records"] for c, r in zip(full.cells, full.results)} == {
         "base": 0, "paper": 4, "default": 4}

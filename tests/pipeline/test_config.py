@@ -37,13 +37,13 @@ def test_preset_overrides_and_cpu_preset():
 
 @pytest.mark.parametrize("name,expected", [
     ("dpp", ("dpp", False)), ("DPP+UCS", ("dpp", True)), ("votek_sgt", ("votek", True)),
-    ("mdl-ucs", ("mdl", True)), ("random", ("random", False)), ("topk_ucs", ("topk", True)),
+    ("mdl-ucs", ("mdl", True)), ("random", ("random", False)), ("cover", ("cover", False)), ("topk_ucs", ("topk", True)),
 ])
 def test_parse_method(name, expected):
     assert parse_method(name) == expected
 
 
-@pytest.mark.parametrize("bad", ["", "random+ucs", "kmeans", "dpp+foo", None])
+@pytest.mark.parametrize("bad", ["", "random+ucs", "cover+ucs", "kmeans", "dpp+foo", None])
 def test_parse_method_rejects(bad):
     with pytest.raises(ValueError, match="method"):
         parse_method(bad)

@@ -97,8 +97,10 @@ def _accuracy(exp: Experiment, cells: Sequence[Cell], results: Sequence[Dict[str
         if ref_variant:
             return None if vname == ref_variant else lookup(ds, bb, ref_variant, method)
         base, ucs = parse_method(method)
-        if not ucs:
-            return None
+        if not ucs:  # a base method compared with another one (the experiment's ``delta_vs_method`` option)
+            base = exp.options.get("delta_vs_method", {}).get(method)
+            if base is None:
+                return None
         hit = lookup(ds, bb, vname, base)
         if hit is None:
             for v in variants:

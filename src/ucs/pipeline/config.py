@@ -27,9 +27,11 @@ __all__ = [
 ]
 
 #: Base selectors and whether each takes the UCS prior (all of them do; Random has no utility to add to).
-BASE_SELECTORS = ("random", "topk", "dpp", "mdl", "votek")
+BASE_SELECTORS = ("random", "topk", "dpp", "mdl", "votek", "cover")
+#: Base selectors without a UCS form: ``random`` (the paper's baseline) and ``cover`` (coverage alone).
+NO_UCS_FORM = ("random", "cover")
 #: Method names understood by the pipeline: a base selector, or ``<base>+ucs`` for its UCS form.
-METHODS = ("random", "topk", "topk+ucs", "dpp", "dpp+ucs", "mdl", "mdl+ucs", "votek", "votek+ucs")
+METHODS = ("random", "topk", "topk+ucs", "dpp", "dpp+ucs", "mdl", "mdl+ucs", "votek", "votek+ucs", "cover")
 #: CLI spellings of the prediction modes of :mod:`ucs.evaluation.predict`.
 MODE_ALIASES = {"generate": "greedy", "generate-strict": "greedy-strict"}
 #: Retrieval embedder meaning "the backbone's own embeddings, ℓ2-normalised" (SPEC §1).
@@ -56,7 +58,7 @@ def parse_method(name: str) -> Tuple[str, bool]:
         if key.endswith(s):
             key, ucs = key[: -len(s)], True
             break
-    if key not in BASE_SELECTORS or (ucs and key == "random"):
+    if key not in BASE_SELECTORS or (ucs and key in NO_UCS_FORM):
         raise ValueError(f"unknown method {name!r}; choose from {', '.join(METHODS)}")
     return key, ucs
 

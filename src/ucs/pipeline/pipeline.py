@@ -515,6 +515,8 @@ class Pipeline:
             return S.DPPSelector(candidate_num=c.candidate_num, scale_factor=c.dpp_scale_factor, prior=prior)
         if base == "votek":
             return S.VoteKSelector(k=c.votek_k, prior=prior, random_state=int(seed))
+        if base == "cover":  # the medoids of the largest of this run's latent clusters (passed to fit)
+            return S.CoverSelector()
         if base == "mdl":
             return S.MDLSelector(
                 scorer=self.mdl_scorer(), label_set=list(self.dataset.label_names), candidate_num=c.candidate_num,
