@@ -8,8 +8,10 @@ Draws ``n × d`` float32 embeddings with planted clusters (:func:`ucs.clustering
 clusters them with the ``default`` preset's clustering settings (``DEFAULT_COVERAGE``: spherical k-means with
 ⌈√N⌉ clusters), and records wall time per stage, peak resident memory, the 1-minute load average at the
 start, the health of the result and its AMI against the planted clusters. With ``--paper`` the paper's
-``dict_dbscan`` runs on the same input, side by side, for the ratio. With ``--ray`` the pipeline's executor
-path runs too (the k-means methods run in-process on the gathered matrix there), and its labels are compared.
+``dict_dbscan`` runs on the same input, side by side, for the ratio. With ``--ray`` the executor path of the
+default clustering runs too (:func:`ucs.distributed.kmeans_pool` on a private local Ray cluster with the
+machine's cores: centres on the driver, assignment shard by shard on the workers), and whether its labels
+equal the local ones is recorded.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from sklearn.metrics import adjusted_mutual_info_score
 
 from ucs.clustering import LatentClusterer, cluster_health
 from ucs.clustering.synthetic import make_planted_embeddings
-from ucs.experiments.presets import PRESETS
+from ucs.pipeline.presets import PRESETS
 
 
 def peak_rss_gib() -> float:
@@ -59,12 +61,35 @@ def run(E: np.ndarray, params: dict) -> dict:
     return {"est": c, "seconds": time.perf_counter() - t}
 
 
+def run_ray(E: np.ndarray, params: dict, shard_size: int) -> dict:
+    """The executor path on a private local Ray cluster (started, warmed up and stopped here; only the clustering
+    is timed)."""
+    import ray
+
+    from ucs.distributed import RayExecutor, kmeans_pool
+
+    ray.init(num_cpus=os.cpu_count(), include_dashboard=False, address="local", log_to_driver=False)
+    try:
+        ex = RayExecutor()
+        from ucs.distributed.cluster import _n_rows_task
+
+        # start every worker and import ucs there first: worker start-up is Ray's fixed cost, not the clustering's
+        ex.get([ex.submit(_n_rows_task, np.zeros((1, 1))) for _ in range(4 * (os.cpu_count() or 1))])
+        t = time.perf_counter()
+        c = kmeans_pool(E, params, ex, shard_size=shard_size)
+        return {"est": c, "seconds": time.perf_counter() - t}
+    finally:
+        ray.shutdown()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=1_000_000)
     ap.add_argument("--d", type=int, default=128)
     ap.add_argument("--clusters", type=int, default=2000, help="planted clusters")
     ap.add_argument("--paper", action="store_true", help="also run the paper's dict_dbscan on the same input")
+    ap.add_argument("--ray", action="store_true", help="also run the executor path on a local Ray cluster")
+    ap.add_argument("--shard-size", type=int, default=100_000, help="rows per shard of the Ray run")
     ap.add_argument("--out", type=Path, default=None, help="write the markdown table here")
     a = ap.parse_args()
     load = os.getloadavg()[0]
@@ -77,12 +102,24 @@ def main() -> None:
         h = cluster_health(c.labels_)
         rows.append((name, params, r["seconds"], c.timings_, h, adjusted_mutual_info_score(y, c.labels_), peak_rss_gib()))
         print(name, f"{r['seconds']:.1f}s", h.line(), flush=True)
+        if name == "default":
+            local_labels = c.labels_
+    if a.ray:
+        r = run_ray(E, default_params(), a.shard_size)
+        c = r["est"]
+        h = cluster_health(c.labels_)
+        same = bool(np.array_equal(c.labels_, local_labels))
+        rows.append((f"default on Ray ({a.shard_size:,}-row shards; labels equal local: {'yes' if same else 'NO'})",
+                     default_params(), r["seconds"], c.timings_, h, adjusted_mutual_info_score(y, c.labels_),
+                     peak_rss_gib()))
+        print("ray", f"{r['seconds']:.1f}s", "labels equal local:", same, flush=True)
     lines = [
         f"# Default clustering at scale: {a.n:,} × {a.d} synthetic float32 ({a.clusters} planted clusters)", "",
         f"- machine: {cpu_model()}, {os.cpu_count()} cores; 1-minute load at start "
         f"{load:.2f}; Python {sys.version.split()[0]}",
         f"- command: `PYTHONPATH=src python benchmarks/clustering/bench_default_scale.py --n {a.n} --d {a.d} "
-        f"--clusters {a.clusters}{' --paper' if a.paper else ''}`", "",
+        f"--clusters {a.clusters}{' --paper' if a.paper else ''}{' --ray' if a.ray else ''}`", "",
+        "- peak RSS is the driver process's (Ray workers hold one shard and the centres each)", "",
         "| clustering | parameters | wall s | stages (s) | clusters | largest | singletons | AMI vs planted | peak RSS GiB |",
         "|---|---|---:|---|---:|---:|---:|---:|---:|",
     ]

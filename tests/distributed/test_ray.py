@@ -117,3 +117,31 @@ def test_pipeline_on_ray_equals_the_local_pipeline(ray_executor, tmp_path):
     key = ("method", "seed", "query", "selected", "prompt_sha256", "parsed")
     assert [[r[k] for k in key] for r in ra] == [[r[k] for k in key] for r in rb]
     assert a.coverage == b.coverage
+
+
+def test_kmeans_pool_on_ray_equals_latent_clusterer(ray_executor, monkeypatch):
+    """The default clustering through Ray: centres on the driver, assignment on workers, the local labels."""
+    from ucs.clustering import LatentClusterer, partition
+    from ucs.clustering.synthetic import make_planted_embeddings
+    from ucs.distributed import kmeans_pool
+
+    monkeypatch.setattr(partition, "KMEANS_FIT_MAX", 600)  # a sampled fit, as for pools over 100,000 rows
+    E, _ = make_planted_embeddings(2000, 32, 30, random_state=8)
+    local = LatentClusterer(method="kmeans", random_state=5).fit(E)
+    on_ray = kmeans_pool(E, {"method": "kmeans", "random_state": 5}, ray_executor, shard_size=450)
+    np.testing.assert_array_equal(on_ray.labels_, local.labels_)
+    np.testing.assert_array_equal(on_ray.params["cluster_centers"], local.cluster_centers_)
+
+
+def test_pipeline_clusters_with_the_default_kmeans_on_ray(ray_executor, tmp_path):
+    from ucs.distributed import PoolClustering
+    from ucs.pipeline import DummyBackbone, Pipeline, PipelineConfig
+
+    cfg = PipelineConfig(dataset="sample", backbone="dummy", mode="likelihood", clustering="kmeans", n_runs=1)
+    ids = {}
+    for name, ex in (("local", None), ("ray", ray_executor)):
+        pipe = Pipeline(cfg, backbone=DummyBackbone(), cache_dir=tmp_path / name, progress=False, executor=ex,
+                        shard_size=40)
+        ids[name] = pipe.cluster_ids(42)
+        assert isinstance(pipe.clusterer(42), PoolClustering) == (ex is not None)  # the sharded path ran
+    np.testing.assert_array_equal(ids["ray"], ids["local"])

@@ -16,7 +16,8 @@ from numpy.typing import NDArray
 
 from .graph import canonical_labels
 
-__all__ = ["default_n_clusters", "spherical_kmeans", "hdbscan_labels", "KMEANS_FIT_MAX"]
+__all__ = ["default_n_clusters", "spherical_kmeans", "hdbscan_labels", "KMEANS_FIT_MAX", "kmeans_fit_rows", "fit_centers",
+           "nearest_center", "canonical_partition"]
 
 #: Above this many rows k-means is fitted on a seeded sample of this size and every row is then
 #: assigned to its nearest centre (one matrix product); below it, on all rows.
@@ -43,7 +44,7 @@ def spherical_kmeans(
     random_state: Optional[int] = None,
     n_init: int = 3,
     max_iter: int = 100,
-    fit_max: int = KMEANS_FIT_MAX,
+    fit_max: Optional[int] = None,
 ) -> "tuple[NDArray[np.int64], NDArray[np.float32]]":
     """k-means on unit rows (cosine geometry), labels numbered by first appearance.
 
@@ -57,8 +58,9 @@ def spherical_kmeans(
         Seeds the k-means++ initialisation and the fitting sample; the same seed gives the same labels.
     n_init, max_iter : int
         scikit-learn's :class:`~sklearn.cluster.KMeans` settings (best of ``n_init`` restarts by inertia).
-    fit_max : int
-        Rows above which the centres are fitted on a seeded sample of ``fit_max`` rows.
+    fit_max : int, optional
+        Rows above which the centres are fitted on a seeded sample of ``fit_max`` rows (default
+        :data:`KMEANS_FIT_MAX`, read when called).
 
     Returns
     -------
@@ -72,23 +74,43 @@ def spherical_kmeans(
     Time ``O(n_init · iters · m k d)`` with ``m = min(n, fit_max)``, plus ``O(n k d)`` for assigning
     every row; memory ``O(n d + k d)`` plus blocks of ``O(block · k)`` distances.
     """
-    from sklearn.cluster import KMeans
-
     n = U.shape[0]
     k = int(n_clusters)
     if not 1 <= k <= n:
         raise ValueError(f"n_clusters must lie in [1, {n}] for {n} items; got {n_clusters}")
     X = np.ascontiguousarray(U, dtype=np.float32)
-    rng = np.random.default_rng(random_state)
-    fit_rows = np.sort(rng.choice(n, size=fit_max, replace=False)) if n > fit_max else None
-    Xfit = X if fit_rows is None else X[fit_rows]
+    fit_rows = kmeans_fit_rows(n, KMEANS_FIT_MAX if fit_max is None else fit_max, random_state)
+    centers, fit_labels = fit_centers(X if fit_rows is None else X[fit_rows], k, random_state, n_init, max_iter)
+    raw = fit_labels if fit_rows is None else nearest_center(X, centers)
+    return canonical_partition(raw, centers)
+
+
+def kmeans_fit_rows(n: int, fit_max: int, random_state: Optional[int] = None) -> Optional[NDArray[np.int64]]:
+    """The rows k-means centres are fitted on: ``None`` (all of them) when ``n <= fit_max``, else a sorted
+    sample of ``fit_max`` rows drawn with ``numpy.random.default_rng(random_state)``. ``O(n)``."""
+    if n <= fit_max:
+        return None
+    return np.sort(np.random.default_rng(random_state).choice(n, size=fit_max, replace=False))
+
+
+def fit_centers(
+    Xfit: NDArray[np.float32], k: int, random_state: Optional[int] = None, n_init: int = 3, max_iter: int = 100,
+) -> "tuple[NDArray[np.float32], NDArray[np.int64]]":
+    """scikit-learn's k-means on the fitting rows ``Xfit`` (m, d): unit-normalised centres (k, d) float32 and the
+    fitting rows' own labels (m,). Time ``O(n_init · iters · m k d)``."""
+    from sklearn.cluster import KMeans
+
     seed = None if random_state is None else int(random_state)
-    km = KMeans(n_clusters=k, n_init=n_init, max_iter=max_iter, random_state=seed).fit(Xfit)
+    km = KMeans(n_clusters=int(k), n_init=n_init, max_iter=max_iter, random_state=seed).fit(Xfit)
     centers = km.cluster_centers_.astype(np.float32)
     centers /= np.maximum(np.linalg.norm(centers, axis=1, keepdims=True), 1e-12)
-    raw = km.labels_.astype(np.int64) if fit_rows is None else nearest_center(X, centers)
+    return centers, km.labels_.astype(np.int64)
+
+
+def canonical_partition(raw: NDArray[np.int64], centers: NDArray[np.float32]) -> "tuple[NDArray[np.int64], NDArray[np.float32]]":
+    """Centre indices of every row → ids numbered by first appearance, and the centres reordered to match
+    (a centre nobody is nearest to is dropped). ``O(n log n)``."""
     labels = canonical_labels(raw)
-    # reorder the centres to the canonical ids (first appearance in index order)
     first = np.unique(raw, return_index=True)
     order = first[0][np.argsort(first[1], kind="stable")]
     return labels, np.ascontiguousarray(centers[order])

@@ -11,12 +11,14 @@ from ucs.distributed.cluster import PoolClustering, cluster_pool
 from ucs.distributed.embed import PoolEmbeddings, embed_pool
 from ucs.distributed.eps_graph import EpsGraphResult, sharded_eps_components
 from ucs.distributed.executor import EXECUTORS, Executor, LocalExecutor, get_executor
+from ucs.distributed.partition import DISTRIBUTED_PARTITIONS, kmeans_pool
 from ucs.distributed.ray_executor import RayExecutor, have_ray
 from ucs.distributed.select import select_queries
 from ucs.distributed.sharding import load_shard, shard_ranges
 from ucs.distributed.unionfind import UnionFind, connected_components_from_edges
 
 __all__ = [
+    "DISTRIBUTED_PARTITIONS",
     "EXECUTORS",
     "EpsGraphResult",
     "Executor",
@@ -29,6 +31,7 @@ __all__ = [
     "connected_components_from_edges",
     "embed_pool",
     "get_executor",
+    "kmeans_pool",
     "have_ray",
     "load_shard",
     "select_queries",

@@ -387,6 +387,7 @@ class Pipeline:
             if self.distributed and self.config.joint_backbones:
                 raise ValueError("joint_backbones (a joint dictionary) runs in-process only; use executor=None")
             from ucs.clustering.estimator import EPS_METHODS
+            from ucs.distributed.partition import DISTRIBUTED_PARTITIONS
 
             eps_method = self.config.clustering in EPS_METHODS
             if self.config.joint_backbones:
@@ -402,6 +403,11 @@ class Pipeline:
                     self._memo["pool_shards"], {**self.clusterer_params(seed), "dbscan_q": qv}, self._executor(),
                     fit_sample_size=self.fit_sample_size, knn=self.knn,
                 )
+            elif self.distributed and self.config.clustering in DISTRIBUTED_PARTITIONS:
+                from ucs.distributed.partition import kmeans_pool
+
+                est = kmeans_pool(self.cluster_embeddings(), self.clusterer_params(seed), self._executor(),
+                                  shard_size=self.shard_size)
             else:
                 from ucs.clustering import LatentClusterer
 
