@@ -142,6 +142,17 @@ def _unit_codes_task(source: ShardSource, rep: Representation, dtype: Any) -> ND
     return unit_rows(rep.transform(_prepare(source, dtype)))
 
 
+def gather_rows(ex: Executor, sources: Sequence[Any], lengths: Sequence[int], rows: NDArray[np.int64]) -> NDArray[np.floating]:
+    """Pool rows ``rows`` (sorted global indices) read from the shards that hold them, in that order.
+
+    One task per shard that holds any of them; ``O(len(rows) · d)`` data travels to the driver.
+    """
+    offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+    owner = np.searchsorted(offsets, rows, side="right") - 1
+    parts = [ex.submit(_rows_task, s, rows[owner == i] - offsets[i]) for i, s in enumerate(sources) if np.any(owner == i)]
+    return np.concatenate(ex.get(parts))
+
+
 def _n_rows_task(U: NDArray[np.floating]) -> int:
     return int(U.shape[0])
 
@@ -151,7 +162,9 @@ def _argmax_task(source: ShardSource, rep: Representation, dtype: Any) -> NDArra
 
 
 # ---------------------------------------------------------------------------------------- driver
-def _clusterer_params(clusterer: Any, overrides: Dict[str, Any]) -> Dict[str, Any]:
+def resolve_params(clusterer: Any, overrides: Dict[str, Any]) -> Dict[str, Any]:
+    """A :class:`~ucs.clustering.LatentClusterer`'s validated parameters from an instance, a dict of them or
+    ``None`` (its defaults), with ``overrides`` on top; raises ``ValueError`` naming a bad one."""
     from ucs.clustering import LatentClusterer
 
     if clusterer is None:
@@ -163,7 +176,11 @@ def _clusterer_params(clusterer: Any, overrides: Dict[str, Any]) -> Dict[str, An
     else:
         raise ValueError(f"clusterer must be a LatentClusterer, a dict of its parameters or None; got {type(clusterer).__name__}")
     est._check_params()
-    params = est.get_params()
+    return est.get_params()
+
+
+def _clusterer_params(clusterer: Any, overrides: Dict[str, Any]) -> Dict[str, Any]:
+    params = resolve_params(clusterer, overrides)
     if params["method"] != "dict_argmax" and params["min_samples"] != 1:
         raise ValueError(
             f"cluster_pool builds DBSCAN as connected components, which needs min_samples=1; got "
@@ -287,17 +304,13 @@ def cluster_pool(
     n = int(sum(lengths))
     if p["method"] != "dict_argmax" and n <= p["dbscan_k"]:
         raise ValueError(f"dbscan_k={p['dbscan_k']} needs more than {p['dbscan_k']} samples; got {n}. Lower dbscan_k.")
-    offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
     if n <= fit_sample_size:
         sample_idx = np.arange(n, dtype=np.int64)
     else:
         sample_idx = np.sort(np.random.default_rng(p["random_state"]).choice(n, fit_sample_size, replace=False))
-    owner = np.searchsorted(offsets, sample_idx, side="right") - 1
-    parts = [ex.submit(_rows_task, s, sample_idx[owner == i] - offsets[i])
-             for i, s in enumerate(sources) if np.any(owner == i)]
     from ucs.clustering._validation import check_embeddings
 
-    X = check_embeddings(np.concatenate(ex.get(parts)), "E", min_samples=2).astype(dtype, copy=False)
+    X = check_embeddings(gather_rows(ex, sources, lengths, sample_idx), "E", min_samples=2).astype(dtype, copy=False)
     timings["sample"] = time.perf_counter() - t
     rep = _fit_representation(p, X, timings)
     del X

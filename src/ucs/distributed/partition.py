@@ -32,7 +32,7 @@ from numpy.typing import NDArray
 from ucs.clustering.neighbors import unit_rows
 from ucs.clustering import partition
 from ucs.clustering.partition import canonical_partition, default_n_clusters, fit_centers, kmeans_fit_rows, nearest_center
-from ucs.distributed.cluster import PoolClustering, _prepare, _rows_task, _sources
+from ucs.distributed.cluster import PoolClustering, _prepare, _sources, gather_rows, resolve_params
 from ucs.distributed.embed import PoolEmbeddings
 from ucs.distributed.executor import Executor, get_executor
 from ucs.distributed.sharding import ShardSource, check_shard_size
@@ -49,18 +49,7 @@ def _assign_task(source: ShardSource, centers: NDArray[np.float32], dtype: Any) 
 
 
 def _kmeans_params(clusterer: Any, overrides: Dict[str, Any]) -> Dict[str, Any]:
-    from ucs.clustering import LatentClusterer
-
-    if clusterer is None:
-        est = LatentClusterer(**{"method": "kmeans", **overrides})
-    elif isinstance(clusterer, dict):
-        est = LatentClusterer(**{**clusterer, **overrides})
-    elif isinstance(clusterer, LatentClusterer):
-        est = LatentClusterer(**{**clusterer.get_params(), **overrides})
-    else:
-        raise ValueError(f"clusterer must be a LatentClusterer, a dict of its parameters or None; got {type(clusterer).__name__}")
-    est._check_params()
-    p = est.get_params()
+    p = resolve_params(clusterer, {"method": "kmeans", **overrides} if clusterer is None else overrides)
     if p["method"] not in DISTRIBUTED_PARTITIONS:
         raise ValueError(
             f"kmeans_pool runs method 'kmeans' only; got method={p['method']!r}. The paper's DBSCAN methods run "
@@ -118,10 +107,7 @@ def kmeans_pool(
         raise ValueError(f"n_clusters={k} must lie in [1, {n}] for {n} items; set n_clusters <= {n} or None")
     fit_rows = kmeans_fit_rows(n, partition.KMEANS_FIT_MAX, p["random_state"])  # the local path's rows
     rows = np.arange(n, dtype=np.int64) if fit_rows is None else fit_rows
-    offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
-    owner = np.searchsorted(offsets, rows, side="right") - 1
-    parts = [ex.submit(_rows_task, s, rows[owner == i] - offsets[i]) for i, s in enumerate(sources) if np.any(owner == i)]
-    Xfit = unit_rows(np.concatenate(ex.get(parts)).astype(dtype, copy=False))
+    Xfit = unit_rows(gather_rows(ex, sources, lengths, rows).astype(dtype, copy=False))
     timings["sample"] = time.perf_counter() - t
     t = time.perf_counter()
     centers, fit_labels = fit_centers(Xfit, k, p["random_state"])
