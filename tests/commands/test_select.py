@@ -53,3 +53,19 @@ def test_select_and_distributed_select_use_the_same_default_lambda(tmp_path):
     assert a == b == DPPSelector(prior=UCSPrior(ids)).fit(pool).select(queries, 4).indices.tolist()
     base = DPPSelector().fit(pool).select(queries, 4).indices.tolist()
     assert a != base, "the default λ should change some selection on these data"
+
+
+def test_select_cover_writes_the_fixed_medoid_set_and_needs_cluster_ids(tmp_path):
+    from ucs.selectors import CoverSelector
+
+    rng = np.random.default_rng(2)
+    pool, ids = rng.normal(size=(30, 5)), rng.integers(0, 4, 30)
+    np.save(tmp_path / "pool.npy", pool)
+    np.save(tmp_path / "ids.npy", ids)
+    args = ["select", "--pool", str(tmp_path / "pool.npy"), "--method", "cover", "--budget", "3"]
+    res = CliRunner().invoke(app, [*args, "--cluster-ids", str(tmp_path / "ids.npy"), "--out", str(tmp_path / "c.json")])
+    assert res.exit_code == 0, res.output
+    want = CoverSelector().fit(pool, cluster_ids=ids).select(None, 3).indices
+    assert json.loads((tmp_path / "c.json").read_text())["indices"] == want.tolist()
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 2 and "--cluster-ids" in res.output and "Traceback" not in res.output

@@ -9,6 +9,10 @@ from typing import Optional
 import typer
 
 from ucs.commands._inputs import default_note as _d, set_options
+from ucs.selectors.factory import BASE_SELECTORS, NO_UCS_FORM
+
+#: Selectors run with the UCS prior over query batches (MDL scores with the driver's LM, which is not shipped).
+_SELECT_METHODS = tuple(b for b in BASE_SELECTORS if b not in NO_UCS_FORM and b != "mdl")
 
 _EXECUTOR_HELP = "local (default, in-process) or ray"
 _ADDRESS_HELP = "Ray cluster: 'auto' (ray start on this machine), 'ray://host:10001', or empty for a private local one."
@@ -112,7 +116,7 @@ def register(app: typer.Typer) -> None:
         pool: Path = typer.Option(..., "--pool", exists=True, help="Pool embeddings .npy (N, d) or pool manifest .json."),
         queries: Path = typer.Option(..., "--queries", exists=True, help="Query embeddings .npy (Q, d)."),
         cluster_ids: Path = typer.Option(..., exists=True, help="Cluster ids .npy (N,)."),
-        method: str = typer.Option("dpp", help="topk | dpp | votek"),
+        method: str = typer.Option("dpp", help=" | ".join(_SELECT_METHODS)),
         lam: Optional[float] = typer.Option(None, help=f"UCS weight λ, 0 = the base selector{_d('LAM')}."),
         estimator: Optional[str] = typer.Option(None, help=f"Unseen estimator of the UCS prior{_d('ESTIMATOR')}."),
         budget: int = typer.Option(10, help="Demonstrations per query."),
@@ -125,17 +129,18 @@ def register(app: typer.Typer) -> None:
         """Select demonstrations for every query, query batches in parallel."""
         from ucs.commands._inputs import check_out_suffix, read_ids, read_matrix
         from ucs.distributed import PoolEmbeddings, select_queries
-        from ucs.selectors import DPPSelector, TopKSelector, UCSPrior, VoteKSelector
+        from ucs.selectors import UCSPrior
+        from ucs.selectors.factory import make_selector
 
-        classes = {"topk": TopKSelector, "dpp": DPPSelector, "votek": VoteKSelector}
-        if method not in classes:
-            raise typer.BadParameter(f"must be one of {', '.join(classes)}; got {method!r}", param_hint="--method")
+        if method not in _SELECT_METHODS:
+            raise typer.BadParameter(f"must be one of {', '.join(_SELECT_METHODS)}; got {method!r}",
+                                     param_hint="--method")
         check_out_suffix(out, "--out", (".json", ".csv"))
         E = _pool(pool, "--pool", PoolEmbeddings)
         ids = read_ids(cluster_ids, "--cluster-ids", n=E.shape[0])
         Q = read_matrix(queries, "--queries", dim=E.shape[1])
         prior = UCSPrior(ids, **set_options(estimator=estimator, lam=lam))
-        sel = classes[method](prior=prior).fit(E, cluster_ids=ids)
+        sel = make_selector(method, prior=prior).fit(E, cluster_ids=ids)
         with _executor(executor, address, num_cpus) as ex:
             selection = select_queries(sel, Q, ex, batch_size, budget=budget)
         if out.suffix == ".csv":

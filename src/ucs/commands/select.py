@@ -8,8 +8,10 @@ from typing import Optional
 import typer
 
 from ucs.commands._inputs import default_note as _d, set_options
+from ucs.selectors.factory import BASE_SELECTORS
 
-METHODS = ("random", "topk", "dpp", "votek")
+#: Every base selector but MDL, which scores subsets with a language model (the Python API takes one).
+METHODS = tuple(b for b in BASE_SELECTORS if b != "mdl")
 
 
 def register(app: typer.Typer) -> None:
@@ -20,7 +22,8 @@ def register(app: typer.Typer) -> None:
         method: str = typer.Option("dpp", help=f"One of {', '.join(METHODS)} (MDL needs an LM: use the Python API)."),
         budget: int = typer.Option(10, help="Demonstrations per query (0 = zero-shot)."),
         cluster_ids: Optional[Path] = typer.Option(
-            None, help="Cluster ids, .npy (N,): adds the UCS prior (weight --lam) to every method but random."),
+            None, help="Cluster ids, .npy (N,): adds the UCS prior (weight --lam) to every method but random and "
+                       "cover; cover needs them."),
         lam: Optional[float] = typer.Option(None, help=f"UCS weight λ, 0 = the base selector{_d('LAM')}."),
         estimator: Optional[str] = typer.Option(None, help=f"Unseen estimator of the UCS prior{_d('ESTIMATOR')}."),
         design: Optional[str] = typer.Option(
@@ -33,7 +36,8 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Select demonstrations for every query and write them (with pool texts when given)."""
         from ucs.commands._inputs import check_out_suffix, read_ids, read_lines, read_matrix
-        from ucs.selectors import DPPSelector, RandomSelector, TopKSelector, UCSPrior, VoteKSelector
+        from ucs.selectors import UCSPrior
+        from ucs.selectors.factory import has_ucs_form, make_selector
 
         if method not in METHODS:
             raise typer.BadParameter(f"must be one of {', '.join(METHODS)}; got {method!r}", param_hint="--method")
@@ -43,17 +47,13 @@ def register(app: typer.Typer) -> None:
         ids = None if cluster_ids is None else read_ids(cluster_ids, "--cluster-ids", n=pool.shape[0])
         if ids is None and lam not in (None, 0.0):
             raise typer.BadParameter("--lam needs --cluster-ids")
+        if ids is None and method == "cover":
+            raise typer.BadParameter("cover picks the medoids of the largest clusters: pass --cluster-ids",
+                                     param_hint="--cluster-ids")
         prior = None
-        if ids is not None and method != "random":  # the same λ as 'ucs distributed select' when unset
+        if ids is not None and has_ucs_form(method):  # the same λ as 'ucs distributed select' when unset
             prior = UCSPrior(ids, **set_options(estimator=estimator, lam=lam, design=design, corpus_prior=corpus_prior))
-        if method == "random":
-            sel = RandomSelector(random_state=seed)
-        elif method == "topk":
-            sel = TopKSelector(prior=prior)
-        elif method == "dpp":
-            sel = DPPSelector(prior=prior)
-        else:
-            sel = VoteKSelector(prior=prior, random_state=seed)
+        sel = make_selector(method, prior=prior, random_state=seed)
         texts = None
         if pool_texts is not None:
             texts = read_lines(pool_texts, "--pool-texts", n=pool.shape[0])

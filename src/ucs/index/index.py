@@ -159,7 +159,7 @@ class SelectorIndex:
 
     # ------------------------------------------------------------------ parameters
     def _check_params(self) -> None:
-        from ucs.pipeline.config import canonical_method, parse_method
+        from ucs.selectors.factory import canonical_method, parse_method
         from ucs.selectors.base import check_random_state
 
         self.method_ = canonical_method(self.method)
@@ -246,26 +246,22 @@ class SelectorIndex:
         return UCSPrior(self.cluster_ids_, **{**_defaults(), **(self.prior or {})})
 
     def _fit_selector(self) -> "SelectorIndex":
-        """Build the selector through the selector registry (:meth:`Selector.from_config`) and fit it."""
-        from ucs.selectors.base import _REGISTRY, Selector
+        """Build the selector with :func:`ucs.selectors.factory.make_selector` and fit it."""
+        from ucs.selectors.factory import make_selector, selector_class
 
-        cls = next(c for c in _REGISTRY.values() if getattr(c, "name", None) == self.base_)
+        cls = selector_class(self.base_)
         accepted = set(cls._param_names())
         params: Dict[str, Any] = dict(self.selector_params or {})
         unknown = sorted(set(params) - accepted)
         if unknown:
             raise ValueError(f"selector_params {unknown} are not parameters of {cls.__name__}; valid: {sorted(accepted)}")
-        if "random_state" in accepted:
-            params.setdefault("random_state", int(self.random_state))
-        objects: Dict[str, Any] = {}
+        params.setdefault("random_state", int(self.random_state))
         self.coverage_prior_ = self._prior()
-        if self.ucs_:
-            objects["prior"] = self.coverage_prior_
         if self.base_ == "mdl":
-            objects["scorer"] = self.lm
+            params["scorer"] = self.lm
         texts = [example_text(e, self.input_keys_) for e in self.examples_]
         labels = None if self.output_key_ is None else [str(e[self.output_key_]) for e in self.examples_]
-        sel = Selector.from_config({"selector": cls.__name__, "params": params}, **objects)
+        sel = make_selector(self.method_, prior=self.coverage_prior_ if self.ucs_ else None, **params)
         sel.fit(self.embeddings_, labels=labels, texts=texts, cluster_ids=self.cluster_ids_)
         if sel.query_dependent:
             sel.set_candidate_search(self.search_)

@@ -16,22 +16,19 @@ from pathlib import Path
 from typing import Any, Dict, Mapping, Optional, Tuple
 
 from ucs import defaults as D
+from ucs.selectors.factory import BASE_SELECTORS, METHODS, NO_UCS_FORM, canonical_method, parse_method
 
 __all__ = [
     "BASE_SELECTORS",
     "METHODS",
     "MODE_ALIASES",
+    "NO_UCS_FORM",
     "PipelineConfig",
+    "canonical_method",
     "parse_method",
     "parse_methods",
 ]
 
-#: Base selectors and whether each takes the UCS prior (all of them do; Random has no utility to add to).
-BASE_SELECTORS = ("random", "topk", "dpp", "mdl", "votek", "cover")
-#: Base selectors without a UCS form: ``random`` (the paper's baseline) and ``cover`` (coverage alone).
-NO_UCS_FORM = ("random", "cover")
-#: Method names understood by the pipeline: a base selector, or ``<base>+ucs`` for its UCS form.
-METHODS = ("random", "topk", "topk+ucs", "dpp", "dpp+ucs", "mdl", "mdl+ucs", "votek", "votek+ucs", "cover")
 #: CLI spellings of the prediction modes of :mod:`ucs.evaluation.predict`.
 MODE_ALIASES = {"generate": "greedy", "generate-strict": "greedy-strict"}
 #: Retrieval embedder meaning "the backbone's own embeddings, ℓ2-normalised" (SPEC §1).
@@ -41,31 +38,6 @@ CLUSTER_SPACES = ("backbone", "retrieval")
 #: Settings added after results were first published: left out of the results' key while at these values.
 LATE_DEFAULTS = {"n_clusters": None, "hdbscan_min_cluster_size": D.HDBSCAN_MIN_CLUSTER_SIZE,
                   "cluster_space": "backbone", "relevance": D.RELEVANCE}
-
-_SUFFIXES = ("+ucs", "_ucs", "-ucs", "_sgt")
-
-
-def parse_method(name: str) -> Tuple[str, bool]:
-    """``"dpp+ucs"`` → ``("dpp", True)``; ``"votek"`` → ``("votek", False)``.
-
-    ``_ucs``, ``-ucs`` and the authors' ``_sgt`` suffixes are accepted; case is ignored.
-    """
-    if not isinstance(name, str) or not name.strip():
-        raise ValueError(f"a method name must be a non-empty string such as 'dpp+ucs'; got {name!r}")
-    key = name.strip().lower()
-    ucs = False
-    for s in _SUFFIXES:
-        if key.endswith(s):
-            key, ucs = key[: -len(s)], True
-            break
-    if key not in BASE_SELECTORS or (ucs and key in NO_UCS_FORM):
-        raise ValueError(f"unknown method {name!r}; choose from {', '.join(METHODS)}")
-    return key, ucs
-
-
-def canonical_method(name: str) -> str:
-    base, ucs = parse_method(name)
-    return f"{base}+ucs" if ucs else base
 
 
 def parse_methods(spec: "str | Any") -> Tuple[str, ...]:
@@ -81,6 +53,22 @@ def parse_methods(spec: "str | Any") -> Tuple[str, ...]:
     if not out:
         raise ValueError(f"selectors must name at least one method from {', '.join(METHODS)}; got {spec!r}")
     return tuple(out)
+
+
+#: Selector parameter → configuration field, per base selector (the stages' own names on the left).
+_SELECTOR_FIELDS: Dict[str, Dict[str, str]] = {
+    "topk": {"candidate_num": "candidate_num"},
+    "dpp": {"candidate_num": "candidate_num", "scale_factor": "dpp_scale_factor"},
+    "votek": {"k": "votek_k"},
+    "mdl": {"candidate_num": "candidate_num", "select_time": "mdl_select_time"},
+}
+#: :class:`~ucs.clustering.LatentClusterer` parameter → configuration field (in the cache key's order).
+_CLUSTERER_FIELDS: Dict[str, str] = {
+    "method": "clustering", "pca_dim": "pca_dim", "n_atoms": "dict_n_atoms", "coding": "dict_coding",
+    "ridge_alpha": "dict_ridge_alpha", "omp_n_nonzero": "dict_omp_nonzeros", "dict_batch_size": "dict_batch_size",
+    "dict_max_iter": "dict_max_iter", "dbscan_k": "dbscan_k", "dbscan_q": "dbscan_q",
+    "min_samples": "min_samples", "standardize": "standardize",
+}
 
 
 def _check_int(value: Any, name: str, low: int, allow_none: bool = False) -> None:
@@ -329,6 +317,22 @@ class PipelineConfig:
         A base selector gets the ``q`` of its UCS form, so both are diagnosed on the same clusters."""
         base, _ = parse_method(method)
         return float(self.dbscan_q_by_selector.get(base, self.dbscan_q))
+
+    def selector_params(self, base: str) -> Dict[str, Any]:
+        """Constructor parameters of base selector ``base`` under the class's own names (``scale_factor`` for
+        ``dpp_scale_factor``, ``k`` for ``votek_k`` ...), for :func:`ucs.selectors.factory.make_selector`."""
+        return {param: getattr(self, name) for param, name in _SELECTOR_FIELDS.get(base, {}).items()}
+
+    def clusterer_params(self, seed: int) -> Dict[str, Any]:
+        """Keyword arguments of :class:`ucs.clustering.LatentClusterer` for run ``seed``, under its names."""
+        params: Dict[str, Any] = {param: getattr(self, name) for param, name in _CLUSTERER_FIELDS.items()}
+        params["random_state"] = int(seed)
+        # added later: only when set, so the cache keys of earlier clusterings stay put
+        if self.n_clusters is not None:
+            params["n_clusters"] = self.n_clusters
+        if self.hdbscan_min_cluster_size != D.HDBSCAN_MIN_CLUSTER_SIZE:
+            params["hdbscan_min_cluster_size"] = self.hdbscan_min_cluster_size
+        return params
 
     def estimator_params(self) -> Dict[str, Any]:
         """Keyword arguments of :class:`ucs.estimators.UnseenCoverage` for the chosen estimator."""

@@ -36,12 +36,12 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ucs import defaults as D
 from ucs.embedding.base import l2_normalize
 from ucs.embedding.cache import EmbeddingCache, default_cache_dir
 from ucs.evaluation.file_names import method_file_stem, selection_file_stem
 from ucs.pipeline.config import PipelineConfig, canonical_method, parse_method
 from ucs.pipeline.diagnostics import coverage_markdown, coverage_stats, summarize_coverage
+from ucs.selectors.factory import make_selector
 from ucs.utils.integrity import load_checked_npy, save_checked_npy
 from ucs.utils.io import atomic_write_json, atomic_write_text, hash_array
 from ucs.utils.progress import progress_enabled, stage
@@ -333,25 +333,7 @@ class Pipeline:
     # ------------------------------------------------------------------ stage 2: clusters
     def clusterer_params(self, seed: int) -> Dict[str, Any]:
         """Keyword arguments of :class:`ucs.clustering.LatentClusterer` for run ``seed``."""
-        c = self.config
-        return {
-            "method": c.clustering,
-            "pca_dim": c.pca_dim,
-            "n_atoms": c.dict_n_atoms,
-            "coding": c.dict_coding,
-            "ridge_alpha": c.dict_ridge_alpha,
-            "omp_n_nonzero": c.dict_omp_nonzeros,
-            "dict_batch_size": c.dict_batch_size,
-            "dict_max_iter": c.dict_max_iter,
-            "dbscan_k": c.dbscan_k,
-            "dbscan_q": c.dbscan_q,
-            "min_samples": c.min_samples,
-            "standardize": c.standardize,
-            "random_state": int(seed),
-            # added later: only when set, so the cache keys of earlier clusterings stay put
-            **({"n_clusters": c.n_clusters} if c.n_clusters is not None else {}),
-            **({"hdbscan_min_cluster_size": c.hdbscan_min_cluster_size} if c.hdbscan_min_cluster_size != D.HDBSCAN_MIN_CLUSTER_SIZE else {}),
-        }
+        return self.config.clusterer_params(seed)
 
     def cluster_embeddings(self) -> np.ndarray:
         """The matrix the latent clusters are computed on: the backbone's pool embeddings (the paper) or,
@@ -507,28 +489,14 @@ class Pipeline:
         return scorer
 
     def build_selector(self, method: str, seed: int) -> Any:
-        """An unfitted selector for ``method`` (``dpp``, ``dpp+ucs``, ...) seeded with the run ``seed``."""
-        from ucs import selectors as S
-
-        c = self.config
+        """An unfitted selector for ``method`` (``dpp``, ``dpp+ucs``, ...) seeded with the run ``seed``,
+        built by :func:`ucs.selectors.factory.make_selector` from the configuration's selector settings."""
         base, ucs = parse_method(method)
-        prior = self.prior(method, seed) if ucs else None
-        if base == "random":
-            return S.RandomSelector(random_state=int(seed))
-        if base == "topk":
-            return S.TopKSelector(prior=prior, candidate_num=c.candidate_num)
-        if base == "dpp":
-            return S.DPPSelector(candidate_num=c.candidate_num, scale_factor=c.dpp_scale_factor, prior=prior)
-        if base == "votek":
-            return S.VoteKSelector(k=c.votek_k, prior=prior, random_state=int(seed))
-        if base == "cover":  # the medoids of the largest of this run's latent clusters (passed to fit)
-            return S.CoverSelector()
+        params = self.config.selector_params(base)
         if base == "mdl":
-            return S.MDLSelector(
-                scorer=self.mdl_scorer(), label_set=list(self.dataset.label_names), candidate_num=c.candidate_num,
-                select_time=c.mdl_select_time, prior=prior, random_state=int(seed),
-            )
-        raise AssertionError(base)  # parse_method rejects anything else
+            params.update(scorer=self.mdl_scorer(), label_set=list(self.dataset.label_names))
+        return make_selector(method, prior=self.prior(method, seed) if ucs else None, random_state=int(seed),
+                             **params)
 
     def selection(self, method: str, seed: int, query_texts: Sequence[str]) -> Any:
         """The :class:`~ucs.selectors.Selection` of ``method`` for run ``seed`` on ``query_texts`` (memoised)."""

@@ -78,6 +78,11 @@ def _init_param_names(cls: type) -> Tuple[str, ...]:
     return tuple(p for p in inspect.signature(cls.__init__).parameters if p != "self")
 
 
+def registered_selectors() -> Tuple[type, ...]:
+    """Every :class:`Selector` subclass defined so far, in definition order (the selector registry)."""
+    return tuple(_REGISTRY.values())
+
+
 class Selector:
     """Base class: ``fit(pool) -> self``, then ``select(queries, budget) -> Selection``.
 
