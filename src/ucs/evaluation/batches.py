@@ -1,0 +1,127 @@
+"""One batch of an evaluation: answers for its prompts (asked, or reused) and the records they make.
+
+In the deterministic modes (greedy, greedy-strict, likelihood) the same prompt always gets the same answer,
+so an :class:`AnswerBook` remembers answers by prompt hash — from the folder's own records and from a shared
+:class:`~ucs.evaluation.answers.AnswerStore` — and :func:`answer_batch` sends only the unknown prompts to the
+model. :func:`batch_records` turns a batch's answers into the runner's JSON records (one per pending query).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any, Iterable, Optional, Sequence
+
+from ucs.evaluation.plan import EvaluationPlan
+from ucs.evaluation.predict import generate_answers, likelihood_predict
+
+__all__ = ["Answer", "AnswerBook", "answer_batch", "batch_records", "batch_seed", "prompt_hash"]
+
+#: ``(raw output, parsed label id or None, extra record fields)`` of one prompt.
+Answer = tuple
+
+
+def prompt_hash(text: str) -> str:
+    """SHA-256 hex digest of a prompt's text (the key of reused answers)."""
+    return hashlib.sha256(text.encode("utf-8", errors="surrogatepass")).hexdigest()
+
+
+def batch_seed(run_seed: int, batch_start: int) -> int:
+    """Sampling seed of a batch: fixed per (run seed, batch position), independent of resumes."""
+    d = hashlib.sha256(f"{int(run_seed)}:{int(batch_start)}".encode()).digest()
+    return int.from_bytes(d[:4], "little")
+
+
+class AnswerBook:
+    """Answers already known, by prompt hash: the folder's records of this mode, then a shared store's.
+
+    Empty and inert in sampled modes (a sampled answer is not a function of the prompt).
+    """
+
+    def __init__(self, mode_name: str, sampled: bool, records: Iterable[dict] = (), store: Any = None) -> None:
+        self.sampled = sampled
+        self.store = None if sampled else store
+        self._known: dict[str, dict] = {} if sampled else {
+            r["prompt_sha256"]: r for r in records if r.get("mode") == mode_name and "prompt_sha256" in r
+        }
+
+    def lookup(self, hashes: Sequence[str]) -> None:
+        """Pull the store's answers of ``hashes`` into the book (the store is read lazily, per batch)."""
+        if self.store is None:
+            return
+        for h in hashes:
+            if h not in self._known and self.store.get(h) is not None:
+                self._known[h] = self.store.get(h)
+
+    def get(self, h: str) -> Optional[dict]:
+        return self._known.get(h)
+
+    def remember(self, records: Sequence[dict]) -> None:
+        """Keep new records' answers (the first answer of a prompt stays) and add them to the store."""
+        if not self.sampled:
+            for r in records:
+                self._known.setdefault(r["prompt_sha256"], r)
+        if self.store is not None:
+            self.store.add(records)
+
+
+def answer_batch(plan: EvaluationPlan, lm: Any, prompts: Sequence[str], book: AnswerBook, seed: int,
+                 start: int) -> list:
+    """An :data:`Answer` per prompt: known answers reused (``"reused": true``), the rest asked of ``lm``.
+
+    Cost: one ``generate`` call for the unknown prompts (generation modes) or one shared-prefix label scoring
+    per unknown prompt (likelihood mode); none when every prompt is known.
+    """
+    hashes = [prompt_hash(p) for p in prompts]
+    book.lookup(hashes)
+    fresh = [i for i, h in enumerate(hashes) if book.get(h) is None]
+    asked = [prompts[i] for i in fresh]
+    answers: list = [None] * len(prompts)
+    labels = plan.dataset.label_names
+    if plan.mode.kind == "generate" and asked:
+        for i, o in zip(fresh, generate_answers(lm, asked, plan.mode, batch_seed(seed, start))):
+            answers[i] = (o, plan.matcher(o, labels), {})
+    elif asked:
+        pred, margin = likelihood_predict(lm, asked, plan.continuations, plan.mode.reduction)
+        for i, p_, m_ in zip(fresh, pred.tolist(), margin):
+            answers[i] = (labels[p_], p_, {"margin": float(m_)})
+    fresh_set = set(fresh)
+    for i, h in enumerate(hashes):
+        if i not in fresh_set:
+            prev = book.get(h)
+            extra = {"margin": prev["margin"]} if "margin" in prev else {}
+            extra["reused"] = True
+            answers[i] = (prev["raw_output"], prev["parsed_id"], extra)
+    return answers
+
+
+def batch_records(plan: EvaluationPlan, method: str, seed: int, run: int, built: Sequence[tuple],
+                  answers: Sequence[Answer], pending: "set[int]") -> list[dict]:
+    """The records of a batch's pending queries: ``built`` holds ``(q, prompt, demonstration indices)``."""
+    labels = plan.dataset.label_names
+    recs = []
+    for (q, b, demos), (o, p, e) in zip(built, answers):
+        if q not in pending:
+            continue
+        g = int(plan.gold[q])
+        recs.append({
+            "method": method,
+            "seed": int(seed),
+            "run": run,
+            "query": q,
+            "test_index": int(plan.test_indices[q]),
+            "mode": plan.mode.name,
+            "prompt_sha256": prompt_hash(b.text),
+            "n_prompt_tokens": b.n_tokens,
+            "selected": demos,
+            "n_demos": b.n_demos,
+            "n_dropped": b.n_dropped,
+            "prompt_fits": b.fits,
+            "raw_output": o,
+            "parsed": None if p is None else labels[p],
+            "parsed_id": p,
+            "gold": labels[g],
+            "gold_id": g,
+            "correct": p is not None and int(p) == g,
+            **e,
+        })
+    return recs

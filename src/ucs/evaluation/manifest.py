@@ -1,0 +1,160 @@
+"""A run folder's ``manifest.json``: what configuration it holds, on what machine, and how far it got.
+
+The manifest's ``key`` is the resume check: a run into a folder whose key differs is refused with
+:class:`ConfigurationMismatchError`, naming each differing field. ``status`` is ``running`` while a run writes,
+then ``complete`` / ``partial``, or ``interrupted`` / ``failed`` when it stopped early (:func:`record_stop`).
+Every write is atomic.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import sys
+import time
+from importlib import metadata
+from pathlib import Path
+from typing import Any, Optional, Sequence
+
+from ucs.utils.io import atomic_write_json
+
+__all__ = ["MANIFEST", "ConfigurationMismatchError", "config_differences", "cpu_model", "finish_manifest",
+           "open_manifest", "package_versions", "platform_info", "read_manifest", "record_stop"]
+
+MANIFEST = "manifest.json"
+_VERSIONED = (
+    "ucs-icl", "numpy", "scipy", "scikit-learn", "torch", "transformers", "sentence-transformers",
+    "llama_cpp_python", "faiss-cpu", "datasets",
+)
+
+
+def package_versions(names: Sequence[str] = _VERSIONED) -> dict[str, str]:
+    """Installed versions of the packages that can change results (absent ones omitted), plus Python's."""
+    out = {"python": platform.python_version()}
+    for n in names:
+        try:
+            out[n] = metadata.version(n)
+        except metadata.PackageNotFoundError:
+            continue
+    if "ucs-icl" not in out:
+        from ucs import __version__
+
+        out["ucs"] = __version__
+    return out
+
+
+def cpu_model() -> str:
+    """The processor's model name (``/proc/cpuinfo`` on Linux, else :func:`platform.processor`), or ``""``.
+
+    Recorded in manifests because low-precision kernels differ between CPUs: bfloat16 embeddings of the same
+    texts differ slightly between processors, and the latent clusters built from them can differ visibly.
+    """
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                if line.lower().startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or ""
+
+
+def platform_info() -> dict[str, Any]:
+    """Python version, machine, OS, CPU model and CPU count of this process's machine."""
+    return {"python": sys.version.split()[0], "machine": platform.machine(), "system": platform.system(),
+            "cpu": cpu_model(), "cpu_count": os.cpu_count()}
+
+
+class ConfigurationMismatchError(ValueError):
+    """An output folder holds records of another configuration (the differing fields are named)."""
+
+    def __init__(self, folder: Path, differences: list[str]) -> None:
+        self.folder = Path(folder)
+        self.differences = differences
+        shown = "; ".join(differences[:4]) + (f"; and {len(differences) - 4} more" if len(differences) > 4 else "")
+        super().__init__(
+            f"{self.folder} holds results of a different configuration (differs in: {shown}); use another output "
+            "folder, or --fresh to move the old one aside and start over"
+        )
+
+
+def config_differences(old: Any, new: Any, prefix: str = "") -> list[str]:
+    """Dotted paths of the fields that differ between two configurations, with both values (``a.b: x → y``)."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        out: list[str] = []
+        for k in sorted(set(old) | set(new), key=str):
+            if old.get(k) != new.get(k):
+                out += config_differences(old.get(k), new.get(k), f"{prefix}.{k}" if prefix else str(k))
+        return out
+
+    def short(v: Any) -> str:
+        t = json.dumps(v, default=str)
+        return t if len(t) <= 40 else t[:37] + "..."
+
+    return [f"{prefix or 'value'}: {short(old)} → {short(new)}"]
+
+
+def read_manifest(path: Path) -> dict:
+    """A run manifest; a damaged one raises a ``ValueError`` naming the file and the way out."""
+    try:
+        obj = json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{path} is damaged ({exc}); use another output folder, or --fresh to move this one "
+                         "aside and start over") from None
+    if not isinstance(obj, dict) or not isinstance(obj.get("key", {}), dict):
+        raise ValueError(f"{path} is not a run manifest; use another output folder, or --fresh to move this "
+                         "one aside and start over")
+    return obj
+
+
+def open_manifest(out: Path, key: dict, methods: Sequence[str], run_seeds: Sequence[int], test_seed: int,
+                  limit: Optional[int]) -> dict:
+    """Check ``out``'s manifest against ``key`` and write it as ``running``; returns the manifest written.
+
+    Its ``methods`` are the folder's earlier methods followed by the new ones of ``methods``. Raises
+    :class:`ConfigurationMismatchError` when the folder holds another configuration.
+    """
+    path = out / MANIFEST
+    previous: list[str] = []
+    if path.exists():
+        old = read_manifest(path)
+        old_key = old.get("key", {})
+        if old_key != key:
+            raise ConfigurationMismatchError(out, config_differences(old_key, key))
+        previous = list(old.get("methods", []))
+    manifest = {
+        "key": key,
+        "methods": previous + [m for m in methods if m not in previous],
+        "seeds": {"test_seed": test_seed, "run_seeds": list(run_seeds)},
+        "limit": limit,
+        "versions": package_versions(),
+        "platform": platform_info(),
+        "status": "running",
+        "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    }
+    atomic_write_json(path, manifest)
+    return manifest
+
+
+def finish_manifest(out: Path, manifest: dict, complete: bool, n_records: int) -> None:
+    """Mark the manifest ``complete`` (every method answered every query) or ``partial``, with the record count."""
+    manifest["status"] = "complete" if complete else "partial"
+    manifest["finished_at"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    manifest["n_records"] = n_records
+    atomic_write_json(out / MANIFEST, manifest)
+
+
+def record_stop(manifest_path: Path, exc: BaseException) -> None:
+    """Replace a ``running`` status in the manifest by why the run stopped (what was written stays)."""
+    try:
+        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return
+    if not isinstance(manifest, dict) or manifest.get("status") != "running":
+        return
+    manifest["status"] = "interrupted" if isinstance(exc, (KeyboardInterrupt, SystemExit)) else "failed"
+    manifest["stopped_at"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    if manifest["status"] == "failed":
+        manifest["error"] = f"{type(exc).__name__}: {exc}"[:500]
+    atomic_write_json(manifest_path, manifest)
