@@ -13,7 +13,7 @@ to ``--threads`` threads (default 1): on a shared machine wall time mostly measu
 medians are reported beside them.
 The DPP breakdown times retrieval, kernels and the greedy step with and without the prior on the same
 arrays, which isolates the cost of the prior from machine noise. MDL scores with the package's deterministic fake LM
-(``ucs.utils.dummies.DummyLM``), whose cost stands in for a real LM's.
+(``ucs.testing.doubles.DummyLM``), whose cost stands in for a real LM's.
 """
 
 from __future__ import annotations
@@ -174,9 +174,9 @@ def run(args) -> int:
 
     mdl_rows = None
     try:
-        from ucs.utils.dummies import DummyLM
+        from ucs.testing.doubles import DummyLM
     except ImportError:
-        print("MDL skipped: ucs.utils.dummies is not available", flush=True)
+        print("MDL skipped: ucs.testing.doubles is not available", flush=True)
     else:
         qm = queries[: args.mdl_queries]
         qt = qtexts[: args.mdl_queries]

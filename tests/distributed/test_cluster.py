@@ -54,7 +54,7 @@ def test_shard_files_and_pool_embeddings_are_accepted(pool, tmp_path):
 def test_end_to_end_from_texts(tmp_path):
     import functools
 
-    from ucs.utils.dummies import DummyEmbedder
+    from ucs.testing.doubles import DummyEmbedder
 
     texts = [f"item {i % 150}" for i in range(600)]  # repeated texts: clusters of exact duplicates
     pe = embed_pool(functools.partial(DummyEmbedder, dim=32), texts, LocalExecutor(), 200, tmp_path)

@@ -7,7 +7,7 @@ import pytest
 from ucs.distributed import embed_pool
 from ucs.distributed.embed import PoolEmbeddings
 from ucs.embedding import EmbeddingCache
-from ucs.utils.dummies import DummyEmbedder
+from ucs.testing.doubles import DummyEmbedder
 
 TEXTS = [f"pool text {i}" for i in range(230)]
 

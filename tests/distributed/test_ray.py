@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from ucs.distributed import LocalExecutor, embed_pool, sharded_eps_components
-from ucs.utils.dummies import DummyEmbedder
+from ucs.testing.doubles import DummyEmbedder
 
 pytest.importorskip("ray")
 # bounded time where pytest-timeout (extra ``dev``) is installed
@@ -98,7 +98,8 @@ def test_pipeline_on_ray_equals_the_local_pipeline(ray_executor, tmp_path):
     writes the same records as the in-process pipeline."""
     import json
 
-    from ucs.pipeline import DummyBackbone, Pipeline, PipelineConfig
+    from ucs.pipeline import Pipeline, PipelineConfig
+    from ucs.testing import DummyBackbone
 
     # one run and one method per selection path (worker batches, driver-side shared row), so that actor
     # start-up stays a small part of the test on a 2-core machine
@@ -135,7 +136,8 @@ def test_kmeans_pool_on_ray_equals_latent_clusterer(ray_executor, monkeypatch):
 
 def test_pipeline_clusters_with_the_default_kmeans_on_ray(ray_executor, tmp_path):
     from ucs.distributed import PoolClustering
-    from ucs.pipeline import DummyBackbone, Pipeline, PipelineConfig
+    from ucs.pipeline import Pipeline, PipelineConfig
+    from ucs.testing import DummyBackbone
 
     cfg = PipelineConfig(dataset="sample", backbone="dummy", mode="likelihood", clustering="kmeans", n_runs=1)
     ids = {}

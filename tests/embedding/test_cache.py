@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from ucs.embedding import EmbeddingCache, cached_embed
-from ucs.utils.dummies import DummyEmbedder
+from ucs.testing.doubles import DummyEmbedder
 
 
 def test_second_run_does_not_touch_the_model(tmp_path):

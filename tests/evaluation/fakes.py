@@ -1,4 +1,4 @@
-"""Helpers that drive the package's :class:`ucs.utils.dummies.DummyLM` for evaluation tests.
+"""Helpers that drive the package's :class:`ucs.testing.doubles.DummyLM` for evaluation tests.
 
 ``make_lm`` returns a DummyLM that "answers" with the label of the last demonstration in the prompt, so
 accuracy depends on the selection; a seeded fraction ``noise`` of prompts gets no known answer, and DummyLM
@@ -15,7 +15,7 @@ import time
 
 import numpy as np
 
-from ucs.utils.dummies import DummyLM
+from ucs.testing.doubles import DummyLM
 
 _LABEL_RE = re.compile(r"^(?:Label|A): (.+)$", re.MULTILINE)
 

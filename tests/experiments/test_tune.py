@@ -10,7 +10,8 @@ pytest.importorskip("ucs.selectors")
 
 from ucs.data import load_dataset  # noqa: E402
 from ucs.experiments.tune import _choose, default_grids, tune, validation_split  # noqa: E402
-from ucs.pipeline import DummyBackbone, PipelineConfig  # noqa: E402
+from ucs.pipeline import PipelineConfig  # noqa: E402
+from ucs.testing import DummyBackbone  # noqa: E402
 
 CFG = dict(dataset="sample", backbone="dummy", mode="likelihood", n_runs=1, budget=3, pca_dim=16, dict_n_atoms=8,
            dbscan_k=5, dbscan_q=0.1, candidate_num=20, retrieval_embedder="backbone", lam=0.1,

@@ -11,7 +11,7 @@ import ucs
 from ucs.clustering import LatentClusterer
 from ucs.estimators import UnseenCoverage
 from ucs.index import IndexIntegrityError, SelectorIndex
-from ucs.utils.dummies import DummyEmbedder, DummyLM
+from ucs.testing.doubles import DummyEmbedder, DummyLM
 
 
 def _planted(n_clusters=8, per=12, dim=48, seed=0):

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from ucs.lm.cache import CachedScorer, scoring_key
-from ucs.utils.dummies import DummyLM
+from ucs.testing.doubles import DummyLM
 
 LABELS = ["card arrival", "card linking", "exchange rate", "top up"]
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from ucs.lm.cache import CachedScorer
-from ucs.utils.dummies import DummyLM
+from ucs.testing.doubles import DummyLM
 from ucs.utils.integrity import DamagedFileWarning
 from ucs.utils.store import signed_line
 

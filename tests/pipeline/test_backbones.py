@@ -3,7 +3,8 @@ import pytest
 
 from ucs.embedding import Embedder
 from ucs.lm import LanguageModel
-from ucs.pipeline import DummyBackbone, PipelineConfig, load_backbone_for, load_retrieval_for
+from ucs.pipeline import PipelineConfig, load_backbone_for, load_retrieval_for
+from ucs.testing import DummyBackbone
 from ucs.pipeline.backbones import backbone_kwargs
 
 

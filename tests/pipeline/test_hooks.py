@@ -7,7 +7,8 @@ pytest.importorskip("ucs.clustering")
 
 from ucs.clustering import JointLatentClusterer, LatentClusterer  # noqa: E402
 from ucs.data import load_dataset  # noqa: E402
-from ucs.pipeline import DummyBackbone, Pipeline, PipelineConfig, load_backbone_for  # noqa: E402
+from ucs.pipeline import Pipeline, PipelineConfig, load_backbone_for  # noqa: E402
+from ucs.testing import DummyBackbone  # noqa: E402
 
 SMALL = dict(dataset="sample", backbone="dummy", mode="likelihood", test_size=4, n_runs=1, budget=3,
              pca_dim=16, dict_n_atoms=8, dbscan_k=5, dbscan_q=0.1, candidate_num=20, retrieval_embedder="backbone",

@@ -11,7 +11,8 @@ pytest.importorskip("ucs.clustering")
 pytest.importorskip("ucs.selectors")
 
 from ucs.clustering import LatentClusterer  # noqa: E402
-from ucs.pipeline import DummyBackbone, Pipeline, PipelineConfig  # noqa: E402
+from ucs.pipeline import Pipeline, PipelineConfig  # noqa: E402
+from ucs.testing import DummyBackbone  # noqa: E402
 
 SMALL = dict(dataset="sample", backbone="dummy", mode="likelihood", test_size=6, n_runs=2, budget=4,
              pca_dim=16, dict_n_atoms=8, dbscan_k=5, dbscan_q=0.1, candidate_num=20)
@@ -119,7 +120,7 @@ def test_ucs_changes_coverage_diagnostics(tmp_path):
 
 
 def test_sentence_transformer_retrieval_is_used_when_named(tmp_path):
-    from ucs.utils.dummies import DummyEmbedder
+    from ucs.testing.doubles import DummyEmbedder
 
     ret = DummyEmbedder(dim=8, seed=3)
     cfg = PipelineConfig(**{**SMALL, "retrieval_embedder": "all-minilm-l6-v2"})
@@ -210,7 +211,7 @@ def test_new_clusterings_on_the_executor_path_equal_the_in_process_path(tmp_path
 
 
 def test_cluster_space_retrieval_clusters_the_retrieval_embeddings(tmp_path):
-    from ucs.utils.dummies import DummyEmbedder
+    from ucs.testing.doubles import DummyEmbedder
 
     cfg = PipelineConfig(**{**SMALL, "clustering": "kmeans", "cluster_space": "retrieval",
                             "retrieval_embedder": "dummy-retrieval"})

@@ -1,14 +1,14 @@
-"""The generic battery (ucs.selectors.checks) on every selector and variant."""
+"""The selector battery of ucs.testing on every selector and variant, one test per (case, check) pair."""
 
 from __future__ import annotations
 
 import pytest
 
 from ucs.selectors import DPPSelector, MDLSelector, RandomSelector, TopKSelector, UCSPrior, VoteKSelector
-from ucs.selectors.checks import CHECKS, check_selector
+from ucs.testing.selectors import CHECKS, check_selector, selector_check_pairs
 
 try:
-    from ucs.utils import dummies
+    from ucs.testing import doubles as dummies
 except ImportError:  # the model layer's test doubles are not installed
     dummies = None
 
@@ -47,13 +47,13 @@ CASES = {
 
 
 #: Every (selector case, check) pair of the battery: a new check in ``CHECKS`` becomes a test of every case.
-PAIRS = [(case, check) for case in sorted(CASES) for check in CHECKS]
+PAIRS = selector_check_pairs(CASES)
 
 
 def _run(case, pool_data, checks):
     pool, queries, cids, labels, texts, query_texts = pool_data
     if case.startswith("mdl") and dummies is None:
-        pytest.skip("ucs.utils.dummies.DummyLM is not available")
+        pytest.skip("ucs.testing.doubles.DummyLM is not available")
     sel = CASES[case](cids)
     if case.startswith("mdl"):
         queries, query_texts = queries[:3], query_texts[:3]

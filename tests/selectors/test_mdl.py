@@ -10,7 +10,7 @@ from selector_data import make_pool
 from ucs.selectors import MDLSelector, TopKSelector, UCSPrior, negative_entropy
 from ucs.selectors.mdl import format_prompt
 
-dummies = pytest.importorskip("ucs.utils.dummies", reason="DummyLM (model layer) not available")
+dummies = pytest.importorskip("ucs.testing.doubles", reason="DummyLM (model layer) not available")
 
 
 def test_negative_entropy_matches_scipy():

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from ucs.selectors import DPPSelector, MDLSelector, TopKSelector, UCSPrior, VoteKSelector
-from ucs.selectors.checks import check_selector
+from ucs.testing.selectors import check_selector
 
 pytestmark = pytest.mark.slow
 

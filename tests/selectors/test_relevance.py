@@ -8,7 +8,7 @@ import pytest
 
 from ucs.selectors import DPPSelector, MDLSelector, TopKSelector, UCSPrior
 from ucs.selectors._coverage import candidate_share
-from ucs.utils import dummies
+from ucs.testing import doubles as dummies
 
 from .selector_data import make_pool
 

@@ -3,7 +3,7 @@ import pytest
 
 from ucs.embedding import Embedder
 from ucs.lm import LanguageModel
-from ucs.utils.dummies import DummyEmbedder, DummyLM
+from ucs.testing.doubles import DummyEmbedder, DummyLM
 
 
 def test_dummy_embedder_contract_and_determinism():

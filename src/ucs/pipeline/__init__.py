@@ -9,7 +9,7 @@
 :mod:`ucs.evaluation`; see ``docs/pipeline.md``.
 """
 
-from ucs.pipeline.backbones import DummyBackbone, load_backbone_for, load_retrieval_for
+from ucs.pipeline.backbones import load_backbone_for, load_retrieval_for
 from ucs.pipeline.config import BASE_SELECTORS, METHODS, PipelineConfig, parse_method, parse_methods
 from ucs.pipeline.diagnostics import coverage_markdown, coverage_stats, row_spectra, summarize_coverage
 from ucs.pipeline.pipeline import Pipeline, PipelineResult
@@ -17,7 +17,6 @@ from ucs.pipeline.pipeline import Pipeline, PipelineResult
 __all__ = [
     "BASE_SELECTORS",
     "METHODS",
-    "DummyBackbone",
     "Pipeline",
     "PipelineConfig",
     "PipelineResult",

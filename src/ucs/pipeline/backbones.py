@@ -8,57 +8,12 @@ import numpy as np
 
 from ucs.embedding.base import l2_normalize
 
-__all__ = ["DummyBackbone", "load_backbone_for", "load_retrieval_for", "backbone_kwargs"]
+__all__ = ["BACKBONE_PLUGINS", "load_backbone_for", "load_retrieval_for", "backbone_kwargs"]
 
-
-class DummyBackbone:
-    """A weight-free stand-in for an ICL backbone: :class:`~ucs.utils.dummies.DummyEmbedder` embeddings and
-    :class:`~ucs.utils.dummies.DummyLM` answers behind one object (like a real backbone, which is both).
-
-    Used by ``--backbone dummy`` and the orchestration tests; its numbers mean nothing.
-    """
-
-    engine = "dummy"
-
-    def __init__(self, dim: int = 32, seed: int = 0, context_length: int = 4096) -> None:
-        from ucs.utils.dummies import DummyEmbedder, DummyLM
-
-        self._emb = DummyEmbedder(dim=dim, seed=seed, normalize=False)
-        self._lm = DummyLM(seed=seed, context_length=context_length)
-
-    @property
-    def identity(self) -> Dict[str, Any]:
-        return {**self._emb.identity, "lm": self._lm.identity}
-
-    @property
-    def dim(self) -> int:
-        return self._emb.dim
-
-    @property
-    def context_length(self) -> int:
-        return self._lm.context_length
-
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        return self._emb.embed(texts)
-
-    def count_tokens(self, text: str) -> int:
-        return self._lm.count_tokens(text)
-
-    def generate(self, prompts, max_new_tokens=16, temperature=0.0, top_p=1.0, stop=None, seed=None):
-        return self._lm.generate(prompts, max_new_tokens, temperature, top_p, stop, seed)
-
-    def score_continuations_detailed(self, prefix: str, continuations: Sequence[str]):
-        return self._lm.score_continuations_detailed(prefix, continuations)
-
-    def score_continuations(self, prefix: str, continuations: Sequence[str], reduction: str = "sum"):
-        return self._lm.score_continuations(prefix, continuations, reduction)
-
-    @property
-    def n_texts_embedded_(self) -> int:
-        return self._emb.n_texts_embedded_
-
-    def __repr__(self) -> str:
-        return f"DummyBackbone(dim={self.dim})"
+#: Entry-point group of backbones provided by installed packages: ``name = "module:factory"``; the factory is
+#: called with no argument, or ``seed=n`` for the name ``<name>-<n>``. ucs itself registers ``dummy``
+#: (:class:`ucs.testing.DummyBackbone`, weight-free doubles for orchestration tests and dry runs).
+BACKBONE_PLUGINS = "ucs.backbones"
 
 
 def backbone_kwargs(config: Any) -> Dict[str, Any]:
@@ -96,21 +51,33 @@ def _default_engine() -> str:
 def load_backbone_for(config: Any) -> Any:
     """The ICL backbone named by ``config.backbone`` (an Embedder and a LanguageModel in one object).
 
-    ``dummy`` gives a :class:`DummyBackbone` (``dummy-<n>`` one seeded with ``n``, a different double); anything else goes to :func:`ucs.models.load_backbone` with
-    ``engine=config.engine`` and the embedding settings of the configuration. Nothing is loaded into memory
-    until the backbone is first used.
+    A name registered in the :data:`BACKBONE_PLUGINS` entry-point group (``dummy``, or ``dummy-<n>`` for a
+    double seeded with ``n``) is built by its plug-in; anything else goes to :func:`ucs.models.load_backbone`
+    with ``engine=config.engine`` and the embedding settings of the configuration. Nothing is loaded into
+    memory until the backbone is first used.
     """
-    name = config.backbone.lower()
-    if name == "dummy":
-        return DummyBackbone()
-    if name.startswith("dummy-") and name[6:].isdigit():  # distinct weight-free doubles (joint-dictionary tests)
-        return DummyBackbone(seed=int(name[6:]))
+    plugin = _plugin_backbone(config.backbone.lower())
+    if plugin is not None:
+        return plugin
     from ucs.models import load_backbone
 
     kwargs = backbone_kwargs(config)
     if config.engine is not None:
         kwargs["engine"] = config.engine
     return load_backbone(config.backbone, **kwargs)
+
+
+def _plugin_backbone(name: str) -> Any:
+    """The backbone of an installed plug-in named ``name`` (or ``<plugin>-<seed>``), else ``None``."""
+    from importlib.metadata import entry_points
+
+    found = {ep.name: ep for ep in entry_points(group=BACKBONE_PLUGINS)}
+    if name in found:
+        return found[name].load()()
+    head, _, seed = name.rpartition("-")
+    if head in found and seed.isdigit():
+        return found[head].load()(seed=int(seed))
+    return None
 
 
 class NormalizedView:

@@ -127,7 +127,7 @@ class MDLSelector(Selector):
         if self.scorer is None or not callable(getattr(self.scorer, "score_continuations", None)):
             raise ValueError(
                 "scorer must provide score_continuations(prefix, continuations, reduction='mean') "
-                "(any ucs.lm.LanguageModel, or ucs.utils.dummies.DummyLM in tests)"
+                "(any ucs.lm.LanguageModel, or ucs.testing.doubles.DummyLM in tests)"
             )
         _check_int(self.candidate_num, "candidate_num", 1)
         _check_int(self.select_time, "select_time", 1)

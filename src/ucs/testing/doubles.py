@@ -17,7 +17,7 @@ import numpy as np
 from ucs.embedding.base import l2_normalize, sanitize_text, sanitize_texts
 from ucs.lm.base import ContinuationScores, ReducedScoresMixin, check_generation_args
 
-__all__ = ["DummyEmbedder", "DummyLM"]
+__all__ = ["DummyBackbone", "DummyEmbedder", "DummyLM"]
 
 _TOKEN_RE = re.compile(r"\w+|[^\w\s]", re.UNICODE)
 
@@ -219,3 +219,52 @@ def _truncate_generation(text: str, max_new_tokens: int, stop: Optional[Sequence
     if len(spans) > max_new_tokens:
         text = text[: spans[max_new_tokens - 1].end()]
     return text
+
+
+class DummyBackbone:
+    """A weight-free stand-in for an ICL backbone: :class:`DummyEmbedder` embeddings and
+    :class:`DummyLM` answers behind one object (like a real backbone, which is both).
+
+    Registered as the ``dummy`` backbone plug-in (``--backbone dummy``, ``dummy-<n>`` seeded with ``n``) for dry runs
+    and the orchestration tests; its numbers mean nothing.
+    """
+
+    engine = "dummy"
+
+    def __init__(self, dim: int = 32, seed: int = 0, context_length: int = 4096) -> None:
+        self._emb = DummyEmbedder(dim=dim, seed=seed, normalize=False)
+        self._lm = DummyLM(seed=seed, context_length=context_length)
+
+    @property
+    def identity(self) -> Dict[str, Any]:
+        return {**self._emb.identity, "lm": self._lm.identity}
+
+    @property
+    def dim(self) -> int:
+        return self._emb.dim
+
+    @property
+    def context_length(self) -> int:
+        return self._lm.context_length
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        return self._emb.embed(texts)
+
+    def count_tokens(self, text: str) -> int:
+        return self._lm.count_tokens(text)
+
+    def generate(self, prompts, max_new_tokens=16, temperature=0.0, top_p=1.0, stop=None, seed=None):
+        return self._lm.generate(prompts, max_new_tokens, temperature, top_p, stop, seed)
+
+    def score_continuations_detailed(self, prefix: str, continuations: Sequence[str]):
+        return self._lm.score_continuations_detailed(prefix, continuations)
+
+    def score_continuations(self, prefix: str, continuations: Sequence[str], reduction: str = "sum"):
+        return self._lm.score_continuations(prefix, continuations, reduction)
+
+    @property
+    def n_texts_embedded_(self) -> int:
+        return self._emb.n_texts_embedded_
+
+    def __repr__(self) -> str:
+        return f"DummyBackbone(dim={self.dim})"

@@ -235,3 +235,11 @@ def check_selector(
             raise ValueError(f"unknown check {nm!r}; valid: {sorted(CHECKS)}")
         CHECKS[nm](ctx)
     return names
+
+
+def selector_check_pairs(cases: Sequence[str], checks: Optional[Sequence[str]] = None) -> List[tuple]:
+    """Every ``(case, check)`` pair of named selector cases and the battery's checks (all by default), in a
+    stable order: parametrise a test over it so that each pair passes or fails on its own and a check added
+    to :data:`CHECKS` becomes a test of every case."""
+    names = list(CHECKS) if checks is None else list(checks)
+    return [(case, check) for case in sorted(cases) for check in names]

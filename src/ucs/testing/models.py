@@ -1,0 +1,139 @@
+"""Contract batteries of the model floor: :class:`~ucs.embedding.Embedder` and :class:`~ucs.lm.LanguageModel`.
+
+Each ``check_*`` is a function of the object under test that raises ``AssertionError`` naming the broken
+clause; :func:`check_embedder` and :func:`check_language_model` run them all and return their names. The
+same checks run on the test doubles, on a real PyPI-installed backbone (SmolLM2 through both engines) and
+on the sentence-transformers retrieval embedder, so a new backend is held to the contract by adding one
+test line. Cost: a handful of short texts through the model (an LM check scores ≤ 3 continuations and
+generates ≤ 4 tokens per prompt).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Callable, Dict, List, Optional, Sequence
+
+import numpy as np
+
+__all__ = ["EMBEDDER_CHECKS", "LM_CHECKS", "check_embedder", "check_language_model"]
+
+_TEXTS = ["The card was declined.", "How do I reset my PIN?", "Ünïcode — and emoji 🙂", "x"]
+
+
+def check_embedder_shape(emb: Any) -> None:
+    """``embed`` gives a C-contiguous float32 array (n, dim) of finite values; ``dim`` is a positive int."""
+    dim = emb.dim
+    assert isinstance(dim, int) and dim > 0, f"dim must be a positive int, got {dim!r}"
+    out = emb.embed(_TEXTS)
+    assert isinstance(out, np.ndarray) and out.dtype == np.float32, f"embed must return float32, got {type(out)}"
+    assert out.shape == (len(_TEXTS), dim), f"embed gave shape {out.shape}, expected {(len(_TEXTS), dim)}"
+    assert out.flags["C_CONTIGUOUS"], "embed must return a C-contiguous array"
+    assert np.isfinite(out).all(), "embed returned non-finite values"
+
+
+def check_embedder_rows_independent(emb: Any) -> None:
+    """Row i depends only on text i: the same text alone, in another batch or another order gives its row."""
+    full = emb.embed(_TEXTS)
+    alone = emb.embed(_TEXTS[1:2])
+    rev = emb.embed(_TEXTS[::-1])
+    np.testing.assert_allclose(alone[0], full[1], rtol=1e-3, atol=1e-4, err_msg="row depends on its batch")
+    np.testing.assert_allclose(rev[::-1], full, rtol=1e-3, atol=1e-4, err_msg="rows depend on their order")
+
+
+def check_embedder_deterministic(emb: Any) -> None:
+    """The same texts twice give the same vectors."""
+    np.testing.assert_allclose(emb.embed(_TEXTS), emb.embed(_TEXTS), rtol=1e-5, atol=1e-6,
+                               err_msg="embed is not deterministic")
+
+
+def check_embedder_identity(emb: Any) -> None:
+    """``identity`` is a non-empty JSON-serialisable dict, stable between calls (the embedding-cache key)."""
+    ident = emb.identity
+    assert isinstance(ident, dict) and ident, f"identity must be a non-empty dict, got {ident!r}"
+    assert json.dumps(ident, sort_keys=True) == json.dumps(emb.identity, sort_keys=True), "identity changes"
+
+
+def check_embedder_empty(emb: Any) -> None:
+    """No texts give an empty (0, dim) array."""
+    out = emb.embed([])
+    assert out.shape == (0, emb.dim), f"embed([]) gave shape {out.shape}, expected (0, {emb.dim})"
+
+
+EMBEDDER_CHECKS: Dict[str, Callable[[Any], None]] = {
+    "shape": check_embedder_shape,
+    "rows_independent": check_embedder_rows_independent,
+    "deterministic": check_embedder_deterministic,
+    "identity": check_embedder_identity,
+    "empty": check_embedder_empty,
+}
+
+_PREFIX = "Text: I lost my card\nLabel:"
+_LABELS = [" lost card", " card has not arrived", " pin"]
+
+
+def check_lm_scores(lm: Any) -> None:
+    """Detailed scores: float64 log-probabilities ≤ 0 and int64 token counts ≥ 1, one per continuation;
+    ``score_continuations`` reduces them by ``sum`` and ``mean``."""
+    d = lm.score_continuations_detailed(_PREFIX, _LABELS)
+    lp, nt = np.asarray(d.logprob), np.asarray(d.n_tokens)
+    assert lp.shape == nt.shape == (len(_LABELS),), f"scores have shapes {lp.shape}, {nt.shape}"
+    assert lp.dtype == np.float64 and np.issubdtype(nt.dtype, np.integer), f"dtypes {lp.dtype}, {nt.dtype}"
+    assert np.isfinite(lp).all() and (lp <= 1e-9).all(), f"log-probabilities must be finite and <= 0: {lp}"
+    assert (nt >= 1).all(), f"every continuation has at least one token: {nt}"
+    np.testing.assert_allclose(lm.score_continuations(_PREFIX, _LABELS, "sum"), lp, rtol=1e-6)
+    np.testing.assert_allclose(lm.score_continuations(_PREFIX, _LABELS, "mean"), lp / nt, rtol=1e-6)
+
+
+def check_lm_scores_per_continuation(lm: Any) -> None:
+    """A continuation's score does not depend on the others scored with it."""
+    both = lm.score_continuations(_PREFIX, _LABELS)
+    one = lm.score_continuations(_PREFIX, _LABELS[2:])
+    np.testing.assert_allclose(one[0], both[2], rtol=1e-3, atol=1e-3, err_msg="scores depend on the other labels")
+
+
+def check_lm_generate(lm: Any) -> None:
+    """One string per prompt; greedy generation is deterministic; invalid arguments raise ``ValueError``."""
+    prompts = [_PREFIX, "Q: 1 + 1 =\nA:"]
+    a = lm.generate(prompts, max_new_tokens=4, temperature=0.0)
+    assert isinstance(a, list) and len(a) == 2 and all(isinstance(t, str) for t in a), f"generate gave {a!r}"
+    assert a == lm.generate(prompts, max_new_tokens=4, temperature=0.0), "greedy generation is not deterministic"
+    for bad in (dict(max_new_tokens=0), dict(temperature=-1.0), dict(top_p=0.0)):
+        try:
+            lm.generate(prompts[:1], **{"max_new_tokens": 4, **bad})
+        except ValueError:
+            continue
+        raise AssertionError(f"generate accepted {bad}")
+
+
+def check_lm_tokens(lm: Any) -> None:
+    """``count_tokens`` is a positive int growing with the text; ``context_length`` a positive int."""
+    n1, n2 = lm.count_tokens("hello"), lm.count_tokens("hello " * 20)
+    assert isinstance(n1, int) and 1 <= n1 < n2, f"count_tokens gave {n1}, {n2}"
+    assert isinstance(lm.context_length, int) and lm.context_length > n2, f"context_length {lm.context_length!r}"
+
+
+LM_CHECKS: Dict[str, Callable[[Any], None]] = {
+    "scores": check_lm_scores,
+    "scores_per_continuation": check_lm_scores_per_continuation,
+    "generate": check_lm_generate,
+    "tokens": check_lm_tokens,
+}
+
+
+def _run(battery: Dict[str, Callable[[Any], None]], obj: Any, checks: Optional[Sequence[str]]) -> List[str]:
+    names = list(battery) if checks is None else list(checks)
+    for nm in names:
+        if nm not in battery:
+            raise ValueError(f"unknown check {nm!r}; valid: {sorted(battery)}")
+        battery[nm](obj)
+    return names
+
+
+def check_embedder(emb: Any, checks: Optional[Sequence[str]] = None) -> List[str]:
+    """Run :data:`EMBEDDER_CHECKS` (or the named subset) on ``emb``; returns the names run."""
+    return _run(EMBEDDER_CHECKS, emb, checks)
+
+
+def check_language_model(lm: Any, checks: Optional[Sequence[str]] = None) -> List[str]:
+    """Run :data:`LM_CHECKS` (or the named subset) on ``lm``; returns the names run."""
+    return _run(LM_CHECKS, lm, checks)
