@@ -6,6 +6,8 @@ from typing import Any, Dict, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
+from ucs.utils.arrays import l2_normalize
+
 __all__ = ["Embedder", "POOLINGS", "sanitize_text", "sanitize_texts", "l2_normalize"]
 
 #: Pooling strategies the LLM backends understand.
@@ -58,10 +60,3 @@ def sanitize_texts(texts: Sequence[Any]) -> list:
     if isinstance(texts, (str, bytes)):
         raise TypeError("texts must be a sequence of strings, not a single string; wrap it in a list")
     return [sanitize_text(t) for t in texts]
-
-
-def l2_normalize(x: np.ndarray, eps: float = 1e-12) -> np.ndarray:
-    """Row-wise ℓ2 normalisation of ``x`` (shape ``(n, d)``); zero rows stay zero."""
-    x = np.asarray(x, dtype=np.float32)
-    norms = np.linalg.norm(x, axis=1, keepdims=True)
-    return (x / np.maximum(norms, eps)).astype(np.float32, copy=False)

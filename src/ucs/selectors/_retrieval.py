@@ -6,6 +6,8 @@ from typing import Tuple
 
 import numpy as np
 
+from ucs.utils.arrays import l2_normalize as _l2_normalize
+
 __all__ = ["l2_normalize", "topk_cosine"]
 
 #: Queries per block: bounds the temporary similarity matrix to ``block × N`` floats.
@@ -13,10 +15,8 @@ DEFAULT_BLOCK = 1024
 
 
 def l2_normalize(x: np.ndarray) -> np.ndarray:
-    """Row-wise ℓ2 normalisation (float64). Zero rows stay zero, so their cosine with anything is 0."""
-    x = np.asarray(x, dtype=np.float64)
-    norms = np.linalg.norm(x, axis=1, keepdims=True)
-    return x / np.where(norms > 0, norms, 1.0)
+    """Row-wise ℓ2 normalisation in float64 (:func:`ucs.utils.arrays.l2_normalize`)."""
+    return _l2_normalize(x, np.float64)
 
 
 def topk_cosine(
