@@ -221,7 +221,7 @@ def main(argv=None):
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
     from ucs.embedding import load_retrieval_embedder
     from ucs.models import load_backbone
-    from ucs.models.resources import smollm2_gguf_path
+    from ucs.utils.weights import smollm2_gguf_path
 
     jpath = Path(args.json)
     results = json.loads(jpath.read_text()) if jpath.exists() else []

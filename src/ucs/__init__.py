@@ -25,7 +25,7 @@ from __future__ import annotations
 import importlib
 from typing import Any, Dict, List
 
-__version__ = "0.1.0"
+from ucs._version import __version__
 
 #: Public name → the module that defines it.
 _EXPORTS: Dict[str, str] = {

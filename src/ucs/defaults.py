@@ -3,7 +3,7 @@
 The classes that own a setting take its default from here (:class:`ucs.clustering.LatentClusterer`,
 :class:`ucs.clustering.JointLatentClusterer`, :class:`ucs.selectors.UCSPrior`, the sharded clustering of
 :mod:`ucs.distributed`), and so do :class:`ucs.pipeline.PipelineConfig`'s fields; command-line options
-default to "unset" and let the class or the configuration fill them. This module imports nothing, so any
+default to "unset" and let the class or the configuration fill them. This module imports nothing from ucs (nor scikit-learn), so any
 floor of the package may read it without loading scikit-learn.
 
 The paper's own table values (Table 8) are data, kept in :data:`ucs.pipeline.presets.COMMON`; they happen
@@ -12,10 +12,13 @@ to equal several of these defaults.
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 __all__ = [
     "CLUSTERING_METHOD", "PCA_DIM", "N_ATOMS", "CODING", "RIDGE_ALPHA", "OMP_N_NONZERO", "DICT_BATCH_SIZE",
     "DICT_MAX_ITER", "DBSCAN_K", "DBSCAN_Q", "MIN_SAMPLES", "HDBSCAN_MIN_CLUSTER_SIZE",
-    "ESTIMATOR", "LAM", "DESIGN", "CORPUS_PRIOR", "RELEVANCE", "DEFAULT_COVERAGE",
+    "ESTIMATOR", "LAM", "T", "DESIGN", "CORPUS_PRIOR", "RELEVANCE", "DEFAULT_COVERAGE", "default_cache_dir",
 ]
 
 # ---------------------------------------------------------------- latent clustering (SPEC §2)
@@ -49,6 +52,9 @@ HDBSCAN_MIN_CLUSTER_SIZE = 5
 ESTIMATOR = "paper"
 #: Weight λ of the coverage term.
 LAM = 0.1
+#: Extrapolation horizon t of the unseen estimator (the estimators in :mod:`ucs.estimators` take the same
+#: value as their own default: that floor imports nothing from ucs).
+T = 5.0
 #: Subset-level score design (paper Table 6).
 DESIGN = "full"
 #: Corpus-level rarity prior of VoteK+UCS.
@@ -68,3 +74,13 @@ DEFAULT_COVERAGE = {
     "estimator": "binomial",
     "relevance": "none",
 }
+
+
+# ---------------------------------------------------------------- folders
+def default_cache_dir() -> Path:
+    """``$UCS_CACHE_DIR`` if set, else ``$XDG_CACHE_HOME/ucs`` (``~/.cache/ucs``)."""
+    env = os.environ.get("UCS_CACHE_DIR")
+    if env:
+        return Path(env).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "ucs"

@@ -208,3 +208,18 @@ def test_report_is_consistent():
     r = c.report(y=y)
     assert r.n_items == E.shape[0] and r.n_clusters == c.n_clusters_
     assert sum(s * k for s, k in r.size_spectrum.items()) == E.shape[0]
+
+
+def test_represent_after_fit_representation_equals_fit_codes():
+    """The public representation stages: what ucs.distributed ships to workers codes rows as fit does."""
+    from ucs.clustering import LatentClusterer
+    from ucs.clustering.synthetic import make_planted_embeddings
+
+    E, _ = make_planted_embeddings(300, 32, 6, random_state=1)
+    full = LatentClusterer(pca_dim=8, n_atoms=6, dbscan_k=5, random_state=0).fit(E)
+    rep = LatentClusterer(pca_dim=8, n_atoms=6, dbscan_k=5, random_state=0).fit_representation(E)
+    np.testing.assert_array_equal(rep.dictionary_, full.dictionary_)
+    np.testing.assert_array_equal(rep.represent(E), full.codes_)
+    assert rep.represent(E[:7]).shape == (7, 6) and rep.codes_ is None
+    with pytest.raises(Exception, match="fit_representation"):
+        LatentClusterer().represent(E)

@@ -10,8 +10,8 @@ pytest.importorskip("sentence_transformers")
 
 
 def _packaged(name):
-    from ucs.models.errors import MissingDependencyError
-    from ucs.models import resources
+    from ucs.utils.optional import MissingDependencyError
+    from ucs.utils import weights as resources
 
     loc = {"all-minilm-l6-v2": resources.all_minilm_l6_v2_dir, "all-mpnet-base-v2": resources.all_mpnet_base_v2_dir}
     try:

@@ -16,8 +16,8 @@ TEXTS = [
 @pytest.fixture(scope="session")
 def smollm2_path():
     pytest.importorskip("llama_cpp")
-    from ucs.models.resources import smollm2_gguf_path
-    from ucs.models.errors import MissingDependencyError
+    from ucs.utils.weights import smollm2_gguf_path
+    from ucs.utils.optional import MissingDependencyError
 
     try:
         return smollm2_gguf_path()

@@ -14,8 +14,8 @@ BACKBONES = ("smollm2_llama", "smollm2_hf")
 def minilm():
     pytest.importorskip("sentence_transformers")
     from ucs.embedding import load_retrieval_embedder
-    from ucs.models import resources
-    from ucs.models.errors import MissingDependencyError
+    from ucs.utils import weights as resources
+    from ucs.utils.optional import MissingDependencyError
 
     try:
         resources.all_minilm_l6_v2_dir()

@@ -134,7 +134,7 @@ def test_bad_model_files(tmp_path):
 @pytest.mark.slow
 def test_gemma3_backbone():
     pytest.importorskip("llama_cpp")
-    from ucs.models.errors import MissingDependencyError
+    from ucs.utils.optional import MissingDependencyError
 
     try:
         m = load_backbone("gemma3-270m", engine="llama", n_threads=2)

@@ -3,7 +3,7 @@ import importlib.metadata as md
 import pytest
 
 from ucs.models import BACKBONES, MissingDependencyError, load_backbone
-from ucs.models import resources
+from ucs.utils import weights as resources
 from ucs.models.registry import resolve_model
 
 

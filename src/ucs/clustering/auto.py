@@ -25,6 +25,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .health import cluster_health
+from .partition import default_n_clusters
 
 __all__ = ["AutoChoice", "auto_candidates", "choose_partition", "MAX_LARGEST", "MAX_SINGLETONS"]
 
@@ -55,7 +56,6 @@ class AutoChoice:
 
 def auto_candidates(n: int) -> List[Dict[str, Any]]:
     """The candidate settings for a pool of ``n`` items (module docstring)."""
-    from .partition import default_n_clusters
 
     k = default_n_clusters(n)
     cands: List[Dict[str, Any]] = [

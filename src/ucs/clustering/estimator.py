@@ -24,9 +24,10 @@ from .. import defaults as D
 from ..utils.io import hash_array
 from ._validation import check_choice, check_embeddings, check_float, check_int, check_quantile
 from .dictionary import encode, learn_dictionary
-from .graph import LinkageGraph, canonical_labels
+from .graph import LinkageGraph, canonical_labels, remap_noise
 from .neighbors import eps_from_knn, knn, unit_rows
 from .partition import default_n_clusters, hdbscan_labels, spherical_kmeans
+from .persistence import load_clusterer, persistent, save_clusterer
 from .preprocessing import PCAProjection, Standardizer, fit_pca, fit_standardizer
 
 __all__ = ["LatentClusterer", "remap_noise"]
@@ -41,16 +42,7 @@ BACKENDS = ("fast", "sklearn")
 KNN_ALGORITHMS = ("auto", "exact", "hnsw")
 
 
-def remap_noise(labels: ArrayLike) -> NDArray[np.int64]:
-    """Give every noise point (``-1``) its own fresh id after the largest id, in index order."""
-    lab = np.asarray(labels, dtype=np.int64).copy()
-    noise = lab < 0
-    if noise.any():
-        start = int(lab.max()) + 1 if (~noise).any() else 0
-        lab[noise] = start + np.arange(int(noise.sum()))
-    return lab
-
-
+@persistent
 class LatentClusterer(ClusterMixin, BaseEstimator):
     """Discretise embeddings into latent clusters (``dict_dbscan`` and its variants).
 
@@ -232,9 +224,53 @@ class LatentClusterer(ClusterMixin, BaseEstimator):
                     f"atoms. Set n_atoms <= {n}."
                 )
 
+    def validate(self) -> "LatentClusterer":
+        """Check every parameter (``ValueError`` naming a bad one and how to fix it); returns self."""
+        self._check_params()
+        return self
+
+    def fit_representation(self, E: ArrayLike, timings: Optional[Dict[str, float]] = None) -> "LatentClusterer":
+        """Fit only the representation stages on ``E`` (n, d): standardiser, PCA and dictionary (each when the
+        method uses it); returns self. :meth:`represent` then maps any rows to what the partition runs on.
+
+        :mod:`ucs.distributed` fits them on a sample on the driver and ships the fitted clusterer to workers,
+        so every shard is coded exactly as :meth:`fit` codes its rows. ``timings`` (seconds per stage) is
+        filled when given. Cost: the PCA and dictionary fits, ``O(n d d' + steps · batch · d' K)``.
+        """
+        self._check_params()
+        X = check_embeddings(E, "E", min_samples=2)
+        self._fit_stages(X, {} if timings is None else timings)
+        self.codes_ = None
+        return self
+
+    def represent(self, E: ArrayLike) -> NDArray[np.floating]:
+        """Rows (m, d) → the representation the partition runs on: dictionary codes (m, K), or the
+        (standardised) rows themselves for ``dbscan`` / ``kmeans``. Needs :meth:`fit` or
+        :meth:`fit_representation`. Cost ``O(m d d' + m d' K)``."""
+        if not hasattr(self, "dictionary_"):
+            raise NotFittedError("call fit or fit_representation before represent")
+        X = np.asarray(E)
+        if self.scaler_ is not None:
+            X = self.scaler_.transform(X)
+        if self.method in RAW_METHODS:
+            return X
+        if self.pca_ is not None:
+            X = self.pca_.transform(X)
+        return self._encode(X)
+
     # ------------------------------------------------------------------ stages
     def _represent(self, E: NDArray[np.floating], timings: Dict[str, float]) -> NDArray[np.floating]:
         """Standardise / PCA / dictionary; returns the matrix DBSCAN runs on (codes or raw rows)."""
+        X = self._fit_stages(E, timings)
+        if self.method in RAW_METHODS:
+            return X
+        t = time.perf_counter()
+        self.codes_ = self._encode(X)
+        timings["dictionary_transform"] = time.perf_counter() - t
+        return self.codes_
+
+    def _fit_stages(self, E: NDArray[np.floating], timings: Dict[str, float]) -> NDArray[np.floating]:
+        """Fit the standardiser, PCA and dictionary; returns ``E`` through the first two (what is coded)."""
         X = E
         self.scaler_ = None
         self.pca_ = None
@@ -253,9 +289,6 @@ class LatentClusterer(ClusterMixin, BaseEstimator):
             self.pca_ = fit_pca(X, self.pca_dim, backend=self.backend, random_state=self.random_state)
             X = self.pca_.transform(X)
         timings["pca"] = time.perf_counter() - t
-        return self._dictionary_codes(X, timings)
-
-    def _dictionary_codes(self, X: NDArray[np.floating], timings: Dict[str, float]) -> NDArray[np.floating]:
         t = time.perf_counter()
         fit = learn_dictionary(
             X,
@@ -269,16 +302,17 @@ class LatentClusterer(ClusterMixin, BaseEstimator):
         self.dictionary_ = fit.components
         self.dict_n_steps_ = fit.n_steps
         timings["dictionary_fit"] = time.perf_counter() - t
-        t = time.perf_counter()
+        return X
+
+    def _encode(self, X: NDArray[np.floating]) -> NDArray[np.floating]:
+        """Sparse codes of (PCA-projected) rows against the fitted dictionary, in ``X``'s dtype."""
         if self.backend == "sklearn" and self.coding == "omp":
             from sklearn.decomposition import sparse_encode
 
             codes = sparse_encode(X, self.dictionary_, algorithm="omp", n_nonzero_coefs=self.omp_n_nonzero)
         else:
             codes = encode(X, self.dictionary_, self.coding, self.ridge_alpha, self.omp_n_nonzero)
-        self.codes_ = codes.astype(X.dtype, copy=False)
-        timings["dictionary_transform"] = time.perf_counter() - t
-        return self.codes_
+        return codes.astype(X.dtype, copy=False)
 
     def _graph_k(self, n: int) -> int:
         gk = self.graph_k if self.graph_k is not None else max(2 * self.dbscan_k, 32)
@@ -477,13 +511,9 @@ class LatentClusterer(ClusterMixin, BaseEstimator):
 
     def save(self, directory: "str | Any") -> "Any":
         """Write the fitted clusterer to ``directory`` (npz + json, no pickle); returns the path."""
-        from .persistence import save_clusterer
-
         return save_clusterer(self, directory)
 
     @classmethod
     def load(cls, directory: "str | Any", E: Optional[ArrayLike] = None) -> "LatentClusterer":
         """Load a clusterer written by :meth:`save`; with ``E``, raise if the labels are stale."""
-        from .persistence import load_clusterer
-
         return load_clusterer(directory, E=E)

@@ -22,13 +22,13 @@ import warnings
 from typing import Dict, Optional, Tuple
 
 import numpy as np
-from numpy.typing import NDArray
+from numpy.typing import ArrayLike, NDArray
 from scipy import sparse
 from scipy.sparse.csgraph import connected_components, minimum_spanning_tree
 
 from .neighbors import pair_distances
 
-__all__ = ["LinkageGraph", "canonical_labels"]
+__all__ = ["LinkageGraph", "canonical_labels", "remap_noise"]
 
 #: weight stored for zero distances: sparse graphs drop explicit zeros in places
 _TINY = np.finfo(np.float64).tiny
@@ -215,3 +215,13 @@ class LinkageGraph:
         g.msf_u, g.msf_v, g.msf_w = st["graph_msf_u"], st["graph_msf_v"], st["graph_msf_w"]
         g.complete_to, g.truncated = float(meta[0]), bool(meta[2])
         return g
+
+
+def remap_noise(labels: ArrayLike) -> NDArray[np.int64]:
+    """Give every noise point (``-1``) its own fresh id after the largest id, in index order."""
+    lab = np.asarray(labels, dtype=np.int64).copy()
+    noise = lab < 0
+    if noise.any():
+        start = int(lab.max()) + 1 if (~noise).any() else 0
+        lab[noise] = start + np.arange(int(noise.sum()))
+    return lab

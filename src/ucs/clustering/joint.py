@@ -20,11 +20,13 @@ from .. import defaults as D
 from ._validation import check_embeddings, check_int
 from .dictionary import encode, learn_dictionary
 from .estimator import RAW_METHODS, LatentClusterer
+from .persistence import persistent
 from .preprocessing import fit_pca, fit_standardizer
 
 __all__ = ["JointLatentClusterer"]
 
 
+@persistent
 class JointLatentClusterer(LatentClusterer):
     """One set of latent cluster ids from ``M`` embedding matrices of the same pool.
 

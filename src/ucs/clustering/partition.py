@@ -14,7 +14,7 @@ from typing import Optional
 import numpy as np
 from numpy.typing import NDArray
 
-from .graph import canonical_labels
+from .graph import canonical_labels, remap_noise
 
 __all__ = ["default_n_clusters", "spherical_kmeans", "hdbscan_labels", "KMEANS_FIT_MAX", "kmeans_fit_rows", "fit_centers",
            "nearest_center", "canonical_partition"]
@@ -145,7 +145,6 @@ def hdbscan_labels(U: NDArray[np.floating], min_cluster_size: int = 5, min_sampl
     """
     from sklearn.cluster import HDBSCAN
 
-    from .estimator import remap_noise
 
     if min_cluster_size < 2:
         raise ValueError(f"hdbscan_min_cluster_size must be >= 2; got {min_cluster_size}")

@@ -23,6 +23,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from ..utils.io import atomic_save_npy, atomic_save_npz, atomic_write_json, hash_array, json_default, load_npy
+from .auto import AutoChoice
 from .graph import LinkageGraph
 from .preprocessing import PCAProjection, Standardizer
 
@@ -43,6 +44,17 @@ class StaleLabelsError(ValueError):
 
 class DamagedClustererError(ValueError):
     """A saved clusterer's files fail verification (hash, shape or format); refit and save it again."""
+
+
+#: Clusterer classes that :func:`load_clusterer` can rebuild, by class name (filled by :func:`persistent`).
+_CLASSES: Dict[str, type] = {}
+
+
+def persistent(cls: type) -> type:
+    """Class decorator: let :func:`load_clusterer` rebuild ``cls`` from the ``class`` field of ``meta.json``
+    (the clusterers register themselves, so this module needs not import them)."""
+    _CLASSES[cls.__name__] = cls
+    return cls
 
 
 def save_clusterer(est: Any, directory: "str | Path") -> Path:
@@ -103,12 +115,9 @@ def load_clusterer(directory: "str | Path", E: Optional[ArrayLike] = None) -> An
         The embeddings the labels are meant for; a :class:`StaleLabelsError` is raised when their
         content hash differs from the one recorded at fit time.
     """
-    from .estimator import LatentClusterer
-    from .joint import JointLatentClusterer
-
     d = Path(directory)
     meta, st = _read_verified(d)
-    cls = {"LatentClusterer": LatentClusterer, "JointLatentClusterer": JointLatentClusterer}.get(meta["class"])
+    cls = _CLASSES.get(meta["class"])
     if cls is None:
         raise DamagedClustererError(f"unknown clusterer class {meta['class']!r} in {d / 'meta.json'}")
     est = cls(**meta["params"])
@@ -121,8 +130,6 @@ def load_clusterer(directory: "str | Path", E: Optional[ArrayLike] = None) -> An
         est.chosen_method_ = getattr(est, "method", None)
     est.auto_choice_ = None
     if meta.get("auto_choice") is not None:
-        from .auto import AutoChoice
-
         est.auto_choice_ = AutoChoice(**meta["auto_choice"])
     scalers = [
         Standardizer(st[f"scaler{i}_mean_"], st[f"scaler{i}_scale_"]) if present else None
@@ -132,7 +139,7 @@ def load_clusterer(directory: "str | Path", E: Optional[ArrayLike] = None) -> An
         PCAProjection(st[f"pca{i}_mean_"], st[f"pca{i}_components_"], st[f"pca{i}_explained_variance_"]) if present else None
         for i, present in enumerate(meta["pca_present"])
     ]
-    if cls is JointLatentClusterer:
+    if meta["class"] == "JointLatentClusterer":
         est.scalers_, est.pcas_ = scalers, pcas
         est.rotations_, est.model_scales_ = st["rotations_"], st["model_scales_"]
     else:

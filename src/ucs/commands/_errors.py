@@ -6,7 +6,7 @@ of its sub-apps). A wrapped command turns
 * ``ValueError`` (bad values, malformed files, damaged caches; ``DatasetError`` and ``UnicodeDecodeError``
   included),
 * ``OSError`` with a file name (missing file, permission denied, a folder where a file is expected ...),
-* :class:`~ucs.models.errors.MissingDependencyError` and
+* :class:`~ucs.utils.optional.MissingDependencyError` and
 * :class:`~ucs.utils.lock.FolderLockedError`
 
 into at most two lines on stderr — ``Error: <parameter>: <what is wrong>`` and ``  fix: <what to do>`` —
@@ -141,7 +141,7 @@ def _param_for_message(message: str, params: List[Tuple[str, str, Any]]) -> Opti
 def _describe(exc: BaseException, command: str,
               params: List[Tuple[str, str, Any]]) -> Optional[Tuple[str, Optional[str], str]]:
     """``(message, parameter, fix)`` for a user error, ``None`` for anything else (a bug: re-raised)."""
-    from ucs.models.errors import MissingDependencyError
+    from ucs.utils.optional import MissingDependencyError
     from ucs.utils.lock import FolderLockedError
 
     help_hint = f"see `ucs {command} --help`" if command else "see `ucs --help`"

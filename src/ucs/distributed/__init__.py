@@ -10,7 +10,8 @@ from __future__ import annotations
 from ucs.distributed.cluster import PoolClustering, cluster_pool
 from ucs.distributed.embed import PoolEmbeddings, embed_pool
 from ucs.distributed.eps_graph import EpsGraphResult, sharded_eps_components
-from ucs.distributed.executor import EXECUTORS, Executor, LocalExecutor, get_executor
+from ucs.distributed.executor import EXECUTORS, Executor, LocalExecutor
+from ucs.distributed.executors import get_executor
 from ucs.distributed.partition import DISTRIBUTED_PARTITIONS, kmeans_pool
 from ucs.distributed.ray_executor import RayExecutor, have_ray
 from ucs.distributed.select import select_queries

@@ -29,50 +29,14 @@ from ucs.distributed.embed import PoolEmbeddings
 from ucs.clustering.graph import canonical_labels
 from ucs.clustering.neighbors import eps_from_knn
 from ucs.distributed.eps_graph import EpsGraphResult, sharded_eps_components
-from ucs.distributed.executor import Executor, get_executor
+from ucs.distributed.executor import Executor
+from ucs.distributed.executors import get_executor
 from ucs.distributed.sharding import ShardSource, check_shard_size, load_shard, shard_ranges
 
-__all__ = ["PoolClustering", "cluster_pool", "Representation"]
+__all__ = ["PoolClustering", "cluster_pool"]
 
 #: LatentClusterer parameters that cluster_pool understands.
 _SUPPORTED_METHODS = ("dict_dbscan", "dbscan", "dict_argmax")
-
-
-@dataclass
-class Representation:
-    """The fitted part of the pipeline that maps embedding rows to the rows DBSCAN sees.
-
-    ``transform(X)`` applies the standardiser, PCA and dictionary coding (each when fitted);
-    ``method == "dbscan"`` leaves rows as they are. Picklable (numpy arrays and small objects),
-    so it is shipped once to every worker.
-    """
-
-    method: str
-    coding: str
-    ridge_alpha: float
-    omp_n_nonzero: int
-    backend: str
-    scaler: Any = None
-    pca: Any = None
-    dictionary: Optional[NDArray[np.floating]] = None
-
-    def transform(self, X: NDArray[np.floating]) -> NDArray[np.floating]:
-        """Rows → representation (codes for the dictionary methods). Time ``O(n d d' + n d' K)``."""
-        from ucs.clustering.dictionary import encode
-
-        if self.scaler is not None:
-            X = self.scaler.transform(X)
-        if self.method == "dbscan":
-            return X
-        if self.pca is not None:
-            X = self.pca.transform(X)
-        if self.backend == "sklearn" and self.coding == "omp":
-            from sklearn.decomposition import sparse_encode
-
-            codes = sparse_encode(X, self.dictionary, algorithm="omp", n_nonzero_coefs=self.omp_n_nonzero)
-        else:
-            codes = encode(X, self.dictionary, self.coding, self.ridge_alpha, self.omp_n_nonzero)
-        return codes.astype(X.dtype, copy=False)
 
 
 @dataclass
@@ -135,11 +99,11 @@ def _prepare(source: ShardSource, dtype: Any) -> NDArray[np.floating]:
     return X if X.dtype == dtype else X.astype(dtype)
 
 
-def _unit_codes_task(source: ShardSource, rep: Representation, dtype: Any) -> NDArray[np.float32]:
+def _unit_codes_task(source: ShardSource, rep: Any, dtype: Any) -> NDArray[np.float32]:
     """Shard → ℓ2-normalised representation rows (float32), what the eps-graph is built on."""
     from ucs.clustering.neighbors import unit_rows
 
-    return unit_rows(rep.transform(_prepare(source, dtype)))
+    return unit_rows(rep.represent(_prepare(source, dtype)))
 
 
 def gather_rows(ex: Executor, sources: Sequence[Any], lengths: Sequence[int], rows: NDArray[np.int64]) -> NDArray[np.floating]:
@@ -157,8 +121,8 @@ def _n_rows_task(U: NDArray[np.floating]) -> int:
     return int(U.shape[0])
 
 
-def _argmax_task(source: ShardSource, rep: Representation, dtype: Any) -> NDArray[np.int64]:
-    return np.argmax(np.abs(rep.transform(_prepare(source, dtype))), axis=1).astype(np.int64)
+def _argmax_task(source: ShardSource, rep: Any, dtype: Any) -> NDArray[np.int64]:
+    return np.argmax(np.abs(rep.represent(_prepare(source, dtype))), axis=1).astype(np.int64)
 
 
 # ---------------------------------------------------------------------------------------- driver
@@ -175,8 +139,7 @@ def resolve_params(clusterer: Any, overrides: Dict[str, Any]) -> Dict[str, Any]:
         est = LatentClusterer(**{**clusterer.get_params(), **overrides})
     else:
         raise ValueError(f"clusterer must be a LatentClusterer, a dict of its parameters or None; got {type(clusterer).__name__}")
-    est._check_params()
-    return est.get_params()
+    return est.validate().get_params()
 
 
 def _clusterer_params(clusterer: Any, overrides: Dict[str, Any]) -> Dict[str, Any]:
@@ -215,31 +178,13 @@ def _sources(embeddings: Any, executor: Executor, shard_size: int) -> Tuple[List
     )
 
 
-def _fit_representation(params: Dict[str, Any], X: NDArray[np.floating], timings: Dict[str, float]) -> Representation:
-    from ucs.clustering.dictionary import learn_dictionary
-    from ucs.clustering.preprocessing import fit_pca, fit_standardizer
+def _fit_representation(params: Dict[str, Any], X: NDArray[np.floating], timings: Dict[str, float]) -> Any:
+    """A :class:`~ucs.clustering.LatentClusterer` whose representation stages are fitted on the sample ``X``
+    (its :meth:`~ucs.clustering.LatentClusterer.represent` codes any shard as the local path codes its rows);
+    small and picklable, so it is shipped once to every worker."""
+    from ucs.clustering import LatentClusterer
 
-    rep = Representation(params["method"], params["coding"], float(params["ridge_alpha"]),
-                         int(params["omp_n_nonzero"]), params["backend"])
-    t = time.perf_counter()
-    if params["standardize"]:
-        rep.scaler = fit_standardizer(X)
-        X = rep.scaler.transform(X)
-    timings["standardize"] = time.perf_counter() - t
-    if rep.method == "dbscan":
-        return rep
-    t = time.perf_counter()
-    if params["pca_dim"] is not None and params["pca_dim"] < X.shape[1]:
-        rep.pca = fit_pca(X, params["pca_dim"], backend=params["backend"], random_state=params["random_state"])
-        X = rep.pca.transform(X)
-    timings["pca"] = time.perf_counter() - t
-    t = time.perf_counter()
-    fit = learn_dictionary(X, params["n_atoms"], alpha=params["dict_alpha"], batch_size=params["dict_batch_size"],
-                           max_iter=params["dict_max_iter"], backend=params["backend"],
-                           random_state=params["random_state"])
-    rep.dictionary = fit.components
-    timings["dictionary_fit"] = time.perf_counter() - t
-    return rep
+    return LatentClusterer(**params).fit_representation(X, timings)
 
 
 def cluster_pool(
@@ -340,9 +285,9 @@ def cluster_pool(
         n_clusters_=int(labels.max()) + 1 if labels.size else 0,
         eps_=None if graph is None else graph.eps,
         kth_distances_=None if graph is None else graph.kth_distances,
-        scaler_=rep.scaler,
-        pca_=rep.pca,
-        dictionary_=rep.dictionary,
+        scaler_=rep.scaler_,
+        pca_=rep.pca_,
+        dictionary_=rep.dictionary_,
         sample_indices_=sample_idx,
         knn_exact_=graph is None or graph.exact,
         graph_=graph,

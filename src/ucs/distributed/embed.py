@@ -23,7 +23,8 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Unio
 import numpy as np
 from numpy.typing import NDArray
 
-from ucs.distributed.executor import Executor, get_executor
+from ucs.distributed.executor import Executor
+from ucs.distributed.executors import get_executor
 from ucs.distributed.sharding import check_shard_size, shard_ranges
 from ucs.embedding.base import Embedder, sanitize_texts
 from ucs.embedding.cache import EmbeddingCache, cache_key, default_cache_dir

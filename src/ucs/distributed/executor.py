@@ -24,11 +24,11 @@ store and Ray Data actor pools.
 from __future__ import annotations
 
 import abc
-from typing import Any, Callable, Dict, List, Optional, Sequence, Union
+from typing import Any, Callable, Dict, List, Optional, Sequence
 
-__all__ = ["Executor", "LocalExecutor", "get_executor", "EXECUTORS"]
+__all__ = ["Executor", "LocalExecutor", "EXECUTORS"]
 
-#: Names accepted by :func:`get_executor`.
+#: Names accepted by :func:`ucs.distributed.executors.get_executor`.
 EXECUTORS = ("local", "ray")
 
 
@@ -175,20 +175,3 @@ class LocalExecutor(Executor):
 
     def __repr__(self) -> str:
         return "LocalExecutor()"
-
-
-def get_executor(executor: Union[None, str, Executor] = None, **kwargs: Any) -> Executor:
-    """Resolve an executor argument: ``None``/``"local"`` → :class:`LocalExecutor`, ``"ray"`` →
-    :class:`~ucs.distributed.RayExecutor` (``kwargs`` go to its constructor), an instance is returned as is.
-    """
-    if executor is None or (isinstance(executor, str) and executor == "local"):
-        if kwargs:
-            raise ValueError(f"the local executor takes no options; got {sorted(kwargs)}")
-        return LocalExecutor()
-    if isinstance(executor, Executor):
-        return executor
-    if isinstance(executor, str) and executor == "ray":
-        from ucs.distributed.ray_executor import RayExecutor
-
-        return RayExecutor(**kwargs)
-    raise ValueError(f"executor must be one of {EXECUTORS} or an Executor instance; got {executor!r}")

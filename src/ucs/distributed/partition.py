@@ -34,7 +34,8 @@ from ucs.clustering import partition
 from ucs.clustering.partition import canonical_partition, default_n_clusters, fit_centers, kmeans_fit_rows, nearest_center
 from ucs.distributed.cluster import PoolClustering, _prepare, _sources, gather_rows, resolve_params
 from ucs.distributed.embed import PoolEmbeddings
-from ucs.distributed.executor import Executor, get_executor
+from ucs.distributed.executor import Executor
+from ucs.distributed.executors import get_executor
 from ucs.distributed.sharding import ShardSource, check_shard_size
 
 __all__ = ["kmeans_pool", "DISTRIBUTED_PARTITIONS"]

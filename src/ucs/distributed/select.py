@@ -21,7 +21,8 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Union
 
 import numpy as np
 
-from ucs.distributed.executor import Executor, get_executor
+from ucs.distributed.executor import Executor
+from ucs.distributed.executors import get_executor
 from ucs.distributed.sharding import check_shard_size, shard_ranges
 
 __all__ = ["select_queries", "concat_selections", "is_batch_invariant"]

@@ -19,21 +19,13 @@ from typing import Any, Dict, Optional, Sequence, Union
 
 import numpy as np
 
+from ucs.defaults import default_cache_dir
 from ucs.embedding.base import Embedder, sanitize_texts
 from ucs.utils.io import atomic_save_npy, atomic_write_json, hash_array, hash_texts, load_npy
 
 __all__ = ["EmbeddingCache", "cached_embed", "default_cache_dir", "cache_key"]
 
 _FORMAT = 1
-
-
-def default_cache_dir() -> Path:
-    """``$UCS_CACHE_DIR`` if set, else ``$XDG_CACHE_HOME/ucs`` (``~/.cache/ucs``)."""
-    env = os.environ.get("UCS_CACHE_DIR")
-    if env:
-        return Path(env).expanduser()
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "ucs"
 
 
 def cache_key(identity: Dict[str, Any], texts_hash: str) -> str:

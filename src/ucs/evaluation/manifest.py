@@ -38,7 +38,7 @@ def package_versions(names: Sequence[str] = _VERSIONED) -> dict[str, str]:
         except metadata.PackageNotFoundError:
             continue
     if "ucs-icl" not in out:
-        from ucs import __version__
+        from ucs._version import __version__
 
         out["ucs"] = __version__
     return out

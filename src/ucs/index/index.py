@@ -62,14 +62,13 @@ class IndexSelection:
 
 
 def _defaults() -> Dict[str, Any]:
-    """The prior's settings: the pipeline's defaults (one definition, in :class:`PipelineConfig`) with the
-    project's coverage setting (:data:`ucs.defaults.DEFAULT_COVERAGE`: the OSW binomial estimator)."""
-    from ucs.defaults import DEFAULT_COVERAGE
-    from ucs.pipeline.config import PipelineConfig
+    """The prior's settings: the library defaults (:mod:`ucs.defaults`) with the project's coverage setting
+    (:data:`ucs.defaults.DEFAULT_COVERAGE`: the OSW binomial estimator, relevance weighting off)."""
+    from ucs import defaults as D
 
-    c = PipelineConfig(estimator=DEFAULT_COVERAGE["estimator"], relevance=DEFAULT_COVERAGE["relevance"])
-    return {"estimator": c.estimator, "lam": c.lam, "design": c.design, "corpus_prior": c.corpus_prior,
-            **({"relevance": c.relevance} if c.relevance != "none" else {}), **c.estimator_params()}
+    cov = D.DEFAULT_COVERAGE
+    return {"estimator": cov["estimator"], "lam": D.LAM, "design": D.DESIGN, "corpus_prior": D.CORPUS_PRIOR,
+            **({"relevance": cov["relevance"]} if cov["relevance"] != "none" else {}), "t": D.T}
 
 
 class SelectorIndex:

@@ -41,7 +41,7 @@ def _clusterer_spec(clusterer: Any) -> Optional[Dict[str, Any]]:
 
 def save_index(index: Any, d: Path) -> Path:
     """Write ``index`` to directory ``d`` (created; an existing index there is replaced)."""
-    from ucs import __version__
+    from ucs._version import __version__
     from ucs.clustering import save_clusterer
 
     d.mkdir(parents=True, exist_ok=True)

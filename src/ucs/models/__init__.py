@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ucs.models.errors import InvalidModelFileError, MissingDependencyError
+from ucs.utils.optional import InvalidModelFileError, MissingDependencyError
 from ucs.models.registry import BACKBONES, DEFAULT_ENGINE, ENGINES, load_backbone
 
 __all__ = [

@@ -29,7 +29,7 @@ import numpy as np
 from ucs.embedding.base import POOLINGS, l2_normalize, sanitize_text, sanitize_texts
 from ucs.lm.base import ContinuationScores, ReducedScoresMixin, check_generation_args
 from ucs.lm.prefix_tree import build_trie, move_trailing_spaces
-from ucs.models.errors import InvalidModelFileError, MissingDependencyError, extra_install, require
+from ucs.utils.optional import InvalidModelFileError, MissingDependencyError, extra_install, require
 from ucs.utils.progress import advance
 
 __all__ = ["TransformersBackbone", "pool_hidden"]
@@ -174,13 +174,13 @@ class TransformersBackbone(ReducedScoresMixin):
         if path.is_file():
             if not _is_gguf(path):
                 raise InvalidModelFileError(f"{path} is neither a model directory nor a GGUF file")
-            from ucs.models.resources import fingerprint
+            from ucs.utils.weights import fingerprint
 
             sha = fingerprint(path)
             self._revision_id = "sha256:" + sha
             src, tok_src, extra = self._gguf_source(path, sha, transformers, kw)
         elif path.is_dir():
-            from ucs.models.resources import fingerprint
+            from ucs.utils.weights import fingerprint
 
             self._revision_id = "sha256:" + fingerprint(path)
             src, tok_src, extra = str(path), str(path), {}
@@ -222,7 +222,7 @@ class TransformersBackbone(ReducedScoresMixin):
     def _gguf_source(self, path: Path, sha: str, transformers, kw):
         """Return (model source, tokenizer source, extra kwargs) for a GGUF file, via the fp32 cache."""
         require("gguf", "gguf", "Loading a GGUF file with transformers")
-        from ucs.models.resources import models_cache_dir
+        from ucs.utils.weights import models_cache_dir
 
         target = models_cache_dir() / "hf-from-gguf" / sha[:24]
         if (target / "config.json").is_file():
@@ -289,7 +289,7 @@ class TransformersBackbone(ReducedScoresMixin):
         if self._revision_id is None:
             path = Path(self.model).expanduser()
             if path.exists():
-                from ucs.models.resources import fingerprint
+                from ucs.utils.weights import fingerprint
 
                 self._revision_id = "sha256:" + fingerprint(path)
             else:

@@ -27,7 +27,7 @@ import numpy as np
 from ucs.embedding.base import POOLINGS, l2_normalize, sanitize_text, sanitize_texts
 from ucs.lm.base import ContinuationScores, ReducedScoresMixin, check_generation_args
 from ucs.lm.prefix_tree import build_trie, logsumexp_rows, move_trailing_spaces
-from ucs.models.errors import InvalidModelFileError, extra_install, require
+from ucs.utils.optional import InvalidModelFileError, extra_install, require
 from ucs.utils.progress import advance
 
 __all__ = ["LlamaCppBackbone"]
@@ -213,7 +213,7 @@ class LlamaCppBackbone(ReducedScoresMixin):
     @property
     def identity(self) -> Dict[str, Any]:
         if self._sha is None:
-            from ucs.models.resources import fingerprint
+            from ucs.utils.weights import fingerprint
 
             self._sha = fingerprint(self.model_path)
         return {

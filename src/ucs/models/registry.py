@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Dict, Union
 
-from ucs.models.errors import MissingDependencyError
+from ucs.utils.optional import MissingDependencyError
 
 __all__ = ["BACKBONES", "ENGINES", "DEFAULT_ENGINE", "BackboneSpec", "load_backbone", "resolve_model"]
 
@@ -31,13 +31,13 @@ class BackboneSpec:
 
 
 def _smollm2() -> Path:
-    from ucs.models.resources import smollm2_gguf_path
+    from ucs.utils.weights import smollm2_gguf_path
 
     return smollm2_gguf_path()
 
 
 def _gemma3() -> Path:
-    from ucs.models.resources import gemma3_270m_gguf_path
+    from ucs.utils.weights import gemma3_270m_gguf_path
 
     return gemma3_270m_gguf_path()
 

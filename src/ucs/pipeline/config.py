@@ -193,7 +193,7 @@ class PipelineConfig:
     cluster_space: str = "backbone"
     estimator: str = D.ESTIMATOR
     lam: float = D.LAM
-    t: float = 5.0
+    t: float = D.T
     bin_size: int = 20
     alpha: float = 1.0
     integer: bool = False

