@@ -17,6 +17,10 @@ ICL records               ``<out_dir>/records.jsonl`` (the runner; resumable)   
 ICL answers               ``<store_dir>/answers`` (:class:`AnswerStore`)        model, mode, labels + prompt
 ========================  ===================================================  =================================
 
+Every path above is :class:`~ucs.pipeline.layout.ArtifactLayout`'s (``pipe.layout``); the selectors come from
+:func:`ucs.selectors.factory.make_selector` and the evaluation from :func:`ucs.evaluation.evaluate`, so the class
+itself only orchestrates the stages and remembers their results.
+
 The heavy stages can run on an executor (``Pipeline(cfg, executor="ray")``, see :mod:`ucs.distributed`):
 the pool is embedded shard by shard by backbone replicas (:func:`~ucs.distributed.embed_pool`), clustered
 with per-shard codes and k-NN (:func:`~ucs.distributed.cluster_pool`) and query-dependent selectors select
@@ -32,15 +36,15 @@ import json
 import os
 import time
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence
 
 import numpy as np
 
 from ucs.embedding.base import l2_normalize
-from ucs.embedding.cache import EmbeddingCache, default_cache_dir
-from ucs.evaluation.file_names import method_file_stem, selection_file_stem
+from ucs.embedding.cache import EmbeddingCache
 from ucs.pipeline.config import PipelineConfig, canonical_method, parse_method
 from ucs.pipeline.diagnostics import coverage_markdown, coverage_stats, summarize_coverage
+from ucs.pipeline.layout import ArtifactLayout
 from ucs.selectors.factory import make_selector
 from ucs.utils.integrity import load_checked_npy, save_checked_npy
 from ucs.utils.io import atomic_write_json, atomic_write_text, hash_array
@@ -180,11 +184,9 @@ class Pipeline:
         self._dataset = dataset
         self._backbone = backbone
         self._retrieval = retrieval
-        self.cache_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir()
-        self.store_dir = Path(store_dir) if store_dir is not None else self.cache_dir
-        self.out_dir = Path(out_dir) if out_dir is not None else None
+        self.layout = ArtifactLayout(cache_dir, store_dir, out_dir)
         self.progress = progress
-        self.embedding_cache = EmbeddingCache(self.cache_dir / "embeddings")
+        self.embedding_cache = EmbeddingCache(self.layout.embeddings_dir)
         self.timings: Dict[str, float] = {}
         self._memo: Dict[Any, Any] = {}
         for name, arr in (("pool_emb", pool_embeddings), ("ret_pool", retrieval_embeddings)):
@@ -199,6 +201,18 @@ class Pipeline:
         self._injected = {k for k in ("pool_emb", "ret_pool") if k in self._memo}
 
     # ------------------------------------------------------------------ helpers
+    @property
+    def cache_dir(self) -> Path:
+        return self.layout.cache_dir
+
+    @property
+    def store_dir(self) -> Path:
+        return self.layout.store_dir
+
+    @property
+    def out_dir(self) -> Optional[Path]:
+        return self.layout.out_dir
+
     def _timed(self, name: str, t0: float) -> None:
         self.timings[name] = self.timings.get(name, 0.0) + time.perf_counter() - t0
 
@@ -276,7 +290,7 @@ class Pipeline:
 
                 shards = embed_pool(
                     self._backbone_factory(), list(self.dataset.pool.texts), self._executor(), self.shard_size,
-                    self.cache_dir / "embeddings", identity=dict(self.backbone.identity),
+                    self.layout.embeddings_dir, identity=dict(self.backbone.identity),
                 )
                 self._memo["pool_shards"] = shards
                 self._memo["pool_emb"] = shards.load()
@@ -353,8 +367,7 @@ class Pipeline:
         if self.distributed and (n > self.fit_sample_size or self.knn != "exact"):
             # only then can the executor's ids differ from the in-process ones
             spec["sharded"] = {"fit_sample_size": self.fit_sample_size, "knn": self.knn}
-        key = json.dumps(spec, sort_keys=True)
-        return self.cache_dir / "clusters" / hashlib.sha256(key.encode()).hexdigest()[:24]
+        return self.layout.cluster_dir(spec)
 
     def clusterer(self, seed: int, q: Optional[float] = None) -> Any:
         """The clustering of the pool for run ``seed``: a fitted :class:`~ucs.clustering.LatentClusterer`
@@ -398,8 +411,8 @@ class Pipeline:
             self._timed("clustering_fit", t0)
             self._memo[memo] = est
             d = self._cluster_dir(seed)
-            save_checked_npy(d / f"labels_q{qv!r}.npy", np.asarray(est.labels_, dtype=np.int64))
-            atomic_write_json(d / "meta.json", {
+            save_checked_npy(self.layout.cluster_labels(d, qv), np.asarray(est.labels_, dtype=np.int64))
+            atomic_write_json(self.layout.cluster_meta(d), {
                 "params": self.clusterer_params(seed), "eps": getattr(est, "eps_", None),
                 "n_clusters": int(est.n_clusters_), "timings": getattr(est, "timings_", {}),
                 "chosen_method": getattr(est, "chosen_method_", self.config.clustering),
@@ -410,7 +423,7 @@ class Pipeline:
     def cluster_meta(self, seed: int) -> Dict[str, Any]:
         """What the cluster cache recorded about run ``seed``'s clustering (parameters, eps, the method
         ``auto`` chose); fits the clustering first when it is not cached."""
-        path = self._cluster_dir(seed) / "meta.json"
+        path = self.layout.cluster_meta(self._cluster_dir(seed))
         if not path.is_file():
             self.clusterer(seed)
         return json.loads(path.read_text(encoding="utf-8"))
@@ -425,7 +438,7 @@ class Pipeline:
         memo = ("ids", int(seed), q)
         if memo in self._memo:
             return self._memo[memo]
-        path = self._cluster_dir(seed) / f"labels_q{q!r}.npy"
+        path = self.layout.cluster_labels(self._cluster_dir(seed), q)
         n = len(self.dataset.pool)
         ids = load_checked_npy(path, f"cached cluster labels (seed {seed}, q {q})", shape=(n,), min_value=0,
                                max_value=n - 1)
@@ -483,7 +496,7 @@ class Pipeline:
             from ucs.lm.cache import CachedScorer
 
             identity = getattr(scorer, "identity", None)
-            store = self.store_dir / "scores" if isinstance(identity, dict) else None
+            store = self.layout.scores_dir if isinstance(identity, dict) else None
             scorer = CachedScorer(scorer, store=store)
         self._memo[memo] = scorer
         return scorer
@@ -543,31 +556,24 @@ class Pipeline:
         cov = UnseenCoverage(self.config.estimator, design=self.config.design, **self.config.estimator_params()).fit(ids)
         return coverage_stats(ids, np.asarray(indices), cov)
 
-    def _diag_dir(self) -> Optional[Path]:
-        return None if self.out_dir is None else self.out_dir / "pipeline"
-
     def _record_diagnostics(self, method: str, seed: int, sel: Any, n_queries: int) -> None:
         stats = summarize_coverage(self.coverage(method, seed, sel.indices))
         self._memo[("coverage", method, int(seed), n_queries)] = stats
-        d = self._diag_dir()
-        if d is None:
+        path = self.layout.coverage_file(method, seed, n_queries)
+        if path is None:
             return
-        safe = method_file_stem(method)
-        atomic_write_json(d / "coverage" / f"{safe}__seed{seed}__{n_queries}q.json",
-                          {"method": method, "seed": int(seed), "n_queries": n_queries, "coverage": stats})
-        atomic_write_text(d / "selections" / f"{safe}__seed{seed}__{n_queries}q.json", sel.to_json())
+        atomic_write_json(path, {"method": method, "seed": int(seed), "n_queries": n_queries, "coverage": stats})
+        atomic_write_text(self.layout.selection_record(method, seed, n_queries), sel.to_json())
 
     def coverage_table(self, methods: Sequence[str], n_queries: int) -> Dict[str, Dict[str, Dict[str, float]]]:
         """``table[method][seed]`` of mean coverage stats, from memory or the diagnostics files."""
         out: Dict[str, Dict[str, Dict[str, float]]] = {}
-        d = self._diag_dir()
         for m in methods:
             for s in self.config.run_seeds:
                 stats = self._memo.get(("coverage", m, int(s), n_queries))
-                if stats is None and d is not None:
-                    p = d / "coverage" / f"{method_file_stem(m)}__seed{s}__{n_queries}q.json"
-                    if p.is_file():
-                        stats = json.loads(p.read_text(encoding="utf-8"))["coverage"]
+                p = self.layout.coverage_file(m, s, n_queries)
+                if stats is None and p is not None and p.is_file():
+                    stats = json.loads(p.read_text(encoding="utf-8"))["coverage"]
                 if stats is None:
                     stats = self._coverage_from_runner(m, int(s), n_queries)
                 if stats is not None:
@@ -577,19 +583,12 @@ class Pipeline:
     def _coverage_from_runner(self, method: str, seed: int, n_queries: int) -> Optional[Dict[str, float]]:
         """Diagnostics of a selection the runner cached but this process never computed (a resumed method):
         the first ``n_queries`` rows of the smallest cached selection that covers them."""
-        if self.out_dir is None or n_queries < 1:
+        if n_queries < 1:
             return None
-        safe = selection_file_stem(method)
-        best: Optional[Tuple[int, Path]] = None
-        for p in (self.out_dir / "selections").glob(f"{safe}__seed{seed}__*q_*.npy"):
-            try:
-                n = int(p.name[len(f"{safe}__seed{seed}__"):].split("q_", 1)[0])
-            except ValueError:
-                continue
-            if n >= n_queries and (best is None or n < best[0]):
-                best = (n, p)
-        if best is None:
+        fits = [(n, p) for n, p in self.layout.runner_selections(method, seed) if n >= n_queries]
+        if not fits:
             return None
+        best = min(fits)
         n_pool = len(self.dataset.pool)
         sel = load_checked_npy(best[1], f"selection of {method} (seed {seed})", min_value=0, max_value=n_pool - 1,
                                adopt_unverified=True)
@@ -598,11 +597,10 @@ class Pipeline:
         rows = sel if sel.shape[0] == 1 else sel[:n_queries]
         stats = summarize_coverage(self.coverage(method, seed, rows))
         self._memo[("coverage", method, seed, n_queries)] = stats
-        d = self._diag_dir()
-        if d is not None:
-            atomic_write_json(d / "coverage" / f"{method_file_stem(method)}__seed{seed}__{n_queries}q.json",
-                              {"method": method, "seed": seed, "n_queries": n_queries, "coverage": stats,
-                               "from": best[1].name})
+        path = self.layout.coverage_file(method, seed, n_queries)
+        if path is not None:
+            atomic_write_json(path, {"method": method, "seed": seed, "n_queries": n_queries, "coverage": stats,
+                                     "from": best[1].name})
         return stats
 
     # ------------------------------------------------------------------ stage 4: evaluation
@@ -624,7 +622,7 @@ class Pipeline:
         from ucs.evaluation import evaluate
 
         if out_dir is not None:
-            self.out_dir = Path(out_dir)
+            self.layout = ArtifactLayout(self.cache_dir, self.store_dir, out_dir)
         if self.out_dir is None:
             raise ValueError("out_dir is required: pass run(out_dir=...) or Pipeline(..., out_dir=...)")
         methods = tuple(canonical_method(m) for m in (methods or self.config.selectors))
@@ -635,7 +633,7 @@ class Pipeline:
             self.dataset, self.backbone, list(methods), self.select, out,
             mode=self.config.mode, protocol=self.config.protocol(), limit=limit,
             batch_size=self.config.icl_batch_size, config={"pipeline": self.config.key_dict()},
-            progress=self.progress, answer_store=self.store_dir / "answers" if self.reuse_answers else None,
+            progress=self.progress, answer_store=self.layout.answers_dir if self.reuse_answers else None,
         )
         self._timed("evaluate", t0)
         n_q = int(result.summary.get("n_queries_requested", 0))
