@@ -25,8 +25,18 @@ from typing import Any, Callable, Dict, List, Optional
 
 import numpy as np
 
+from ucs.clustering import LatentClusterer, cluster_health, cluster_report
+from ucs.data import load_dataset
+from ucs.embedding.cache import default_cache_dir
 from ucs.evaluation.file_names import method_file_stem
-from ucs.experiments.spec import Cell
+from ucs.evaluation.records import read_records
+from ucs.evaluation.report import summarize
+from ucs.evaluation.runner import selection_path
+from ucs.experiments.spec import Cell, _safe
+from ucs.pipeline import Pipeline
+from ucs.pipeline.backbones import backbone_kwargs, load_backbone_for, load_retrieval_for
+from ucs.pipeline.config import canonical_method
+from ucs.utils.integrity import save_checked_npy
 from ucs.utils.io import atomic_write_json
 
 __all__ = ["Models", "CellContext", "run_cell", "read_accuracy", "eval_dir_for", "query_texts_for"]
@@ -49,8 +59,6 @@ class Models:
 
     @staticmethod
     def _key(cfg: Any) -> str:
-        from ucs.pipeline.backbones import backbone_kwargs
-
         if cfg.backbone.lower().startswith("dummy"):
             return cfg.backbone.lower()
         return json.dumps([cfg.backbone, cfg.engine, backbone_kwargs(cfg)], sort_keys=True, default=str)
@@ -58,8 +66,6 @@ class Models:
     def backbone(self, cfg: Any) -> Any:
         key = self._key(cfg)
         if key not in self.backbones:
-            from ucs.pipeline.backbones import load_backbone_for
-
             self.backbones[key] = (self.backbone_factory or load_backbone_for)(cfg)
         return self.backbones[key]
 
@@ -69,8 +75,6 @@ class Models:
             return None
         key = json.dumps([cfg.retrieval_embedder, cfg.device])
         if key not in self.retrievals:
-            from ucs.pipeline.backbones import load_retrieval_for
-
             self.retrievals[key] = load_retrieval_for(cfg, None)
         return self.retrievals[key]
 
@@ -84,8 +88,6 @@ class CellContext:
     def __init__(self, work_dir: "str | Path", cache_dir: "str | Path | None" = None, models: Optional[Models] = None,
                  limit: Optional[int] = None, progress: bool = False,
                  store_dir: "str | Path | None" = None) -> None:
-        from ucs.embedding.cache import default_cache_dir
-
         self.work_dir = Path(work_dir)
         self.cache_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir()
         self.store_dir = Path(store_dir) if store_dir is not None else None
@@ -97,16 +99,12 @@ class CellContext:
     def dataset(self, cfg: Any) -> Any:
         key = (cfg.dataset, cfg.data_dir)
         if key not in self._datasets:
-            from ucs.data import load_dataset
-
             self._datasets[key] = load_dataset(cfg.dataset, cfg.data_dir)
         return self._datasets[key]
 
     def pipeline(self, cell: Cell, out_dir: "Path | None", *, reuse_answers: bool = True) -> Any:
         """A :class:`~ucs.pipeline.Pipeline` for ``cell``; ``reuse_answers=False`` keeps it off the shared
         answer store (timed evaluations must send their prompts to the model)."""
-        from ucs.pipeline import Pipeline
-
         cfg = cell.config
         return Pipeline(cfg, dataset=self.dataset(cfg), backbone=self.models.backbone(cfg),
                         retrieval=self.models.retrieval(cfg), cache_dir=self.cache_dir, out_dir=out_dir,
@@ -119,8 +117,6 @@ class CellContext:
 
 def eval_dir_for(work_dir: "str | Path", cell: Cell) -> Path:
     """The runner folder shared by every accuracy / coverage cell with this cell's resume key."""
-    from ucs.experiments.spec import _safe
-
     key = json.dumps(cell.config.key_dict(), sort_keys=True, default=str)
     h = hashlib.sha256(key.encode()).hexdigest()[:12]
     return Path(work_dir) / "evals" / f"{_safe(cell.dataset)}__{_safe(cell.backbone)}__{h}"
@@ -174,9 +170,6 @@ def read_accuracy(cell: Cell, ctx: CellContext) -> Dict[str, Any]:
     are listed under ``pending`` and the page shows "—" for them. Coverage comes from the folder's cached
     diagnostics and selections. Cost: reading the records, ``O(records)``.
     """
-    from ucs.evaluation.records import read_records
-    from ucs.evaluation.report import summarize
-
     out = eval_dir_for(ctx.work_dir, cell)
     n_q = len(query_texts_for(cell.config, ctx.dataset(cell.config), ctx.limit))
     seeds = cell.config.run_seeds
@@ -195,9 +188,6 @@ def read_accuracy(cell: Cell, ctx: CellContext) -> Dict[str, Any]:
 
 def run_coverage(cell: Cell, ctx: CellContext) -> Dict[str, Any]:
     """Coverage exposure of the selections (no ICL calls), per (method, run seed); resumable per pair."""
-    from ucs.evaluation.runner import selection_path
-    from ucs.utils.integrity import save_checked_npy
-
     out = eval_dir_for(ctx.work_dir, cell)
     pipe = ctx.pipeline(cell, out)
     queries = query_texts_for(cell.config, pipe.dataset, ctx.limit)
@@ -240,8 +230,6 @@ def _audit_entry(ids: np.ndarray, c: int, labels: List[str], texts: List[str], n
 
 def run_clusters(cell: Cell, ctx: CellContext) -> Dict[str, Any]:
     """Cluster-size distribution and health (every run seed) and the qualitative audit (first run seed)."""
-    from ucs.clustering import cluster_health, cluster_report
-
     d = ctx.cell_dir(cell)
     key = _cell_key(cell, ctx)
     hit = _cached(d / "cell.json", key)
@@ -281,10 +269,6 @@ def run_clusters(cell: Cell, ctx: CellContext) -> Dict[str, Any]:
 
 def run_runtime(cell: Cell, ctx: CellContext) -> Dict[str, Any]:
     """Offline stage times (fresh embedding sample + fresh clustering fit) and online time per method."""
-    from ucs.clustering import LatentClusterer
-    from ucs.evaluation.records import read_records
-    from ucs.pipeline.config import canonical_method
-
     d = ctx.cell_dir(cell)
     key = _cell_key(cell, ctx)
     offline_path = d / "offline.json"
@@ -356,8 +340,6 @@ def run_runtime(cell: Cell, ctx: CellContext) -> Dict[str, Any]:
 def run_health(cell: Cell, ctx: CellContext) -> Dict[str, Any]:
     """Cluster health (SPEC §8) of the cell's clustering for every run seed, against the pool's labels,
     with the size spectrum (all sizes, descending) of the first seed and what ``auto`` chose."""
-    from ucs.clustering import cluster_health
-
     d = ctx.cell_dir(cell)
     key = _cell_key(cell, ctx)
     hit = _cached(d / "cell.json", key)

@@ -8,6 +8,7 @@ from typing import Any, Dict, Sequence
 import numpy as np
 
 from ucs.experiments.spec import Cell, Experiment
+from ucs.utils.io import atomic_write_bytes
 
 __all__ = ["require_matplotlib", "cluster_sizes_figure", "health_spectra_figure", "variant_curve_figure", "figure_for"]
 
@@ -28,8 +29,6 @@ def require_matplotlib() -> Any:
 
 def _save(fig: Any, path: Path) -> Path:
     import io
-
-    from ucs.utils.io import atomic_write_bytes
 
     buf = io.BytesIO()
     # no timestamp in the PNG metadata: the same results give the same bytes

@@ -14,16 +14,21 @@ A second invocation recomputes nothing that the first finished.
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 
+from ucs.data import load_dataset
+from ucs.data.splits import DEFAULT_TEST_SIZE
+from ucs.evaluation.runner import package_versions, platform_info
 from ucs.experiments.cells import CellContext, Models, eval_dir_for, run_cell
+from ucs.experiments.figures import figure_for
 from ucs.experiments.registry import get_experiment, resolve_names
+from ucs.experiments.render import render
 from ucs.experiments.spec import Cell, Experiment
+from ucs.pipeline.config import parse_method
 from ucs.utils.io import atomic_write_json, atomic_write_text
 
 __all__ = ["ReproduceOptions", "ExperimentRun", "plan", "reproduce", "run_experiment", "estimate_cost"]
@@ -100,9 +105,6 @@ def estimate_cost(exp: Experiment, cell: Cell, n_test: Optional[int] = None, n_p
     """Model calls a cell needs when nothing is cached: ICL prompts (upper bound — deterministic modes answer a
     repeated prompt once), MDL subset scorings (MDL and MDL+UCS share theirs, except in the runtime experiment,
     which times each method alone), and pool texts to embed (per distinct embedding setting)."""
-    from ucs.data.splits import DEFAULT_TEST_SIZE
-    from ucs.pipeline.config import parse_method
-
     c = cell.config
     size = c.test_size if c.test_size is not None else DEFAULT_TEST_SIZE["reasoning" if c.dataset.startswith("bbeh") else "intent"]
     nq: Optional[int] = size if n_test is None else min(size, n_test)
@@ -138,8 +140,6 @@ def run_experiment(
     log: Optional[Callable[[str], None]] = None,
 ) -> ExperimentRun:
     """Run every cell of experiment ``name`` and write its markdown, figure and manifest."""
-    from ucs.evaluation.runner import package_versions, platform_info
-
     exp = get_experiment(name)
     cells = plan([name], options)[name]
     ctx = CellContext(options.work_dir, options.cache_dir, models or Models(), options.limit, options.progress,
@@ -155,10 +155,7 @@ def run_experiment(
     out = Path(options.results_dir)
     png = None
     if "png" in exp.outputs:
-        from ucs.experiments.figures import figure_for
-
         png = figure_for(exp, cells, results, out / f"{exp.name}.png")
-    from ucs.experiments.render import render
 
     md = atomic_write_text(out / f"{exp.name}.md", render(exp, cells, results, options.preset,
                                                            png.name if png else None))
@@ -206,8 +203,6 @@ def reproduce(
 
 def describe_cells(names: "str | Sequence[str] | None", options: ReproduceOptions) -> List[Dict[str, Any]]:
     """One row per cell with its cost estimate (for ``--dry-run``); datasets are loaded to size them."""
-    from ucs.data import load_dataset
-
     rows = []
     sizes: Dict[Any, Any] = {}
     for n, cells in plan(names, options).items():

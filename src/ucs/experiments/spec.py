@@ -19,6 +19,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from ucs.experiments.presets import DEFAULT_COVERAGE, PAPER_COVERAGE
+from ucs.pipeline.config import LATE_DEFAULTS, PipelineConfig, parse_method, parse_methods
+
 __all__ = ["KINDS", "SIZE_PRESETS", "Variant", "Experiment", "Cell"]
 
 #: What a cell computes: ICL accuracy, coverage of selections, cluster statistics, cluster health, or timings.
@@ -36,12 +39,10 @@ def _coverage_settings(settings: Dict[str, Any]) -> Dict[str, Any]:
     name = settings.pop("coverage", None)
     if name is None:
         return settings
-    from ucs.experiments.presets import DEFAULT_COVERAGE, PAPER_COVERAGE
 
     table = {"default": DEFAULT_COVERAGE, "paper": PAPER_COVERAGE}
     if name not in table:
         raise ValueError(f"a variant's coverage must be one of {sorted(table)}; got {name!r}")
-    from ucs.pipeline.config import LATE_DEFAULTS
 
     return {**LATE_DEFAULTS, **table[name], **settings}
 
@@ -67,8 +68,6 @@ class Variant:
     selectors: Any = None
 
     def methods(self, selectors: Sequence[str]) -> Tuple[str, ...]:
-        from ucs.pipeline.config import parse_method, parse_methods
-
         if self.selectors is None:
             return tuple(selectors)
         if self.selectors in ("base", "ucs"):
@@ -145,7 +144,6 @@ class Experiment:
         names = [v.name for v in variants]
         if len(set(names)) != len(names):
             raise ValueError(f"variant names of {data['name']!r} must be distinct; got {names}")
-        from ucs.pipeline.config import parse_methods
 
         exp = cls(
             name=str(data["name"]), title=str(data["title"]), paper_ref=str(data["paper_ref"]),
@@ -199,8 +197,6 @@ class Experiment:
         keeps only the named variants (a long experiment run a part at a time); ``overrides`` are :class:`~ucs.pipeline.PipelineConfig` settings (layer 4 of the module docstring).
         Raises ``ValueError`` naming the setting when a cell's configuration is invalid.
         """
-        from ucs.pipeline.config import PipelineConfig, parse_methods
-
         p = self.preset(preset)
         ds_list = list(datasets if datasets is not None else p.get("datasets", self.datasets))
         bb_list = list(backbones if backbones is not None else p.get("backbones", ["smollm2"]))

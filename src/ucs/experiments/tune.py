@@ -30,6 +30,11 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from ucs.data.splits import pool_test_split
+from ucs.evaluation.report import paired_delta
+from ucs.experiments.presets import TUNED_DBSCAN_Q, TUNED_LAMBDA
+from ucs.pipeline import Pipeline
+from ucs.pipeline.config import parse_method, parse_methods
 from ucs.utils.io import atomic_write_json, atomic_write_text
 
 __all__ = ["default_grids", "validation_split", "TuneResult", "tune", "tune_variants", "parse_variants"]
@@ -37,8 +42,6 @@ __all__ = ["default_grids", "validation_split", "TuneResult", "tune", "tune_vari
 
 def default_grids() -> Tuple[Tuple[float, ...], Tuple[float, ...]]:
     """``q``: the values in paper Table 9; ``λ``: the values in paper Table 10 plus 0 (the base selector)."""
-    from ucs.experiments.presets import TUNED_DBSCAN_Q, TUNED_LAMBDA
-
     return tuple(sorted(set(TUNED_DBSCAN_Q.values()))), tuple(sorted(set(TUNED_LAMBDA.values()) | {0.0}))
 
 
@@ -49,8 +52,6 @@ def validation_split(dataset: Any, fraction: float = 0.1, seed: int = 0) -> Tupl
     pool. The original test split is dropped, so nothing downstream can read it.
     """
     from dataclasses import replace
-
-    from ucs.data.splits import pool_test_split
 
     if not 0.0 < float(fraction) < 1.0:
         raise ValueError(f"val_fraction must be in (0, 1); got {fraction!r}")
@@ -84,7 +85,6 @@ class TuneResult:
                  f"from the remaining {self.info.get('n_pool')} items; the test split is never read",
                  f"- backbone `{self.config.backbone}`, mode `{self.config.mode}`, {self.config.n_runs} run(s); "
                  "criterion: mean accuracy; ties go to the configuration's own (paper default) values", ""]
-        from ucs.pipeline.config import parse_method
 
         for sel in dict.fromkeys(r["selector"] for r in self.grid):
             base_name = parse_method(sel)[0]
@@ -126,8 +126,6 @@ def _validation_setup(config: Any, dataset: Any, backbone: Any, retrieval: Any, 
                       val_fraction: float, val_seed: int) -> Tuple[Any, np.ndarray, np.ndarray, Dict[str, Any]]:
     """The full pool's pipeline (its embeddings from the cache), the kept and validation pool indices, and the
     keyword arguments every validation pipeline shares (the validation dataset, the models, the kept rows)."""
-    from ucs.pipeline import Pipeline
-
     full = Pipeline(config, dataset=dataset, backbone=backbone, retrieval=retrieval, cache_dir=cache_dir,
                     progress=False)
     E = full.pool_embeddings()
@@ -186,9 +184,6 @@ def tune(
     Cost: ``len(selectors) × (len(q_grid) × (len(lam_grid) − 1) + 1)`` evaluations of ``n_runs × n_val``
     prompts; one clustering fit per run seed and one re-cut per ``q``.
     """
-    from ucs.pipeline import Pipeline
-    from ucs.pipeline.config import parse_method, parse_methods
-
     out = Path(out_dir)
     methods = parse_methods(selectors) if selectors is not None else tuple(
         m for m in config.selectors if parse_method(m)[1])
@@ -312,10 +307,6 @@ def tune_variants(
         ``config``: ``config`` with the chosen settings. Writes ``variants.md``, ``variants.json`` and
         ``tuned_config.json`` to ``out_dir``.
     """
-    from ucs.evaluation.report import paired_delta
-    from ucs.pipeline import Pipeline
-    from ucs.pipeline.config import parse_method
-
     out = Path(out_dir)
     if not variants:
         raise ValueError("variants must hold at least one named setting")

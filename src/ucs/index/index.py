@@ -9,9 +9,16 @@ from typing import Any, Dict, List, Optional, Sequence, Union
 
 import numpy as np
 
+from ucs import defaults as D
+from ucs.embedding.cache import EmbeddingCache
 from ucs.index.examples import check_examples, example_text, query_text, resolve_keys
 from ucs.index.placement import fit_clusters, place_rows, pool_representation, represent
 from ucs.index.search import SEARCHES, make_search
+from ucs.index.storage import load_index, save_index
+from ucs.models import load_backbone
+from ucs.selectors import UCSPrior
+from ucs.selectors.base import check_random_state
+from ucs.selectors.factory import canonical_method, make_selector, parse_method, selector_class
 
 __all__ = ["SelectorIndex", "IndexSelection"]
 
@@ -64,8 +71,6 @@ class IndexSelection:
 def _defaults() -> Dict[str, Any]:
     """The prior's settings: the library defaults (:mod:`ucs.defaults`) with the project's coverage setting
     (:data:`ucs.defaults.DEFAULT_COVERAGE`: the OSW binomial estimator, relevance weighting off)."""
-    from ucs import defaults as D
-
     cov = D.DEFAULT_COVERAGE
     return {"estimator": cov["estimator"], "lam": D.LAM, "design": D.DESIGN, "corpus_prior": D.CORPUS_PRIOR,
             **({"relevance": cov["relevance"]} if cov["relevance"] != "none" else {}), "t": D.T}
@@ -158,9 +163,6 @@ class SelectorIndex:
 
     # ------------------------------------------------------------------ parameters
     def _check_params(self) -> None:
-        from ucs.selectors.factory import canonical_method, parse_method
-        from ucs.selectors.base import check_random_state
-
         self.method_ = canonical_method(self.method)
         self.base_, self.ucs_ = parse_method(self.method_)
         if self.base_ == "mdl" and self.lm is None:
@@ -181,8 +183,6 @@ class SelectorIndex:
     def get_embedder(self) -> Any:
         """The embedder (the default backbone is loaded here on first use)."""
         if self.embedder is None:
-            from ucs.models import load_backbone
-
             embedder = load_backbone()
             stored = getattr(self, "embedder_identity_", None)
             if stored is not None and dict(embedder.identity) != stored:
@@ -230,8 +230,6 @@ class SelectorIndex:
         return self._fit_selector()
 
     def _embed_texts(self, texts: List[str]) -> np.ndarray:
-        from ucs.embedding.cache import EmbeddingCache
-
         E = EmbeddingCache(None if self.cache_dir is None else Path(self.cache_dir) / "embeddings").embed(
             self.get_embedder(), texts)
         return np.ascontiguousarray(E, dtype=np.float32)
@@ -240,14 +238,10 @@ class SelectorIndex:
         self.search_ = make_search(self.candidate_search, self.embeddings_, dict(self.hnsw or {}), serialized)
 
     def _prior(self) -> Any:
-        from ucs.selectors import UCSPrior
-
         return UCSPrior(self.cluster_ids_, **{**_defaults(), **(self.prior or {})})
 
     def _fit_selector(self) -> "SelectorIndex":
         """Build the selector with :func:`ucs.selectors.factory.make_selector` and fit it."""
-        from ucs.selectors.factory import make_selector, selector_class
-
         cls = selector_class(self.base_)
         accepted = set(cls._param_names())
         params: Dict[str, Any] = dict(self.selector_params or {})
@@ -390,8 +384,6 @@ class SelectorIndex:
     # ------------------------------------------------------------------ persistence
     def save(self, directory: PathLike) -> Path:
         """Write the index to ``directory`` (JSON + npz, no pickle; every file's SHA-256 in ``index.json``)."""
-        from ucs.index.storage import save_index
-
         self._check_fitted()
         return save_index(self, Path(directory))
 
@@ -407,8 +399,6 @@ class SelectorIndex:
         lm : LanguageModel, optional
             The MDL scorer (required for ``mdl`` indexes).
         """
-        from ucs.index.storage import load_index
-
         return load_index(cls, Path(directory), embedder=embedder, lm=lm)
 
     def __repr__(self) -> str:

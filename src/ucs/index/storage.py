@@ -21,6 +21,8 @@ from typing import Any, Dict, Optional
 
 import numpy as np
 
+from ucs._version import __version__
+from ucs.clustering import LatentClusterer, load_clusterer, save_clusterer
 from ucs.index.examples import check_json_examples
 from ucs.utils.io import atomic_write_bytes, atomic_write_json, atomic_write_text, hash_file
 
@@ -41,9 +43,6 @@ def _clusterer_spec(clusterer: Any) -> Optional[Dict[str, Any]]:
 
 def save_index(index: Any, d: Path) -> Path:
     """Write ``index`` to directory ``d`` (created; an existing index there is replaced)."""
-    from ucs._version import __version__
-    from ucs.clustering import save_clusterer
-
     d.mkdir(parents=True, exist_ok=True)
     (d / MANIFEST).unlink(missing_ok=True)
     atomic_write_text(d / "examples.json", check_json_examples(index.examples_))
@@ -107,8 +106,6 @@ def _verify(d: Path, manifest: Dict[str, Any]) -> None:
 
 def load_index(cls: type, d: Path, embedder: Any = None, lm: Any = None) -> Any:
     """Rebuild a :class:`SelectorIndex` from ``d`` (verified), refitting only the cheap selector state."""
-    from ucs.clustering import load_clusterer
-
     manifest = _read_manifest(d, cls.FORMAT)
     _verify(d, manifest)
     p = manifest["params"]
@@ -121,8 +118,6 @@ def load_index(cls: type, d: Path, embedder: Any = None, lm: Any = None) -> Any:
     spec = p["clusterer"]
     clusterer = None
     if spec is not None:
-        from ucs.clustering import LatentClusterer
-
         if spec["class"] != "LatentClusterer":
             raise IndexIntegrityError(f"{d}: clusterer class {spec['class']!r} is not one ucs can rebuild")
         clusterer = LatentClusterer(**spec["params"])

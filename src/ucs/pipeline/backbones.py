@@ -6,7 +6,9 @@ from typing import Any, Dict, Optional, Sequence
 
 import numpy as np
 
+from ucs.embedding import load_retrieval_embedder
 from ucs.embedding.base import l2_normalize
+from ucs.models import load_backbone
 
 __all__ = ["BACKBONE_PLUGINS", "load_backbone_for", "load_retrieval_for", "backbone_kwargs"]
 
@@ -59,7 +61,6 @@ def load_backbone_for(config: Any) -> Any:
     plugin = _plugin_backbone(config.backbone.lower())
     if plugin is not None:
         return plugin
-    from ucs.models import load_backbone
 
     kwargs = backbone_kwargs(config)
     if config.engine is not None:
@@ -103,7 +104,6 @@ def load_retrieval_for(config: Any, backbone: Any, device: Optional[str] = None)
     name = config.retrieval_embedder
     if name == "backbone":
         return NormalizedView(backbone)
-    from ucs.embedding import load_retrieval_embedder
 
     kw = {"device": device or config.device} if (device or config.device) else {}
     return load_retrieval_embedder(name, **kw)

@@ -16,7 +16,16 @@ from pathlib import Path
 from typing import Any, Dict, Mapping, Optional, Tuple
 
 from ucs import defaults as D
+from ucs.clustering.estimator import METHODS as CLUSTERINGS
+from ucs.clustering.estimator import RAW_METHODS
+from ucs.data import TestProtocol
+from ucs.data.table import TABLE_SUFFIXES
+from ucs.estimators import resolve_estimator_name
+from ucs.evaluation.predict import MODES
+from ucs.pipeline.presets import get_preset
 from ucs.selectors.factory import BASE_SELECTORS, METHODS, NO_UCS_FORM, canonical_method, parse_method
+from ucs.selectors.prior import CORPUS_PRIORS, RELEVANCE, SCORE_DESIGNS
+from ucs.utils.io import atomic_write_text
 
 __all__ = [
     "BASE_SELECTORS",
@@ -229,13 +238,9 @@ class PipelineConfig:
     # ---------------------------------------------------------------- checks
     def validate(self) -> "PipelineConfig":
         """Raise ``ValueError`` naming the first invalid setting."""
-        from ucs.evaluation.predict import MODES
-
         if not isinstance(self.dataset, str) or not self.dataset:
             raise ValueError(f"dataset must be a dataset name or table path; got {self.dataset!r}")
         if self.test_file is not None:
-            from ucs.data.table import TABLE_SUFFIXES
-
             if not str(self.dataset).lower().endswith(TABLE_SUFFIXES):
                 raise ValueError(f"test_file needs dataset to be a table file ({', '.join(TABLE_SUFFIXES)}) holding "
                                  f"the pool; got dataset {self.dataset!r}")
@@ -276,8 +281,6 @@ class PipelineConfig:
             raise ValueError(f"joint_backbones must be backbone names (e.g. ['gemma3']); got {self.joint_backbones!r}")
         if self.joint_backbones and self.clustering == "dbscan":
             raise ValueError("joint_backbones needs a dictionary: set clustering to 'dict_dbscan' or 'dict_argmax'")
-        from ucs.clustering.estimator import METHODS as CLUSTERINGS, RAW_METHODS
-        from ucs.selectors.prior import CORPUS_PRIORS, RELEVANCE, SCORE_DESIGNS
 
         if self.clustering not in CLUSTERINGS:
             raise ValueError(f"clustering must be one of {', '.join(CLUSTERINGS)}; got {self.clustering!r}")
@@ -295,7 +298,6 @@ class PipelineConfig:
             raise ValueError(f"design must be one of {', '.join(SCORE_DESIGNS)}; got {self.design!r}")
         if self.corpus_prior not in CORPUS_PRIORS:
             raise ValueError(f"corpus_prior must be one of {', '.join(CORPUS_PRIORS)}; got {self.corpus_prior!r}")
-        from ucs.estimators import resolve_estimator_name
 
         resolve_estimator_name(self.estimator)
         return self
@@ -336,8 +338,6 @@ class PipelineConfig:
 
     def estimator_params(self) -> Dict[str, Any]:
         """Keyword arguments of :class:`ucs.estimators.UnseenCoverage` for the chosen estimator."""
-        from ucs.estimators import resolve_estimator_name
-
         params: Dict[str, Any] = {"t": float(self.t)}
         if resolve_estimator_name(self.estimator) == "paper":
             params.update(bin_size=int(self.bin_size), alpha=float(self.alpha), integer=bool(self.integer))
@@ -345,8 +345,6 @@ class PipelineConfig:
 
     def protocol(self):
         """The :class:`ucs.data.TestProtocol` of this configuration."""
-        from ucs.data import TestProtocol
-
         return TestProtocol(test_size=self.test_size, test_seed=self.test_seed, run_seeds=self.run_seeds)
 
     # ------------------------------------------------------------- JSON
@@ -360,8 +358,6 @@ class PipelineConfig:
     def to_json(self, path: "str | Path | None" = None) -> str:
         text = json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n"
         if path is not None:
-            from ucs.utils.io import atomic_write_text
-
             atomic_write_text(path, text)
         return text
 
@@ -393,8 +389,6 @@ class PipelineConfig:
 
         Preset keys that are not configuration fields are ignored (``icl_batch_size`` etc. map one to one).
         """
-        from ucs.pipeline.presets import get_preset
-
         preset = get_preset(name)
         names = {f.name for f in fields(cls)}
         settings = {k: v for k, v in preset.settings.items() if k in names}

@@ -40,11 +40,24 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 
 import numpy as np
 
+from ucs.clustering import JointLatentClusterer, LatentClusterer, cluster_health
+from ucs.clustering.estimator import EPS_METHODS
+from ucs.data import load_dataset
+from ucs.distributed import cluster_pool, embed_pool, get_executor, select_queries
+from ucs.distributed.executor import EXECUTORS, Executor, LocalExecutor
+from ucs.distributed.partition import DISTRIBUTED_PARTITIONS, kmeans_pool
+from ucs.distributed.sharding import check_shard_size
 from ucs.embedding.base import l2_normalize
 from ucs.embedding.cache import EmbeddingCache
+from ucs.estimators import UnseenCoverage
+from ucs.evaluation import evaluate
+from ucs.lm.cache import CachedScorer
+from ucs.pipeline.backbones import load_backbone_for, load_retrieval_for
 from ucs.pipeline.config import PipelineConfig, canonical_method, parse_method
 from ucs.pipeline.diagnostics import coverage_markdown, coverage_stats, summarize_coverage
 from ucs.pipeline.layout import ArtifactLayout
+from ucs.pipeline.run_files import append_timings, write_run_files
+from ucs.selectors import UCSPrior
 from ucs.selectors.factory import make_selector
 from ucs.utils.integrity import load_checked_npy, save_checked_npy
 from ucs.utils.io import atomic_write_json, atomic_write_text, hash_array
@@ -161,8 +174,6 @@ class Pipeline:
     ) -> None:
         if not isinstance(config, PipelineConfig):
             raise ValueError(f"config must be a PipelineConfig; got {type(config).__name__}")
-        from ucs.distributed.executor import EXECUTORS, Executor, LocalExecutor
-        from ucs.distributed.sharding import check_shard_size
 
         if not (executor is None or isinstance(executor, Executor) or executor in EXECUTORS):
             raise ValueError(f"executor must be None, one of {EXECUTORS} or an Executor instance; got {executor!r}")
@@ -219,8 +230,6 @@ class Pipeline:
     def _executor(self) -> Any:
         """The resolved executor of the distributed path (a Ray connection is made on first use)."""
         if "executor" not in self._memo:
-            from ucs.distributed import get_executor
-
             self._memo["executor"] = get_executor(self.executor)
         return self._memo["executor"]
 
@@ -242,7 +251,6 @@ class Pipeline:
 
         if self._backbone_injected:
             return functools.partial(_same, self._backbone)
-        from ucs.pipeline.backbones import load_backbone_for
 
         return functools.partial(load_backbone_for, self.config)
 
@@ -250,8 +258,6 @@ class Pipeline:
     @property
     def dataset(self) -> Any:
         if self._dataset is None:
-            from ucs.data import load_dataset
-
             test = {"test": self.config.test_file} if self.config.test_file else {}
             self._dataset = load_dataset(self.config.dataset, self.config.data_dir, **test)
         return self._dataset
@@ -259,8 +265,6 @@ class Pipeline:
     @property
     def backbone(self) -> Any:
         if self._backbone is None:
-            from ucs.pipeline.backbones import load_backbone_for
-
             self._backbone = load_backbone_for(self.config)
         return self._backbone
 
@@ -268,8 +272,6 @@ class Pipeline:
     def retrieval(self) -> Any:
         """The retrieval embedder (``None`` when the backbone's own embeddings are used)."""
         if self._retrieval is None and self.config.retrieval_embedder != "backbone":
-            from ucs.pipeline.backbones import load_retrieval_for
-
             self._retrieval = load_retrieval_for(self.config, self.backbone)
         return self._retrieval
 
@@ -286,8 +288,6 @@ class Pipeline:
         if "pool_emb" not in self._memo:
             t0 = time.perf_counter()
             if self.distributed:
-                from ucs.distributed import embed_pool
-
                 shards = embed_pool(
                     self._backbone_factory(), list(self.dataset.pool.texts), self._executor(), self.shard_size,
                     self.layout.embeddings_dir, identity=dict(self.backbone.identity),
@@ -308,8 +308,6 @@ class Pipeline:
     def joint_embeddings(self) -> List[np.ndarray]:
         """Pool embeddings of each of ``config.joint_backbones`` (cached like the backbone's own), in order."""
         if "joint_emb" not in self._memo:
-            from ucs.pipeline.backbones import load_backbone_for
-
             t0 = time.perf_counter()
             out = []
             for name in self.config.joint_backbones:
@@ -381,31 +379,21 @@ class Pipeline:
             t0 = time.perf_counter()
             if self.distributed and self.config.joint_backbones:
                 raise ValueError("joint_backbones (a joint dictionary) runs in-process only; use executor=None")
-            from ucs.clustering.estimator import EPS_METHODS
-            from ucs.distributed.partition import DISTRIBUTED_PARTITIONS
 
             eps_method = self.config.clustering in EPS_METHODS
             if self.config.joint_backbones:
-                from ucs.clustering import JointLatentClusterer
-
                 Es = [self.cluster_embeddings(), *self.joint_embeddings()]
                 est = JointLatentClusterer(**self.clusterer_params(seed), joint_iter=self.config.joint_iter).fit(Es)
             elif self.distributed and eps_method and self.config.cluster_space == "backbone":
-                from ucs.distributed import cluster_pool
-
                 self.pool_embeddings()
                 est = cluster_pool(
                     self._memo["pool_shards"], {**self.clusterer_params(seed), "dbscan_q": qv}, self._executor(),
                     fit_sample_size=self.fit_sample_size, knn=self.knn,
                 )
             elif self.distributed and self.config.clustering in DISTRIBUTED_PARTITIONS:
-                from ucs.distributed.partition import kmeans_pool
-
                 est = kmeans_pool(self.cluster_embeddings(), self.clusterer_params(seed), self._executor(),
                                   shard_size=self.shard_size)
             else:
-                from ucs.clustering import LatentClusterer
-
                 # in-process; also the executor path's for methods without a sharded form (same labels)
                 est = LatentClusterer(**self.clusterer_params(seed)).fit(self.cluster_embeddings())
             self._timed("clustering_fit", t0)
@@ -463,8 +451,6 @@ class Pipeline:
     # ------------------------------------------------------------------ stage 3: selectors
     def prior(self, method: str, seed: int) -> Any:
         """The :class:`~ucs.selectors.UCSPrior` of a ``+ucs`` method for run ``seed``."""
-        from ucs.selectors import UCSPrior
-
         c = self.config
         return UCSPrior(
             self.cluster_ids(seed, c.dbscan_q_for(method)),
@@ -489,12 +475,8 @@ class Pipeline:
         if self.config.mdl_scorer in ("backbone", self.config.backbone):
             scorer = self.backbone
         else:
-            from ucs.pipeline.backbones import load_backbone_for
-
             scorer = load_backbone_for(self.config.replace(backbone=self.config.mdl_scorer))
         if self.reuse_answers:
-            from ucs.lm.cache import CachedScorer
-
             identity = getattr(scorer, "identity", None)
             store = self.layout.scores_dir if isinstance(identity, dict) else None
             scorer = CachedScorer(scorer, store=store)
@@ -527,7 +509,6 @@ class Pipeline:
         queries = self.retrieval_queries(query_texts) if selector.query_dependent or base == "mdl" else None
         if self.distributed and queries is not None and base != "mdl":
             # MDL scores with the driver's backbone, which is not shipped to workers
-            from ucs.distributed import select_queries
 
             ex = self._executor()
             bs = self.select_batch_size or max(2, -(-len(query_texts) // max(1, ex.num_workers)))
@@ -550,8 +531,6 @@ class Pipeline:
     def coverage(self, method: str, seed: int, indices: np.ndarray) -> Dict[str, np.ndarray]:
         """Per-prompt coverage exposure of ``indices`` on run ``seed``'s clusters (at ``method``'s ``q``), with Φ
         under the configured estimator (for base selectors too, so both forms are comparable)."""
-        from ucs.estimators import UnseenCoverage
-
         ids = self.cluster_ids(seed, self.config.dbscan_q_for(method))
         cov = UnseenCoverage(self.config.estimator, design=self.config.design, **self.config.estimator_params()).fit(ids)
         return coverage_stats(ids, np.asarray(indices), cov)
@@ -619,8 +598,6 @@ class Pipeline:
         ids, a 2-D projection, and one line of stage timings per call in ``pipeline/timings.jsonl``).
         Calling it again with the same configuration continues where it stopped.
         """
-        from ucs.evaluation import evaluate
-
         if out_dir is not None:
             self.layout = ArtifactLayout(self.cache_dir, self.store_dir, out_dir)
         if self.out_dir is None:
@@ -642,7 +619,6 @@ class Pipeline:
         atomic_write_json(out / "coverage.json", {"n_queries": n_q, "coverage": cov,
                                                   "cluster_health": {k: h.to_dict() for k, h in health.items()}})
         atomic_write_text(out / "coverage.md", health_markdown(health) + "\n" + coverage_markdown(cov))
-        from ucs.pipeline.run_files import append_timings, write_run_files
 
         t0 = time.perf_counter()
         test = self.config.protocol().apply(self.dataset).test
@@ -654,8 +630,6 @@ class Pipeline:
 
     def cluster_health(self, seed: int) -> Any:
         """:class:`~ucs.clustering.ClusterHealth` of run ``seed``'s clustering against the pool's labels."""
-        from ucs.clustering import cluster_health
-
         ds = self.dataset
         return cluster_health(self.cluster_ids(seed), [ds.label_names[int(y)] for y in ds.pool.labels])
 

@@ -9,7 +9,9 @@ from typing import Any, ClassVar, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from ucs.estimators.spectrum import validate_cluster_ids
 from ucs.selectors._retrieval import DEFAULT_BLOCK, l2_normalize, topk_cosine
+from ucs.selectors.prior import UCSPrior
 from ucs.selectors.selection import Selection
 
 __all__ = ["Selector", "check_embeddings", "check_budget", "check_random_state"]
@@ -156,8 +158,6 @@ class Selector:
     def from_config(config: Dict[str, Any], **objects: Any) -> "Selector":
         """Rebuild an unfitted selector from :meth:`config`; ``objects`` supply parameters that are not
         JSON (a scorer LM, callables), e.g. ``Selector.from_config(cfg, scorer=lm)``."""
-        from ucs.selectors.prior import UCSPrior
-
         name = config.get("selector")
         if name not in _REGISTRY:
             raise ValueError(f"unknown selector {name!r}; known: {sorted(_REGISTRY)}")
@@ -211,8 +211,6 @@ class Selector:
         if prior is not None:
             prior._check_pool_size(n)
         if cluster_ids is not None:
-            from ucs.estimators.spectrum import validate_cluster_ids
-
             cids = validate_cluster_ids(cluster_ids, name="cluster_ids")
             if cids.shape[0] != n:
                 raise ValueError(f"cluster_ids has {cids.shape[0]} entries but pool_embeddings has {n} rows")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, List, Optional, Protocol, Sequence, Tuple, Union, runtime_checkable
+from typing import Any, Callable, Dict, Optional, Protocol, Sequence, Tuple, Union, runtime_checkable
 
 import numpy as np
 

@@ -8,8 +8,12 @@ from typing import Any, Dict, Optional
 import numpy as np
 
 from ucs import defaults as D
+from ucs.estimators import GoodTuringPrior, UnseenCoverage
 from ucs.estimators.coverage import DESIGNS
 from ucs.estimators.prior import PRIOR_VARIANTS
+from ucs.estimators.spectrum import validate_cluster_ids
+from ucs.selectors._coverage import BatchedCoverage, candidate_share
+from ucs.utils.io import hash_array
 
 __all__ = ["UCSPrior", "SCORE_DESIGNS", "CORPUS_PRIORS", "RELEVANCE"]
 
@@ -123,8 +127,6 @@ class UCSPrior:
         ids = self.cluster_ids_array()
         cached = self.__dict__.get("_cache_digest")
         if cached is None or cached[0] is not ids:
-            from ucs.utils.io import hash_array
-
             cached = (ids, {"n": int(ids.size), "sha256": hash_array(ids)})
             self.__dict__["_cache_digest"] = cached
         params = self.get_params()
@@ -169,7 +171,6 @@ class UCSPrior:
         cached = self.__dict__.get("_cache_ids")
         if cached is not None and cached[0] is self.cluster_ids:
             return cached[1]
-        from ucs.estimators.spectrum import validate_cluster_ids
 
         ids = validate_cluster_ids(self.cluster_ids, name="cluster_ids")
         ids.setflags(write=False)
@@ -192,7 +193,6 @@ class UCSPrior:
         cached = self.__dict__.get("_cache_cov")
         if cached is not None and cached[0] == key and cached[1] is self.cluster_ids:
             return cached[2]
-        from ucs.estimators import UnseenCoverage
 
         cov = UnseenCoverage(estimator=self.estimator, design=self.design, **self.estimator_params)
         cov.fit(self.cluster_ids_array())
@@ -206,7 +206,6 @@ class UCSPrior:
         cached = self.__dict__.get("_cache_batched")
         if cached is not None and cached[0] is cov:
             return cached[1]
-        from ucs.selectors._coverage import BatchedCoverage
 
         bc = BatchedCoverage(cov, self.cluster_ids_array())
         self.__dict__["_cache_batched"] = (cov, bc)
@@ -218,7 +217,6 @@ class UCSPrior:
         cached = self.__dict__.get("_cache_logw")
         if cached is not None and cached[0] == key and cached[1] is self.cluster_ids:
             return cached[2]
-        from ucs.estimators import GoodTuringPrior
 
         gt = GoodTuringPrior(variant=self.corpus_prior, smoothing=self.corpus_smoothing, epsilon=self.epsilon)
         logw = np.asarray(gt.fit(self.cluster_ids_array()).item_log_weights_, dtype=np.float64)
@@ -229,7 +227,6 @@ class UCSPrior:
         """Per-candidate relevance weights (Q, C) of ``relevance="candidates"``, else ``None``."""
         if self.relevance == "none":
             return None
-        from ucs.selectors._coverage import candidate_share
 
         return candidate_share(self.batched().cluster_of(candidates))
 
@@ -241,7 +238,6 @@ class UCSPrior:
         """
         if self.relevance == "none":
             return None
-        from ucs.selectors._coverage import candidate_share
 
         bc = self.batched()
         members = bc.cluster_of(subsets)
