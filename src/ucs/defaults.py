@@ -18,7 +18,7 @@ from pathlib import Path
 __all__ = [
     "CLUSTERING_METHOD", "PCA_DIM", "N_ATOMS", "CODING", "RIDGE_ALPHA", "OMP_N_NONZERO", "DICT_BATCH_SIZE",
     "DICT_MAX_ITER", "DBSCAN_K", "DBSCAN_Q", "MIN_SAMPLES", "HDBSCAN_MIN_CLUSTER_SIZE",
-    "ESTIMATOR", "LAM", "T", "DESIGN", "CORPUS_PRIOR", "RELEVANCE", "DEFAULT_COVERAGE", "default_cache_dir",
+    "ESTIMATOR", "LAM", "T", "BIN_SIZE", "ALPHA", "DESIGN", "CORPUS_PRIOR", "RELEVANCE", "DEFAULT_COVERAGE", "default_cache_dir",
 ]
 
 # ---------------------------------------------------------------- latent clustering (SPEC §2)
@@ -55,6 +55,9 @@ LAM = 0.1
 #: Extrapolation horizon t of the unseen estimator (the estimators in :mod:`ucs.estimators` take the same
 #: value as their own default: that floor imports nothing from ucs).
 T = 5.0
+#: Truncation M (bin size) and offset α of the paper's estimator (the same caveat as :data:`T`).
+BIN_SIZE = 20
+ALPHA = 1.0
 #: Subset-level score design (paper Table 6).
 DESIGN = "full"
 #: Corpus-level rarity prior of VoteK+UCS.

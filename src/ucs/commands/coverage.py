@@ -9,6 +9,8 @@ from typing import Optional
 import numpy as np
 import typer
 
+from ucs import defaults as D
+
 #: Worked examples of SPEC §3: ten demonstrations, cluster multiplicities as given.
 DEMO_SUBSETS: dict[str, list[int]] = {
     "ten singletons": [1] * 10,
@@ -91,9 +93,9 @@ def register(app: typer.Typer) -> None:
         subset: Optional[str] = typer.Option(None, "--subset", help="Comma-separated pool indices, e.g. 0,5,9."),
         estimator: str = typer.Option("all", "--estimator", help="Estimator name(s), comma-separated, or 'all'."),
         design: Optional[str] = typer.Option(None, "--design", help="full (default) | seen_only | unseen_only | ratio."),
-        t: float = typer.Option(5.0, "--t", help="Expansion factor t = m/|S|."),
-        bin_size: int = typer.Option(20, "--bin-size", "-M", help="Truncation M of the paper estimator."),
-        alpha: float = typer.Option(1.0, "--alpha", help="Offset α in [1, 2] of the paper estimator."),
+        t: float = typer.Option(D.T, "--t", help="Expansion factor t = m/|S|."),
+        bin_size: int = typer.Option(D.BIN_SIZE, "--bin-size", "-M", help="Truncation M of the paper estimator."),
+        alpha: float = typer.Option(D.ALPHA, "--alpha", help="Offset α in [1, 2] of the paper estimator."),
         integer: bool = typer.Option(False, "--integer", help="Floor the paper estimator (authors' code parity)."),
         demo: bool = typer.Option(False, "--demo", help="Show the worked ten-demonstration examples of SPEC §3."),
         as_json: bool = typer.Option(False, "--json", help="Print JSON instead of tables."),

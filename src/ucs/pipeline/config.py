@@ -203,8 +203,8 @@ class PipelineConfig:
     estimator: str = D.ESTIMATOR
     lam: float = D.LAM
     t: float = D.T
-    bin_size: int = 20
-    alpha: float = 1.0
+    bin_size: int = D.BIN_SIZE
+    alpha: float = D.ALPHA
     integer: bool = False
     design: str = D.DESIGN
     corpus_prior: str = D.CORPUS_PRIOR
