@@ -15,6 +15,8 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 
 import numpy as np
 
+from ucs.testing._battery import run_battery
+
 __all__ = ["EMBEDDER_CHECKS", "LM_CHECKS", "check_embedder", "check_language_model"]
 
 _TEXTS = ["The card was declined.", "How do I reset my PIN?", "Ünïcode — and emoji 🙂", "x"]
@@ -120,20 +122,11 @@ LM_CHECKS: Dict[str, Callable[[Any], None]] = {
 }
 
 
-def _run(battery: Dict[str, Callable[[Any], None]], obj: Any, checks: Optional[Sequence[str]]) -> List[str]:
-    names = list(battery) if checks is None else list(checks)
-    for nm in names:
-        if nm not in battery:
-            raise ValueError(f"unknown check {nm!r}; valid: {sorted(battery)}")
-        battery[nm](obj)
-    return names
-
-
 def check_embedder(emb: Any, checks: Optional[Sequence[str]] = None) -> List[str]:
     """Run :data:`EMBEDDER_CHECKS` (or the named subset) on ``emb``; returns the names run."""
-    return _run(EMBEDDER_CHECKS, emb, checks)
+    return run_battery(EMBEDDER_CHECKS, emb, checks)
 
 
 def check_language_model(lm: Any, checks: Optional[Sequence[str]] = None) -> List[str]:
     """Run :data:`LM_CHECKS` (or the named subset) on ``lm``; returns the names run."""
-    return _run(LM_CHECKS, lm, checks)
+    return run_battery(LM_CHECKS, lm, checks)

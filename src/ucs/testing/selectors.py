@@ -19,6 +19,7 @@ import numpy as np
 from ucs.selectors.base import Selector
 from ucs.selectors.prior import UCSPrior
 from ucs.selectors.selection import Selection
+from ucs.testing._battery import run_battery
 
 __all__ = ["check_selector", "assert_same_selection", "CHECKS"]
 
@@ -229,12 +230,7 @@ def check_selector(
     """
     ctx = _Ctx(selector, np.asarray(pool, dtype=np.float64), np.asarray(queries, dtype=np.float64),
                None if cluster_ids is None else np.asarray(cluster_ids), labels, texts, query_texts, budget, seed)
-    names = list(CHECKS) if checks is None else list(checks)
-    for nm in names:
-        if nm not in CHECKS:
-            raise ValueError(f"unknown check {nm!r}; valid: {sorted(CHECKS)}")
-        CHECKS[nm](ctx)
-    return names
+    return run_battery(CHECKS, ctx, checks)
 
 
 def selector_check_pairs(cases: Sequence[str], checks: Optional[Sequence[str]] = None) -> List[tuple]:
