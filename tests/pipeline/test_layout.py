@@ -33,3 +33,28 @@ def test_run_folder_files_follow_the_file_name_rules(tmp_path):
     np.save(p, np.zeros((3, 2), dtype=np.int64))
     assert list(lay.runner_selections("dpp+ucs", 42)) == [(3, p)]
     assert list(lay.runner_selections("dpp", 42)) == []
+
+
+def test_coverage_log_reads_back_what_it_wrote_and_falls_back_to_the_runner(tmp_path):
+    from types import SimpleNamespace
+
+    from ucs.pipeline.coverage_log import CoverageLog
+
+    calls = []
+
+    def coverage(method, seed, indices):
+        calls.append(np.asarray(indices).shape)
+        return {"unique_clusters": np.full(len(indices), 2.0), "phi": np.full(len(indices), 1.5)}
+
+    lay = ArtifactLayout(tmp_path / "c", None, tmp_path / "o")
+    log = CoverageLog(coverage, lambda: 10)
+    sel = SimpleNamespace(indices=np.array([[0, 1], [2, 3]]), to_json=lambda: "{}")
+    log.record(lay, "dpp", 42, sel, 2)
+    again = CoverageLog(coverage, lambda: 10)  # a new process: reads the file
+    assert again.table(lay, ["dpp"], [42], 2) == log.table(lay, ["dpp"], [42], 2)
+    p = selection_path(tmp_path / "o", "votek", 42, ["a", "b", "c"])
+    p.parent.mkdir(parents=True, exist_ok=True)
+    np.save(p, np.array([[4, 5]], dtype=np.int64))
+    table = again.table(lay, ["votek"], [42], 2)  # never selected here: from the runner's cached selection
+    assert table["votek"]["42"]["unique_clusters"] == 2.0 and calls[-1] == (1, 2)
+    assert again.table(lay, ["topk"], [42], 2) == {}

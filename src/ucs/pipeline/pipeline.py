@@ -54,7 +54,8 @@ from ucs.evaluation import evaluate
 from ucs.lm.cache import CachedScorer
 from ucs.pipeline.backbones import load_backbone_for, load_retrieval_for
 from ucs.pipeline.config import PipelineConfig, canonical_method, parse_method
-from ucs.pipeline.diagnostics import coverage_markdown, coverage_stats, summarize_coverage
+from ucs.pipeline.coverage_log import CoverageLog
+from ucs.pipeline.diagnostics import coverage_markdown, coverage_stats
 from ucs.pipeline.layout import ArtifactLayout
 from ucs.pipeline.run_files import append_timings, write_run_files
 from ucs.selectors import UCSPrior
@@ -200,6 +201,7 @@ class Pipeline:
         self.embedding_cache = EmbeddingCache(self.layout.embeddings_dir)
         self.timings: Dict[str, float] = {}
         self._memo: Dict[Any, Any] = {}
+        self.coverage_log = CoverageLog(self.coverage, self._pool_size)
         for name, arr in (("pool_emb", pool_embeddings), ("ret_pool", retrieval_embeddings)):
             if arr is not None:
                 arr = np.asarray(arr)
@@ -274,6 +276,9 @@ class Pipeline:
         if self._retrieval is None and self.config.retrieval_embedder != "backbone":
             self._retrieval = load_retrieval_for(self.config, self.backbone)
         return self._retrieval
+
+    def _pool_size(self) -> int:
+        return len(self.dataset.pool)
 
     def pool_labels_text(self) -> List[str]:
         ds = self.dataset
@@ -520,7 +525,7 @@ class Pipeline:
                 sel = selector.select(queries, self.config.budget, query_texts=list(query_texts))
         self._timed(f"select:{method}", t0)
         self._memo[memo] = sel
-        self._record_diagnostics(method, seed, sel, len(query_texts))
+        self.coverage_log.record(self.layout, method, seed, sel, len(query_texts))
         return sel
 
     def select(self, method: str, seed: int, query_texts: Sequence[str]) -> np.ndarray:
@@ -535,52 +540,9 @@ class Pipeline:
         cov = UnseenCoverage(self.config.estimator, design=self.config.design, **self.config.estimator_params()).fit(ids)
         return coverage_stats(ids, np.asarray(indices), cov)
 
-    def _record_diagnostics(self, method: str, seed: int, sel: Any, n_queries: int) -> None:
-        stats = summarize_coverage(self.coverage(method, seed, sel.indices))
-        self._memo[("coverage", method, int(seed), n_queries)] = stats
-        path = self.layout.coverage_file(method, seed, n_queries)
-        if path is None:
-            return
-        atomic_write_json(path, {"method": method, "seed": int(seed), "n_queries": n_queries, "coverage": stats})
-        atomic_write_text(self.layout.selection_record(method, seed, n_queries), sel.to_json())
-
     def coverage_table(self, methods: Sequence[str], n_queries: int) -> Dict[str, Dict[str, Dict[str, float]]]:
-        """``table[method][seed]`` of mean coverage stats, from memory or the diagnostics files."""
-        out: Dict[str, Dict[str, Dict[str, float]]] = {}
-        for m in methods:
-            for s in self.config.run_seeds:
-                stats = self._memo.get(("coverage", m, int(s), n_queries))
-                p = self.layout.coverage_file(m, s, n_queries)
-                if stats is None and p is not None and p.is_file():
-                    stats = json.loads(p.read_text(encoding="utf-8"))["coverage"]
-                if stats is None:
-                    stats = self._coverage_from_runner(m, int(s), n_queries)
-                if stats is not None:
-                    out.setdefault(m, {})[str(s)] = stats
-        return out
-
-    def _coverage_from_runner(self, method: str, seed: int, n_queries: int) -> Optional[Dict[str, float]]:
-        """Diagnostics of a selection the runner cached but this process never computed (a resumed method):
-        the first ``n_queries`` rows of the smallest cached selection that covers them."""
-        if n_queries < 1:
-            return None
-        fits = [(n, p) for n, p in self.layout.runner_selections(method, seed) if n >= n_queries]
-        if not fits:
-            return None
-        best = min(fits)
-        n_pool = len(self.dataset.pool)
-        sel = load_checked_npy(best[1], f"selection of {method} (seed {seed})", min_value=0, max_value=n_pool - 1,
-                               adopt_unverified=True)
-        if sel is None or sel.ndim != 2:
-            return None
-        rows = sel if sel.shape[0] == 1 else sel[:n_queries]
-        stats = summarize_coverage(self.coverage(method, seed, rows))
-        self._memo[("coverage", method, seed, n_queries)] = stats
-        path = self.layout.coverage_file(method, seed, n_queries)
-        if path is not None:
-            atomic_write_json(path, {"method": method, "seed": seed, "n_queries": n_queries, "coverage": stats,
-                                     "from": best[1].name})
-        return stats
+        """``table[method][seed]`` of mean coverage stats (:class:`~ucs.pipeline.coverage_log.CoverageLog`)."""
+        return self.coverage_log.table(self.layout, methods, self.config.run_seeds, n_queries)
 
     # ------------------------------------------------------------------ stage 4: evaluation
     def run(
