@@ -1,5 +1,7 @@
 import json
 
+import numpy as np
+
 import pytest
 
 from ucs.experiments.presets import PRESETS
@@ -110,3 +112,26 @@ def test_from_preset_reads_presets_without_the_experiments_floor():
     code = ("import sys; from ucs.pipeline import PipelineConfig; PipelineConfig.from_preset('cpu'); "
             "sys.exit(1 if 'ucs.experiments' in sys.modules else 0)")
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0
+
+
+def test_stages_use_the_classes_names_and_read_back():
+    from ucs.clustering import LatentClusterer
+    from ucs.selectors import UCSPrior
+    from ucs.selectors.factory import make_selector
+
+    cfg = PipelineConfig(dict_n_atoms=32, clustering="kmeans", n_clusters=40, dpp_scale_factor=0.2, votek_k=5,
+                         estimator="paper", lam=0.3, t=4.0, seed=7)
+    st = cfg.stages()
+    assert st["clusterer"]["n_atoms"] == 32 and st["clusterer"]["method"] == "kmeans"
+    assert st["clusterer"]["random_state"] == 7 and st["clusterer"]["n_clusters"] == 40
+    assert st["selectors"]["dpp"] == {"candidate_num": 50, "scale_factor": 0.2} and st["selectors"]["votek"] == {"k": 5}
+    assert st["prior"]["lam"] == 0.3 and st["prior"]["t"] == 4.0 and "bin_size" in st["prior"]
+    LatentClusterer(**st["clusterer"]).validate()  # the classes take them as they are
+    UCSPrior(np.zeros(4, dtype=int), **st["prior"])
+    make_selector("dpp", **st["selectors"]["dpp"])
+    back = PipelineConfig.from_stages(st)
+    assert back == cfg
+    with pytest.raises(ValueError, match="no parameter 'n_atom'"):
+        PipelineConfig.from_stages({"clusterer": {"n_atom": 3}})
+    with pytest.raises(ValueError, match="unknown stage"):
+        PipelineConfig.from_stages({"retriever": {}})

@@ -80,6 +80,14 @@ _CLUSTERER_FIELDS: Dict[str, str] = {
 }
 
 
+def _translate(params: Mapping[str, Any], table: Mapping[str, str], stage: str) -> Dict[str, Any]:
+    """Class parameter names → configuration fields through ``table``; an unknown name is refused."""
+    unknown = sorted(set(params) - set(table))
+    if unknown:
+        raise ValueError(f"stage {stage!r} has no parameter {unknown[0]!r}; it takes {', '.join(sorted(table))}")
+    return {table[k]: v for k, v in params.items()}
+
+
 def _check_int(value: Any, name: str, low: int, allow_none: bool = False) -> None:
     if value is None and allow_none:
         return
@@ -335,6 +343,45 @@ class PipelineConfig:
         if self.hdbscan_min_cluster_size != D.HDBSCAN_MIN_CLUSTER_SIZE:
             params["hdbscan_min_cluster_size"] = self.hdbscan_min_cluster_size
         return params
+
+    def prior_params(self, method: Optional[str] = None) -> Dict[str, Any]:
+        """Keyword arguments of :class:`ucs.selectors.UCSPrior` (all but the cluster ids), under its names;
+        ``method`` applies a per-selector λ."""
+        return {"estimator": self.estimator, "lam": self.lam if method is None else self.lam_for(method),
+                "design": self.design, "corpus_prior": self.corpus_prior, "relevance": self.relevance,
+                **self.estimator_params()}
+
+    def stages(self) -> Dict[str, Any]:
+        """The settings of each stage under the library classes' own names: ``clusterer`` (LatentClusterer,
+        for run ``seed``), ``prior`` (UCSPrior) and ``selectors`` (each base selector's parameters).
+        :meth:`from_stages` reads this form back."""
+        return {"clusterer": self.clusterer_params(self.seed), "prior": self.prior_params(),
+                "selectors": {b: self.selector_params(b) for b in _SELECTOR_FIELDS}}
+
+    @classmethod
+    def from_stages(cls, stages: Mapping[str, Any], **fields_: Any) -> "PipelineConfig":
+        """A configuration from per-stage settings under the classes' names (the form of :meth:`stages`) and
+        other fields by their configuration names; an unknown stage or parameter is refused by name."""
+        d: Dict[str, Any] = dict(fields_)
+        for stage, params in stages.items():
+            if stage == "clusterer":
+                table = {**_CLUSTERER_FIELDS, "n_clusters": "n_clusters",
+                         "hdbscan_min_cluster_size": "hdbscan_min_cluster_size", "random_state": "seed"}
+                d.update(_translate(params, table, "clusterer"))
+            elif stage == "prior":
+                table = {"estimator": "estimator", "lam": "lam", "design": "design", "corpus_prior": "corpus_prior",
+                         "relevance": "relevance", "t": "t", "bin_size": "bin_size", "alpha": "alpha",
+                         "integer": "integer"}
+                d.update(_translate(params, table, "prior"))
+            elif stage == "selectors":
+                for base, sp in params.items():
+                    if base not in _SELECTOR_FIELDS:
+                        raise ValueError(f"stages['selectors'] has no selector {base!r}; "
+                                         f"choose from {', '.join(_SELECTOR_FIELDS)}")
+                    d.update(_translate(sp, _SELECTOR_FIELDS[base], f"selectors.{base}"))
+            else:
+                raise ValueError(f"unknown stage {stage!r}; stages are clusterer, prior and selectors")
+        return cls.from_dict(d)
 
     def estimator_params(self) -> Dict[str, Any]:
         """Keyword arguments of :class:`ucs.estimators.UnseenCoverage` for the chosen estimator."""

@@ -456,16 +456,7 @@ class Pipeline:
     # ------------------------------------------------------------------ stage 3: selectors
     def prior(self, method: str, seed: int) -> Any:
         """The :class:`~ucs.selectors.UCSPrior` of a ``+ucs`` method for run ``seed``."""
-        c = self.config
-        return UCSPrior(
-            self.cluster_ids(seed, c.dbscan_q_for(method)),
-            estimator=c.estimator,
-            lam=c.lam_for(method),
-            design=c.design,
-            corpus_prior=c.corpus_prior,
-            relevance=c.relevance,
-            **c.estimator_params(),
-        )
+        return UCSPrior(self.cluster_ids(seed, self.config.dbscan_q_for(method)), **self.config.prior_params(method))
 
     def mdl_scorer(self) -> Any:
         """The LM that scores MDL's candidate subsets (the backbone unless ``config.mdl_scorer`` names another).
