@@ -18,7 +18,7 @@ from pathlib import Path
 __all__ = [
     "CLUSTERING_METHOD", "PCA_DIM", "N_ATOMS", "CODING", "RIDGE_ALPHA", "OMP_N_NONZERO", "DICT_BATCH_SIZE",
     "DICT_MAX_ITER", "DBSCAN_K", "DBSCAN_Q", "MIN_SAMPLES", "HDBSCAN_MIN_CLUSTER_SIZE",
-    "ESTIMATOR", "LAM", "T", "BIN_SIZE", "ALPHA", "DESIGN", "CORPUS_PRIOR", "RELEVANCE", "DEFAULT_COVERAGE", "default_cache_dir",
+    "ESTIMATOR", "LAM", "T", "BIN_SIZE", "ALPHA", "DESIGN", "CORPUS_PRIOR", "RELEVANCE", "DEFAULT_COVERAGE", "LAYER", "POOLING", "MAX_LENGTH", "default_cache_dir",
 ]
 
 # ---------------------------------------------------------------- latent clustering (SPEC §2)
@@ -78,6 +78,15 @@ DEFAULT_COVERAGE = {
     "relevance": "none",
 }
 
+
+# ---------------------------------------------------------------- backbone embeddings (SPEC §1)
+#: Hidden layer pooled into a text's embedding.
+LAYER = "last"
+#: How token states are pooled: ``mean`` (masked mean), ``last`` or ``first``.
+POOLING = "mean"
+#: Tokens a backbone embeds per text when its caller does not say. The pipeline passes the paper's 256
+#: (:attr:`ucs.pipeline.PipelineConfig.embed_max_length`).
+MAX_LENGTH = 512
 
 # ---------------------------------------------------------------- folders
 def default_cache_dir() -> Path:

@@ -8,6 +8,9 @@ from typing import Optional
 
 import typer
 
+from ucs.commands._inputs import default_note as _d
+from ucs.commands._inputs import set_options
+
 
 def register(app: typer.Typer) -> None:
     @app.command("embed")
@@ -16,13 +19,14 @@ def register(app: typer.Typer) -> None:
         out: Path = typer.Option(..., "--out", "-o", help="Output .npy file (float32, n × d)."),
         model: str = typer.Option("smollm2", help="Backbone (smollm2, gemma3-270m, .gguf, HF id) or, with "
                                                   "--retrieval, a sentence-transformers name/path."),
-        engine: str = typer.Option("llama", help="Backbone engine: llama or transformers."),
+        engine: Optional[str] = typer.Option(None, help="Backbone engine: llama or transformers; default llama."),
         retrieval: bool = typer.Option(False, "--retrieval", help="Use a sentence-transformers model."),
         column: Optional[str] = typer.Option(None, help="CSV column holding the texts (input is CSV when set)."),
-        layer: str = typer.Option("last", help="last, mid or an integer index (transformers engine)."),
-        pooling: str = typer.Option("mean", help="mean, last or first."),
+        layer: Optional[str] = typer.Option(
+            None, help=f"last, mid or an integer index (transformers engine){_d('LAYER')}."),
+        pooling: Optional[str] = typer.Option(None, help=f"mean, last or first{_d('POOLING')}."),
         l2: bool = typer.Option(False, "--l2", help="L2-normalise the backbone embeddings."),
-        max_length: int = typer.Option(512, help="Truncate texts to this many tokens."),
+        max_length: Optional[int] = typer.Option(None, help=f"Truncate texts to this many tokens{_d('MAX_LENGTH')}."),
         cache_dir: Optional[Path] = typer.Option(None, help="Embedding cache directory (default: ~/.cache/ucs)."),
     ) -> None:
         """Embed texts and save them as a .npy matrix (cached: a second run does not load the model)."""
@@ -42,9 +46,9 @@ def register(app: typer.Typer) -> None:
         if retrieval:
             embedder = load_retrieval_embedder(model)
         else:
-            lay = int(layer) if layer.lstrip("-").isdigit() else layer
-            embedder = load_backbone(model, engine=engine, layer=lay, pooling=pooling, normalize=l2,
-                                     max_length=max_length)
+            lay = int(layer) if layer is not None and layer.lstrip("-").isdigit() else layer
+            embedder = load_backbone(model, normalize=l2, **set_options(engine=engine, layer=lay, pooling=pooling,
+                                                                          max_length=max_length))
         cache = EmbeddingCache(cache_dir / "embeddings" if cache_dir else None)
         x = cache.embed(embedder, texts)
         atomic_save_npy(out, x)

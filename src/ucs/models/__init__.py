@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ucs.utils.optional import InvalidModelFileError, MissingDependencyError
 from ucs.models.registry import BACKBONES, DEFAULT_ENGINE, ENGINES, load_backbone
+from ucs.utils.optional import InvalidModelFileError, MissingDependencyError
 
 __all__ = [
     "BACKBONES",

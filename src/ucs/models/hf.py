@@ -26,6 +26,7 @@ from typing import Any, Dict, List, Optional, Sequence
 
 import numpy as np
 
+from ucs import defaults as D
 from ucs.embedding.base import POOLINGS, l2_normalize, sanitize_text, sanitize_texts
 from ucs.lm.base import ContinuationScores, ReducedScoresMixin, check_generation_args
 from ucs.lm.prefix_tree import build_trie, move_trailing_spaces
@@ -115,10 +116,10 @@ class TransformersBackbone(ReducedScoresMixin):
         self,
         model: "str | os.PathLike[str]",
         name: Optional[str] = None,
-        layer: "str | int" = "last",
-        pooling: str = "mean",
+        layer: "str | int" = D.LAYER,
+        pooling: str = D.POOLING,
         normalize: bool = False,
-        max_length: int = 512,
+        max_length: int = D.MAX_LENGTH,
         batch_size: int = 64,
         context_length: Optional[int] = None,
         device: Optional[str] = None,

@@ -24,6 +24,7 @@ from typing import Any, Dict, List, Optional, Sequence
 
 import numpy as np
 
+from ucs import defaults as D
 from ucs.embedding.base import POOLINGS, l2_normalize, sanitize_text, sanitize_texts
 from ucs.lm.base import ContinuationScores, ReducedScoresMixin, check_generation_args
 from ucs.lm.prefix_tree import build_trie, logsumexp_rows, move_trailing_spaces
@@ -97,10 +98,10 @@ class LlamaCppBackbone(ReducedScoresMixin):
         self,
         model_path: "str | os.PathLike[str]",
         name: Optional[str] = None,
-        layer: "str | int" = "last",
-        pooling: str = "mean",
+        layer: "str | int" = D.LAYER,
+        pooling: str = D.POOLING,
         normalize: bool = False,
-        max_length: int = 512,
+        max_length: int = D.MAX_LENGTH,
         context_length: int = 2048,
         n_threads: Optional[int] = None,
         n_gpu_layers: int = 0,

@@ -176,8 +176,8 @@ class PipelineConfig:
     test_file: Optional[str] = None
     backbone: str = "smollm2"
     engine: Optional[str] = None
-    layer: Any = "last"
-    pooling: str = "mean"
+    layer: Any = D.LAYER
+    pooling: str = D.POOLING
     embed_normalize: bool = False
     embed_max_length: int = 256
     context_length: Optional[int] = None
