@@ -18,7 +18,7 @@ from pathlib import Path
 __all__ = [
     "CLUSTERING_METHOD", "PCA_DIM", "N_ATOMS", "CODING", "RIDGE_ALPHA", "OMP_N_NONZERO", "DICT_BATCH_SIZE",
     "DICT_MAX_ITER", "DBSCAN_K", "DBSCAN_Q", "MIN_SAMPLES", "HDBSCAN_MIN_CLUSTER_SIZE",
-    "ESTIMATOR", "LAM", "T", "BIN_SIZE", "ALPHA", "DESIGN", "CORPUS_PRIOR", "RELEVANCE", "DEFAULT_COVERAGE", "LAYER", "POOLING", "MAX_LENGTH", "default_cache_dir",
+    "ESTIMATOR", "LAM", "T", "BIN_SIZE", "ALPHA", "DESIGN", "CORPUS_PRIOR", "RELEVANCE", "DEFAULT_COVERAGE", "LAYER", "POOLING", "MAX_LENGTH", "GIANT_FRACTION", "default_cache_dir",
 ]
 
 # ---------------------------------------------------------------- latent clustering (SPEC §2)
@@ -78,6 +78,8 @@ DEFAULT_COVERAGE = {
     "relevance": "none",
 }
 
+#: A cluster holding more than this fraction of the pool triggers a warning wherever health is shown.
+GIANT_FRACTION = 0.25
 
 # ---------------------------------------------------------------- backbone embeddings (SPEC §1)
 #: Hidden layer pooled into a text's embedding.

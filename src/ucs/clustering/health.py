@@ -19,10 +19,10 @@ from typing import Any, Dict, Optional
 import numpy as np
 from numpy.typing import ArrayLike
 
+from ucs.defaults import GIANT_FRACTION
+
 __all__ = ["ClusterHealth", "cluster_health", "GIANT_FRACTION"]
 
-#: A cluster holding more than this fraction of the pool triggers a warning wherever health is shown.
-GIANT_FRACTION = 0.25
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ from typing import Any, Dict, List, Optional
 
 import numpy as np
 
-from ucs.clustering.health import GIANT_FRACTION
+from ucs.defaults import GIANT_FRACTION
 from ucs.evaluation.report import paired_delta
 from ucs.report.data import RunData
 
