@@ -24,6 +24,13 @@ DEFAULTS = [
     (("ridge_alpha", "dict_ridge_alpha"), r"10\.0"),
     (("lam",), r"0\.1"),
     (("hdbscan_min_cluster_size",), r"5"),
+    (("backend",), r'"fast"'),
+    (("knn",), r'"exact"'),
+    (("fit_sample_size", "fit_sample"), r"100_000"),
+    (("shard_size", "text_shard_size"), r"10_000"),
+    (("shard_size", "row_shard_size"), r"100_000"),
+    (("layer",), r'"last"'),
+    (("pooling",), r'"mean"'),
 ]
 #: Lists of allowed values, written out.
 TUPLES = {

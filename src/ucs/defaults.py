@@ -18,7 +18,7 @@ from pathlib import Path
 __all__ = [
     "CLUSTERING_METHOD", "PCA_DIM", "N_ATOMS", "CODING", "RIDGE_ALPHA", "OMP_N_NONZERO", "DICT_BATCH_SIZE",
     "DICT_MAX_ITER", "DBSCAN_K", "DBSCAN_Q", "MIN_SAMPLES", "HDBSCAN_MIN_CLUSTER_SIZE",
-    "ESTIMATOR", "LAM", "T", "BIN_SIZE", "ALPHA", "DESIGN", "CORPUS_PRIOR", "RELEVANCE", "DEFAULT_COVERAGE", "LAYER", "POOLING", "MAX_LENGTH", "GIANT_FRACTION", "default_cache_dir",
+    "ESTIMATOR", "LAM", "T", "BIN_SIZE", "ALPHA", "DESIGN", "CORPUS_PRIOR", "RELEVANCE", "DEFAULT_COVERAGE", "LAYER", "POOLING", "MAX_LENGTH", "GIANT_FRACTION", "BACKEND", "TEXT_SHARD_SIZE", "ROW_SHARD_SIZE", "FIT_SAMPLE_SIZE", "KNN", "default_cache_dir",
 ]
 
 # ---------------------------------------------------------------- latent clustering (SPEC §2)
@@ -80,6 +80,18 @@ DEFAULT_COVERAGE = {
 
 #: A cluster holding more than this fraction of the pool triggers a warning wherever health is shown.
 GIANT_FRACTION = 0.25
+#: Linear-algebra backend of the clustering stages: ``fast`` (the project's kernels) or ``sklearn``.
+BACKEND = "fast"
+
+# ---------------------------------------------------------------- scale (ucs.distributed)
+#: Pool texts per embedding shard.
+TEXT_SHARD_SIZE = 10_000
+#: Embedding rows per shard of the sharded clustering.
+ROW_SHARD_SIZE = 100_000
+#: Rows the PCA and dictionary of the sharded clustering are fitted on.
+FIT_SAMPLE_SIZE = 100_000
+#: k-NN search of the sharded clustering: ``exact``, or ``hnsw`` / ``ivf`` (faiss, approximate).
+KNN = "exact"
 
 # ---------------------------------------------------------------- backbone embeddings (SPEC §1)
 #: Hidden layer pooled into a text's embedding.

@@ -22,6 +22,8 @@ import numpy as np
 from numpy.typing import NDArray
 from threadpoolctl import threadpool_limits
 
+from .. import defaults as D
+
 __all__ = ["DictionaryFit", "learn_dictionary", "lasso_codes", "ridge_codes", "omp_codes", "encode"]
 
 
@@ -184,7 +186,7 @@ def learn_dictionary(
     max_iter: int = 50,
     tol: float = 1e-3,
     max_no_improvement: Optional[int] = 10,
-    backend: str = "fast",
+    backend: str = D.BACKEND,
     random_state: Optional[int] = None,
 ) -> DictionaryFit:
     """Learn ``n_atoms`` unit-norm atoms for ``X`` (n, p) by online dictionary learning.

@@ -149,7 +149,7 @@ class LatentClusterer(ClusterMixin, BaseEstimator):
         dbscan_q: float = D.DBSCAN_Q,
         min_samples: int = D.MIN_SAMPLES,
         standardize: bool = False,
-        backend: str = "fast",
+        backend: str = D.BACKEND,
         knn_algorithm: str = "auto",
         exact_knn_max: int = 200_000,
         graph_k: Optional[int] = None,

@@ -53,7 +53,7 @@ class JointLatentClusterer(LatentClusterer):
                  omp_n_nonzero: int = D.OMP_N_NONZERO, dict_alpha: float = 1.0,
                  dict_batch_size: int = D.DICT_BATCH_SIZE, dict_max_iter: int = D.DICT_MAX_ITER,
                  dbscan_k: int = D.DBSCAN_K, dbscan_q: float = D.DBSCAN_Q, min_samples: int = D.MIN_SAMPLES,
-                 standardize: bool = False, backend: str = "fast", knn_algorithm: str = "auto",
+                 standardize: bool = False, backend: str = D.BACKEND, knn_algorithm: str = "auto",
                  exact_knn_max: int = 200_000, graph_k: Optional[int] = None, n_clusters: Optional[int] = None,
                  hdbscan_min_cluster_size: int = D.HDBSCAN_MIN_CLUSTER_SIZE, random_state: Optional[int] = None, joint_iter: int = 5) -> None:
         super().__init__(method=method, pca_dim=pca_dim, n_atoms=n_atoms, coding=coding, ridge_alpha=ridge_alpha,

@@ -12,6 +12,8 @@ import numpy as np
 from numpy.typing import NDArray
 from threadpoolctl import threadpool_limits
 
+from .. import defaults as D
+
 __all__ = ["Standardizer", "PCAProjection", "fit_standardizer", "fit_pca"]
 
 
@@ -109,7 +111,7 @@ def _orthonormalize(Y: NDArray[np.floating]) -> NDArray[np.floating]:
 def fit_pca(
     X: NDArray[np.floating],
     n_components: int,
-    backend: str = "fast",
+    backend: str = D.BACKEND,
     n_oversamples: int = 16,
     n_power_iter: int = 2,
     random_state: Optional[int] = None,

@@ -7,7 +7,9 @@ from typing import Optional
 
 import typer
 
-from ucs.commands._inputs import default_note as _d, set_options
+from ucs import defaults as D
+from ucs.commands._inputs import default_note as _d
+from ucs.commands._inputs import set_options
 
 
 def register(app: typer.Typer) -> None:
@@ -27,7 +29,7 @@ def register(app: typer.Typer) -> None:
         n_atoms: Optional[int] = typer.Option(None, help=f"Dictionary atoms{_d('N_ATOMS')}."),
         coding: Optional[str] = typer.Option(None, help=f"ridge | omp{_d('CODING')}."),
         standardize: bool = typer.Option(False, help="Standardise features before PCA."),
-        backend: str = typer.Option("fast", help="fast | sklearn"),
+        backend: str = typer.Option(D.BACKEND, help="fast | sklearn"),
         seed: Optional[int] = typer.Option(0, help="Random seed."),
     ) -> None:
         """Fit a LatentClusterer on EMBEDDINGS and save it (npz + json) with a cluster report."""

@@ -8,7 +8,9 @@ from typing import Optional
 
 import typer
 
-from ucs.commands._inputs import default_note as _d, set_options
+from ucs import defaults as D
+from ucs.commands._inputs import default_note as _d
+from ucs.commands._inputs import set_options
 from ucs.selectors.factory import BASE_SELECTORS, NO_UCS_FORM
 
 #: Selectors run with the UCS prior over query batches (MDL scores with the driver's LM, which is not shipped).
@@ -55,7 +57,7 @@ def register(app: typer.Typer) -> None:
         texts: Path = typer.Argument(..., exists=True, dir_okay=False, help="UTF-8 file, one pool text per line."),
         out_dir: Path = typer.Option(..., help="Cache directory for the shards (shared storage on a multi-node cluster)."),
         model: str = typer.Option("all-minilm-l6-v2", help="Sentence-transformers retrieval embedder to load."),
-        shard_size: int = typer.Option(10_000, help="Texts per shard."),
+        shard_size: int = typer.Option(D.TEXT_SHARD_SIZE, help="Texts per shard."),
         executor: str = typer.Option("local", help=_EXECUTOR_HELP),
         address: Optional[str] = typer.Option(None, help=_ADDRESS_HELP),
         num_cpus: Optional[int] = typer.Option(None, help="CPUs of a private local Ray cluster."),
@@ -85,9 +87,9 @@ def register(app: typer.Typer) -> None:
         n_atoms: Optional[int] = typer.Option(None, help=f"Dictionary atoms{_d('N_ATOMS')}."),
         coding: Optional[str] = typer.Option(None, help=f"ridge | omp{_d('CODING')}."),
         method: Optional[str] = typer.Option(None, help=f"dict_dbscan | dbscan | dict_argmax{_d('CLUSTERING_METHOD')}."),
-        knn: str = typer.Option("exact", help="exact | hnsw | ivf (approximate ones need faiss)."),
-        shard_size: int = typer.Option(100_000, help="Rows per shard for a .npy input."),
-        fit_sample: int = typer.Option(100_000, help="Rows the PCA and dictionary are fitted on."),
+        knn: str = typer.Option(D.KNN, help="exact | hnsw | ivf (approximate ones need faiss)."),
+        shard_size: int = typer.Option(D.ROW_SHARD_SIZE, help="Rows per shard for a .npy input."),
+        fit_sample: int = typer.Option(D.FIT_SAMPLE_SIZE, help="Rows the PCA and dictionary are fitted on."),
         seed: int = typer.Option(0, help="Random seed."),
         executor: str = typer.Option("local", help=_EXECUTOR_HELP),
         address: Optional[str] = typer.Option(None, help=_ADDRESS_HELP),

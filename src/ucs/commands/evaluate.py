@@ -8,6 +8,7 @@ from typing import Any, Dict, List, Optional
 
 import typer
 
+from ucs import defaults as D
 from ucs.commands._health import echo_health
 from ucs.commands._runs import FRESH_HELP, WAIT_HELP, run_folder
 from ucs.report.console import DATASET_HELP
@@ -120,8 +121,8 @@ def register(app: typer.Typer) -> None:
             None, "--address", help="Ray cluster: 'auto', 'ray://host:10001', or empty for a private local one."
         ),
         num_cpus: Optional[int] = typer.Option(None, "--num-cpus", help="CPUs of a private local Ray cluster."),
-        shard_size: int = typer.Option(10_000, "--shard-size", help="Pool texts per embedding shard (ray)."),
-        knn: str = typer.Option("exact", "--knn", help="exact | hnsw | ivf neighbour search of the sharded clustering (ray)."),
+        shard_size: int = typer.Option(D.TEXT_SHARD_SIZE, "--shard-size", help="Pool texts per embedding shard (ray)."),
+        knn: str = typer.Option(D.KNN, "--knn", help="exact | hnsw | ivf neighbour search of the sharded clustering (ray)."),
         progress: bool = typer.Option(True, "--progress/--no-progress",
                                       help="Progress of embedding, clustering, MDL scoring and evaluation (stderr)."),
         print_config: bool = typer.Option(False, "--print-config", help="Print the resolved configuration and exit."),

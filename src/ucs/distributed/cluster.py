@@ -25,9 +25,10 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 import numpy as np
 from numpy.typing import NDArray
 
-from ucs.distributed.embed import PoolEmbeddings
+from ucs import defaults as D
 from ucs.clustering.graph import canonical_labels
 from ucs.clustering.neighbors import eps_from_knn
+from ucs.distributed.embed import PoolEmbeddings
 from ucs.distributed.eps_graph import EpsGraphResult, sharded_eps_components
 from ucs.distributed.executor import Executor
 from ucs.distributed.executors import get_executor
@@ -192,9 +193,9 @@ def cluster_pool(
     clusterer: Any = None,
     executor: Union[None, str, Executor] = None,
     *,
-    shard_size: int = 100_000,
-    fit_sample_size: int = 100_000,
-    knn: str = "exact",
+    shard_size: int = D.ROW_SHARD_SIZE,
+    fit_sample_size: int = D.FIT_SAMPLE_SIZE,
+    knn: str = D.KNN,
     knn_params: Optional[Dict[str, Any]] = None,
     completion_limit: int = 60_000,
     index_shards: Optional[int] = None,

@@ -23,6 +23,7 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Unio
 import numpy as np
 from numpy.typing import NDArray
 
+from ucs import defaults as D
 from ucs.distributed.executor import Executor
 from ucs.distributed.executors import get_executor
 from ucs.distributed.sharding import check_shard_size, shard_ranges
@@ -156,7 +157,7 @@ def embed_pool(
     embedder_factory: Callable[[], Embedder],
     texts: Sequence[str],
     executor: Union[None, str, Executor] = None,
-    shard_size: int = 10_000,
+    shard_size: int = D.TEXT_SHARD_SIZE,
     out_dir: Optional[Union[str, "os.PathLike[str]"]] = None,
     *,
     identity: Optional[Dict[str, Any]] = None,

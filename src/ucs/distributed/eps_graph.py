@@ -39,9 +39,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ucs import defaults as D
-from ucs.distributed.executor import Executor
 from ucs.clustering.graph import canonical_labels
 from ucs.clustering.neighbors import eps_from_knn
+from ucs.distributed.executor import Executor
 from ucs.distributed.unionfind import UnionFind
 
 __all__ = ["EpsGraphResult", "sharded_eps_components", "pair_cosine_distances", "KNN_METHODS"]
@@ -303,7 +303,7 @@ def sharded_eps_components(
     dbscan_k: int = D.DBSCAN_K,
     dbscan_q: float = D.DBSCAN_Q,
     graph_k: Optional[int] = None,
-    knn: str = "exact",
+    knn: str = D.KNN,
     knn_params: Optional[Dict[str, Any]] = None,
     eps: Optional[float] = None,
     completion_limit: int = 60_000,

@@ -29,9 +29,16 @@ from typing import Any, Dict, Sequence, Union
 import numpy as np
 from numpy.typing import NDArray
 
-from ucs.clustering.neighbors import unit_rows
+from ucs import defaults as D
 from ucs.clustering import partition
-from ucs.clustering.partition import canonical_partition, default_n_clusters, fit_centers, kmeans_fit_rows, nearest_center
+from ucs.clustering.neighbors import unit_rows
+from ucs.clustering.partition import (
+    canonical_partition,
+    default_n_clusters,
+    fit_centers,
+    kmeans_fit_rows,
+    nearest_center,
+)
 from ucs.distributed.cluster import PoolClustering, _prepare, _sources, gather_rows, resolve_params
 from ucs.distributed.embed import PoolEmbeddings
 from ucs.distributed.executor import Executor
@@ -68,7 +75,7 @@ def kmeans_pool(
     clusterer: Any = None,
     executor: Union[None, str, Executor] = None,
     *,
-    shard_size: int = 100_000,
+    shard_size: int = D.ROW_SHARD_SIZE,
     **params: Any,
 ) -> PoolClustering:
     """Cluster a (sharded) pool with spherical k-means on ``executor``; labels equal the local path's.

@@ -40,6 +40,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 
 import numpy as np
 
+from ucs import defaults as D
 from ucs.clustering import JointLatentClusterer, LatentClusterer, cluster_health
 from ucs.clustering.estimator import EPS_METHODS
 from ucs.data import load_dataset
@@ -121,7 +122,7 @@ class Pipeline:
         Pool texts per embedding shard (executor path only; also the unit of the shard cache).
     fit_sample_size : int, default=100000
         Rows the clustering representation is fitted on (executor path only); pools no larger than this
-        give exactly the in-process cluster ids when ``knn="exact"``.
+        give exactly the in-process cluster ids with exact k-NN.
     knn : {"exact", "hnsw", "ivf"}, default="exact"
         Neighbour search of the executor's clustering (approximate methods need faiss).
     select_batch_size : int, optional
@@ -164,9 +165,9 @@ class Pipeline:
         out_dir: "str | os.PathLike[str] | None" = None,
         progress: bool = True,
         executor: Any = None,
-        shard_size: int = 10_000,
-        fit_sample_size: int = 100_000,
-        knn: str = "exact",
+        shard_size: int = D.TEXT_SHARD_SIZE,
+        fit_sample_size: int = D.FIT_SAMPLE_SIZE,
+        knn: str = D.KNN,
         select_batch_size: Optional[int] = None,
         pool_embeddings: Optional[np.ndarray] = None,
         retrieval_embeddings: Optional[np.ndarray] = None,
