@@ -400,3 +400,15 @@ def test_public_loader_refuses_clearly(call, needle, files):
         call(files)
     assert not isinstance(info.value, (KeyError, IndexError))
     assert needle.lower() in str(info.value).lower()
+
+
+def test_a_closed_pipe_ends_the_command_quietly():
+    """``ucs reproduce --list | head -1``: the reader leaving is not an error to report."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from ucs.cli import main; sys.argv = ['ucs', 'reproduce', '--list']; main()")
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.close()  # the reader goes away before the command writes
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 0 and "Error" not in err and "Traceback" not in err, err

@@ -22,6 +22,7 @@ import inspect
 import os
 import re
 import signal
+import sys
 import threading
 import warnings
 from pathlib import Path
@@ -236,6 +237,9 @@ def guard(fn: Callable[..., Any], command: str = "") -> Callable[..., Any]:
             raise typer.Exit(EXIT_USER_ERROR) from None
         except _PASSTHROUGH:
             raise
+        except BrokenPipeError:  # the reader went away (``ucs reproduce --list | head``): nothing to report
+            _silence_stdout()
+            raise typer.Exit(0) from None
         except KeyboardInterrupt:
             if debug_enabled():
                 raise
@@ -254,6 +258,15 @@ def guard(fn: Callable[..., Any], command: str = "") -> Callable[..., Any]:
 
     wrapper.__ucs_guarded__ = True  # type: ignore[attr-defined]
     return wrapper
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so that flushing it at exit after a closed pipe raises nothing more."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
 
 
 def guard_app(app: typer.Typer, prefix: str = "") -> None:
