@@ -96,7 +96,7 @@ def register(app: typer.Typer) -> None:
         cluster_space: Optional[str] = typer.Option(
             None, "--cluster-space", help="Embeddings clustered: retrieval (default preset) | backbone (paper)."),
         relevance: Optional[str] = typer.Option(
-            None, "--relevance", help="Coverage weighting of query-dependent UCS forms: candidates (default preset) | none (paper)."),
+            None, "--relevance", help="Coverage weighting of query-dependent UCS forms: none (the default and the paper's) | candidates | candidates_bonus (see docs/selectors.md)."),
         retrieval: Optional[str] = typer.Option(
             None, "--retrieval", help="backbone | all-minilm-l6-v2 | all-mpnet-base-v2 | sentence-transformers dir."
         ),

@@ -18,6 +18,15 @@ _MEMO_MAX_ROWS = 64
 _MEMO_MAX_ENTRIES = 1 << 16
 
 
+def _weigh(gains: np.ndarray, weights: "np.ndarray | None", weigh_losses: bool) -> np.ndarray:
+    """``gains · weights`` (every change of Φ), or with ``weigh_losses=False`` only the increases."""
+    if weights is None:
+        return gains
+    if weigh_losses:
+        return gains * weights
+    return np.where(gains > 0, gains * weights, gains)
+
+
 def candidate_share(cluster_of: np.ndarray, members: "np.ndarray | None" = None) -> np.ndarray:
     """Relevance of clusters to each query: the share of the query's candidates they hold.
 
@@ -146,15 +155,18 @@ class BatchedCoverage:
         F = self.spectra(subsets)
         return self.phi_rows(F, subsets.shape[1])
 
-    def greedy(self, candidates: np.ndarray, max_steps: int, weights: "np.ndarray | None" = None) -> "BatchedGreedyState":
+    def greedy(
+        self, candidates: np.ndarray, max_steps: int, weights: "np.ndarray | None" = None, weigh_losses: bool = True
+    ) -> "BatchedGreedyState":
         """A greedy state over ``Q`` queries, each choosing among its own candidate row (Q, C).
 
-        ``weights`` (Q, C), optional, multiply every candidate's gain (the relevance-aware prior). One query
-        gets the lighter :class:`OneQueryGreedyState` (same values)."""
+        ``weights`` (Q, C), optional, multiply every candidate's gain (the relevance-aware prior); with
+        ``weigh_losses=False`` they multiply only increases of Φ, and a decrease (repeating a cluster) counts in
+        full. One query gets the lighter :class:`OneQueryGreedyState` (same values)."""
         cand = np.asarray(candidates, dtype=np.int64)
         if cand.ndim == 2 and cand.shape[0] == 1:
-            return OneQueryGreedyState(self, cand, weights)
-        return BatchedGreedyState(self, cand, max_steps, weights)
+            return OneQueryGreedyState(self, cand, weights, weigh_losses)
+        return BatchedGreedyState(self, cand, max_steps, weights, weigh_losses)
 
     def cluster_of(self, indices: np.ndarray) -> np.ndarray:
         """Compact cluster index of pool ``indices`` (any shape)."""
@@ -180,12 +192,18 @@ class BatchedGreedyState:
     """
 
     def __init__(
-        self, batched: BatchedCoverage, candidates: np.ndarray, max_steps: int, weights: "np.ndarray | None" = None
+        self,
+        batched: BatchedCoverage,
+        candidates: np.ndarray,
+        max_steps: int,
+        weights: "np.ndarray | None" = None,
+        weigh_losses: bool = True,
     ) -> None:
         cand = np.asarray(candidates, dtype=np.int64)
         if weights is not None and np.shape(weights) != cand.shape:
             raise ValueError(f"weights must have the candidates' shape {cand.shape}; got {np.shape(weights)}")
         self.weights = None if weights is None else np.asarray(weights, dtype=np.float64)
+        self.weigh_losses = weigh_losses
         self.coverage = batched.coverage
         self.cl = batched.cid[cand]  # (Q, C) compact cluster of each candidate
         q = cand.shape[0]
@@ -204,7 +222,7 @@ class BatchedGreedyState:
         phi_new = self._batched.phi_after_add(self.F[:, : self.n + 2], self.n)
         self._next = (self.n, phi_new)  # lets add() read Φ(S ∪ {j}) instead of recomputing it
         gains = (phi_new - self.phi[:, None])[self._rows[:, None], self.mult]
-        return gains if self.weights is None else gains * self.weights
+        return _weigh(gains, self.weights, self.weigh_losses)
 
     def add(self, pos: np.ndarray) -> None:
         pos = np.asarray(pos, dtype=np.int64)
@@ -231,10 +249,17 @@ class OneQueryGreedyState:
     spectrum kept as a Python tuple, so a greedy step costs a few numpy calls instead of a few dozen.
     """
 
-    def __init__(self, batched: BatchedCoverage, candidates: np.ndarray, weights: "np.ndarray | None" = None) -> None:
+    def __init__(
+        self,
+        batched: BatchedCoverage,
+        candidates: np.ndarray,
+        weights: "np.ndarray | None" = None,
+        weigh_losses: bool = True,
+    ) -> None:
         if weights is not None and np.shape(weights) != np.shape(candidates):
             raise ValueError(f"weights must have the candidates' shape {np.shape(candidates)}; got {np.shape(weights)}")
         self.weights = None if weights is None else np.asarray(weights, dtype=np.float64)[0]
+        self.weigh_losses = weigh_losses
         self._batched = batched
         self.coverage = batched.coverage
         self.cl = batched.cid[candidates[0]]  # (C,) compact cluster of each candidate
@@ -251,7 +276,7 @@ class OneQueryGreedyState:
         phi_new = self._batched.phi_after_add_one(self.F, self.n)
         self._next = phi_new
         gains = (phi_new - self.phi[0])[self.mult]
-        return (gains if self.weights is None else gains * self.weights)[None, :]
+        return _weigh(gains, self.weights, self.weigh_losses)[None, :]
 
     def add(self, pos: np.ndarray) -> None:
         p = int(np.asarray(pos).reshape(-1)[0])

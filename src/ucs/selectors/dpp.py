@@ -187,14 +187,13 @@ class DPPSelector(Selector):
         if budget == 0 or q == 0:
             return idx_out, score_out, {}
         cand_all, _ = self._retrieve(queries, c)
-        batched = None if self.prior is None else self.prior.batched()
         lam = 0.0 if self.prior is None else float(self.prior.lam)
         step = min(self.block, 256)  # candidate embeddings of a block: step · C · d floats
         for s in range(0, q, step):
             e = min(q, s + step)
             cand = cand_all[s:e]
             kernel, rel = dpp_kernel(queries[s:e], self.pool_[cand], self.scale_factor)
-            state = None if batched is None else batched.greedy(cand, budget, self.prior.candidate_weights(cand))
+            state = None if self.prior is None else self.prior.greedy(cand, budget)
             order, step_scores = greedy_map_dpp(kernel, budget, gain_fn=state, lam=lam, log_floor=self.log_floor)
             # OpenICL returns the chosen items ordered by relevance, descending
             rel_chosen = np.take_along_axis(rel, order, axis=1)

@@ -21,9 +21,10 @@ __all__ = ["UCSPrior", "SCORE_DESIGNS", "CORPUS_PRIORS", "RELEVANCE"]
 SCORE_DESIGNS = DESIGNS
 #: Corpus-level rarity priors used by VoteK+UCS: Good–Turing (SPEC §4), B2 spectrum rarity, B1 inverse size.
 CORPUS_PRIORS = PRIOR_VARIANTS
-#: How a query-dependent selector weighs coverage: ``none`` (the paper: every cluster counts the same) or
-#: ``candidates`` (a cluster counts by the share of the query's own candidates it holds).
-RELEVANCE = ("none", "candidates")
+#: How a query-dependent selector weighs coverage: ``none`` (the paper: every cluster counts the same),
+#: ``candidates`` (every change of coverage counts by the share of the query's own candidates the cluster
+#: holds) or ``candidates_bonus`` (only increases are weighted; repeating a cluster costs the same everywhere).
+RELEVANCE = ("none", "candidates", "candidates_bonus")
 
 
 class UCSPrior:
@@ -52,14 +53,18 @@ class UCSPrior:
         Spectrum smoothing of the corpus prior (``"power_law"`` per SPEC §4).
     epsilon : float
         ``ε`` of the corpus weights ``1 / (p + ε)``.
-    relevance : {"none", "candidates"}
+    relevance : {"none", "candidates", "candidates_bonus"}
         ``none`` (the paper): every cluster's coverage counts the same. ``candidates`` (relevance-aware, a
         project extension): coverage is weighted by how much of the *query's own* candidate set a cluster
         holds, ``w_q(u) = n_q(u) / max_v n_q(v)`` with ``n_q(u)`` the query's candidates in cluster ``u``
         (:func:`ucs.selectors._coverage.candidate_share`). Greedy selectors (DPP, TopK) add
         ``λ · w_q(c(j)) · ΔΦ_j``; MDL adds ``λ · w̄_q(S) · Φ(S)`` with ``w̄_q(S)`` the mean weight of the
         clusters ``S`` covers. Query-independent selectors (VoteK) ignore it. It keeps the prior from pulling
-        in clusters (often other intents) that only a stray candidate of the query reaches.
+        in clusters (often other intents) that only a stray candidate of the query reaches. Because ``ΔΦ_j``
+        is negative when ``j`` repeats a cluster, ``candidates`` also shrinks the cost of repeating a stray
+        cluster more than that of repeating the query's own. ``candidates_bonus`` weighs only the increases,
+        ``λ · (w_q(c(j)) · max(ΔΦ_j, 0) + min(ΔΦ_j, 0))``, so a repeat costs the same in every cluster; for
+        MDL (whose ``Φ(S)`` has no such sign change) it equals ``candidates``.
     **estimator_params
         Passed to :class:`~ucs.estimators.UnseenCoverage` (``t``, ``bin_size``, ``alpha``, ``integer``,
         ``smoothing``).
@@ -224,11 +229,20 @@ class UCSPrior:
         return logw
 
     def candidate_weights(self, candidates: np.ndarray) -> "np.ndarray | None":
-        """Per-candidate relevance weights (Q, C) of ``relevance="candidates"``, else ``None``."""
+        """Per-candidate relevance weights (Q, C) of the relevance-aware forms, ``None`` for ``"none"``."""
         if self.relevance == "none":
             return None
 
         return candidate_share(self.batched().cluster_of(candidates))
+
+    def greedy(self, candidates: np.ndarray, max_steps: int):
+        """The greedy coverage state a query-dependent selector (DPP, TopK) adds one item at a time to.
+
+        ``candidates`` (Q, C) pool indices, each query's own; ``max_steps`` the budget. Its ``gains()``
+        (Q, C) are ``ΔΦ`` weighted as ``relevance`` says (:meth:`BatchedCoverage.greedy`).
+        """
+        weights = self.candidate_weights(candidates)
+        return self.batched().greedy(candidates, max_steps, weights, weigh_losses=self.relevance != "candidates_bonus")
 
     def subset_weights(self, candidates: np.ndarray, subsets: np.ndarray) -> "np.ndarray | None":
         """Mean relevance weight of the distinct clusters of each subset, shape ``subsets.shape[:-1]``.

@@ -54,7 +54,7 @@ class TopKSelector(Selector):
         cand, sims = self._retrieve(queries, c)
         q = cand.shape[0]
         lam = float(self.prior.lam)
-        state = self.prior.batched().greedy(cand, budget, self.prior.candidate_weights(cand))
+        state = self.prior.greedy(cand, budget)
         rows = np.arange(q)
         avail = np.ones(cand.shape, dtype=bool)
         pos_out = np.empty((q, budget), dtype=np.int64)
