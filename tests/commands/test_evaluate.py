@@ -34,6 +34,19 @@ def test_config_file_and_bad_values(tmp_path):
         assert res.exit_code == 2, (bad, res.output)
 
 
+@pytest.mark.parametrize("relevance", ["none", "candidates", "candidates_bonus"])
+def test_relevance_option_reaches_the_config(relevance):
+    res = runner.invoke(app, ["evaluate", "--out", "x", "--print-config", "--relevance", relevance])
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.output)["relevance"] == relevance
+
+
+def test_bad_relevance_names_the_option():
+    res = runner.invoke(app, ["evaluate", "--out", "x", "--print-config", "--relevance", "query"])
+    assert res.exit_code == 2
+    assert "relevance must be one of" in res.output and "candidates_bonus" in res.output
+
+
 def test_evaluate_writes_results_and_resumes(tmp_path):
     pytest.importorskip("ucs.clustering")
     pytest.importorskip("ucs.selectors")

@@ -238,7 +238,8 @@ def test_coverage_page_reports_cluster_health(tmp_path):
     assert saved["largest_fraction"] == pytest.approx(h.largest_fraction)
 
 
-def test_prior_carries_the_relevance_setting(tmp_path):
-    pipe = make(tmp_path, relevance="candidates", clustering="kmeans")
-    assert pipe.prior("dpp+ucs", 42).relevance == "candidates"
+@pytest.mark.parametrize("relevance", ["candidates", "candidates_bonus"])
+def test_prior_carries_the_relevance_setting(tmp_path, relevance):
+    pipe = make(tmp_path, relevance=relevance, clustering="kmeans")
+    assert pipe.prior("dpp+ucs", 42).relevance == relevance
     assert make(tmp_path).prior("dpp+ucs", 42).relevance == "none"
