@@ -14,7 +14,7 @@ paired difference, the cluster explorer, coverage per method, and every query wi
 each method chose. Default: RUN_DIR/report.html. See docs/report.md.
 """
 
-MISSING = "the report needs jinja2 and plotly: pip install 'ucs-icl[report]'"
+MISSING = "the report needs jinja2 and plotly: pip install -e '.[report]' in the ucs repository (or pip install jinja2 plotly)"
 
 
 def try_write_report(run_dir: Path, out: Optional[Path] = None,

@@ -94,7 +94,8 @@ class RayExecutor(Executor):
         Resources of a cluster *started* by this executor (ignored when connecting).
     runtime_env : dict, optional
         Ray runtime environment for the workers, for example
-        ``{"pip": ["ucs-icl[ray]"]}`` or ``{"py_modules": [ucs]}`` so that a remote cluster can
+        ``{"pip": ["/shared/dist/ucs_icl-<version>-py3-none-any.whl[ray]"]}`` (a wheel built
+        from the checkout; the package is not on PyPI) or ``{"py_modules": [ucs]}`` so that a remote cluster can
         import ``ucs``.
     object_store_memory : int, optional
         Bytes of shared memory for the object store of a cluster started here.

@@ -172,7 +172,7 @@ def _faiss():
     try:
         import faiss
     except ImportError as exc:
-        raise ValueError("candidate_search='hnsw' needs faiss: pip install 'ucs-icl[fast]' (or faiss-cpu)") from exc
+        raise ValueError("candidate_search='hnsw' needs faiss: pip install -e '.[fast]' in the ucs repository (or pip install faiss-cpu)") from exc
     return faiss
 
 

@@ -25,7 +25,7 @@ try:
     import dspy
     from dspy.teleprompt import Teleprompter
 except ImportError as exc:  # pragma: no cover - depends on the environment
-    raise ImportError("ucs.integrations.dspy needs DSPy: pip install 'ucs-icl[dspy]'") from exc
+    raise ImportError("ucs.integrations.dspy needs DSPy: pip install -e '.[dspy]' in the ucs repository (or pip install dspy)") from exc
 
 __all__ = ["UCSFewShot", "demos_of"]
 

@@ -20,7 +20,7 @@ try:
     from langchain_core.example_selectors import BaseExampleSelector
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError(
-        "ucs.integrations.langchain needs langchain-core: pip install 'ucs-icl[langchain]'"
+        "ucs.integrations.langchain needs langchain-core: pip install -e '.[langchain]' in the ucs repository (or pip install langchain-core)"
     ) from exc
 
 __all__ = ["LangChainEmbedder", "UCSExampleSelector"]
