@@ -170,11 +170,15 @@ def test_render_only_writes_the_page_of_a_run_under_way_and_computes_nothing(tmp
     md = page.markdown_path.read_text()
     assert "**Under way.**" in md and "sample / paper: votek+ucs" in md
     assert "| (b) default | votek+ucs | — |" in md
+    assert "| (b) default | votek+ucs | 0 | 0 | 0 | 1 |" in md  # significance summary: not measured yet
     cover = next(line for line in md.splitlines() if line.startswith("| base selector | cover |"))
     assert re.search(r"\([+-]\d+\.\d \[", cover), cover  # its paired Δ against VoteK
     full = reproduce(["healthy_ucs"], opts)[0]  # the same cells: the base part is not evaluated again
     assert {c.variant.name: r["new_records"] for c, r in zip(full.cells, full.results)} == {
         "base": 0, "paper": 4, "default": 4}
-    assert "Under way" not in full.markdown_path.read_text()
+    done = full.markdown_path.read_text()
+    assert "Under way" not in done
+    row = next(line for line in done.splitlines() if line.startswith("| (b) default | votek+ucs | ") and line.count("|") == 7)
+    assert [int(x) for x in row.split("|")[3:6]] != [0, 0, 0] and row.endswith("| 0 |")  # measured on the one dataset
     with pytest.raises(ValueError, match="only accuracy experiments"):
         reproduce(["cluster_sizes"], ReproduceOptions(**{**opts.__dict__, "render_only": True}))

@@ -11,7 +11,7 @@ from ucs.experiments.spec import Cell, Experiment
 from ucs.pipeline.config import parse_method
 from ucs.pipeline.diagnostics import coverage_markdown
 
-__all__ = ["render", "accuracy_cell_text"]
+__all__ = ["render", "accuracy_cell_text", "delta_verdict"]
 
 
 def _header(exp: Experiment, cells: Sequence[Cell], preset: str, results: Sequence[Dict[str, Any]]) -> List[str]:
@@ -73,6 +73,31 @@ def accuracy_cell_text(m: Optional[Dict[str, Any]], ref: Optional[Dict[str, Any]
     return s
 
 
+def delta_verdict(m: Optional[Dict[str, Any]], ref: Optional[Dict[str, Any]]) -> Optional[str]:
+    """``"better"`` / ``"worse"`` when the paired 95 % interval of ``m − ref`` lies above / below 0, ``"noise"``
+    when it contains 0, ``None`` when either side is missing or has no per-query accuracies."""
+    if not m or not ref or m.get("mean") is None or ref.get("mean") is None:
+        return None
+    d = paired_delta(m, ref)
+    if d is None:
+        return None
+    lo, hi = d["ci"]
+    return "better" if lo > 0 else "worse" if hi < 0 else "noise"
+
+
+def _significance_table(verdicts: Dict[Tuple[str, str], List[Optional[str]]], n_datasets: int) -> List[str]:
+    """Per setting and compared method: on how many datasets its paired interval lies above 0, below 0, or
+    contains it; ``None`` (not measured yet) counts apart."""
+    lines = [f"On how many of the {n_datasets} datasets each compared method's paired 95 % interval of Δ lies above "
+             "0 (better), below 0 (worse) or contains 0 (within noise); datasets not yet answered count as not "
+             "measured.", "", "| setting | method | better | worse | within noise | not measured |",
+             "|---|---|---|---|---|---|"]
+    for (setting, method), vs in verdicts.items():
+        counts = [sum(v == k for v in vs) for k in ("better", "worse", "noise", None)]
+        lines.append(f"| {setting} | {method} | " + " | ".join(map(str, counts)) + " |")
+    return lines + [""]
+
+
 def _accuracy(exp: Experiment, cells: Sequence[Cell], results: Sequence[Dict[str, Any]]) -> List[str]:
     by = {(c.dataset, c.backbone, c.variant.name): r for c, r in zip(cells, results)}
     datasets = list(dict.fromkeys(c.dataset for c in cells))
@@ -111,12 +136,18 @@ def _accuracy(exp: Experiment, cells: Sequence[Cell], results: Sequence[Dict[str
         lines += [f"## Backbone `{bb}`", ""]
         head = ([] if single else ["setting"]) + ["method"] + datasets
         lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        verdicts: Dict[Tuple[str, str], List[Optional[str]]] = {}
         for v in variants:
             for m in _variant_methods(cells, v.name, bb):
                 row = ([] if single else [v.label or v.name]) + [m]
                 row += [accuracy_cell_text(lookup(ds, bb, v.name, m), reference(ds, bb, v.name, m)) for ds in datasets]
                 lines.append("| " + " | ".join(row) + " |")
+                if parse_method(m)[1] or m in exp.options.get("delta_vs_method", {}) or ref_variant:
+                    verdicts[(v.label or v.name, m)] = [
+                        delta_verdict(lookup(ds, bb, v.name, m), reference(ds, bb, v.name, m)) for ds in datasets]
         lines.append("")
+        if exp.options.get("significance_summary"):
+            lines += _significance_table(verdicts, len(datasets))
         if exp.options.get("show_coverage"):
             lines += _coverage_side_table(cells, results, bb, variants, datasets, single)
     return lines
