@@ -13,7 +13,7 @@ pytest.importorskip("ucs.selectors")
 
 from ucs.experiments.cells import Models  # noqa: E402
 from ucs.experiments.registry import experiment_names, get_experiment  # noqa: E402
-from ucs.experiments.reproduce import ReproduceOptions, describe_cells, plan, reproduce  # noqa: E402
+from ucs.experiments.reproduce import ReproduceOptions, describe_cells, plan, plan_totals, reproduce  # noqa: E402
 from ucs.pipeline import load_backbone_for  # noqa: E402
 
 TINY = dict(pca_dim=16, dict_n_atoms=8, dbscan_k=5, dbscan_q=0.1, candidate_num=20, retrieval_embedder="backbone",
@@ -126,6 +126,20 @@ def test_dry_run_rows_estimate_model_calls(tmp_path):
     assert main["icl_prompts"] == 6 * 2 * 4 and main["mdl_scorings"] == 2 * 4 * 5  # MDL+UCS reuses MDL's scorings
     assert [r for r in rows if r["experiment"] == "cluster_sizes"][0]["icl_prompts"] == 0
     assert not (tmp_path / "work").exists()  # planning runs nothing
+
+
+def test_dry_run_totals_count_shared_work_once(tmp_path):
+    opts = options(tmp_path, backbones=["dummy"], runs=1, selectors=["mdl", "mdl+ucs", "votek", "votek+ucs"])
+    rows = describe_cells(["healthy_ucs"], opts)
+    totals = plan_totals(rows)
+    # base (mdl, votek), paper and default (mdl+ucs, votek+ucs each), default_relevance (mdl+ucs): 7 methods
+    # answer 4 queries each; MDL+UCS in every variant reuses the base MDL's subset scores (5 subsets per query)
+    assert [len(r["methods"]) for r in rows] == [2, 2, 2, 1]
+    assert totals["icl_prompts"] == 7 * 4 and totals["mdl_scorings"] == 4 * 5
+    assert totals["embed_passes"] == 1 and totals["embed_texts"] == rows[0]["pool"]
+    assert plan_totals(rows + rows) == totals  # the same cells twice cost nothing more
+    unknown = [{**rows[0], "queries": None}]
+    assert plan_totals(unknown)["icl_prompts"] is None
 
 
 def test_plan_rejects_bad_settings(tmp_path):

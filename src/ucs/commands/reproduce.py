@@ -75,37 +75,9 @@ def register(app: typer.Typer) -> None:
                                       help="Progress of embedding, clustering, MDL scoring and evaluation (stderr)."),
         wait: bool = typer.Option(False, "--wait", help=WAIT_HELP),
     ) -> None:
-        from ucs.experiments.registry import get_experiment, resolve_names
-        from ucs.experiments.reproduce import ReproduceOptions, describe_cells, plan, reproduce
+        from ucs.experiments.reproduce import ReproduceOptions, plan
 
-        from ucs.data.registry import check_dataset_name
-
-        try:
-            names = resolve_names(only)
-        except ValueError as exc:
-            raise typer.BadParameter(str(exc), param_hint="--only") from None
-        if variants is not None:
-            known_variants = {v.name for n in names for v in get_experiment(n).variants}
-            wrong = [v for v in _split(variants) or [""] if v not in known_variants]
-            if wrong:
-                raise typer.BadParameter(f"unknown variant(s) {wrong}; the experiments' variants are "
-                                         f"{sorted(known_variants)}", param_hint="--variants")
-        for name in _split(datasets) or []:
-            try:
-                check_dataset_name(name)
-            except ValueError as exc:
-                raise typer.BadParameter(str(exc), param_hint="--datasets") from None
-        import dataclasses
-
-        from ucs.pipeline import PipelineConfig
-
-        known = {f.name for f in dataclasses.fields(PipelineConfig)}
-        unknown = sorted(set(parse_settings(settings)) - known)
-        if unknown:
-            raise typer.BadParameter(f"unknown setting(s) {unknown}; see the fields of `ucs evaluate --print-config`",
-                                     param_hint="--set")
-        if limit is not None and limit < 1:
-            raise typer.BadParameter(f"must be a positive number of queries; got {limit}", param_hint="--limit")
+        names = _check_arguments(only, variants, datasets, settings, limit)
         opts = ReproduceOptions(
             preset=preset, datasets=_split(datasets), backbones=_split(backbones), selectors=_split(selectors),
             variants=_split(variants),
@@ -120,66 +92,103 @@ def register(app: typer.Typer) -> None:
         except ValueError as exc:
             raise typer.BadParameter(str(exc)) from None
         if list_:
-            rows = [("name", "paper", "varies", "kind", "cells")]
-            for n, cells in planned.items():
-                e = get_experiment(n)
-                rows.append((n, e.paper_ref, e.varies, e.kind, str(len(cells))))
-            widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-            for j, r in enumerate(rows):
-                typer.echo("  ".join(x.ljust(w) for x, w in zip(r, widths)).rstrip())
-                if j == 0:
-                    typer.echo("  ".join("-" * w for w in widths))
-            typer.echo(f"\npreset {preset}: {sum(len(c) for c in planned.values())} cells")
-            raise typer.Exit()
-        if dry_run:
-            rows = describe_cells(names, opts)
-            from ucs.pipeline.config import parse_method
-
-            totals: Dict[str, Any] = {"icl_prompts": 0, "mdl_scorings": 0}
-            embeds = {}
-            seen: set = set()
-            for r in rows:
-                for m in r["methods"]:  # cells sharing a runner folder share prompts and selections
-                    per = None if r["queries"] is None else r["queries"] * r["runs"]
-                    for k, kinds, mult in (("icl_prompts", ("accuracy", "runtime"), 1),
-                                           ("mdl_scorings", ("accuracy", "runtime", "coverage"), r["mdl_select_time"])):
-                        tag = (k, r["eval_dir"], m)
-                        if k == "mdl_scorings" and r["kind"] != "runtime":
-                            tag = (k, r["mdl_subsets"])  # MDL and MDL+UCS score the same subsets once (score store)
-                        if r["kind"] not in kinds or tag in seen or (k == "mdl_scorings" and parse_method(m)[0] != "mdl"):
-                            continue
-                        seen.add(tag)
-                        totals[k] = None if totals[k] is None or per is None else totals[k] + per * mult
-                typer.echo(
-                    f"{r['experiment']:20s} {r['cell']:45s} methods={','.join(r['methods'])} queries={r['queries']} "
-                    f"runs={r['runs']} mode={r['mode']} prompts≤{r['icl_prompts']} mdl_scorings={r['mdl_scorings']} "
-                    f"dir={r['eval_dir']}"
-                )
-                embeds[r["embedding"]] = r["pool"]
-            n_embed = sum(v for v in embeds.values() if v) if all(embeds.values()) else None
-            typer.echo(
-                f"\n{len(rows)} cells; at most {totals['icl_prompts']} ICL prompts and {totals['mdl_scorings']} MDL "
-                f"subset scorings after sharing between cells of one configuration (deterministic modes also answer "
-                f"a repeated prompt once; MDL+UCS reuses MDL's subset scores), {len(embeds)} pool embedding pass(es) "
-                f"over {n_embed} texts unless cached"
-            )
-            raise typer.Exit()
-        if render_only:
-            kinds = sorted({get_experiment(n).kind for n in names} - {"accuracy"})
-            if kinds:
-                raise typer.BadParameter(f"only accuracy experiments can be rendered without computing; --only "
-                                         f"names {kinds} experiments too", param_hint="--render-only")
-        if render_only:  # reads only: records are appended whole and a torn last line is skipped
-            done = reproduce(names, opts, log=lambda s: typer.echo(s, err=True))
+            _print_list(planned, preset)
+        elif dry_run:
+            _print_dry_run(names, opts)
         else:
-            with run_folder(work_dir, wait=wait):
-                done = reproduce(names, opts, log=lambda s: typer.echo(s, err=True))
-        for r in done:
-            extra = f" + {r.figure_path}" if r.figure_path else ""
-            typer.echo(f"{r.experiment.name}: {r.markdown_path}{extra} ({'computed' if r.computed else 'all cached'})")
-        from ucs.commands.report import try_write_report
+            _run(names, opts, work_dir, wait)
 
-        evals = dict.fromkeys(Path(res["dir"]) for r in done for res in r.results
-                              if res.get("dir") and (Path(res["dir"]) / "results.json").is_file())
-        for d in evals:  # one HTML report per evaluation folder
-            try_write_report(d)
+
+def _check_arguments(only: Optional[str], variants: Optional[str], datasets: Optional[str],
+                     settings: Optional[List[str]], limit: Optional[int]) -> List[str]:
+    """The experiment names ``--only`` resolves to; a bad name, variant, dataset, setting or limit is refused by
+    the option's name."""
+    import dataclasses
+
+    from ucs.data.registry import check_dataset_name
+    from ucs.experiments.registry import get_experiment, resolve_names
+    from ucs.pipeline import PipelineConfig
+
+    try:
+        names = resolve_names(only)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--only") from None
+    if variants is not None:
+        known_variants = {v.name for n in names for v in get_experiment(n).variants}
+        wrong = [v for v in _split(variants) or [""] if v not in known_variants]
+        if wrong:
+            raise typer.BadParameter(f"unknown variant(s) {wrong}; the experiments' variants are "
+                                     f"{sorted(known_variants)}", param_hint="--variants")
+    for name in _split(datasets) or []:
+        try:
+            check_dataset_name(name)
+        except ValueError as exc:
+            raise typer.BadParameter(str(exc), param_hint="--datasets") from None
+    known = {f.name for f in dataclasses.fields(PipelineConfig)}
+    unknown = sorted(set(parse_settings(settings)) - known)
+    if unknown:
+        raise typer.BadParameter(f"unknown setting(s) {unknown}; see the fields of `ucs evaluate --print-config`",
+                                 param_hint="--set")
+    if limit is not None and limit < 1:
+        raise typer.BadParameter(f"must be a positive number of queries; got {limit}", param_hint="--limit")
+    return names
+
+
+def _print_list(planned: Dict[str, Any], preset: str) -> None:
+    """``--list``: one aligned row per experiment with its number of cells."""
+    from ucs.experiments.registry import get_experiment
+
+    rows = [("name", "paper", "varies", "kind", "cells")]
+    for n, cells in planned.items():
+        e = get_experiment(n)
+        rows.append((n, e.paper_ref, e.varies, e.kind, str(len(cells))))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    for j, r in enumerate(rows):
+        typer.echo("  ".join(x.ljust(w) for x, w in zip(r, widths)).rstrip())
+        if j == 0:
+            typer.echo("  ".join("-" * w for w in widths))
+    typer.echo(f"\npreset {preset}: {sum(len(c) for c in planned.values())} cells")
+
+
+def _print_dry_run(names: List[str], opts: Any) -> None:
+    """``--dry-run``: every cell with its cost estimate, then the totals after sharing."""
+    from ucs.experiments.reproduce import describe_cells, plan_totals
+
+    rows = describe_cells(names, opts)
+    for r in rows:
+        typer.echo(
+            f"{r['experiment']:20s} {r['cell']:45s} methods={','.join(r['methods'])} queries={r['queries']} "
+            f"runs={r['runs']} mode={r['mode']} prompts≤{r['icl_prompts']} mdl_scorings={r['mdl_scorings']} "
+            f"dir={r['eval_dir']}"
+        )
+    totals = plan_totals(rows)
+    typer.echo(
+        f"\n{len(rows)} cells; at most {totals['icl_prompts']} ICL prompts and {totals['mdl_scorings']} MDL "
+        f"subset scorings after sharing between cells of one configuration (deterministic modes also answer "
+        f"a repeated prompt once; MDL+UCS reuses MDL's subset scores), {totals['embed_passes']} pool embedding "
+        f"pass(es) over {totals['embed_texts']} texts unless cached"
+    )
+
+
+def _run(names: List[str], opts: Any, work_dir: Path, wait: bool) -> None:
+    """Run (or, with ``--render-only``, only render) the experiments and write an HTML report per folder."""
+    from ucs.commands.report import try_write_report
+    from ucs.experiments.registry import get_experiment
+    from ucs.experiments.reproduce import reproduce
+
+    if opts.render_only:
+        kinds = sorted({get_experiment(n).kind for n in names} - {"accuracy"})
+        if kinds:
+            raise typer.BadParameter(f"only accuracy experiments can be rendered without computing; --only "
+                                     f"names {kinds} experiments too", param_hint="--render-only")
+        done = reproduce(names, opts, log=lambda s: typer.echo(s, err=True))  # reads only: torn last lines skipped
+    else:
+        with run_folder(work_dir, wait=wait):
+            done = reproduce(names, opts, log=lambda s: typer.echo(s, err=True))
+    for r in done:
+        extra = f" + {r.figure_path}" if r.figure_path else ""
+        typer.echo(f"{r.experiment.name}: {r.markdown_path}{extra} ({'computed' if r.computed else 'all cached'})")
+    evals = dict.fromkeys(Path(res["dir"]) for r in done for res in r.results
+                          if res.get("dir") and (Path(res["dir"]) / "results.json").is_file())
+    for d in evals:  # one HTML report per evaluation folder
+        try_write_report(d)

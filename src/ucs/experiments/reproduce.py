@@ -18,7 +18,7 @@ import os
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ucs.data import load_dataset
 from ucs.data.splits import DEFAULT_TEST_SIZE
@@ -31,7 +31,8 @@ from ucs.experiments.spec import Cell, Experiment
 from ucs.pipeline.config import parse_method
 from ucs.utils.io import atomic_write_json, atomic_write_text
 
-__all__ = ["ReproduceOptions", "ExperimentRun", "plan", "reproduce", "run_experiment", "estimate_cost"]
+__all__ = ["ReproduceOptions", "ExperimentRun", "plan", "reproduce", "run_experiment", "estimate_cost",
+           "describe_cells", "plan_totals"]
 
 
 @dataclass
@@ -221,3 +222,33 @@ def describe_cells(names: "str | Sequence[str] | None", options: ReproduceOption
                          _rel(Path(options.work_dir) / n / c.id),
                          **estimate_cost(exp, c, n_test, n_pool, options.limit)})
     return rows
+
+
+def plan_totals(rows: Sequence[Dict[str, Any]]) -> Dict[str, Any]:
+    """Upper bounds on the model calls of the cells ``rows`` (from :func:`describe_cells`), after sharing.
+
+    Cells of one configuration share a runner folder, so a method's prompts count once per folder; MDL and
+    MDL+UCS score the same candidate subsets once (the score store), so MDL scorings count once per subset set
+    (runtime cells time every scoring and count apart). Returns ``icl_prompts`` and ``mdl_scorings`` (``None``
+    when some cell's query count is unknown), ``embed_passes`` and ``embed_texts`` (pool embedding passes, the
+    texts they cover, ``None`` when a pool size is unknown). O(rows × methods).
+    """
+    totals: Dict[str, Any] = {"icl_prompts": 0, "mdl_scorings": 0}
+    embeds: Dict[Any, Any] = {}
+    seen: set = set()
+    for r in rows:
+        per = None if r["queries"] is None else r["queries"] * r["runs"]
+        for m in r["methods"]:
+            for k, kinds, mult in (("icl_prompts", ("accuracy", "runtime"), 1),
+                                   ("mdl_scorings", ("accuracy", "runtime", "coverage"), r["mdl_select_time"])):
+                tag: Tuple[Any, ...] = (k, r["eval_dir"], m)
+                if k == "mdl_scorings" and r["kind"] != "runtime":
+                    tag = (k, r["mdl_subsets"])
+                if r["kind"] not in kinds or tag in seen or (k == "mdl_scorings" and parse_method(m)[0] != "mdl"):
+                    continue
+                seen.add(tag)
+                totals[k] = None if totals[k] is None or per is None else totals[k] + per * mult
+        embeds[r["embedding"]] = r["pool"]
+    totals["embed_passes"] = len(embeds)
+    totals["embed_texts"] = sum(v for v in embeds.values() if v) if all(embeds.values()) else None
+    return totals
