@@ -59,7 +59,6 @@ def run_demo(
     test_file: Optional[str] = None,
 ) -> Any:
     """Run the demo and print it; returns the :class:`~ucs.pipeline.PipelineResult`."""
-    from ucs.evaluation.prompts import PromptBuilder, format_for_task
     from ucs.pipeline import Pipeline, PipelineConfig
 
     options = dict(lam=lam, dbscan_q=dbscan_q, estimator=estimator, clustering=clustering)
@@ -76,48 +75,12 @@ def run_demo(
         out = Path(tmp.name)
     pipe = Pipeline(cfg, backbone=backbone_obj, cache_dir=cache_dir, out_dir=out, progress=True)
     try:
-        ds = pipe.dataset
-        _echo_rule("data")
-        typer.echo(f"{ds.name}: pool {len(ds.pool)}, test {len(ds.test)}, {ds.n_labels} labels; "
-                   f"evaluating {min(queries, len(ds.test))} test queries, {runs} run(s), budget {budget}")
-
-        _echo_rule("1. pool embeddings (ICL backbone)")
-        t0 = time.perf_counter()
-        E = pipe.pool_embeddings()
-        ident = dict(pipe.backbone.identity)
-        typer.echo(f"backbone {ident.get('model')} ({ident.get('engine', 'dummy')}): E {E.shape[0]} × {E.shape[1]} "
-                   f"in {time.perf_counter() - t0:.1f} s (cache: {pipe.embedding_cache.root})")
-
-        seed = cfg.run_seeds[0]
-        _echo_rule(f"2. latent clusters (seed {seed}, {clustering_text(cfg)})")
-        t0 = time.perf_counter()
-        ids = pipe.cluster_ids(seed)
-        sizes = np.bincount(ids)
-        largest = np.sort(sizes)[::-1][:8].tolist()
-        typer.echo(f"{sizes.size} clusters in {time.perf_counter() - t0:.1f} s; singletons {int((sizes == 1).sum())}; "
-                   f"largest sizes {largest}")
-        echo_health(pipe.cluster_health(seed))
-
+        _show_data(pipe, queries, runs, budget)
+        _show_embeddings(pipe)
+        _show_clusters(pipe, cfg)
         _echo_rule("3. selection + ICL evaluation (likelihood of every label)")
         result = pipe.run(out)
-        eval_ds = cfg.protocol().apply(ds)
-        qtexts = list(eval_ds.test.texts[: min(queries, len(eval_ds.test))])
-        builder = PromptBuilder(format_for_task(ds.task), ds.label_names, None, None, None)
-        for m in cfg.selectors:
-            sel = pipe.selection(m, seed, qtexts)
-            row = sel.indices[0]
-            cids = pipe.cluster_ids(seed, cfg.dbscan_q_for(m))
-            typer.echo(f"\n[{m}] demonstrations for query 0 ({qtexts[0]!r}):")
-            for i in row.tolist():
-                typer.echo(f"  - {ds.pool.texts[i]!r} → {ds.label_names[int(ds.pool.labels[i])]}"
-                           f"  [cluster {int(cids[i])}, size {int(np.bincount(cids)[cids[i]])}]")
-        shown = [m for m in cfg.selectors if m.endswith("+ucs")][:show_prompts] or list(cfg.selectors[:show_prompts])
-        for m in shown:
-            sel = pipe.selection(m, seed, qtexts)
-            demos = [(ds.pool.texts[i], ds.label_names[int(ds.pool.labels[i])]) for i in sel.indices[0].tolist()]
-            _echo_rule(f"prompt chosen by {m} for query 0")
-            typer.echo(builder.build(demos, qtexts[0]).text)
-
+        _show_demonstrations(pipe, cfg, queries, show_prompts)
         _echo_rule("coverage of the chosen prompts (mean over queries)")
         from ucs.pipeline.diagnostics import coverage_markdown
 
@@ -126,19 +89,76 @@ def run_demo(
         typer.echo(result.evaluation.to_markdown())
         times = {k: round(v, 2) for k, v in pipe.timings.items()}
         typer.echo(f"timings (s): {times}")
-        from ucs.commands.report import try_write_report
-
-        if tmp is None:
-            typer.echo(f"files: {out}")
-            try_write_report(out)
-        else:  # the run's folder is temporary: keep its report beside it
-            fd, name = tempfile.mkstemp(prefix="ucs-demo-report-", suffix=".html")
-            os.close(fd)
-            try_write_report(out, Path(name))
+        _write_report(out, temporary=tmp is not None)
         return result
     finally:
         if tmp is not None:
             tmp.cleanup()
+
+
+def _show_data(pipe: Any, queries: int, runs: int, budget: int) -> None:
+    ds = pipe.dataset
+    _echo_rule("data")
+    typer.echo(f"{ds.name}: pool {len(ds.pool)}, test {len(ds.test)}, {ds.n_labels} labels; "
+               f"evaluating {min(queries, len(ds.test))} test queries, {runs} run(s), budget {budget}")
+
+
+def _show_embeddings(pipe: Any) -> None:
+    _echo_rule("1. pool embeddings (ICL backbone)")
+    t0 = time.perf_counter()
+    E = pipe.pool_embeddings()
+    ident = dict(pipe.backbone.identity)
+    typer.echo(f"backbone {ident.get('model')} ({ident.get('engine', 'dummy')}): E {E.shape[0]} × {E.shape[1]} "
+               f"in {time.perf_counter() - t0:.1f} s (cache: {pipe.embedding_cache.root})")
+
+
+def _show_clusters(pipe: Any, cfg: Any) -> None:
+    seed = cfg.run_seeds[0]
+    _echo_rule(f"2. latent clusters (seed {seed}, {clustering_text(cfg)})")
+    t0 = time.perf_counter()
+    sizes = np.bincount(pipe.cluster_ids(seed))
+    largest = np.sort(sizes)[::-1][:8].tolist()
+    typer.echo(f"{sizes.size} clusters in {time.perf_counter() - t0:.1f} s; singletons {int((sizes == 1).sum())}; "
+               f"largest sizes {largest}")
+    echo_health(pipe.cluster_health(seed))
+
+
+def _show_demonstrations(pipe: Any, cfg: Any, queries: int, show_prompts: int) -> None:
+    """Each selector's demonstrations for the first test query (with their clusters), then whole prompts of
+    the first ``show_prompts`` UCS forms (or base selectors when none is selected)."""
+    from ucs.evaluation.prompts import PromptBuilder, format_for_task
+
+    ds, seed = pipe.dataset, cfg.run_seeds[0]
+    eval_ds = cfg.protocol().apply(ds)
+    qtexts = list(eval_ds.test.texts[: min(queries, len(eval_ds.test))])
+    for m in cfg.selectors:
+        row = pipe.selection(m, seed, qtexts).indices[0]
+        cids = pipe.cluster_ids(seed, cfg.dbscan_q_for(m))
+        sizes = np.bincount(cids)
+        typer.echo(f"\n[{m}] demonstrations for query 0 ({qtexts[0]!r}):")
+        for i in row.tolist():
+            typer.echo(f"  - {ds.pool.texts[i]!r} → {ds.label_names[int(ds.pool.labels[i])]}"
+                       f"  [cluster {int(cids[i])}, size {int(sizes[cids[i]])}]")
+    builder = PromptBuilder(format_for_task(ds.task), ds.label_names, None, None, None)
+    shown = [m for m in cfg.selectors if m.endswith("+ucs")][:show_prompts] or list(cfg.selectors[:show_prompts])
+    for m in shown:
+        sel = pipe.selection(m, seed, qtexts)
+        demos = [(ds.pool.texts[i], ds.label_names[int(ds.pool.labels[i])]) for i in sel.indices[0].tolist()]
+        _echo_rule(f"prompt chosen by {m} for query 0")
+        typer.echo(builder.build(demos, qtexts[0]).text)
+
+
+def _write_report(out: Path, temporary: bool) -> None:
+    """The HTML report of the run: beside its files, or (for a temporary run folder) in a file of its own."""
+    from ucs.commands.report import try_write_report
+
+    if not temporary:
+        typer.echo(f"files: {out}")
+        try_write_report(out)
+    else:  # the run's folder is temporary: keep its report beside it
+        fd, name = tempfile.mkstemp(prefix="ucs-demo-report-", suffix=".html")
+        os.close(fd)
+        try_write_report(out, Path(name))
 
 
 def register(app: typer.Typer) -> None:

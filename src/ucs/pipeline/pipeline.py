@@ -440,7 +440,8 @@ class Pipeline:
             ids = ids.astype(np.int64)
         else:
             with progress_enabled(self.progress), stage(  # the pool is embedded by now (_cluster_dir hashed it)
-                    f"clustering {len(self.dataset.pool)} pool items (seed {seed}, q {q:g})", kind="cluster"):
+                    f"clustering {len(self.dataset.pool)} pool items (seed {seed}, {self.config.clustering}"
+                    + (f", q {q:g})" if self.config.clustering in EPS_METHODS else ")"), kind="cluster"):
                 est = self.clusterer(seed, q)
             if q == float(self.config.dbscan_q) or self.distributed or getattr(est, "kth_distances_", 1) is None:
                 ids = np.asarray(est.labels_, dtype=np.int64)
