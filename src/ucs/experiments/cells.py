@@ -280,30 +280,10 @@ def run_runtime(cell: Cell, ctx: CellContext) -> Dict[str, Any]:
     # would for a user. A method's timing is all or nothing: an interrupted one starts over.
     online_key = {**key, "evaluation": "per-method folders, no answer store"}
     pipe = ctx.pipeline(cell, d / "eval", reuse_answers=False)
-    computed = False
+    computed = offline is None
     if offline is None:
-        texts = list(pipe.dataset.pool.texts)
-        n_embed = cell.options.get("embed_sample")
-        n_embed = len(texts) if n_embed is None else min(int(n_embed), len(texts))
-        # one small untimed call first: the first forward pass of a process pays one-off costs (lazy
-        # initialisation, kernel selection) that would otherwise be charged to whichever dataset runs first
-        pipe.backbone.embed(texts[: min(8, n_embed)])
-        t0 = time.perf_counter()
-        pipe.backbone.embed(texts[:n_embed])  # bypasses the cache on purpose: this is what is timed
-        emb_s = time.perf_counter() - t0
-        E = pipe.pool_embeddings()
-        seed = cell.config.run_seeds[0]
-        t0 = time.perf_counter()
-        est = LatentClusterer(**pipe.clusterer_params(seed)).fit(E)
-        fit_s = time.perf_counter() - t0
-        offline = {
-            "n_pool": len(texts), "embed_texts": n_embed, "embed_s": emb_s,
-            "embed_pool_s": emb_s * len(texts) / max(n_embed, 1), "cluster_fit_s": fit_s,
-            "stages": {k: float(v) for k, v in getattr(est, "timings_", {}).items()},
-            "n_clusters": int(est.n_clusters_),
-        }
+        offline = _time_offline(cell, pipe)
         atomic_write_json(offline_path, {"key": offline_key, "result": offline})
-        computed = True
     # warm the caches so that the online times are selection + evaluation only
     queries = query_texts_for(cell.config, pipe.dataset, ctx.limit)
     for s in cell.config.run_seeds:
@@ -318,23 +298,49 @@ def run_runtime(cell: Cell, ctx: CellContext) -> Dict[str, Any]:
         path = d / "online" / f"{safe}.json"
         hit = _cached(path, online_key)
         if hit is None:
-            eval_dir = d / "eval" / safe
-            if eval_dir.exists():  # an interrupted timing: time the whole evaluation again, not its remainder
-                shutil.rmtree(eval_dir)
-            before = pipe.timings.get(f"select:{m}", 0.0)
-            t0 = time.perf_counter()
-            res = pipe.run(eval_dir, methods=[m], limit=ctx.limit)
-            total = time.perf_counter() - t0
-            sel = pipe.timings.get(f"select:{m}", 0.0) - before
-            new = read_records(eval_dir / "records.jsonl")[-int(res.evaluation.n_new_records):] \
-                if res.evaluation.n_new_records else []
-            hit = {"total_s": total, "selection_s": sel, "evaluation_s": total - sel,
-                   "records": int(res.evaluation.n_new_records),
-                   "answered": int(sum(not r.get("reused") for r in new))}
+            hit = _time_online(pipe, m, d / "eval" / safe, ctx.limit)
             atomic_write_json(path, {"key": online_key, "result": hit})
             computed = True
         online[m] = hit
     return {"dir": str(d), "offline": offline, "online": online, "n_queries": len(queries), "computed": computed}
+
+
+def _time_offline(cell: Cell, pipe: Any) -> Dict[str, Any]:
+    """Embedding time of a sample of the pool (scaled to the pool) and one fresh clustering fit."""
+    texts = list(pipe.dataset.pool.texts)
+    n_embed = cell.options.get("embed_sample")
+    n_embed = len(texts) if n_embed is None else min(int(n_embed), len(texts))
+    # one small untimed call first: the first forward pass of a process pays one-off costs (lazy
+    # initialisation, kernel selection) that would otherwise be charged to whichever dataset runs first
+    pipe.backbone.embed(texts[: min(8, n_embed)])
+    t0 = time.perf_counter()
+    pipe.backbone.embed(texts[:n_embed])  # bypasses the cache on purpose: this is what is timed
+    emb_s = time.perf_counter() - t0
+    E = pipe.pool_embeddings()
+    t0 = time.perf_counter()
+    est = LatentClusterer(**pipe.clusterer_params(cell.config.run_seeds[0])).fit(E)
+    fit_s = time.perf_counter() - t0
+    return {
+        "n_pool": len(texts), "embed_texts": n_embed, "embed_s": emb_s,
+        "embed_pool_s": emb_s * len(texts) / max(n_embed, 1), "cluster_fit_s": fit_s,
+        "stages": {k: float(v) for k, v in getattr(est, "timings_", {}).items()},
+        "n_clusters": int(est.n_clusters_),
+    }
+
+
+def _time_online(pipe: Any, method: str, eval_dir: Path, limit: Optional[int]) -> Dict[str, Any]:
+    """Selection + evaluation time of one method in a folder of its own (an interrupted timing starts over)."""
+    if eval_dir.exists():  # time the whole evaluation again, not its remainder
+        shutil.rmtree(eval_dir)
+    before = pipe.timings.get(f"select:{method}", 0.0)
+    t0 = time.perf_counter()
+    res = pipe.run(eval_dir, methods=[method], limit=limit)
+    total = time.perf_counter() - t0
+    sel = pipe.timings.get(f"select:{method}", 0.0) - before
+    n_new = int(res.evaluation.n_new_records)
+    new = read_records(eval_dir / "records.jsonl")[-n_new:] if n_new else []
+    return {"total_s": total, "selection_s": sel, "evaluation_s": total - sel, "records": n_new,
+            "answered": int(sum(not r.get("reused") for r in new))}
 
 
 def run_health(cell: Cell, ctx: CellContext) -> Dict[str, Any]:
