@@ -185,21 +185,7 @@ def tune(
     prompts; one clustering fit per run seed and one re-cut per ``q``.
     """
     out = Path(out_dir)
-    methods = parse_methods(selectors) if selectors is not None else tuple(
-        m for m in config.selectors if parse_method(m)[1])
-    if not methods or any(not parse_method(m)[1] for m in methods):
-        raise ValueError(f"selectors must be UCS methods such as 'dpp+ucs'; got {list(methods) or config.selectors}")
-    dq, dl = default_grids()
-    q_grid = tuple(float(q) for q in (q_grid if q_grid is not None else dq))
-    lam_grid = tuple(float(v) for v in (lam_grid if lam_grid is not None else dl))
-    if not q_grid or not lam_grid:
-        raise ValueError("q_grid and lam_grid must each hold at least one value")
-    for q in q_grid:
-        if not 0.0 < q < 1.0:
-            raise ValueError(f"every q in q_grid must be in (0, 1); got {q!r}")
-    if any(v < 0 for v in lam_grid):
-        raise ValueError(f"every λ in lam_grid must be >= 0; got {lam_grid}")
-
+    methods, q_grid, lam_grid = _check_grid(config, selectors, q_grid, lam_grid)
     full, keep, val, shared = _validation_setup(config, dataset, backbone, retrieval, cache_dir, val_fraction,
                                                 val_seed)
     # one fit per run seed, every q a re-cut, all stored in the cluster cache for the grid points below
@@ -207,34 +193,15 @@ def tune(
     for s in config.run_seeds:
         for q in q_grid:
             base_pipe.cluster_ids(s, q)
-
-    grid: List[Dict[str, Any]] = []
-    for m in methods:
-        base, _ = parse_method(m)
-        points = [(q_grid[0], 0.0)] if 0.0 in lam_grid else []
-        points += [(q, lam) for q in q_grid for lam in lam_grid if lam != 0.0]
-        for q, lam in points:
-            cfg = config.replace(
-                selectors=(m,),
-                lam_by_selector={**config.lam_by_selector, base: lam},
-                dbscan_q_by_selector={**config.dbscan_q_by_selector, base: q},
-            )
-            name = f"{base}__lam0" if lam == 0.0 else f"{base}__q{_fmt_q(q)}__lam{lam!r}"
-            pipe = Pipeline(cfg, progress=progress, **shared)
-            res = pipe.run(out / "grid" / name, limit=limit)
-            s = res.summary["methods"].get(m, {})
-            grid.append({"selector": m, "q": float(q), "lam": float(lam), "accuracy": s.get("mean"),
-                         "std": s.get("std"), "ci": s.get("ci"), "n_queries": s.get("n_queries"),
-                         "dir": str(out / "grid" / name)})
-
+    grid = [row for m in methods
+            for row in _evaluate_grid(config, m, q_grid, lam_grid, out, shared, limit, progress)]
     chosen: Dict[str, Dict[str, float]] = {"lam_by_selector": {}, "dbscan_q_by_selector": {}}
     for m in methods:
         base, _ = parse_method(m)
         rows = [r for r in grid if r["selector"] == m]
         expanded = [dict(r, q=q) for r in rows if r["lam"] == 0.0 for q in q_grid] + [r for r in rows if r["lam"] != 0]
-        q, lam = _choose(expanded, config.dbscan_q_for(m), config.lam_for(m))
-        chosen["lam_by_selector"][base] = lam
-        chosen["dbscan_q_by_selector"][base] = q
+        chosen["dbscan_q_by_selector"][base], chosen["lam_by_selector"][base] = _choose(
+            expanded, config.dbscan_q_for(m), config.lam_for(m))
     tuned = config.replace(lam_by_selector={**config.lam_by_selector, **chosen["lam_by_selector"]},
                            dbscan_q_by_selector={**config.dbscan_q_by_selector, **chosen["dbscan_q_by_selector"]})
     n_val = max((r["n_queries"] or 0) for r in grid) if grid else 0
@@ -248,6 +215,48 @@ def tune(
     tuned.to_json(out / "tuned_config.json")
     atomic_write_text(out / "tune.md", result.to_markdown())
     return result
+
+
+def _check_grid(config: Any, selectors: Optional[Sequence[str]], q_grid: Optional[Sequence[float]],
+                lam_grid: Optional[Sequence[float]]) -> Tuple[Tuple[str, ...], Tuple[float, ...], Tuple[float, ...]]:
+    """The UCS methods to tune and the q and λ grids (defaults filled in); a bad one is refused by name."""
+    methods = parse_methods(selectors) if selectors is not None else tuple(
+        m for m in config.selectors if parse_method(m)[1])
+    if not methods or any(not parse_method(m)[1] for m in methods):
+        raise ValueError(f"selectors must be UCS methods such as 'dpp+ucs'; got {list(methods) or config.selectors}")
+    dq, dl = default_grids()
+    qs = tuple(float(q) for q in (q_grid if q_grid is not None else dq))
+    lams = tuple(float(v) for v in (lam_grid if lam_grid is not None else dl))
+    if not qs or not lams:
+        raise ValueError("q_grid and lam_grid must each hold at least one value")
+    for q in qs:
+        if not 0.0 < q < 1.0:
+            raise ValueError(f"every q in q_grid must be in (0, 1); got {q!r}")
+    if any(v < 0 for v in lams):
+        raise ValueError(f"every λ in lam_grid must be >= 0; got {lams}")
+    return methods, qs, lams
+
+
+def _evaluate_grid(config: Any, method: str, q_grid: Sequence[float], lam_grid: Sequence[float], out: Path,
+                   shared: Dict[str, Any], limit: Optional[int], progress: bool) -> List[Dict[str, Any]]:
+    """One resumable runner folder per (q, λ) point of ``method`` (λ = 0 once: q does not matter there)."""
+    base, _ = parse_method(method)
+    points = [(q_grid[0], 0.0)] if 0.0 in lam_grid else []
+    points += [(q, lam) for q in q_grid for lam in lam_grid if lam != 0.0]
+    rows: List[Dict[str, Any]] = []
+    for q, lam in points:
+        cfg = config.replace(
+            selectors=(method,),
+            lam_by_selector={**config.lam_by_selector, base: lam},
+            dbscan_q_by_selector={**config.dbscan_q_by_selector, base: q},
+        )
+        name = f"{base}__lam0" if lam == 0.0 else f"{base}__q{_fmt_q(q)}__lam{lam!r}"
+        res = Pipeline(cfg, progress=progress, **shared).run(out / "grid" / name, limit=limit)
+        s = res.summary["methods"].get(method, {})
+        rows.append({"selector": method, "q": float(q), "lam": float(lam), "accuracy": s.get("mean"),
+                     "std": s.get("std"), "ci": s.get("ci"), "n_queries": s.get("n_queries"),
+                     "dir": str(out / "grid" / name)})
+    return rows
 
 
 def parse_variants(spec: str) -> Dict[str, Dict[str, Any]]:
