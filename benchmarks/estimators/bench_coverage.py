@@ -79,7 +79,7 @@ def main() -> None:
     lines = [
         "# Coverage estimator benchmark",
         "",
-        f"Command: `PYTHONPATH=src python benchmarks/estimators/bench_coverage.py --out benchmarks/estimators/RESULTS.md`",
+        "Command: `PYTHONPATH=src python benchmarks/estimators/bench_coverage.py --out benchmarks/estimators/RESULTS.md`",
         "",
         f"Machine: {platform.machine()}, {platform.python_implementation()} {platform.python_version()}, "
         "2 CPU cores (shared). Pool of "

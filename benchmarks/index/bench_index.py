@@ -150,7 +150,6 @@ def run(args: argparse.Namespace) -> None:
     from ucs.data.public import load_clinc150
     from ucs.embedding.sbert import load_retrieval_embedder
     from ucs.index import SelectorIndex
-    from ucs.selectors.base import Selector
 
     info = machine()
     ds = load_clinc150(args.data_dir)

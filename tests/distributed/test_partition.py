@@ -7,7 +7,7 @@ import pytest
 
 from ucs.clustering import LatentClusterer, partition
 from ucs.clustering.synthetic import make_planted_embeddings
-from ucs.distributed import LocalExecutor, embed_pool, kmeans_pool
+from ucs.distributed import LocalExecutor, kmeans_pool
 
 
 @pytest.fixture(scope="module")

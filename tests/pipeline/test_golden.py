@@ -21,7 +21,6 @@ import os
 from pathlib import Path
 
 import numpy as np
-import pytest
 
 from ucs.pipeline import Pipeline, PipelineConfig
 

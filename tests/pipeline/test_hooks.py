@@ -6,7 +6,6 @@ import pytest
 pytest.importorskip("ucs.clustering")
 
 from ucs.clustering import JointLatentClusterer, LatentClusterer  # noqa: E402
-from ucs.data import load_dataset  # noqa: E402
 from ucs.pipeline import Pipeline, PipelineConfig, load_backbone_for  # noqa: E402
 from ucs.testing import DummyBackbone  # noqa: E402
 

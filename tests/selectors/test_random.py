@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import hashlib
 import os
 import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
-import pytest
 from selector_data import make_pool
 
-from ucs.selectors import DPPSelector, RandomSelector, TopKSelector, UCSPrior, VoteKSelector
+from ucs.selectors import RandomSelector, TopKSelector
 
 
 def test_random_shared_row_and_seed():

@@ -58,7 +58,7 @@ def test_unknown_total_and_the_final_count():
     buf = io.StringIO()
     with P.progress_enabled(), P.stage("clustering 10 items", stream=buf) as st:
         pass
-    assert lines(buf) == ["[ucs] clustering 10 items: started", f"[ucs] clustering 10 items: done in 0s"]
+    assert lines(buf) == ["[ucs] clustering 10 items: started", "[ucs] clustering 10 items: done in 0s"]
     assert st.total is None
     with P.progress_enabled(), P.stage("embedding", 7, stream=io.StringIO()) as st:
         pass  # work done without unit reports (an embedder that does not report) counts as complete

@@ -28,7 +28,7 @@ from .graph import LinkageGraph, canonical_labels, remap_noise
 from .neighbors import eps_from_knn, knn, unit_rows
 from .partition import default_n_clusters, hdbscan_labels, spherical_kmeans
 from .persistence import load_clusterer, persistent, save_clusterer
-from .preprocessing import PCAProjection, Standardizer, fit_pca, fit_standardizer
+from .preprocessing import fit_pca, fit_standardizer
 
 __all__ = ["LatentClusterer", "remap_noise"]
 

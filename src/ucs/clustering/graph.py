@@ -19,7 +19,7 @@ found by the search; the benchmark reports agreement against exact on a sample.
 from __future__ import annotations
 
 import warnings
-from typing import Dict, Optional, Tuple
+from typing import Dict, Tuple
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import hashlib
 import time
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
+from numpy.typing import ArrayLike
 
 from .. import defaults as D
 from ._validation import check_embeddings, check_int
@@ -66,6 +66,30 @@ class JointLatentClusterer(LatentClusterer):
 
     def fit(self, Es: Sequence[ArrayLike], y: Any = None) -> "JointLatentClusterer":  # type: ignore[override]
         """Fit on a sequence of embedding matrices ``E_m`` of shape (n_samples, d_m)."""
+        mats, dprime = self._check_matrices(Es)
+        timings: Dict[str, float] = {}
+        from ..utils.io import hash_array
+
+        h = hashlib.sha256()
+        for M in mats:
+            h.update(hash_array(M).encode())
+        self.input_hash_ = h.hexdigest()
+        self.n_features_in_ = [M.shape[1] for M in mats]
+        t = time.perf_counter()
+        Zs = self._project(mats, dprime)
+        timings["pca"] = time.perf_counter() - t
+        t = time.perf_counter()
+        self._align(Zs, dprime)
+        self.scaler_ = None
+        self.pca_ = None
+        timings["dictionary_fit"] = time.perf_counter() - t
+        self.labels_ = self._cluster(self.codes_, timings)
+        self.n_clusters_ = int(self.labels_.max()) + 1
+        self.timings_ = timings
+        return self
+
+    def _check_matrices(self, Es: Sequence[ArrayLike]) -> Tuple[List[np.ndarray], int]:
+        """The checked matrices and their common dimension ``d' = min(pca_dim, min_m d_m)``."""
         self._check_params()
         check_int(self.joint_iter, "joint_iter", 1)
         if self.method in RAW_METHODS:
@@ -83,18 +107,14 @@ class JointLatentClusterer(LatentClusterer):
         self._check_shape(n, dprime)
         if dprime > n:
             raise ValueError(f"the common dimension {dprime} exceeds n_samples={n}; set pca_dim <= {n}")
-        timings: Dict[str, float] = {}
-        h = hashlib.sha256()
-        from ..utils.io import hash_array
+        return mats, dprime
 
-        for M in mats:
-            h.update(hash_array(M).encode())
-        self.input_hash_ = h.hexdigest()
-        self.n_features_in_ = dims
-        t = time.perf_counter()
+    def _project(self, mats: Sequence[np.ndarray], dprime: int) -> List[np.ndarray]:
+        """Standardise and PCA-project each matrix to ``d'``, scaled to unit RMS row norm; sets ``scalers_``,
+        ``pcas_`` and ``model_scales_``. Returns the ``Z_m`` of shape (n, d')."""
+        n = mats[0].shape[0]
         self.scalers_, self.pcas_, Zs, scales = [], [], [], []
-        for m, M in enumerate(mats):
-            X = M
+        for m, X in enumerate(mats):
             sc = fit_standardizer(X) if self.standardize else None
             if sc is not None:
                 X = sc.transform(X)
@@ -107,8 +127,12 @@ class JointLatentClusterer(LatentClusterer):
             Zs.append(Z / s)
             scales.append(s)
         self.model_scales_ = np.asarray(scales)
-        timings["pca"] = time.perf_counter() - t
-        t = time.perf_counter()
+        return Zs
+
+    def _align(self, Zs: Sequence[np.ndarray], dprime: int) -> None:
+        """Alternate a shared dictionary fit on the mean rotated target and orthogonal Procrustes rotations
+        ``B_m`` (``joint_iter`` rounds); sets ``rotations_``, ``dictionary_``, ``codes_``, ``objective_``."""
+        n = Zs[0].shape[0]
         Bs = [np.eye(dprime) for _ in Zs]
         self.objective_: List[float] = []
         for it in range(self.joint_iter + 1):
@@ -128,13 +152,6 @@ class JointLatentClusterer(LatentClusterer):
         self.dictionary_ = D
         self.codes_ = R
         self.dict_n_steps_ = fit.n_steps
-        self.scaler_ = None
-        self.pca_ = None
-        timings["dictionary_fit"] = time.perf_counter() - t
-        self.labels_ = self._cluster(R, timings)
-        self.n_clusters_ = int(self.labels_.max()) + 1
-        self.timings_ = timings
-        return self
 
     def check_input(self, Es: Sequence[ArrayLike]) -> bool:  # type: ignore[override]
         """Whether ``Es`` are the matrices this clusterer was fitted on (content hash)."""

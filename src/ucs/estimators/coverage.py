@@ -21,7 +21,7 @@ variants — at O(1) per candidate plus O(d · L) per call (``d`` distinct multi
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray

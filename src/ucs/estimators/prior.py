@@ -22,7 +22,7 @@ import math
 from typing import Any, Optional
 
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
+from numpy.typing import ArrayLike
 
 from ucs.estimators.smoothing import SMOOTHERS, SpectrumModel, fit_spectrum_model
 from ucs.estimators.spectrum import spectrum_from_multiplicities, validate_cluster_ids

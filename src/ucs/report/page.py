@@ -12,7 +12,6 @@ import os
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
-import numpy as np
 
 from ucs.report.data import RunData, load_run
 from ucs.report.figures import MAX_SCATTER_POINTS, figures_for
