@@ -98,40 +98,50 @@ def _significance_table(verdicts: Dict[Tuple[str, str], List[Optional[str]]], n_
     return lines + [""]
 
 
+class _Summaries:
+    """Method summaries of an accuracy experiment by (dataset, backbone, variant, method), and the reference each
+    Δ is taken against: the same method in ``delta_vs_variant``, else the base selector of a UCS form (or the
+    ``delta_vs_method`` partner of a base selector) in the same variant, else in any variant that ran it."""
+
+    def __init__(self, exp: Experiment, cells: Sequence[Cell], results: Sequence[Dict[str, Any]],
+                 variants: Sequence[Any]) -> None:
+        self.by = {(c.dataset, c.backbone, c.variant.name): r for c, r in zip(cells, results)}
+        self.ref_variant = exp.options.get("delta_vs_variant")
+        self.vs_method = exp.options.get("delta_vs_method", {})
+        self.variants = variants
+
+    def get(self, ds: str, bb: str, vname: str, method: str) -> Optional[Dict[str, Any]]:
+        r = self.by.get((ds, bb, vname))
+        return None if r is None else r.get("methods", {}).get(method)
+
+    def compared(self, method: str) -> bool:
+        """Whether ``method``'s rows carry a Δ at all."""
+        return bool(self.ref_variant or parse_method(method)[1] or method in self.vs_method)
+
+    def reference(self, ds: str, bb: str, vname: str, method: str) -> Optional[Dict[str, Any]]:
+        if self.ref_variant:
+            return None if vname == self.ref_variant else self.get(ds, bb, self.ref_variant, method)
+        base, ucs = parse_method(method)
+        if not ucs:
+            base = self.vs_method.get(method)
+            if base is None:
+                return None
+        hit = self.get(ds, bb, vname, base)
+        for v in self.variants:
+            hit = hit or self.get(ds, bb, v.name, base)
+        return hit
+
+
 def _accuracy(exp: Experiment, cells: Sequence[Cell], results: Sequence[Dict[str, Any]]) -> List[str]:
-    by = {(c.dataset, c.backbone, c.variant.name): r for c, r in zip(cells, results)}
     datasets = list(dict.fromkeys(c.dataset for c in cells))
     backbones = list(dict.fromkeys(c.backbone for c in cells))
     variants = [v for v in exp.variants if any(c.variant.name == v.name for c in cells)]
-    ref_variant = exp.options.get("delta_vs_variant")
+    summaries = _Summaries(exp, cells, results, variants)
     single = len(variants) == 1
-    lines: List[str] = []
-    if ref_variant:
-        lines.append(f"Cells: accuracy %, mean ± std over runs [95% bootstrap CI over queries] (Δ vs `{ref_variant}` "
-                     f"{PAIRED_NOTE}).")
-    else:
-        lines.append("Cells: accuracy %, mean ± std over runs [95% bootstrap CI over queries] (Δ = UCS form minus "
-                     f"its base selector, same queries and runs {PAIRED_NOTE}).")
-    lines.append("")
-
-    def lookup(ds: str, bb: str, vname: str, method: str) -> Optional[Dict[str, Any]]:
-        r = by.get((ds, bb, vname))
-        return None if r is None else r.get("methods", {}).get(method)
-
-    def reference(ds: str, bb: str, vname: str, method: str) -> Optional[Dict[str, Any]]:
-        if ref_variant:
-            return None if vname == ref_variant else lookup(ds, bb, ref_variant, method)
-        base, ucs = parse_method(method)
-        if not ucs:  # a base method compared with another one (the experiment's ``delta_vs_method`` option)
-            base = exp.options.get("delta_vs_method", {}).get(method)
-            if base is None:
-                return None
-        hit = lookup(ds, bb, vname, base)
-        if hit is None:
-            for v in variants:
-                hit = hit or lookup(ds, bb, v.name, base)
-        return hit
-
+    ref_variant = summaries.ref_variant
+    delta = (f"Δ vs `{ref_variant}` {PAIRED_NOTE}" if ref_variant else
+             f"Δ = UCS form minus its base selector, same queries and runs {PAIRED_NOTE}")
+    lines = [f"Cells: accuracy %, mean ± std over runs [95% bootstrap CI over queries] ({delta}).", ""]
     for bb in backbones:
         lines += [f"## Backbone `{bb}`", ""]
         head = ([] if single else ["setting"]) + ["method"] + datasets
@@ -139,12 +149,11 @@ def _accuracy(exp: Experiment, cells: Sequence[Cell], results: Sequence[Dict[str
         verdicts: Dict[Tuple[str, str], List[Optional[str]]] = {}
         for v in variants:
             for m in _variant_methods(cells, v.name, bb):
-                row = ([] if single else [v.label or v.name]) + [m]
-                row += [accuracy_cell_text(lookup(ds, bb, v.name, m), reference(ds, bb, v.name, m)) for ds in datasets]
+                pairs = [(summaries.get(ds, bb, v.name, m), summaries.reference(ds, bb, v.name, m)) for ds in datasets]
+                row = ([] if single else [v.label or v.name]) + [m] + [accuracy_cell_text(a, b) for a, b in pairs]
                 lines.append("| " + " | ".join(row) + " |")
-                if parse_method(m)[1] or m in exp.options.get("delta_vs_method", {}) or ref_variant:
-                    verdicts[(v.label or v.name, m)] = [
-                        delta_verdict(lookup(ds, bb, v.name, m), reference(ds, bb, v.name, m)) for ds in datasets]
+                if summaries.compared(m):
+                    verdicts[(v.label or v.name, m)] = [delta_verdict(a, b) for a, b in pairs]
         lines.append("")
         if exp.options.get("significance_summary"):
             lines += _significance_table(verdicts, len(datasets))
