@@ -28,3 +28,37 @@ def test_grid_markdown_rows_methods_columns_datasets():
     g = grid_markdown({"banking77": a, "hwu64": b})
     assert g.splitlines()[0] == "| method | banking77 | hwu64 |"
     assert "| x | 100.0 ± 0.0 | 0.0 ± 0.0 |" in g and "| y | 0.0 ± 0.0 | — |" in g
+
+
+def _sel(method, seed, query, gold, selected):
+    return {"method": method, "seed": seed, "query": query, "gold_id": gold, "selected": selected}
+
+
+def test_label_agreement_is_the_share_of_demonstrations_with_the_query_label():
+    from ucs.evaluation.report import label_agreement
+
+    pool = [0, 0, 1, 1, 2]
+    recs = [_sel("m", 1, 0, 0, [0, 1, 2, 4]),   # 2 of 4 carry label 0
+            _sel("m", 1, 1, 1, [2, 3]),         # 2 of 2
+            _sel("m", 2, 0, 0, [4, 2]),         # 0 of 2
+            _sel("m", 2, 1, 1, [0, 2, 4, 3]),   # 2 of 4
+            _sel("m", 1, 2, None, [0]),         # a generative record: no gold label id, skipped
+            _sel("v", 1, 0, 0, [])]             # no demonstrations, skipped
+    a = label_agreement(recs, pool, run_seeds=(1, 2), n_boot=50)
+    assert set(a) == {"m"}  # query 2 lacks a label, and it is not in every run anyway
+    m = a["m"]
+    assert m["per_query"]["query"] == [0, 1]
+    assert m["per_query"]["share"] == pytest.approx([(0.5 + 0.0) / 2, (1.0 + 0.5) / 2])
+    assert m["mean"] == pytest.approx((0.5 + 1.0 + 0.0 + 0.5) / 4) and m["n_queries"] == 2
+    assert m["ci"][0] <= m["mean"] <= m["ci"][1]
+
+
+def test_paired_delta_compares_label_agreement_query_by_query():
+    from ucs.evaluation.report import label_agreement, paired_delta
+
+    pool = [0, 1, 2, 3]
+    near = [_sel("near", 1, q, q % 4, [q % 4, q % 4]) for q in range(40)]        # always the query's label
+    far = [_sel("far", 1, q, q % 4, [(q + 1) % 4, q % 4]) for q in range(40)]    # half of the time
+    a = label_agreement(near + far, pool, n_boot=50)
+    d = paired_delta(a["far"], a["near"], field="share")
+    assert d["delta"] == pytest.approx(-0.5) and d["ci"] == pytest.approx([-0.5, -0.5]) and d["n_queries"] == 40

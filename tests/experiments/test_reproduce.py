@@ -192,6 +192,10 @@ def test_render_only_writes_the_page_of_a_run_under_way_and_computes_nothing(tmp
         "base": 0, "paper": 4, "default": 4}
     done = full.markdown_path.read_text()
     assert "Under way" not in done
+    assert "Relevance of the same prompts" in done  # the label agreement of the selections, beside their coverage
+    share = next(line for line in done.splitlines() if line.startswith("| (b) default | votek+ucs | ")
+                 and re.search(r"\| \d+\.\d \(", line))
+    assert re.search(r"\([+-]\d+\.\d \[", share), share  # its paired Δ against VoteK's share
     row = next(line for line in done.splitlines() if line.startswith("| (b) default | votek+ucs | ") and line.count("|") == 7)
     assert [int(x) for x in row.split("|")[3:6]] != [0, 0, 0] and row.endswith("| 0 |")  # measured on the one dataset
     with pytest.raises(ValueError, match="only accuracy experiments"):

@@ -12,7 +12,7 @@ import numpy as np
 from ucs.evaluation.metrics import bootstrap_ci, mean_std, paired_bootstrap_ci
 from ucs.utils.io import atomic_write_json, atomic_write_text
 
-__all__ = ["summarize", "paired_delta", "to_markdown", "write_report", "grid_markdown"]
+__all__ = ["summarize", "paired_delta", "label_agreement", "to_markdown", "write_report", "grid_markdown"]
 
 
 def summarize(
@@ -71,9 +71,48 @@ def summarize(
     return out
 
 
-def paired_delta(a: dict, b: dict, n_boot: int = 2000, confidence: float = 0.95, seed: int = 0) -> dict | None:
-    """Accuracy difference ``a − b`` of two methods' summaries (:func:`summarize`) on the queries both answered
-    in every run, with its paired bootstrap CI (:func:`~ucs.evaluation.metrics.paired_bootstrap_ci`).
+def label_agreement(
+    records: Iterable[dict],
+    pool_labels: Sequence[int] | np.ndarray,
+    run_seeds: Sequence[int] | None = None,
+    n_boot: int = 2000,
+    confidence: float = 0.95,
+    bootstrap_seed: int = 0,
+) -> dict:
+    """Per method, the share of each prompt's demonstrations whose label is the query's own (gold) label.
+
+    A relevance measure of the selections themselves: a coverage prior that pulls in other intents lowers it.
+    Records without a gold label id (generative tasks) or without demonstrations are skipped.
+
+    Returns ``{method: {"mean", "ci", "n_queries", "per_query": {"query", "share"}}}`` over the queries every
+    run answered (the share averaged over runs per query; CI as in :func:`summarize`); compare two methods
+    with ``paired_delta(a, b, field="share")``. Time O(records · budget).
+    """
+    labels = np.asarray(pool_labels)
+    by: dict[str, dict[int, dict[int, float]]] = defaultdict(lambda: defaultdict(dict))
+    for r in records:
+        gold, sel = r.get("gold_id"), r.get("selected")
+        if gold is None or not sel:
+            continue
+        by[r["method"]][int(r["seed"])][int(r["query"])] = float(np.mean(labels[np.asarray(sel)] == gold))
+    out: dict = {}
+    for method, runs in by.items():
+        seeds = list(run_seeds) if run_seeds is not None else sorted(runs)
+        common = sorted(set.intersection(*(set(runs.get(s, {})) for s in seeds))) if seeds else []
+        if not common:
+            continue
+        mat = np.array([[runs[s][q] for q in common] for s in seeds], dtype=np.float64)
+        ci = bootstrap_ci(mat, n_boot=n_boot, confidence=confidence, seed=bootstrap_seed)
+        out[method] = {"mean": float(mat.mean()), "ci": list(ci), "n_queries": len(common),
+                       "per_query": {"query": common, "share": mat.mean(axis=0).tolist()}}
+    return out
+
+
+def paired_delta(a: dict, b: dict, n_boot: int = 2000, confidence: float = 0.95, seed: int = 0,
+                 field: str = "accuracy") -> dict | None:
+    """Difference ``a − b`` of two methods' summaries (:func:`summarize`, or :func:`label_agreement` with
+    ``field="share"``) on the queries both answered in every run, with its paired bootstrap CI
+    (:func:`~ucs.evaluation.metrics.paired_bootstrap_ci`).
 
     Returns ``{"delta", "ci", "n_queries"}``, or ``None`` when either summary has no per-query data (summaries
     written before it was recorded) or the two share no query.
@@ -81,8 +120,8 @@ def paired_delta(a: dict, b: dict, n_boot: int = 2000, confidence: float = 0.95,
     pa, pb = (a or {}).get("per_query"), (b or {}).get("per_query")
     if not pa or not pb:
         return None
-    acc_b = dict(zip(pb["query"], pb["accuracy"]))
-    common = [(x, acc_b[q]) for q, x in zip(pa["query"], pa["accuracy"]) if q in acc_b]
+    acc_b = dict(zip(pb["query"], pb[field]))
+    common = [(x, acc_b[q]) for q, x in zip(pa["query"], pa[field]) if q in acc_b]
     if not common:
         return None
     va = np.array([x for x, _ in common])

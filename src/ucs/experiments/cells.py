@@ -30,7 +30,7 @@ from ucs.data import load_dataset
 from ucs.embedding.cache import default_cache_dir
 from ucs.evaluation.file_names import method_file_stem
 from ucs.evaluation.records import read_records
-from ucs.evaluation.report import summarize
+from ucs.evaluation.report import label_agreement, summarize
 from ucs.evaluation.runner import selection_path
 from ucs.experiments.spec import Cell, _safe
 from ucs.pipeline import Pipeline
@@ -155,6 +155,7 @@ def run_accuracy(cell: Cell, ctx: CellContext) -> Dict[str, Any]:
         "n_queries": int(summ.get("n_queries_requested", 0)),
         "methods": {m: summ["methods"][m] for m in cell.methods if m in summ["methods"]},
         "coverage": {m: res.coverage[m] for m in cell.methods if m in res.coverage},
+        "label_agreement": _label_agreement(out, pipe, cell, int(summ.get("n_queries_requested", 0))),
         "new_records": int(res.evaluation.n_new_records),
         "computed": bool(res.evaluation.n_new_records),
         "runner_manifest": {k: manifest.get(k) for k in ("key", "methods", "status", "n_records", "limit")},
@@ -179,11 +180,25 @@ def read_accuracy(cell: Cell, ctx: CellContext) -> Dict[str, Any]:
     done = {m: s for m, s in summ.items()
             if s.get("complete") and all(r.get("n") == n_q for r in s.get("runs", {}).values())}
     coverage: Dict[str, Any] = {}
+    agreement: Dict[str, Any] = {}
     if done:
-        table = ctx.pipeline(cell, out).coverage_table(list(done), n_q)
+        pipe = ctx.pipeline(cell, out)
+        table = pipe.coverage_table(list(done), n_q)
         coverage = {m: table[m] for m in done if m in table}
-    return {"dir": str(out), "n_queries": n_q, "methods": done, "coverage": coverage, "new_records": 0,
-            "computed": False, "pending": [m for m in cell.methods if m not in done]}
+        agreement = _label_agreement(out, pipe, cell, n_q, records=[r for r in records if r["method"] in done])
+    return {"dir": str(out), "n_queries": n_q, "methods": done, "coverage": coverage, "label_agreement": agreement,
+            "new_records": 0, "computed": False, "pending": [m for m in cell.methods if m not in done]}
+
+
+def _label_agreement(out: Path, pipe: Any, cell: Cell, n_q: int,
+                     records: Optional[List[Dict[str, Any]]] = None) -> Dict[str, Any]:
+    """:func:`~ucs.evaluation.report.label_agreement` of the cell's methods on its first ``n_q`` queries (the
+    runner folder's records unless given). O(records)."""
+    if records is None:
+        path = out / "records.jsonl"
+        records = read_records(path) if path.is_file() else []
+        records = [r for r in records if r["method"] in cell.methods and r["query"] < n_q]
+    return label_agreement(records, pipe.dataset.pool.labels, run_seeds=cell.config.run_seeds)
 
 
 def run_coverage(cell: Cell, ctx: CellContext) -> Dict[str, Any]:

@@ -104,15 +104,16 @@ class _Summaries:
     ``delta_vs_method`` partner of a base selector) in the same variant, else in any variant that ran it."""
 
     def __init__(self, exp: Experiment, cells: Sequence[Cell], results: Sequence[Dict[str, Any]],
-                 variants: Sequence[Any]) -> None:
+                 variants: Sequence[Any], key: str = "methods") -> None:
         self.by = {(c.dataset, c.backbone, c.variant.name): r for c, r in zip(cells, results)}
+        self.key = key
         self.ref_variant = exp.options.get("delta_vs_variant")
         self.vs_method = exp.options.get("delta_vs_method", {})
         self.variants = variants
 
     def get(self, ds: str, bb: str, vname: str, method: str) -> Optional[Dict[str, Any]]:
         r = self.by.get((ds, bb, vname))
-        return None if r is None else r.get("methods", {}).get(method)
+        return None if r is None else (r.get(self.key) or {}).get(method)
 
     def compared(self, method: str) -> bool:
         """Whether ``method``'s rows carry a Δ at all."""
@@ -159,7 +160,40 @@ def _accuracy(exp: Experiment, cells: Sequence[Cell], results: Sequence[Dict[str
             lines += _significance_table(verdicts, len(datasets))
         if exp.options.get("show_coverage"):
             lines += _coverage_side_table(cells, results, bb, variants, datasets, single)
+            if any(r.get("label_agreement") for r in results):
+                lines += _label_agreement_table(_Summaries(exp, cells, results, variants, key="label_agreement"),
+                                                cells, bb, variants, datasets, single)
     return lines
+
+
+def _label_agreement_table(summaries: _Summaries, cells: Sequence[Cell], bb: str, variants: Sequence[Any],
+                           datasets: Sequence[str], single: bool) -> List[str]:
+    """Share of each prompt's demonstrations that carry the query's own label (relevance of the selections),
+    with the paired Δ against the same reference as the accuracy table."""
+    head = ([] if single else ["setting"]) + ["method"] + list(datasets)
+    lines = ["Relevance of the same prompts: share of the demonstrations whose label is the query's own, % (mean "
+             "over queries and runs; Δ against the same reference as accuracy, with its paired 95 % interval over "
+             "queries). A prior that pulls in other intents lowers it.", "",
+             "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for v in variants:
+        for m in _variant_methods(cells, v.name, bb):
+            row = ([] if single else [v.label or v.name]) + [m]
+            for ds in datasets:
+                a, ref = summaries.get(ds, bb, v.name, m), summaries.reference(ds, bb, v.name, m)
+                row.append(_share_text(a, ref))
+            lines.append("| " + " | ".join(row) + " |")
+    return lines + [""]
+
+
+def _share_text(a: Optional[Dict[str, Any]], ref: Optional[Dict[str, Any]]) -> str:
+    if not a or a.get("mean") is None:
+        return "—"
+    text = f"{100 * a['mean']:.1f}"
+    d = paired_delta(a, ref, field="share") if ref else None
+    if d is not None:
+        lo, hi = d["ci"]
+        text += f" ({100 * d['delta']:+.1f} [{100 * lo:+.1f}, {100 * hi:+.1f}]{'*' if lo > 0 or hi < 0 else ''})"
+    return text
 
 
 def _variant_methods(cells: Sequence[Cell], variant: str, bb: str) -> List[str]:

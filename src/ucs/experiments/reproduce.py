@@ -182,10 +182,21 @@ def run_experiment(
         "platform": platform_info(),
         "created_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "cells": cell_entries,
-        "results": [{k: v for k, v in r.items() if k not in ("runner_manifest",)} for r in results],
+        "results": [_manifest_result(r) for r in results],
     }
     mf = atomic_write_json(out / f"{exp.name}.manifest.json", manifest)
     return ExperimentRun(exp, cells, results, md, mf, png)
+
+
+def _manifest_result(r: Dict[str, Any]) -> Dict[str, Any]:
+    """A cell's result as the manifest keeps it: without the runner's own manifest, and the label agreement
+    without its per-query shares (the records in the runner folder hold them; accuracy keeps its per-query
+    values, from which the page's paired intervals are recomputed)."""
+    out = {k: v for k, v in r.items() if k != "runner_manifest"}
+    if "label_agreement" in out:
+        out["label_agreement"] = {m: {k: v for k, v in a.items() if k != "per_query"}
+                                  for m, a in out["label_agreement"].items()}
+    return out
 
 
 def reproduce(
