@@ -43,6 +43,21 @@ def test_full_run_records_every_method_run_and_query(tmp_path):
     assert "| dpp+ucs |" in res.to_markdown()
 
 
+def test_run_reports_how_many_demonstrations_carry_the_query_label(tmp_path):
+    pipe = make(tmp_path, selectors=("topk", "votek"))
+    res = pipe.run()
+    recs = [json.loads(x) for x in (tmp_path / "out" / "records.jsonl").read_text().splitlines()]
+    labels = np.asarray(pipe.dataset.pool.labels)
+    for m in ("topk", "votek"):  # recomputed by hand from the records: the share over runs and queries
+        mine = [np.mean(labels[r["selected"]] == r["gold_id"]) for r in recs if r["method"] == m]
+        assert res.label_agreement[m]["mean"] == pytest.approx(np.mean(mine))
+        assert res.label_agreement[m]["n_queries"] == 6
+    saved = json.loads((tmp_path / "out" / "coverage.json").read_text())["label_agreement"]
+    assert saved["topk"]["mean"] == pytest.approx(res.label_agreement["topk"]["mean"])
+    assert "demonstrations with the query's label" in (tmp_path / "out" / "coverage.md").read_text()
+    assert "| votek |" in res.to_markdown().split("demonstrations with the query's label")[1]
+
+
 def test_resume_recomputes_nothing(tmp_path):
     pipe = make(tmp_path, selectors=("dpp", "dpp+ucs", "votek+ucs"))
     first = pipe.run(limit=3)

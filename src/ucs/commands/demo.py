@@ -82,9 +82,12 @@ def run_demo(
         result = pipe.run(out)
         _show_demonstrations(pipe, cfg, queries, show_prompts)
         _echo_rule("coverage of the chosen prompts (mean over queries)")
-        from ucs.pipeline.diagnostics import coverage_markdown
+        from ucs.pipeline.diagnostics import coverage_markdown, label_agreement_markdown
 
         typer.echo(coverage_markdown(result.coverage))
+        if result.label_agreement:
+            _echo_rule("relevance of the chosen prompts (mean over queries)")
+            typer.echo(label_agreement_markdown(result.label_agreement))
         _echo_rule("accuracy")
         typer.echo(result.evaluation.to_markdown())
         times = {k: round(v, 2) for k, v in pipe.timings.items()}

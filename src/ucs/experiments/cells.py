@@ -155,7 +155,7 @@ def run_accuracy(cell: Cell, ctx: CellContext) -> Dict[str, Any]:
         "n_queries": int(summ.get("n_queries_requested", 0)),
         "methods": {m: summ["methods"][m] for m in cell.methods if m in summ["methods"]},
         "coverage": {m: res.coverage[m] for m in cell.methods if m in res.coverage},
-        "label_agreement": _label_agreement(out, pipe, cell, int(summ.get("n_queries_requested", 0))),
+        "label_agreement": {m: res.label_agreement[m] for m in cell.methods if m in res.label_agreement},
         "new_records": int(res.evaluation.n_new_records),
         "computed": bool(res.evaluation.n_new_records),
         "runner_manifest": {k: manifest.get(k) for k in ("key", "methods", "status", "n_records", "limit")},
@@ -185,20 +185,10 @@ def read_accuracy(cell: Cell, ctx: CellContext) -> Dict[str, Any]:
         pipe = ctx.pipeline(cell, out)
         table = pipe.coverage_table(list(done), n_q)
         coverage = {m: table[m] for m in done if m in table}
-        agreement = _label_agreement(out, pipe, cell, n_q, records=[r for r in records if r["method"] in done])
+        agreement = label_agreement([r for r in records if r["method"] in done], pipe.dataset.pool.labels,
+                                    run_seeds=seeds)
     return {"dir": str(out), "n_queries": n_q, "methods": done, "coverage": coverage, "label_agreement": agreement,
             "new_records": 0, "computed": False, "pending": [m for m in cell.methods if m not in done]}
-
-
-def _label_agreement(out: Path, pipe: Any, cell: Cell, n_q: int,
-                     records: Optional[List[Dict[str, Any]]] = None) -> Dict[str, Any]:
-    """:func:`~ucs.evaluation.report.label_agreement` of the cell's methods on its first ``n_q`` queries (the
-    runner folder's records unless given). O(records)."""
-    if records is None:
-        path = out / "records.jsonl"
-        records = read_records(path) if path.is_file() else []
-        records = [r for r in records if r["method"] in cell.methods and r["query"] < n_q]
-    return label_agreement(records, pipe.dataset.pool.labels, run_seeds=cell.config.run_seeds)
 
 
 def run_coverage(cell: Cell, ctx: CellContext) -> Dict[str, Any]:

@@ -6,7 +6,7 @@ from typing import Any, Dict
 
 import numpy as np
 
-__all__ = ["row_spectra", "coverage_stats", "summarize_coverage", "coverage_markdown"]
+__all__ = ["row_spectra", "coverage_stats", "summarize_coverage", "coverage_markdown", "label_agreement_markdown"]
 
 
 def row_spectra(cluster_ids: np.ndarray, subsets: np.ndarray) -> np.ndarray:
@@ -106,4 +106,16 @@ def coverage_markdown(table: Dict[str, Dict[str, Dict[str, float]]]) -> str:
         runs = list(by_seed.values())
         cells = [_fmt([r.get(k) for r in runs]) for k in ("unique_clusters", "mean_cluster_size", "mean_inverse_size", "phi")]
         lines.append(f"| {method} | " + " | ".join(cells) + f" | {len(runs)} |")
+    return "\n".join(lines) + "\n"
+
+
+def label_agreement_markdown(agreement: Dict[str, Dict[str, Any]]) -> str:
+    """Markdown table ``method × (share of demonstrations with the query's label, CI, queries)`` from
+    :func:`ucs.evaluation.report.label_agreement`; empty when no method has labelled queries."""
+    if not agreement:
+        return ""
+    lines = ["| method | demonstrations with the query's label (%) | 95% CI (queries) | queries |", "|---|---|---|---|"]
+    for method, a in agreement.items():
+        lo, hi = a["ci"]
+        lines.append(f"| {method} | {100 * a['mean']:.1f} | [{100 * lo:.1f}, {100 * hi:.1f}] | {a['n_queries']} |")
     return "\n".join(lines) + "\n"

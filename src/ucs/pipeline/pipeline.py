@@ -52,11 +52,13 @@ from ucs.embedding.base import l2_normalize
 from ucs.embedding.cache import EmbeddingCache
 from ucs.estimators import UnseenCoverage
 from ucs.evaluation import evaluate
+from ucs.evaluation.records import read_records
+from ucs.evaluation.report import label_agreement
 from ucs.lm.cache import CachedScorer
 from ucs.pipeline.backbones import load_backbone_for, load_retrieval_for
 from ucs.pipeline.config import PipelineConfig, canonical_method, parse_method
 from ucs.pipeline.coverage_log import CoverageLog
-from ucs.pipeline.diagnostics import coverage_markdown, coverage_stats
+from ucs.pipeline.diagnostics import coverage_markdown, coverage_stats, label_agreement_markdown
 from ucs.pipeline.layout import ArtifactLayout
 from ucs.pipeline.run_files import append_timings, write_run_files
 from ucs.selectors import UCSPrior
@@ -72,11 +74,14 @@ class PipelineResult:
     """What :meth:`Pipeline.run` returns: the evaluation result plus the coverage diagnostics."""
 
     def __init__(self, evaluation: Any, coverage: Dict[str, Dict[str, Dict[str, float]]], out_dir: Path,
-                 health: Optional[Dict[str, Any]] = None) -> None:
+                 health: Optional[Dict[str, Any]] = None,
+                 label_agreement: Optional[Dict[str, Dict[str, Any]]] = None) -> None:
         self.evaluation = evaluation
         self.coverage = coverage
         self.out_dir = out_dir
         self.health = health or {}  # run seed → ClusterHealth of the run's clustering
+        # method → share of demonstrations carrying the query's label (ucs.evaluation.report.label_agreement)
+        self.label_agreement = label_agreement or {}
 
     @property
     def summary(self) -> dict:
@@ -88,7 +93,8 @@ class PipelineResult:
         return None if m is None else m.get("mean")
 
     def to_markdown(self) -> str:
-        return self.evaluation.to_markdown() + "\n" + coverage_markdown(self.coverage)
+        text = self.evaluation.to_markdown() + "\n" + coverage_markdown(self.coverage)
+        return text + ("\n" + label_agreement_markdown(self.label_agreement) if self.label_agreement else "")
 
 
 class Pipeline:
@@ -571,9 +577,14 @@ class Pipeline:
         n_q = int(result.summary.get("n_queries_requested", 0))
         cov = self.coverage_table(result.summary["methods"].keys(), n_q)
         health = {str(s): self.cluster_health(s) for s in self.config.run_seeds}
+        done = set(result.summary["methods"])
+        agree = label_agreement([r for r in read_records(result.records_path) if r["method"] in done
+                                 and r["query"] < n_q], self.dataset.pool.labels, run_seeds=self.config.run_seeds)
         atomic_write_json(out / "coverage.json", {"n_queries": n_q, "coverage": cov,
-                                                  "cluster_health": {k: h.to_dict() for k, h in health.items()}})
-        atomic_write_text(out / "coverage.md", health_markdown(health) + "\n" + coverage_markdown(cov))
+                                                  "cluster_health": {k: h.to_dict() for k, h in health.items()},
+                                                  "label_agreement": agree})
+        atomic_write_text(out / "coverage.md", health_markdown(health) + "\n" + coverage_markdown(cov)
+                          + ("\n" + label_agreement_markdown(agree) if agree else ""))
 
         t0 = time.perf_counter()
         test = self.config.protocol().apply(self.dataset).test
@@ -581,7 +592,7 @@ class Pipeline:
                         [self.dataset.label_names[int(y)] for y in test.labels[:n_q]])
         self._timed("run_files", t0)
         append_timings(out, self.timings)
-        return PipelineResult(result, cov, out, health)
+        return PipelineResult(result, cov, out, health, agree)
 
     def cluster_health(self, seed: int) -> Any:
         """:class:`~ucs.clustering.ClusterHealth` of run ``seed``'s clustering against the pool's labels."""
