@@ -41,6 +41,11 @@ def test_report_contents(run_dir):
     for section in ("accuracy-table", "delta-table", "coverage-table", "health-table", "timings-table"):
         assert f'id="{section}"' in html
     assert f"All\n    {len(run.pool_texts)} pool items are drawn" in html
+    assert set(run.label_agreement) == {"random", "dpp", "dpp+ucs"}  # relevance of the prompts, in the coverage table
+    share = run.label_agreement["dpp"]["mean"]
+    table = re.search(r'id="coverage-table">(.*?)</table>', html, re.S).group(1)
+    row = re.search(r"<tr><td>dpp</td>(.*?)</tr>", table, re.S).group(1)
+    assert f"<td>{100 * share:.1f}</td>" in row
     assert "bank-xss" in html and run.manifest["key"]["dataset"]["fingerprint"] in html
     data = json.loads(re.search(r'<script type="application/json" id="ucs-data">(.*?)</script>', html, re.S).group(1))
     assert set(data["rows"]) == {"42", "43"} and len(data["queries"]) == 9

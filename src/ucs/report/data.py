@@ -54,6 +54,9 @@ class RunData:
         ``pipeline/config.json`` (the full :class:`~ucs.pipeline.PipelineConfig`).
     coverage : dict
         ``coverage.json``'s ``coverage`` table: ``{method: {seed: {unique_clusters, mean_cluster_size, phi, ...}}}``.
+    label_agreement : dict
+        ``coverage.json``'s ``label_agreement``: ``{method: {mean, ci, n_queries, per_query}}``, the share of
+        demonstrations carrying the query's label (empty for folders written before it was recorded).
     records : list of dict
         ``records.jsonl``, one per (method, seed, query).
     pool_texts, pool_labels : list of str
@@ -72,6 +75,7 @@ class RunData:
     summary: Dict[str, Any]
     config: Optional[Dict[str, Any]] = None
     coverage: Dict[str, Any] = field(default_factory=dict)
+    label_agreement: Dict[str, Any] = field(default_factory=dict)
     records: List[dict] = field(default_factory=list)
     pool_texts: List[str] = field(default_factory=list)
     pool_labels: List[str] = field(default_factory=list)
@@ -153,12 +157,14 @@ def load_run(run_dir: "str | os.PathLike[str]") -> RunData:
     if legacy is not None:
         timings = [{"at": None, "timings": legacy}] + timings
     proj = d / "projection.npy"
+    cov = _json(p / "coverage.json") or {}
     return RunData(
         path=p,
         manifest=manifest,
         summary=summary,
         config=_json(d / "config.json"),
-        coverage=(_json(p / "coverage.json") or {}).get("coverage", {}),
+        coverage=cov.get("coverage", {}),
+        label_agreement=cov.get("label_agreement", {}),
         records=read_records(p / "records.jsonl") if (p / "records.jsonl").is_file() else [],
         pool_texts=[r["text"] for r in pool],
         pool_labels=[str(r["label"]) for r in pool],

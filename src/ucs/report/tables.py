@@ -99,7 +99,8 @@ def delta_rows(run: RunData) -> List[Dict[str, Any]]:
 
 
 def coverage_rows(run: RunData) -> List[Dict[str, Any]]:
-    """Per method: distinct clusters, mean cluster size and Φ of its prompts (means over runs)."""
+    """Per method: distinct clusters, mean cluster size and Φ of its prompts (means over runs), and the share of
+    their demonstrations that carry the query's label (``None`` when not recorded)."""
     out = []
     order = [m for m in run.methods if m in run.coverage] + [m for m in run.coverage if m not in run.methods]
     for m in order:
@@ -110,7 +111,8 @@ def coverage_rows(run: RunData) -> List[Dict[str, Any]]:
             return float(np.mean(v)) if v else None
 
         out.append({"method": m, "unique_clusters": mean("unique_clusters"),
-                    "mean_cluster_size": mean("mean_cluster_size"), "phi": mean("phi"), "runs": len(runs)})
+                    "mean_cluster_size": mean("mean_cluster_size"), "phi": mean("phi"), "runs": len(runs),
+                    "same_label": (run.label_agreement.get(m) or {}).get("mean")})
     return out
 
 
