@@ -140,6 +140,11 @@ def test_dry_run_totals_count_shared_work_once(tmp_path):
     assert plan_totals(rows + rows) == totals  # the same cells twice cost nothing more
     unknown = [{**rows[0], "queries": None}]
     assert plan_totals(unknown)["icl_prompts"] is None
+    assert totals["icl_prompts_left"] == totals["icl_prompts"]  # nothing recorded yet
+    reproduce(["healthy_ucs"], ReproduceOptions(**{**opts.__dict__, "variants": ["base"]}))  # mdl and votek
+    after = describe_cells(["healthy_ucs"], opts)
+    assert after[0]["answered"] == {"mdl": 4, "votek": 4}
+    assert plan_totals(after)["icl_prompts_left"] == 5 * 4
 
 
 def test_plan_rejects_bad_settings(tmp_path):

@@ -156,17 +156,19 @@ def _print_dry_run(names: List[str], opts: Any) -> None:
 
     rows = describe_cells(names, opts)
     for r in rows:
+        done = sum(r["answered"].values())
         typer.echo(
             f"{r['experiment']:20s} {r['cell']:45s} methods={','.join(r['methods'])} queries={r['queries']} "
             f"runs={r['runs']} mode={r['mode']} prompts≤{r['icl_prompts']} mdl_scorings={r['mdl_scorings']} "
-            f"dir={r['eval_dir']}"
+            + (f"answered={done} " if r["kind"] == "accuracy" else "") + f"dir={r['eval_dir']}"
         )
     totals = plan_totals(rows)
     typer.echo(
         f"\n{len(rows)} cells; at most {totals['icl_prompts']} ICL prompts and {totals['mdl_scorings']} MDL "
         f"subset scorings after sharing between cells of one configuration (deterministic modes also answer "
         f"a repeated prompt once; MDL+UCS reuses MDL's subset scores), {totals['embed_passes']} pool embedding "
-        f"pass(es) over {totals['embed_texts']} texts unless cached"
+        f"pass(es) over {totals['embed_texts']} texts unless cached; {totals['icl_prompts_left']} of the prompts "
+        f"are not yet recorded in --work-dir (the answer store may hold some of those)"
     )
 
 

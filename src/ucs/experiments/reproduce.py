@@ -22,6 +22,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ucs.data import load_dataset
 from ucs.data.splits import DEFAULT_TEST_SIZE
+from ucs.evaluation.records import read_records
 from ucs.evaluation.runner import package_versions, platform_info
 from ucs.experiments.cells import CellContext, Models, eval_dir_for, run_cell
 from ucs.experiments.figures import figure_for
@@ -228,11 +229,28 @@ def describe_cells(names: "str | Sequence[str] | None", options: ReproduceOption
                 except (OSError, ValueError):
                     sizes[key] = (None, None)
             n_test, n_pool = sizes[key]
+            cost = estimate_cost(exp, c, n_test, n_pool, options.limit)
+            shared = exp.kind in ("accuracy", "coverage")
             rows.append({"experiment": n, "kind": exp.kind, "mdl_select_time": c.config.mdl_select_time, **c.describe(),
-                         "eval_dir": _rel(eval_dir_for(options.work_dir, c)) if exp.kind in ("accuracy", "coverage") else
+                         "eval_dir": _rel(eval_dir_for(options.work_dir, c)) if shared else
                          _rel(Path(options.work_dir) / n / c.id),
-                         **estimate_cost(exp, c, n_test, n_pool, options.limit)})
+                         "answered": _answered(eval_dir_for(options.work_dir, c), c.methods, cost["queries"])
+                         if exp.kind == "accuracy" else {},
+                         **cost})
     return rows
+
+
+def _answered(folder: Path, methods: Sequence[str], n_queries: Optional[int]) -> Dict[str, int]:
+    """Records already in a runner folder per method, on its first ``n_queries`` queries (verified lines only;
+    a damaged line counts as not answered). O(records)."""
+    path = folder / "records.jsonl"
+    if not path.is_file():
+        return {}
+    counts: Dict[str, int] = {}
+    for r in read_records(path):
+        if r["method"] in methods and (n_queries is None or r["query"] < n_queries):
+            counts[r["method"]] = counts.get(r["method"], 0) + 1
+    return counts
 
 
 def plan_totals(rows: Sequence[Dict[str, Any]]) -> Dict[str, Any]:
@@ -241,15 +259,21 @@ def plan_totals(rows: Sequence[Dict[str, Any]]) -> Dict[str, Any]:
     Cells of one configuration share a runner folder, so a method's prompts count once per folder; MDL and
     MDL+UCS score the same candidate subsets once (the score store), so MDL scorings count once per subset set
     (runtime cells time every scoring and count apart). Returns ``icl_prompts`` and ``mdl_scorings`` (``None``
-    when some cell's query count is unknown), ``embed_passes`` and ``embed_texts`` (pool embedding passes, the
-    texts they cover, ``None`` when a pool size is unknown). O(rows × methods).
+    when some cell's query count is unknown), ``icl_prompts_left`` (the same bound less the records already in
+    the runner folders, ``answered`` of each row), ``embed_passes`` and ``embed_texts`` (pool embedding passes,
+    the texts they cover, ``None`` when a pool size is unknown). O(rows × methods).
     """
-    totals: Dict[str, Any] = {"icl_prompts": 0, "mdl_scorings": 0}
+    totals: Dict[str, Any] = {"icl_prompts": 0, "mdl_scorings": 0, "icl_prompts_left": 0}
     embeds: Dict[Any, Any] = {}
     seen: set = set()
     for r in rows:
         per = None if r["queries"] is None else r["queries"] * r["runs"]
         for m in r["methods"]:
+            if r["kind"] in ("accuracy", "runtime") and ("left", r["eval_dir"], m) not in seen:
+                seen.add(("left", r["eval_dir"], m))
+                left = None if per is None else max(0, per - r.get("answered", {}).get(m, 0))
+                totals["icl_prompts_left"] = None if totals["icl_prompts_left"] is None or left is None \
+                    else totals["icl_prompts_left"] + left
             for k, kinds, mult in (("icl_prompts", ("accuracy", "runtime"), 1),
                                    ("mdl_scorings", ("accuracy", "runtime", "coverage"), r["mdl_select_time"])):
                 tag: Tuple[Any, ...] = (k, r["eval_dir"], m)
