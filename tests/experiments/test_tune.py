@@ -127,6 +127,11 @@ def test_tune_variants_chooses_a_whole_setting_on_validation_queries_only(tmp_pa
     assert PipelineConfig.from_json(tmp_path / "v" / "tuned_config.json") == res.config
     page = (tmp_path / "v" / "variants.md").read_text()
     assert "| **" + best + "** |" in page
+    for r in res.grid:  # the prompts' relevance beside the accuracy, its change paired with the base selector's
+        assert 0.0 <= r["same_label"] <= 1.0
+        lo, hi = r["same_label_ci"]
+        assert lo - 1e-12 <= r["same_label_delta"] <= hi + 1e-12
+    assert "relevance of the same prompts" in page and "| km | " in page
 
 
 @pytest.mark.parametrize("bad", ["", "noname", "x:clustering", ":a=1"])

@@ -334,10 +334,16 @@ def tune_variants(
             base = parse_method(m)[0]
             acc, ref = summ.get(m, {}).get("mean"), summ.get(base, {}).get("mean")
             paired = paired_delta(summ.get(m), summ.get(base))
+            agree = res.label_agreement
+            share = paired_delta(agree.get(m), agree.get(base), field="share")
             grid.append({"variant": name, "selector": m, "accuracy": acc, "base_accuracy": ref,
                          "gain": None if acc is None or ref is None else acc - ref,
                          "gain_ci": None if paired is None else paired["ci"],
-                         "n_queries": summ.get(m, {}).get("n_queries"), "settings": dict(settings)})
+                         "n_queries": summ.get(m, {}).get("n_queries"), "settings": dict(settings),
+                         # relevance: share of demonstrations with the query's label, and its change over the base
+                         "same_label": (agree.get(m) or {}).get("mean"),
+                         "same_label_delta": None if share is None else share["delta"],
+                         "same_label_ci": None if share is None else share["ci"]})
     scores = {n: float(np.mean([r["gain"] for r in grid if r["variant"] == n and r["gain"] is not None] or [-1.0]))
               for n in variants}
     best = max(variants, key=lambda n: (round(scores[n], 12), -list(variants).index(n)))
@@ -379,4 +385,29 @@ def variants_markdown(result: TuneResult) -> str:
         settings = ", ".join(f"{k}={v}" for k, v in next(iter(rows.values()))["settings"].items()) if rows else ""
         mark = "**" if name == result.chosen["variant"] else ""
         lines.append(f"| {mark}{name}{mark} | {settings} | " + " | ".join(cells) + f" | {100 * gain:+.2f} |")
+    lines += _relevance_lines(result)
     return "\n".join(lines + ["", f"chosen: `{result.chosen['variant']}`", ""])
+
+
+def _relevance_lines(result: TuneResult) -> List[str]:
+    """The variants' relevance: share of each UCS method's demonstrations carrying the query's label (its change
+    over the base selector's share, paired interval); nothing when the queries have no label ids."""
+    sels = result.info["selectors"]
+    if not any(r.get("same_label") is not None for r in result.grid):
+        return []
+    lines = ["", "relevance of the same prompts: % of demonstrations whose label is the query's own (change over "
+             "the base selector's share, with its paired 95 % interval)", "",
+             "| variant | " + " | ".join(sels) + " |", "|---|" + "---:|" * len(sels)]
+    for name in result.info["mean_gain"]:
+        rows = {r["selector"]: r for r in result.grid if r["variant"] == name}
+        cells = []
+        for m in sels:
+            r = rows.get(m) or {}
+            if r.get("same_label") is None:
+                cells.append("—")
+                continue
+            d, ci = r.get("same_label_delta"), r.get("same_label_ci")
+            cells.append(f"{100 * r['same_label']:.1f}" + ("" if d is None else
+                         f" ({100 * d:+.1f} [{100 * ci[0]:+.1f}, {100 * ci[1]:+.1f}])"))
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return lines
