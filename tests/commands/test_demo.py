@@ -15,9 +15,11 @@ def _check_demo_output(out: str, methods):
     assert "Now answer the following question." in out  # at least one full prompt
     assert out.count("Example:\nText:") >= 1
     assert "unique clusters" in out and "mean cluster size" in out and "Φ" in out
+    relevance = out.split("relevance of the chosen prompts")[1]
     for m in methods:
         assert re.search(rf"\| {re.escape(m)} \| \d+\.\d ± \d+\.\d \|", out), m  # its accuracy row
         assert f"[{m}] demonstrations for query 0" in out
+        assert re.search(rf"\| {re.escape(m)} \| \d+\.\d \| \[", relevance), m  # its same-label share
 
 
 def test_demo_with_the_dummy_backbone(tmp_path):
