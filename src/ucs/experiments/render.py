@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -170,17 +170,25 @@ def _label_agreement_table(summaries: _Summaries, cells: Sequence[Cell], bb: str
                            datasets: Sequence[str], single: bool) -> List[str]:
     """Share of each prompt's demonstrations that carry the query's own label (relevance of the selections),
     with the paired Δ against the same reference as the accuracy table."""
-    head = ([] if single else ["setting"]) + ["method"] + list(datasets)
-    lines = ["Relevance of the same prompts: share of the demonstrations whose label is the query's own, % (mean "
+    intro = ("Relevance of the same prompts: share of the demonstrations whose label is the query's own, % (mean "
              "over queries and runs; Δ against the same reference as accuracy, with its paired 95 % interval over "
-             "queries). A prior that pulls in other intents lowers it.", "",
-             "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+             "queries). A prior that pulls in other intents lowers it.")
+
+    def text(ds: str, vname: str, m: str) -> str:
+        return _share_text(summaries.get(ds, bb, vname, m), summaries.reference(ds, bb, vname, m))
+
+    return _side_table(intro, text, cells, bb, variants, datasets, single)
+
+
+def _side_table(intro: str, text: Callable[[str, str, str], str], cells: Sequence[Cell], bb: str,
+                variants: Sequence[Any], datasets: Sequence[str], single: bool) -> List[str]:
+    """A table under the accuracy table: one row per (variant, method) of backbone ``bb``, one column per dataset,
+    each entry ``text(dataset, variant name, method)``."""
+    head = ([] if single else ["setting"]) + ["method"] + list(datasets)
+    lines = [intro, "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for v in variants:
         for m in _variant_methods(cells, v.name, bb):
-            row = ([] if single else [v.label or v.name]) + [m]
-            for ds in datasets:
-                a, ref = summaries.get(ds, bb, v.name, m), summaries.reference(ds, bb, v.name, m)
-                row.append(_share_text(a, ref))
+            row = ([] if single else [v.label or v.name]) + [m] + [text(ds, v.name, m) for ds in datasets]
             lines.append("| " + " | ".join(row) + " |")
     return lines + [""]
 
@@ -209,25 +217,20 @@ def _coverage_side_table(cells: Sequence[Cell], results: Sequence[Dict[str, Any]
                          datasets: Sequence[str], single: bool) -> List[str]:
     """Distinct clusters per prompt and mean cluster size of the same selections (did the prior change them?)."""
     by = {(c.dataset, c.variant.name): r for c, r in zip(cells, results) if c.backbone == bb}
-    head = ([] if single else ["setting"]) + ["method"] + list(datasets)
-    lines = ["Coverage of the same prompts: distinct latent clusters / mean pool size of the demonstrations' "
+    intro = ("Coverage of the same prompts: distinct latent clusters / mean pool size of the demonstrations' "
              "clusters (mean over queries and runs). Each row counts in the clustering of its own cell, so a "
              "setting that clusters differently (the paper's) is compared with the base rows by accuracy, "
-             "not by these counts.", "",
-             "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for v in variants:
-        for m in _variant_methods(cells, v.name, bb):
-            row = ([] if single else [v.label or v.name]) + [m]
-            for ds in datasets:
-                runs = list((by.get((ds, v.name)) or {}).get("coverage", {}).get(m, {}).values())
-                if not runs:
-                    row.append("—")
-                    continue
-                u = np.mean([r["unique_clusters"] for r in runs])
-                sz = np.mean([r["mean_cluster_size"] for r in runs])
-                row.append(f"{u:.2f} / {sz:.3g}")
-            lines.append("| " + " | ".join(row) + " |")
-    return lines + [""]
+             "not by these counts.")
+
+    def text(ds: str, vname: str, m: str) -> str:
+        runs = list((by.get((ds, vname)) or {}).get("coverage", {}).get(m, {}).values())
+        if not runs:
+            return "—"
+        u = np.mean([r["unique_clusters"] for r in runs])
+        sz = np.mean([r["mean_cluster_size"] for r in runs])
+        return f"{u:.2f} / {sz:.3g}"
+
+    return _side_table(intro, text, cells, bb, variants, datasets, single)
 
 
 def _coverage(exp: Experiment, cells: Sequence[Cell], results: Sequence[Dict[str, Any]]) -> List[str]:
