@@ -49,6 +49,11 @@ def test_selectors_narrow_a_variants_own_list_too():
     e = get_experiment("healthy_ucs")
     full = {c.variant.name: c.methods for c in e.plan("cpu", datasets=["sample"])}
     assert full["default_relevance"] == ("topk+ucs", "dpp+ucs", "mdl+ucs")
+    assert full["paper_binomial"] == ("mdl+ucs",)
+    binomial = {c.variant.name: c.config for c in e.plan("cpu", datasets=["sample"])}
+    paper, sound = binomial["paper"], binomial["paper_binomial"]
+    assert (sound.clustering, sound.cluster_space, sound.estimator) == (paper.clustering, paper.cluster_space, "binomial")
+    assert paper.estimator == "paper"
     narrow = {c.variant.name: c.methods for c in e.plan("cpu", datasets=["sample"], selectors=["votek", "votek+ucs"])}
     assert narrow == {"base": ("votek",), "paper": ("votek+ucs",), "default": ("votek+ucs",)}  # no relevance cell
     dpp = {c.variant.name: c.methods for c in e.plan("cpu", datasets=["sample"], selectors=["dpp+ucs", "dpp"])}

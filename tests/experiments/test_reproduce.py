@@ -132,10 +132,11 @@ def test_dry_run_totals_count_shared_work_once(tmp_path):
     opts = options(tmp_path, backbones=["dummy"], runs=1, selectors=["mdl", "mdl+ucs", "votek", "votek+ucs"])
     rows = describe_cells(["healthy_ucs"], opts)
     totals = plan_totals(rows)
-    # base (mdl, votek), paper and default (mdl+ucs, votek+ucs each), default_relevance (mdl+ucs): 7 methods
-    # answer 4 queries each; MDL+UCS in every variant reuses the base MDL's subset scores (5 subsets per query)
-    assert [len(r["methods"]) for r in rows] == [2, 2, 2, 1]
-    assert totals["icl_prompts"] == 7 * 4 and totals["mdl_scorings"] == 4 * 5
+    # base (mdl, votek), paper (mdl+ucs, votek+ucs), paper_binomial (mdl+ucs), default (mdl+ucs, votek+ucs),
+    # default_relevance (mdl+ucs): 8 methods answer 4 queries each; MDL+UCS in every variant reuses the base
+    # MDL's subset scores (5 subsets per query)
+    assert [len(r["methods"]) for r in rows] == [2, 2, 1, 2, 1]
+    assert totals["icl_prompts"] == 8 * 4 and totals["mdl_scorings"] == 4 * 5
     assert totals["embed_passes"] == 1 and totals["embed_texts"] == rows[0]["pool"]
     assert plan_totals(rows + rows) == totals  # the same cells twice cost nothing more
     unknown = [{**rows[0], "queries": None}]
@@ -144,7 +145,7 @@ def test_dry_run_totals_count_shared_work_once(tmp_path):
     reproduce(["healthy_ucs"], ReproduceOptions(**{**opts.__dict__, "variants": ["base"]}))  # mdl and votek
     after = describe_cells(["healthy_ucs"], opts)
     assert after[0]["answered"] == {"mdl": 4, "votek": 4}
-    assert plan_totals(after)["icl_prompts_left"] == 5 * 4
+    assert plan_totals(after)["icl_prompts_left"] == 6 * 4
 
 
 def test_plan_rejects_bad_settings(tmp_path):
