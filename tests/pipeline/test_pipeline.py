@@ -258,3 +258,19 @@ def test_prior_carries_the_relevance_setting(tmp_path, relevance):
     pipe = make(tmp_path, relevance=relevance, clustering="kmeans")
     assert pipe.prior("dpp+ucs", 42).relevance == relevance
     assert make(tmp_path).prior("dpp+ucs", 42).relevance == "none"
+
+
+@pytest.mark.parametrize("space", ["backbone", "retrieval"])
+def test_projection_shows_the_space_the_clusters_were_computed_in(tmp_path, space):
+    from ucs.pipeline.run_files import projection_2d
+    from ucs.testing.doubles import DummyEmbedder
+
+    cfg = PipelineConfig(**{**SMALL, "selectors": ("topk",), "clustering": "kmeans", "cluster_space": space,
+                            "retrieval_embedder": "dummy-retrieval"})
+    pipe = Pipeline(cfg, backbone=DummyBackbone(), retrieval=DummyEmbedder(dim=24, seed=5), cache_dir=tmp_path / "c",
+                    out_dir=tmp_path / "out", progress=False)
+    pipe.run()
+    got = np.load(tmp_path / "out" / "pipeline" / "projection.npy")
+    np.testing.assert_array_equal(got, projection_2d(pipe.cluster_embeddings()))
+    other = pipe.pool_embeddings() if space == "retrieval" else pipe.retrieval_pool()
+    assert not np.array_equal(got, projection_2d(other))

@@ -9,7 +9,9 @@ file                        content
 ``queries.jsonl``           the evaluated test queries, in protocol order: ``{"query", "text", "gold"}``
 ``clusters/seed<S>_q<Q>.npy``  cluster id of every pool item for run seed ``S`` at quantile ``Q`` (int64)
 ``clusters.json``           which cluster file each method's selections were made with
-``projection.npy``          a 2-D PCA projection of the pool's backbone embeddings, shape (N, 2), float32
+``projection.npy``          a 2-D PCA projection of the space the clusters were computed in (the backbone's
+                            pool embeddings, or the retrieval embeddings with ``cluster_space="retrieval"``),
+                            shape (N, 2), float32
 ``timings.jsonl``           one line per call of ``run``: when, and the seconds each stage took
 ==========================  ===========================================================================
 
@@ -73,7 +75,8 @@ def write_run_files(pipe: Any, out: Path, methods: Sequence[str], query_texts: S
     if not (d / "projection.npy").is_file():
         memo = getattr(pipe, "_memo", {})
         if "projection" not in memo:  # once per pipeline, however many folders it writes
-            memo["projection"] = projection_2d(pipe.pool_embeddings())
+            # the clusters' own space: a scatter coloured by cluster then shows the clusters that were counted
+            memo["projection"] = projection_2d(pipe.cluster_embeddings())
         atomic_save_npy(d / "projection.npy", memo["projection"])
 
 
