@@ -19,8 +19,8 @@ from typing import Any, Optional, Sequence
 
 from ucs.utils.io import atomic_write_json
 
-__all__ = ["MANIFEST", "ConfigurationMismatchError", "config_differences", "cpu_model", "finish_manifest",
-           "open_manifest", "package_versions", "platform_info", "read_manifest", "record_stop"]
+__all__ = ["MANIFEST", "ConfigurationMismatchError", "config_differences", "cpu_details", "cpu_model",
+           "finish_manifest", "open_manifest", "package_versions", "platform_info", "read_manifest", "record_stop"]
 
 MANIFEST = "manifest.json"
 _VERSIONED = (
@@ -60,10 +60,44 @@ def cpu_model() -> str:
     return platform.processor() or ""
 
 
+#: Instruction sets whose presence changes low-precision (bfloat16, int8) kernels, hence results.
+KERNEL_FLAGS = ("avx2", "fma", "f16c", "avx_vnni", "avx512f", "avx512_vnni", "avx512_bf16", "avx512_fp16",
+                "amx_tile", "amx_bf16", "amx_int8")
+
+
+def cpu_details(cpuinfo: "str | os.PathLike[str]" = "/proc/cpuinfo") -> dict[str, Any]:
+    """Family, model and stepping ids of the first processor and which of :data:`KERNEL_FLAGS` it has.
+
+    A model name such as "AMD EPYC" covers processors with and without AVX-512-BF16, whose bfloat16
+    kernels give different embeddings; these fields tell such machines apart. ``{}`` where the file is
+    missing (not Linux); ids absent from the file are omitted. Reads the file once, O(its size).
+    """
+    out: dict[str, Any] = {}
+    try:
+        with open(cpuinfo, encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                if not line.strip():
+                    break  # the first processor's block ends here
+                name, _, value = (part.strip() for part in line.partition(":"))
+                if name in ("cpu family", "model", "stepping") and value.isdigit():
+                    out[name.replace("cpu ", "")] = int(value)
+                elif name == "flags":
+                    have = set(value.split())
+                    out["kernel_flags"] = [f for f in KERNEL_FLAGS if f in have]
+    except OSError:
+        return {}
+    return out
+
+
 def platform_info() -> dict[str, Any]:
-    """Python version, machine, OS, CPU model and CPU count of this process's machine."""
-    return {"python": sys.version.split()[0], "machine": platform.machine(), "system": platform.system(),
+    """Python version, machine, OS, CPU model, its ids and kernel-relevant flags, and CPU count of this
+    process's machine."""
+    info = {"python": sys.version.split()[0], "machine": platform.machine(), "system": platform.system(),
             "cpu": cpu_model(), "cpu_count": os.cpu_count()}
+    details = cpu_details()
+    if details:
+        info["cpu_details"] = details
+    return info
 
 
 class ConfigurationMismatchError(ValueError):

@@ -27,6 +27,16 @@ def _short(v: Any) -> str:
     return "—" if v is None else str(v)
 
 
+def _machine(platform: dict) -> str:
+    """CPU model and count, and where recorded the ids and low-precision instruction sets that tell CPUs of
+    one model name apart (their bfloat16 kernels give different embeddings)."""
+    text = _short({k: v for k, v in platform.items() if k in ("cpu", "cpu_count")})
+    d = platform.get("cpu_details") or {}
+    ids = " ".join(f"{k} {d[k]}" for k in ("family", "model", "stepping") if k in d)
+    flags = " ".join(d.get("kernel_flags", [])) or ("no AVX2/AVX-512" if "kernel_flags" in d else "")
+    return ", ".join(x for x in (text, ids, flags) if x and x != "—") or "—"
+
+
 def summary_rows(run: RunData) -> List[List[str]]:
     """``[name, value]`` rows: dataset, sizes, backbone, hashes, preset, mode, seeds, status, versions."""
     key = run.manifest.get("key", {})
@@ -57,7 +67,7 @@ def summary_rows(run: RunData) -> List[List[str]]:
         ["started / finished", f"{run.manifest.get('started_at', '?')} / {run.manifest.get('finished_at', '?')}"],
         ["versions", ", ".join(f"{k} {v}" for k, v in versions.items() if k in ("ucs-icl", "ucs", "python", "numpy",
                                                                                "llama_cpp_python", "torch"))],
-        ["machine", _short({k: v for k, v in run.manifest.get("platform", {}).items() if k in ("cpu", "cpu_count")})],
+        ["machine", _machine(run.manifest.get("platform", {}))],
     ]
     return rows
 
