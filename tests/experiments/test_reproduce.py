@@ -206,3 +206,26 @@ def test_render_only_writes_the_page_of_a_run_under_way_and_computes_nothing(tmp
     assert [int(x) for x in row.split("|")[3:6]] != [0, 0, 0] and row.endswith("| 0 |")  # measured on the one dataset
     with pytest.raises(ValueError, match="only accuracy experiments"):
         reproduce(["cluster_sizes"], ReproduceOptions(**{**opts.__dict__, "render_only": True}))
+
+
+def test_a_part_run_never_replaces_a_fuller_page(tmp_path):
+    import shutil
+
+    opts = options(tmp_path, backbones=["dummy"], runs=1, selectors=["votek", "votek+ucs"])
+    full = reproduce(["healthy_ucs"], opts)[0]
+    page, manifest = full.markdown_path.read_bytes(), full.manifest_path.read_bytes()
+    assert full.kept == []
+    logged = []
+    part = reproduce(["healthy_ucs"], ReproduceOptions(**{**opts.__dict__, "variants": ["base"]}),
+                     log=logged.append)[0]
+    assert part.kept == ["sample__dummy__paper/votek+ucs", "sample__dummy__default/votek+ucs"]
+    assert any("kept" in line and "--results-dir" in line for line in logged)
+    smoke = reproduce(["healthy_ucs"], ReproduceOptions(**{**opts.__dict__, "limit": 2}))[0]
+    assert len(smoke.kept) == 3  # fewer queries than the page shows
+    shutil.rmtree(tmp_path / "work")
+    empty = reproduce(["healthy_ucs"], ReproduceOptions(**{**opts.__dict__, "render_only": True}))[0]
+    assert len(empty.kept) == 3  # a fresh checkout's render-only run has nothing to show
+    assert full.markdown_path.read_bytes() == page and full.manifest_path.read_bytes() == manifest
+    elsewhere = reproduce(["healthy_ucs"], ReproduceOptions(**{**opts.__dict__, "variants": ["base"],
+                                                                 "results_dir": str(tmp_path / "part")}))[0]
+    assert elsewhere.kept == [] and elsewhere.markdown_path.is_file()

@@ -189,7 +189,12 @@ def _run(names: List[str], opts: Any, work_dir: Path, wait: bool) -> None:
             done = reproduce(names, opts, log=lambda s: typer.echo(s, err=True))
     for r in done:
         extra = f" + {r.figure_path}" if r.figure_path else ""
-        typer.echo(f"{r.experiment.name}: {r.markdown_path}{extra} ({'computed' if r.computed else 'all cached'})")
+        state = "computed" if r.computed else "all cached"
+        if r.kept:
+            typer.echo(f"{r.experiment.name}: {r.markdown_path} kept as it was ({state}; it shows {len(r.kept)} "
+                       "result(s) this run lacks)")
+        else:
+            typer.echo(f"{r.experiment.name}: {r.markdown_path}{extra} ({state})")
     evals = dict.fromkeys(Path(res["dir"]) for r in done for res in r.results
                           if res.get("dir") and (Path(res["dir"]) / "results.json").is_file())
     for d in evals:  # one HTML report per evaluation folder

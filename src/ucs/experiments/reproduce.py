@@ -14,6 +14,7 @@ A second invocation recomputes nothing that the first finished.
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from dataclasses import asdict, dataclass, field
@@ -33,7 +34,7 @@ from ucs.pipeline.config import parse_method
 from ucs.utils.io import atomic_write_json, atomic_write_text
 
 __all__ = ["ReproduceOptions", "ExperimentRun", "plan", "reproduce", "run_experiment", "estimate_cost",
-           "describe_cells", "plan_totals"]
+           "describe_cells", "plan_totals", "results_the_page_would_lose"]
 
 
 @dataclass
@@ -85,6 +86,8 @@ class ExperimentRun:
     markdown_path: Path
     manifest_path: Path
     figure_path: Optional[Path] = None
+    #: results the page already showed that this invocation lacks; non-empty means the page was kept as it was
+    kept: List[str] = field(default_factory=list)
 
     @property
     def computed(self) -> bool:
@@ -155,6 +158,15 @@ def run_experiment(
         res["wall_s"] = time.perf_counter() - t0
         results.append(res)
     out = Path(options.results_dir)
+    kept = results_the_page_would_lose(exp, options, out / f"{exp.name}.manifest.json", cells, results)
+    if kept:  # a part run, a --limit run or an empty work dir must not replace a fuller page
+        if log:
+            log(f"[{exp.name}] kept {out / (exp.name + '.md')}: it shows {len(kept)} complete result(s) this "
+                f"invocation lacks ({', '.join(kept[:3])}{', ...' if len(kept) > 3 else ''}); the full command "
+                "(with --render-only once the work dir holds them) rewrites it, or pass --results-dir to write "
+                "this part elsewhere")
+        return ExperimentRun(exp, cells, results, out / f"{exp.name}.md", out / f"{exp.name}.manifest.json",
+                             kept=kept)
     png = None
     if "png" in exp.outputs:
         png = figure_for(exp, cells, results, out / f"{exp.name}.png")
@@ -187,6 +199,32 @@ def run_experiment(
     }
     mf = atomic_write_json(out / f"{exp.name}.manifest.json", manifest)
     return ExperimentRun(exp, cells, results, md, mf, png)
+
+
+def results_the_page_would_lose(exp: Experiment, options: ReproduceOptions, manifest_path: Path,
+                                cells: Sequence[Cell], results: Sequence[Dict[str, Any]]) -> List[str]:
+    """``cell/method`` entries complete on the page's current manifest that ``results`` lack or hold for fewer
+    queries, among those the experiment still defines (its full plan over the manifest's datasets and
+    backbones: a variant or method removed from the definition may leave the page). ``[]`` when there is no
+    page yet, or its manifest cannot be read. O(cells × methods)."""
+    try:
+        old = json.loads(Path(manifest_path).read_text(encoding="utf-8"))
+        old_cells = [c["cell"] for c in old["cells"]]
+        defined = {(c.id, m) for c in exp.plan(
+            options.preset, datasets=list(dict.fromkeys(c["dataset"] for c in old["cells"])),
+            backbones=list(dict.fromkeys(c["backbone"] for c in old["cells"])), overrides=options.overrides())
+            for m in c.methods}
+    except (OSError, ValueError, KeyError, TypeError):
+        return []
+    new = {(c.id, m): int(v.get("n_queries") or 0) for c, r in zip(cells, results)
+           for m, v in (r.get("methods") or {}).items() if isinstance(v, dict) and v.get("complete")}
+    lost = []
+    for cell, res in zip(old_cells, old.get("results", [])):
+        for m, v in ((res or {}).get("methods") or {}).items():
+            if (isinstance(v, dict) and v.get("complete") and (cell, m) in defined
+                    and new.get((cell, m), -1) < int(v.get("n_queries") or 0)):
+                lost.append(f"{cell}/{m}")
+    return lost
 
 
 def _manifest_result(r: Dict[str, Any]) -> Dict[str, Any]:
