@@ -114,3 +114,20 @@ def test_generation(smollm2_hf):
     s = m.generate(["Once upon a time"], max_new_tokens=6, temperature=1.0, seed=4)
     assert s == m.generate(["Once upon a time"], max_new_tokens=6, temperature=1.0, seed=4)
     assert torch.equal(state, torch.random.get_rng_state())  # the global RNG is untouched
+
+
+@pytest.mark.slow
+def test_bfloat16_on_a_cpu_without_native_kernels_warns(smollm2_path, monkeypatch):
+    import warnings
+
+    import ucs.utils.cpu as cpu
+    from ucs.models import load_backbone
+
+    monkeypatch.setattr(cpu, "cpu_details", lambda: {"kernel_flags": ["avx2", "fma"]})
+    with pytest.warns(RuntimeWarning, match="without AVX-512-BF16 or AMX"):
+        load_backbone("smollm2", engine="transformers", dtype="bfloat16").load()
+    monkeypatch.setattr(cpu, "cpu_details", lambda: {"kernel_flags": ["avx2", "avx512_bf16"]})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        load_backbone("smollm2", engine="transformers", dtype="bfloat16").load()
+        load_backbone("smollm2", engine="transformers", dtype="float32").load()

@@ -17,6 +17,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
+from ucs.utils.cpu import KERNEL_FLAGS, cpu_details, cpu_model  # noqa: F401  (re-exported)
 from ucs.utils.io import atomic_write_json
 
 __all__ = ["MANIFEST", "ConfigurationMismatchError", "config_differences", "cpu_details", "cpu_model",
@@ -41,51 +42,6 @@ def package_versions(names: Sequence[str] = _VERSIONED) -> dict[str, str]:
         from ucs._version import __version__
 
         out["ucs"] = __version__
-    return out
-
-
-def cpu_model() -> str:
-    """The processor's model name (``/proc/cpuinfo`` on Linux, else :func:`platform.processor`), or ``""``.
-
-    Recorded in manifests because low-precision kernels differ between CPUs: bfloat16 embeddings of the same
-    texts differ slightly between processors, and the latent clusters built from them can differ visibly.
-    """
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
-            for line in fh:
-                if line.lower().startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or ""
-
-
-#: Instruction sets whose presence changes low-precision (bfloat16, int8) kernels, hence results.
-KERNEL_FLAGS = ("avx2", "fma", "f16c", "avx_vnni", "avx512f", "avx512_vnni", "avx512_bf16", "avx512_fp16",
-                "amx_tile", "amx_bf16", "amx_int8")
-
-
-def cpu_details(cpuinfo: "str | os.PathLike[str]" = "/proc/cpuinfo") -> dict[str, Any]:
-    """Family, model and stepping ids of the first processor and which of :data:`KERNEL_FLAGS` it has.
-
-    A model name such as "AMD EPYC" covers processors with and without AVX-512-BF16, whose bfloat16
-    kernels give different embeddings; these fields tell such machines apart. ``{}`` where the file is
-    missing (not Linux); ids absent from the file are omitted. Reads the file once, O(its size).
-    """
-    out: dict[str, Any] = {}
-    try:
-        with open(cpuinfo, encoding="utf-8", errors="replace") as fh:
-            for line in fh:
-                if not line.strip():
-                    break  # the first processor's block ends here
-                name, _, value = (part.strip() for part in line.partition(":"))
-                if name in ("cpu family", "model", "stepping") and value.isdigit():
-                    out[name.replace("cpu ", "")] = int(value)
-                elif name == "flags":
-                    have = set(value.split())
-                    out["kernel_flags"] = [f for f in KERNEL_FLAGS if f in have]
-    except OSError:
-        return {}
     return out
 
 

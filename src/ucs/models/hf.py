@@ -21,6 +21,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import warnings
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
@@ -30,6 +31,7 @@ from ucs import defaults as D
 from ucs.embedding.base import POOLINGS, l2_normalize, sanitize_text, sanitize_texts
 from ucs.lm.base import ContinuationScores, ReducedScoresMixin, check_generation_args
 from ucs.lm.prefix_tree import build_trie, move_trailing_spaces
+from ucs.utils.cpu import bf16_cpu_warning
 from ucs.utils.optional import InvalidModelFileError, MissingDependencyError, extra_install, require
 from ucs.utils.progress import advance
 
@@ -201,6 +203,9 @@ class TransformersBackbone(ReducedScoresMixin):
         if self.device_map is None:
             dev = self.device or ("cuda" if torch.cuda.is_available() else "cpu")
             self._model.to(dev)
+            slow = bf16_cpu_warning(dev, self.dtype)
+            if slow:
+                warnings.warn(slow, RuntimeWarning, stacklevel=2)
         self._model.eval()
         if self._revision_id is None:
             self._revision_id = self.revision or getattr(self._model.config, "_commit_hash", None) or "unknown"
