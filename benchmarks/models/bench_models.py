@@ -157,15 +157,19 @@ def _findings(results: list) -> list:
     if hfs:
         out.append(f"- Label scoring on the transformers engine: {hfs['s_per_query']} s/query (prefix + trie in one masked "
                    "pass).")
-    for sec, unit, better in (("embed", "texts_per_s", max), ("score", "s_per_query", min),
-                              ("generate", "s_per_query", min)):
-        f32 = _find(results, sec, "dtype pair: SmolLM2 transformers fp32")
-        b16 = _find(results, sec, "dtype pair: SmolLM2 transformers bf16")
-        if f32 and b16:
-            ratio = b16[unit] / f32[unit] if better is max else f32[unit] / b16[unit]
-            out.append(f"- bfloat16 vs float32 on the transformers engine, {sec}: {ratio:.1f}× faster "
-                       f"({b16[unit]} vs {f32[unit]} {unit.replace('_', ' ')}; the pair runs back to back under the same "
-                       f"load, so read the ratio, not the absolute numbers).")
+    pairs = dict.fromkeys(r["backend"].rsplit(": ", 1)[0] for r in results if r["backend"].startswith("dtype pair"))
+    for pair in pairs:  # one pair per CPU kind ("dtype pair" alone: the first machine, whose flags the rows do not record)
+        where = pair[len("dtype pair"):].strip(" []") or "the first machine, with AMX and AVX-512-BF16"
+        for sec, unit, better in (("embed", "texts_per_s", max), ("score", "s_per_query", min),
+                                  ("generate", "s_per_query", min)):
+            f32 = _find(results, sec, f"{pair}: SmolLM2 transformers fp32")
+            b16 = _find(results, sec, f"{pair}: SmolLM2 transformers bf16")
+            if f32 and b16:
+                ratio = b16[unit] / f32[unit] if better is max else f32[unit] / b16[unit]
+                speed = f"{ratio:.1f}× faster" if ratio >= 1 else f"{1 / ratio:.1f}× slower"
+                out.append(f"- bfloat16 vs float32 on the transformers engine ({where}), {sec}: {speed} "
+                           f"({b16[unit]} vs {f32[unit]} {unit.replace('_', ' ')}; the pair runs back to back under "
+                           "the same load, so read the ratio, not the absolute numbers).")
     gl = _find(results, "generate", "SmolLM2 llama.cpp")
     gh = _find(results, "generate", "SmolLM2 transformers")
     if gl and gh:
@@ -266,12 +270,17 @@ def main(argv=None):
             if allsec or "gen" in secs:
                 bench_generate(results, "SmolLM2 transformers fp32", m, ps)
         if allsec or "dtype" in secs:
-            # fp32 and bf16 back to back under the same conditions (bf16 uses AMX / AVX-512-BF16 where present)
+            # fp32 and bf16 back to back under the same conditions (bf16 uses AMX / AVX-512-BF16 where present;
+            # the row names the CPU's kernel flags, which decide whether bf16 is native or emulated)
+            from ucs.evaluation.manifest import cpu_details
+
+            cpu = " ".join(cpu_details().get("kernel_flags", [])) or "unknown CPU"
             for dt, tag in (("float32", "fp32"), ("bfloat16", "bf16")):
-                e = bench_embed(results, f"dtype pair: SmolLM2 transformers {tag}",
+                name = f"dtype pair [{cpu}]: SmolLM2 transformers {tag}"
+                e = bench_embed(results, name,
                                 lambda: load_backbone("smollm2", engine="transformers", dtype=dt), texts, y)
-                bench_score(results, f"dtype pair: SmolLM2 transformers {tag}", e, ps, gold, labels)
-                bench_generate(results, f"dtype pair: SmolLM2 transformers {tag}", e, ps)
+                bench_score(results, name, e, ps, gold, labels)
+                bench_generate(results, name, e, ps)
         if allsec or "gemma" in secs:
             g = load_backbone("gemma3-270m", engine="llama", n_threads=t)
             bench_embed(results, "Gemma-3-270M llama.cpp (ucs)", lambda: g, texts, y)
