@@ -118,3 +118,25 @@ def test_reproduce_bbeh_table_on_the_real_task_with_the_real_smollm2(tmp_path, s
                                                                            for r in recs)
     scores = list((tmp_path / "c" / "scores").glob("*/*.jsonl"))
     assert len(scores) == 1 and len(scores[0].read_text().splitlines()) == 2 * 5  # MDL+UCS reused MDL's
+
+
+def test_dry_run_names_this_machine_and_the_one_each_page_was_made_on(tmp_path, monkeypatch):
+    import ucs.experiments.reproduce as rp
+
+    zen3 = {"cpu": "AMD EPYC", "cpu_count": 2, "cpu_details": {"family": 25, "model": 1, "kernel_flags": ["avx2"]}}
+    monkeypatch.setattr(rp, "platform_info", lambda: dict(zen3))
+    (tmp_path / "r").mkdir()
+    (tmp_path / "r" / "sensitivity_budget.manifest.json").write_text(json.dumps({"platform": {
+        "cpu": "AMD EPYC", "cpu_count": 2, "cpu_details": {"family": 25, "model": 17,
+                                                            "kernel_flags": ["avx2", "avx512_bf16"]}}}))
+    args = ["reproduce", "--dry-run", "--preset", "cpu", "--only", "sensitivity_budget", "--datasets", "sample",
+            "--work-dir", str(tmp_path / "w"), "--results-dir", str(tmp_path / "r")]
+    res = runner.invoke(app, [*args, "--set", "dtype=bfloat16"])
+    assert res.exit_code == 0, res.output
+    assert "this machine: AMD EPYC × 2 (family 25 model 1; kernel flags avx2)" in res.output
+    assert "bfloat16 is emulated on this CPU" in res.output
+    assert "sensitivity_budget.md was made on: AMD EPYC × 2 (family 25 model 17; kernel flags avx2 avx512_bf16)" \
+        in res.output and "— this machine" not in res.output
+    (tmp_path / "r" / "sensitivity_budget.manifest.json").write_text(json.dumps({"platform": zen3}))
+    res = runner.invoke(app, args)  # float32: nothing to say about bfloat16
+    assert "emulated" not in res.output and "— this machine" in res.output

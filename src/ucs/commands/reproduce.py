@@ -152,7 +152,7 @@ def _print_list(planned: Dict[str, Any], preset: str) -> None:
 
 def _print_dry_run(names: List[str], opts: Any) -> None:
     """``--dry-run``: every cell with its cost estimate, then the totals after sharing."""
-    from ucs.experiments.reproduce import describe_cells, plan_totals
+    from ucs.experiments.reproduce import describe_cells, machine_lines, plan_totals
 
     rows = describe_cells(names, opts)
     for r in rows:
@@ -170,6 +170,8 @@ def _print_dry_run(names: List[str], opts: Any) -> None:
         f"pass(es) over {totals['embed_texts']} texts unless cached; {totals['icl_prompts_left']} of the prompts "
         f"are not yet recorded in --work-dir (the answer store may hold some of those)"
     )
+    for line in machine_lines(names, opts):
+        typer.echo(line)
 
 
 def _run(names: List[str], opts: Any, work_dir: Path, wait: bool) -> None:

@@ -34,7 +34,8 @@ from ucs.pipeline.config import parse_method
 from ucs.utils.io import atomic_write_json, atomic_write_text
 
 __all__ = ["ReproduceOptions", "ExperimentRun", "plan", "reproduce", "run_experiment", "estimate_cost",
-           "describe_cells", "plan_totals", "results_the_page_would_lose"]
+           "describe_cells", "describe_machine", "machine_lines", "plan_totals",
+           "results_the_page_would_lose"]
 
 
 @dataclass
@@ -289,6 +290,39 @@ def _answered(folder: Path, methods: Sequence[str], n_queries: Optional[int]) ->
         if r["method"] in methods and (n_queries is None or r["query"] < n_queries):
             counts[r["method"]] = counts.get(r["method"], 0) + 1
     return counts
+
+
+def describe_machine(platform: Mapping[str, Any]) -> str:
+    """One line for a manifest's ``platform``: CPU model and count, ids and kernel flags where recorded."""
+    d = platform.get("cpu_details") or {}
+    ids = " ".join(f"{k} {d[k]}" for k in ("family", "model", "stepping") if k in d)
+    flags = ("kernel flags " + (" ".join(d["kernel_flags"]) or "none")) if "kernel_flags" in d else ""
+    extra = "; ".join(x for x in (ids, flags) if x) or "no CPU details recorded"
+    return f"{platform.get('cpu') or 'unknown CPU'} × {platform.get('cpu_count', '?')} ({extra})"
+
+
+def machine_lines(names: "str | Sequence[str] | None", options: ReproduceOptions) -> List[str]:
+    """What ``--dry-run`` says about machines: this one (and whether it computes bfloat16 natively, when a cell
+    asks for bfloat16), and the machine each existing page of ``names`` was made on — so a run that would mix
+    machines in one page is seen before it starts. O(experiments)."""
+    from ucs.utils.cpu import native_bf16
+
+    here = platform_info()
+    lines = [f"this machine: {describe_machine(here)}"]
+    wants_bf16 = any(c.config.dtype == "bfloat16" for cells in plan(names, options).values() for c in cells)
+    if wants_bf16 and native_bf16(here.get("cpu_details") or {}) is False:
+        lines.append("  bfloat16 is emulated on this CPU (no AVX-512-BF16 or AMX): several times slower than "
+                     "float32, and its answers differ from a native-bfloat16 machine's")
+    for n in resolve_names(names):
+        mf = Path(options.results_dir) / f"{n}.manifest.json"
+        try:
+            made_on = json.loads(mf.read_text(encoding="utf-8")).get("platform") or {}
+        except (OSError, ValueError):
+            continue
+        same = made_on == {k: here.get(k) for k in made_on} and "cpu_details" in made_on
+        lines.append(f"{n}.md was made on: {describe_machine(made_on)}"
+                     + (" — this machine" if same else ""))
+    return lines
 
 
 def plan_totals(rows: Sequence[Dict[str, Any]]) -> Dict[str, Any]:
