@@ -287,3 +287,41 @@ def test_records_of_a_folder_made_without_the_store_join_it_on_resume(sample, tm
     evaluate(sample, lm, ["a"], _fixed_selection, tmp_path / "new", mode="likelihood", protocol=proto,
              progress=False, answer_store=tmp_path / "answers")
     assert lm.prompts_seen == 0
+
+
+def test_every_answer_records_the_machine_that_computed_it(sample, tmp_path):
+    """Provenance: asked answers carry this CPU kind, reused ones keep the kind that computed them, and store
+    lines written before provenance existed are counted as "not recorded"."""
+    import hashlib
+
+    from ucs.evaluation.answers import AnswerStore
+    from ucs.evaluation.report import summarize
+    from ucs.utils.cpu import machine_signature
+    from ucs.utils.store import signed_line
+
+    store = tmp_path / "answers"
+    proto = TestProtocol(test_size=6, run_seeds=(42,))
+    a = evaluate(sample, _CountingLM(), ["a"], _fixed_selection, tmp_path / "one", mode="likelihood",
+                 protocol=proto, progress=False, answer_store=store)
+    first = read_records(a.records_path)
+    assert {r["answered_on"] for r in first} == {machine_signature()}
+    # rewrite the store as another machine's, one line without provenance (an older line)
+    (f,) = list(store.rglob("*.jsonl"))
+    entries = [json.loads(x) for x in f.read_text().splitlines()]
+    lines = []
+    for i, e in enumerate(entries):
+        e = {k: v for k, v in e.items() if k != "_check"}
+        if i == 0:
+            e.pop("answered_on")
+        else:
+            e["answered_on"] = "Other CPU f6m143 avx2+amx_bf16"
+        lines.append(signed_line(e))
+    f.write_text("".join(lines))
+    lm = _CountingLM()
+    b = evaluate(sample, lm, ["a"], _fixed_selection, tmp_path / "two", mode="likelihood", protocol=proto,
+                 progress=False, answer_store=store)
+    assert lm.prompts_seen == 0
+    got = summarize(read_records(b.records_path))["methods"]["a"]["answered_on"]
+    assert got == {"Other CPU f6m143 avx2+amx_bf16": 5, "not recorded": 1}
+    assert AnswerStore(store, {}).validate({"prompt_sha256": hashlib.sha256(b"x").hexdigest(), "raw_output": "x",
+                                            "parsed_id": None, "answered_on": 3}) == "'answered_on' is not a string"

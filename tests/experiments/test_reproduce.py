@@ -215,6 +215,9 @@ def test_a_part_run_never_replaces_a_fuller_page(tmp_path):
     full = reproduce(["healthy_ucs"], opts)[0]
     page, manifest = full.markdown_path.read_bytes(), full.manifest_path.read_bytes()
     assert full.kept == []
+    from ucs.utils.cpu import machine_signature
+
+    assert f"- answers computed on: {machine_signature()} (12)" in page.decode()  # 3 methods × 4 queries
     logged = []
     part = reproduce(["healthy_ucs"], ReproduceOptions(**{**opts.__dict__, "variants": ["base"]}),
                      log=logged.append)[0]

@@ -4,7 +4,8 @@ files committed under ``tests/golden/``.
 What is compared, byte for byte through SHA-256:
 - every selection the runner saved (``selections/*.npy``: pool indices, integers) and every run's cluster ids
   (``pipeline/clusters/*.npy``);
-- every line of ``records.jsonl``, after dropping its ``_check`` checksum and rounding the one float field
+- every line of ``records.jsonl``, after dropping its ``_check`` checksum and its ``answered_on`` provenance
+  (the CPU kind that ran it, which differs between machines by design) and rounding the one float field
   (``margin``) to 9 decimals, so a different BLAS thread count cannot change the comparison while any
   change of a selection, an answer or a record field does.
 
@@ -38,7 +39,7 @@ def _sha(data: bytes) -> str:
 
 
 def _record_line(rec: dict) -> str:
-    rec = {k: v for k, v in rec.items() if k != "_check"}
+    rec = {k: v for k, v in rec.items() if k not in ("_check", "answered_on")}
     if rec.get("margin") is not None:
         rec["margin"] = round(float(rec["margin"]), 9)
     return json.dumps(rec, sort_keys=True)

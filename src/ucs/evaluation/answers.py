@@ -8,7 +8,8 @@ each of them once.
 
 Layout: ``<root>/<key[:2]>/<key>.jsonl`` where ``key`` is the SHA-256 of everything besides the prompt that
 determines an answer (model identity, mode, prompt format, chat template flag, label names, continuations).
-Each line is ``{"prompt_sha256", "raw_output", "parsed_id"[, "margin"], "_check"}``, appended and flushed per
+Each line is ``{"prompt_sha256", "raw_output", "parsed_id"[, "margin"][, "answered_on"], "_check"}`` (``answered_on``:
+the CPU kind that computed the answer, :func:`ucs.utils.cpu.machine_signature`; lines written before it existed lack it), appended and flushed per
 batch; a torn last line (an interrupted write) is skipped when reading, and a line that fails its checksum or
 the schema (a label id out of range, a missing field) is skipped with a warning and answered again. Sampled modes never use the store.
 """
@@ -63,6 +64,8 @@ class AnswerStore(KeyedJsonlStore):
             return f"'parsed_id' {pid!r} is not a label id in [0, {n_labels})"
         if "margin" in entry and not isinstance(entry["margin"], (int, float)):
             return "'margin' is not a number"
+        if "answered_on" in entry and not isinstance(entry["answered_on"], str):
+            return "'answered_on' is not a string"
         return None
 
     def add(self, records: Iterable[dict]) -> int:
@@ -72,8 +75,9 @@ class AnswerStore(KeyedJsonlStore):
             for r in records:
                 entry = {"prompt_sha256": r["prompt_sha256"], "raw_output": r["raw_output"],
                          "parsed_id": r["parsed_id"]}
-                if "margin" in r:
-                    entry["margin"] = r["margin"]
+                for k in ("margin", "answered_on"):  # answered_on: the CPU kind (absent in older lines)
+                    if k in r:
+                        entry[k] = r[k]
                 yield entry
 
         return self.put(entries())

@@ -13,6 +13,7 @@ from typing import Any, Iterable, Optional, Sequence
 
 from ucs.evaluation.plan import EvaluationPlan
 from ucs.evaluation.predict import generate_answers, likelihood_predict
+from ucs.utils.cpu import machine_signature
 
 __all__ = ["Answer", "AnswerBook", "answer_batch", "batch_records", "batch_seed", "prompt_hash"]
 
@@ -77,18 +78,19 @@ def answer_batch(plan: EvaluationPlan, lm: Any, prompts: Sequence[str], book: An
     asked = [prompts[i] for i in fresh]
     answers: list = [None] * len(prompts)
     labels = plan.dataset.label_names
+    here = {"answered_on": machine_signature()}  # provenance: bfloat16 answers differ between CPU kinds
     if plan.mode.kind == "generate" and asked:
         for i, o in zip(fresh, generate_answers(lm, asked, plan.mode, batch_seed(seed, start))):
-            answers[i] = (o, plan.matcher(o, labels), {})
+            answers[i] = (o, plan.matcher(o, labels), dict(here))
     elif asked:
         pred, margin = likelihood_predict(lm, asked, plan.continuations, plan.mode.reduction)
         for i, p_, m_ in zip(fresh, pred.tolist(), margin):
-            answers[i] = (labels[p_], p_, {"margin": float(m_)})
+            answers[i] = (labels[p_], p_, {"margin": float(m_), **here})
     fresh_set = set(fresh)
     for i, h in enumerate(hashes):
         if i not in fresh_set:
             prev = book.get(h)
-            extra = {"margin": prev["margin"]} if "margin" in prev else {}
+            extra = {k: prev[k] for k in ("margin", "answered_on") if k in prev}
             extra["reused"] = True
             answers[i] = (prev["raw_output"], prev["parsed_id"], extra)
     return answers

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Iterable, Sequence
 
@@ -67,6 +67,9 @@ def summarize(
             "complete": complete,
             # per-query accuracy averaged over runs, for paired comparisons between methods (paired_delta)
             "per_query": {"query": common, "accuracy": mat.mean(axis=0).tolist() if common else []},
+            # which CPU kinds computed the answers (records written before provenance existed: "not recorded")
+            "answered_on": dict(sorted(Counter(r.get("answered_on", "not recorded")
+                                               for s in seeds for r in runs.get(s, {}).values()).items())),
         }
     return out
 

@@ -14,6 +14,19 @@ from ucs.pipeline.diagnostics import coverage_markdown
 __all__ = ["render", "accuracy_cell_text", "delta_verdict"]
 
 
+def _answered_on(results: Sequence[Dict[str, Any]]) -> Dict[str, int]:
+    """Answers per CPU kind over every shown method of every cell, most first; ``{}`` when no answer records
+    its machine (pages of runs made before provenance existed stay as they were)."""
+    total: Dict[str, int] = {}
+    for r in results:
+        for v in (r.get("methods") or {}).values():
+            for m, n in ((v or {}).get("answered_on") or {}).items():
+                total[m] = total.get(m, 0) + int(n)
+    if set(total) <= {"not recorded"}:
+        return {}
+    return dict(sorted(total.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
 def _header(exp: Experiment, cells: Sequence[Cell], preset: str, results: Sequence[Dict[str, Any]]) -> List[str]:
     c0 = cells[0].config if cells else None
     lines = [f"# {exp.title}", "", f"- paper: {exp.paper_ref}", f"- varies: {exp.varies}",
@@ -26,6 +39,9 @@ def _header(exp: Experiment, cells: Sequence[Cell], preset: str, results: Sequen
             f"backbone(s) {', '.join(dict.fromkeys(c.backbone for c in cells))}, retrieval `{c0.retrieval_embedder}`, "
             f"budget {c0.budget} unless varied"
         )
+    machines = _answered_on(results)
+    if machines:
+        lines.append("- answers computed on: " + "; ".join(f"{m} ({n:,})" for m, n in machines.items()))
     note = exp.presets.get(preset, {}).get("note")
     if note:
         lines.append(f"- preset note: {note}")

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import os
 import platform
+from functools import lru_cache
 from typing import Any, Optional
 
-__all__ = ["KERNEL_FLAGS", "NATIVE_BF16_FLAGS", "cpu_model", "cpu_details", "native_bf16", "bf16_cpu_warning"]
+__all__ = ["KERNEL_FLAGS", "NATIVE_BF16_FLAGS", "cpu_model", "cpu_details", "machine_signature", "native_bf16",
+           "bf16_cpu_warning"]
 
 
 def cpu_model() -> str:
@@ -85,3 +87,14 @@ def bf16_cpu_warning(device: str, dtype: Optional[str], details: Optional[dict] 
             "bfloat16 there, which measured 3-7x slower than float32 on such a CPU (benchmarks/models/RESULTS.md), "
             "and its results differ from a native-bfloat16 machine's. Use dtype='float32' (--set dtype=float32) "
             "unless you must resume bfloat16 work; results of the two dtypes are cached apart.")
+
+
+@lru_cache(maxsize=1)
+def machine_signature() -> str:
+    """A short name of this CPU kind for provenance, e.g. ``"AMD EPYC f25m1s1 avx2+fma+f16c"``: its model name,
+    family/model/stepping ids and :data:`KERNEL_FLAGS` (what decides low-precision arithmetic). Read once per
+    process."""
+    d = cpu_details()
+    ids = "".join(f"{k[0]}{d[k]}" for k in ("family", "model", "stepping") if k in d)
+    flags = "+".join(d.get("kernel_flags", [])) if "kernel_flags" in d else ""
+    return " ".join(x for x in (cpu_model() or platform.machine() or "unknown CPU", ids, flags) if x)
