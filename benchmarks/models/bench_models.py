@@ -272,7 +272,7 @@ def main(argv=None):
         if allsec or "dtype" in secs:
             # fp32 and bf16 back to back under the same conditions (bf16 uses AMX / AVX-512-BF16 where present;
             # the row names the CPU's kernel flags, which decide whether bf16 is native or emulated)
-            from ucs.evaluation.manifest import cpu_details
+            from ucs.utils.cpu import cpu_details
 
             cpu = " ".join(cpu_details().get("kernel_flags", [])) or "unknown CPU"
             for dt, tag in (("float32", "fp32"), ("bfloat16", "bf16")):

@@ -4,8 +4,8 @@ import sys
 
 import pytest
 
-from ucs.evaluation.manifest import KERNEL_FLAGS, cpu_details, platform_info
-from ucs.report.tables import _machine
+from ucs.evaluation.manifest import cpu_details, platform_info
+from ucs.utils.cpu import KERNEL_FLAGS, describe_machine
 
 ZEN3 = """processor\t: 0
 vendor_id\t: AuthenticAMD
@@ -46,8 +46,9 @@ def test_platform_info_records_this_machines_details():
     assert set(d["kernel_flags"]) <= set(KERNEL_FLAGS) and isinstance(d.get("family", 0), int)
 
 
-def test_report_machine_row_names_ids_and_flags():
+def test_machine_line_names_ids_and_flags():
     p = {"cpu": "AMD EPYC", "cpu_count": 2, "cpu_details": {"family": 25, "model": 1, "kernel_flags": ["avx2"]}}
-    assert _machine(p) == "cpu=AMD EPYC, cpu_count=2, family 25 model 1, avx2"
-    assert _machine({"cpu": "X", "cpu_count": 2, "cpu_details": {"kernel_flags": []}}).endswith("no AVX2/AVX-512")
-    assert _machine({}) == "—"
+    assert describe_machine(p) == "AMD EPYC × 2 (family 25 model 1; kernel flags avx2)"
+    assert describe_machine({"cpu": "X", "cpu_count": 2, "cpu_details": {"kernel_flags": []}}).endswith(
+        "(kernel flags none)")
+    assert describe_machine({"cpu": "X", "cpu_count": 2}) == "X × 2 (no CPU details recorded)"

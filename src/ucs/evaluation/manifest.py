@@ -17,7 +17,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
-from ucs.utils.cpu import KERNEL_FLAGS, cpu_details, cpu_model  # noqa: F401  (re-exported)
+from ucs.utils.cpu import cpu_details, cpu_model
 from ucs.utils.io import atomic_write_json
 
 __all__ = ["MANIFEST", "ConfigurationMismatchError", "config_differences", "cpu_details", "cpu_model",

@@ -34,7 +34,7 @@ from ucs.pipeline.config import parse_method
 from ucs.utils.io import atomic_write_json, atomic_write_text
 
 __all__ = ["ReproduceOptions", "ExperimentRun", "plan", "reproduce", "run_experiment", "estimate_cost",
-           "describe_cells", "describe_machine", "machine_lines", "plan_totals",
+           "describe_cells", "machine_lines", "plan_totals",
            "results_the_page_would_lose"]
 
 
@@ -292,20 +292,11 @@ def _answered(folder: Path, methods: Sequence[str], n_queries: Optional[int]) ->
     return counts
 
 
-def describe_machine(platform: Mapping[str, Any]) -> str:
-    """One line for a manifest's ``platform``: CPU model and count, ids and kernel flags where recorded."""
-    d = platform.get("cpu_details") or {}
-    ids = " ".join(f"{k} {d[k]}" for k in ("family", "model", "stepping") if k in d)
-    flags = ("kernel flags " + (" ".join(d["kernel_flags"]) or "none")) if "kernel_flags" in d else ""
-    extra = "; ".join(x for x in (ids, flags) if x) or "no CPU details recorded"
-    return f"{platform.get('cpu') or 'unknown CPU'} × {platform.get('cpu_count', '?')} ({extra})"
-
-
 def machine_lines(names: "str | Sequence[str] | None", options: ReproduceOptions) -> List[str]:
     """What ``--dry-run`` says about machines: this one (and whether it computes bfloat16 natively, when a cell
     asks for bfloat16), and the machine each existing page of ``names`` was made on — so a run that would mix
     machines in one page is seen before it starts. O(experiments)."""
-    from ucs.utils.cpu import native_bf16
+    from ucs.utils.cpu import describe_machine, native_bf16
 
     here = platform_info()
     lines = [f"this machine: {describe_machine(here)}"]

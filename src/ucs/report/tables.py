@@ -10,6 +10,7 @@ import numpy as np
 from ucs.defaults import GIANT_FRACTION
 from ucs.evaluation.report import paired_delta
 from ucs.report.data import RunData
+from ucs.utils.cpu import describe_machine
 
 __all__ = ["summary_rows", "accuracy_rows", "delta_rows", "coverage_rows", "health", "health_rows",
            "timing_rows", "pct", "GIANT_FRACTION"]
@@ -25,16 +26,6 @@ def _short(v: Any) -> str:
     if isinstance(v, dict):
         return ", ".join(f"{k}={x}" for k, x in v.items()) if v else "—"
     return "—" if v is None else str(v)
-
-
-def _machine(platform: dict) -> str:
-    """CPU model and count, and where recorded the ids and low-precision instruction sets that tell CPUs of
-    one model name apart (their bfloat16 kernels give different embeddings)."""
-    text = _short({k: v for k, v in platform.items() if k in ("cpu", "cpu_count")})
-    d = platform.get("cpu_details") or {}
-    ids = " ".join(f"{k} {d[k]}" for k in ("family", "model", "stepping") if k in d)
-    flags = " ".join(d.get("kernel_flags", [])) or ("no AVX2/AVX-512" if "kernel_flags" in d else "")
-    return ", ".join(x for x in (text, ids, flags) if x and x != "—") or "—"
 
 
 def summary_rows(run: RunData) -> List[List[str]]:
@@ -67,7 +58,7 @@ def summary_rows(run: RunData) -> List[List[str]]:
         ["started / finished", f"{run.manifest.get('started_at', '?')} / {run.manifest.get('finished_at', '?')}"],
         ["versions", ", ".join(f"{k} {v}" for k, v in versions.items() if k in ("ucs-icl", "ucs", "python", "numpy",
                                                                                "llama_cpp_python", "torch"))],
-        ["machine", _machine(run.manifest.get("platform", {}))],
+        ["machine", describe_machine(run.manifest.get("platform", {})) if run.manifest.get("platform") else "—"],
     ]
     return rows
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 import os
 import platform
 from functools import lru_cache
-from typing import Any, Optional
+from typing import Any, Mapping, Optional
 
-__all__ = ["KERNEL_FLAGS", "NATIVE_BF16_FLAGS", "cpu_model", "cpu_details", "machine_signature", "native_bf16",
+__all__ = ["KERNEL_FLAGS", "NATIVE_BF16_FLAGS", "cpu_model", "cpu_details", "describe_machine", "machine_signature", "native_bf16",
            "bf16_cpu_warning"]
 
 
@@ -98,3 +98,14 @@ def machine_signature() -> str:
     ids = "".join(f"{k[0]}{d[k]}" for k in ("family", "model", "stepping") if k in d)
     flags = "+".join(d.get("kernel_flags", [])) if "kernel_flags" in d else ""
     return " ".join(x for x in (cpu_model() or platform.machine() or "unknown CPU", ids, flags) if x)
+
+
+def describe_machine(platform: Mapping[str, Any]) -> str:
+    """One line for a manifest's ``platform`` (:func:`ucs.evaluation.manifest.platform_info`): CPU model and
+    count, and its ids and kernel flags where recorded, e.g. ``"AMD EPYC × 2 (family 25 model 1; kernel flags
+    avx2)"``."""
+    d = platform.get("cpu_details") or {}
+    ids = " ".join(f"{k} {d[k]}" for k in ("family", "model", "stepping") if k in d)
+    flags = ("kernel flags " + (" ".join(d["kernel_flags"]) or "none")) if "kernel_flags" in d else ""
+    extra = "; ".join(x for x in (ids, flags) if x) or "no CPU details recorded"
+    return f"{platform.get('cpu') or 'unknown CPU'} × {platform.get('cpu_count', '?')} ({extra})"
