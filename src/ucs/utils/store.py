@@ -6,6 +6,10 @@ object carrying its entry key under ``key_field``; the first line with a given k
 and flushed by one ``write`` call per batch, so several processes may append to one file; a torn last line
 (an interrupted write) is skipped when reading and ended before the next append, so it spoils only itself.
 
+A store may also hold a sealed, xz-compressed archive of earlier lines, ``<key>.jsonl.xz`` (:func:`compact`): it
+is read first, with the same checks, and new entries are still appended to ``<key>.jsonl``. Compacting a store
+that is committed beside results shrinks it about three times and changes no entry.
+
 Every line carries ``"_check"``, the first 16 hex digits of the SHA-256 of the rest of the line's canonical
 JSON (:func:`line_check`). A line that fails it (flipped bytes, an edited value, a line written before
 checksums existed) or fails the store's schema check (:meth:`KeyedJsonlStore.validate`) is skipped with one
@@ -17,13 +21,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+import lzma
 import os
+import sys
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from ucs.utils.integrity import report_damage
 
-__all__ = ["KeyedJsonlStore", "fields_key", "line_check", "signed_line", "verify_line"]
+__all__ = ["KeyedJsonlStore", "compact", "fields_key", "line_check", "signed_line", "verify_line"]
 
 CHECK_FIELD = "_check"
 
@@ -84,6 +90,7 @@ class KeyedJsonlStore:
         self.key = fields_key(fields)
         self.key_field = key_field
         self.path = Path(root) / self.key[:2] / f"{self.key}.jsonl"
+        self.archive = archive_path(self.path)
         self._entries: Optional[Dict[str, dict]] = None
 
     def validate(self, entry: dict) -> Optional[str]:
@@ -93,26 +100,30 @@ class KeyedJsonlStore:
     def _load(self) -> Dict[str, dict]:
         if self._entries is None:
             self._entries = {}
-            if self.path.is_file():
-                bad: List[Tuple[int, str]] = []
-                with open(self.path, encoding="utf-8", errors="replace") as fh:
-                    lines = fh.read().split("\n")
-                for i, line in enumerate(lines, start=1):
-                    if not line.strip():
-                        continue
-                    rec, problem = verify_line(line)
-                    if rec is not None:
-                        problem = self.validate(rec)
-                    if problem is not None:
-                        if not (i == len(lines) and problem == "not valid JSON"):  # a torn last line
-                            bad.append((i, problem))
-                        continue
-                    self._entries.setdefault(rec[self.key_field], rec)
-                if bad:
-                    where = ", ".join(f"line {i}: {p}" for i, p in bad[:3]) + (" ..." if len(bad) > 3 else "")
-                    report_damage(f"{self.path}: skipped {len(bad)} damaged line(s) ({where}); those entries will "
-                                  "be recomputed and appended")
+            for path in (self.archive, self.path):  # the sealed archive's lines come first
+                if path.is_file():
+                    self._read(path, _read_lines(path))
         return self._entries
+
+    def _read(self, path: Path, lines: List[str]) -> None:
+        """Add the valid entries of ``lines`` (the first of a key wins); report the damaged ones."""
+        assert self._entries is not None
+        bad: List[Tuple[int, str]] = []
+        for i, line in enumerate(lines, start=1):
+            if not line.strip():
+                continue
+            rec, problem = verify_line(line)
+            if rec is not None:
+                problem = self.validate(rec)
+            if problem is not None:
+                if not (i == len(lines) and problem == "not valid JSON"):  # a torn last line
+                    bad.append((i, problem))
+                continue
+            self._entries.setdefault(rec[self.key_field], rec)
+        if bad:
+            where = ", ".join(f"line {i}: {p}" for i, p in bad[:3]) + (" ..." if len(bad) > 3 else "")
+            report_damage(f"{path}: skipped {len(bad)} damaged line(s) ({where}); those entries will "
+                          "be recomputed and appended")
 
     def __len__(self) -> int:
         return len(self._load())
@@ -146,3 +157,46 @@ class KeyedJsonlStore:
                 fh.flush()
                 os.fsync(fh.fileno())
         return len(lines)
+
+
+def archive_path(path: Path) -> Path:
+    """The sealed archive beside a store file: ``<key>.jsonl`` → ``<key>.jsonl.xz``."""
+    return path.with_name(path.name + ".xz")
+
+
+def _read_lines(path: Path) -> List[str]:
+    """The lines of a store file or of its xz archive (whose own CRC-64 is checked as it is read)."""
+    if path.suffix == ".xz":
+        with lzma.open(path, "rt", encoding="utf-8", errors="replace") as fh:
+            return fh.read().split("\n")
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        return fh.read().split("\n")
+
+
+def compact(root: "str | os.PathLike[str]") -> List[Path]:
+    """Seal every store file under ``root`` into its xz archive: the archive's lines, then the file's lines that
+    pass their checksum, in order (so the first line of each key is the same one), written atomically; then the
+    appendable file is removed. Lines that fail their checksum, torn ones included, are dropped — readers skip
+    them anyway. Run it when no process is writing to the stores. Returns the archives written.
+    Cost: O(total size) time, memory for one file's lines.
+    """
+    written = []
+    for path in sorted(Path(root).rglob("*.jsonl")):
+        arc = archive_path(path)
+        lines = [ln for ln in (_read_lines(arc) if arc.is_file() else []) + _read_lines(path)
+                 if ln.strip() and verify_line(ln)[0] is not None]
+        tmp = arc.with_name(arc.name + ".tmp")
+        with lzma.open(tmp, "wt", encoding="utf-8", preset=9) as fh:
+            fh.write("".join(ln + "\n" for ln in dict.fromkeys(lines)))
+        os.replace(tmp, arc)
+        path.unlink()
+        written.append(arc)
+    return written
+
+
+if __name__ == "__main__":  # python -m ucs.utils.store compact DIR
+    if len(sys.argv) != 3 or sys.argv[1] != "compact":
+        print("usage: python -m ucs.utils.store compact DIR", file=sys.stderr)
+        raise SystemExit(2)
+    for arc in compact(sys.argv[2]):
+        print(arc)

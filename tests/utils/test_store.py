@@ -1,0 +1,66 @@
+"""The keyed JSONL store's sealed xz archive: compaction changes no entry, and appends go on after it."""
+
+import lzma
+import subprocess
+import sys
+
+import pytest
+
+from ucs.utils.integrity import DamagedFileWarning
+from ucs.utils.store import KeyedJsonlStore, archive_path, compact
+
+FIELDS = {"model": "m", "mode": "likelihood"}
+
+
+def _store(root):
+    return KeyedJsonlStore(root, FIELDS, key_field="k")
+
+
+def _filled(root, n=50):
+    s = _store(root)
+    s.put({"k": f"q{i}", "v": [i * 0.1, -i / 3]} for i in range(n))
+    return s
+
+
+def test_compact_keeps_every_entry_and_appends_continue(tmp_path):
+    before = dict(_filled(tmp_path)._load())
+    with open(_store(tmp_path).path, "a", encoding="utf-8") as fh:
+        fh.write('{"k": "torn", "v"')  # an interrupted append: dropped, as readers skip it
+    (arc,) = compact(tmp_path)
+    s = _store(tmp_path)
+    assert arc == s.archive == archive_path(s.path) and not s.path.exists()
+    assert dict(s._load()) == before
+    assert s.put([{"k": "q1", "v": [0]}, {"k": "new", "v": [1]}]) == 1  # q1 is in the archive already
+    again = _store(tmp_path)
+    assert again.get("new") == {"k": "new", "v": [1]} and again.get("q1") == before["q1"] and len(again) == 51
+    compact(tmp_path)  # archive + appended lines into one archive
+    assert dict(_store(tmp_path)._load()) == dict(again._load()) and not again.path.exists()
+
+
+def test_compact_is_deterministic_and_smaller(tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    plain = _filled(a, 400).path.stat().st_size
+    _filled(b, 400)
+    (x,), (y,) = compact(a), compact(b)
+    assert x.read_bytes() == y.read_bytes() and x.stat().st_size < plain / 2
+
+
+def test_edited_archive_lines_are_skipped_and_recomputed(tmp_path):
+    _filled(tmp_path, 5)
+    (arc,) = compact(tmp_path)
+    text = lzma.open(arc, "rt", encoding="utf-8").read().replace('"k": "q2", "v": [0.2', '"k": "q2", "v": [9.2')
+    with lzma.open(arc, "wt", encoding="utf-8") as fh:
+        fh.write(text)
+    with pytest.warns(DamagedFileWarning, match="checksum"):
+        s = _store(tmp_path)
+        assert s.get("q2") is None and len(s) == 4
+    assert s.put([{"k": "q2", "v": [0.2, -2 / 3]}]) == 1
+
+
+def test_compact_from_the_command_line(tmp_path):
+    _filled(tmp_path, 3)
+    out = subprocess.run([sys.executable, "-m", "ucs.utils.store", "compact", str(tmp_path)], capture_output=True,
+                         text=True, check=True).stdout
+    assert out.strip().endswith(".jsonl.xz") and len(_store(tmp_path)) == 3
+    bad = subprocess.run([sys.executable, "-m", "ucs.utils.store"], capture_output=True, text=True)
+    assert bad.returncode == 2 and "usage" in bad.stderr
