@@ -1,8 +1,9 @@
 """What the processor is and which low-precision kernels it has.
 
 bfloat16 arithmetic is native on CPUs with AVX-512-BF16 or AMX and emulated elsewhere: the same model then
-gives slightly different embeddings and answers, and runs 3-7 times slower than float32 where it is emulated (benchmarks/models/RESULTS.md).
-Manifests record these facts; the transformers backbone warns when bfloat16 would be emulated.
+gives slightly different embeddings and answers, and runs 3-7 times slower than float32 where it is emulated
+(benchmarks/models/RESULTS.md). Manifests record these facts; the transformers backbone warns when bfloat16
+would be emulated.
 """
 
 from __future__ import annotations
@@ -12,8 +13,8 @@ import platform
 from functools import lru_cache
 from typing import Any, Mapping, Optional
 
-__all__ = ["KERNEL_FLAGS", "NATIVE_BF16_FLAGS", "cpu_model", "cpu_details", "describe_machine", "machine_signature", "native_bf16",
-           "bf16_cpu_warning"]
+__all__ = ["KERNEL_FLAGS", "NATIVE_BF16_FLAGS", "cpu_model", "cpu_details", "describe_machine",
+           "machine_signature", "native_bf16", "bf16_cpu_warning"]
 
 
 def cpu_model() -> str:
