@@ -8,7 +8,10 @@ spell ``+`` as ``_plus_`` (``pipeline/coverage/dpp_plus_ucs__seed42__8q.json``).
 
 from __future__ import annotations
 
-__all__ = ["method_file_stem", "selection_file_stem"]
+__all__ = ["RECORDS", "method_file_stem", "selection_file_stem"]
+
+#: The record file of a run folder (JSON Lines, one answered query per line).
+RECORDS = "records.jsonl"
 
 
 def method_file_stem(method: str) -> str:

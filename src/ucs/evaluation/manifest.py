@@ -127,11 +127,15 @@ def open_manifest(out: Path, key: dict, methods: Sequence[str], run_seeds: Seque
     return manifest
 
 
-def finish_manifest(out: Path, manifest: dict, complete: bool, n_records: int) -> None:
-    """Mark the manifest ``complete`` (every method answered every query) or ``partial``, with the record count."""
+def finish_manifest(out: Path, manifest: dict, complete: bool, n_records: int,
+                    fingerprints: Optional[dict] = None) -> None:
+    """Mark the manifest ``complete`` (every method answered every query) or ``partial``, with the record count
+    and, when given, each method's fingerprints (:func:`ucs.evaluation.fingerprints.record_fingerprints`)."""
     manifest["status"] = "complete" if complete else "partial"
     manifest["finished_at"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     manifest["n_records"] = n_records
+    if fingerprints is not None:
+        manifest["fingerprints"] = fingerprints
     atomic_write_json(out / MANIFEST, manifest)
 
 

@@ -33,7 +33,8 @@ import numpy as np
 from ucs.data.dataset import Dataset
 from ucs.data.splits import TestProtocol
 from ucs.evaluation.batches import AnswerBook, answer_batch, batch_records, prompt_hash
-from ucs.evaluation.file_names import selection_file_stem
+from ucs.evaluation.file_names import RECORDS, selection_file_stem
+from ucs.evaluation.fingerprints import record_fingerprints
 from ucs.evaluation.manifest import (
     MANIFEST,
     ConfigurationMismatchError,
@@ -61,7 +62,6 @@ __all__ = ["SelectionFn", "EvaluationResult", "evaluate", "package_versions", "p
 #: ``select(method, seed, query_texts) -> (Q, B) int array of pool indices``.
 SelectionFn = Callable[[str, int, Sequence[str]], Any]
 
-RECORDS = "records.jsonl"
 
 
 @dataclass(frozen=True)
@@ -265,8 +265,9 @@ def _finish(plan: EvaluationPlan, out: Path, manifest: dict, n_new: int, n_boot:
     """Summarise every record of the folder's methods, write the report and close the manifest."""
     records_path = out / RECORDS
     records = read_records(records_path)
+    shown = [r for r in records if r["method"] in manifest["methods"] and r["query"] < plan.n_queries]
     summary = summarize(
-        [r for r in records if r["method"] in manifest["methods"] and r["query"] < plan.n_queries],
+        shown,
         run_seeds=plan.run_seeds,
         n_boot=n_boot,
     )
@@ -274,7 +275,8 @@ def _finish(plan: EvaluationPlan, out: Path, manifest: dict, n_new: int, n_boot:
     summary["mode"] = plan.mode.name
     summary["n_queries_requested"] = plan.n_queries
     write_report(out, summary, title=f"{plan.dataset.name} — mode {plan.mode.name}")
-    finish_manifest(out, manifest, all(m["complete"] for m in summary["methods"].values()), len(records))
+    finish_manifest(out, manifest, all(m["complete"] for m in summary["methods"].values()), len(records),
+                    record_fingerprints(shown))
     return EvaluationResult(summary, out, records_path, out / MANIFEST, n_new)
 
 def selection_path(out_dir: "str | os.PathLike[str]", method: str, seed: int, query_texts: Sequence[str]) -> Path:
