@@ -44,6 +44,11 @@ def test_equal_runs_have_equal_fingerprints(runs):
     assert main([str(runs[0]), str(runs[1] / "manifest.json")]) == 0
 
 
+def test_two_folders_are_compared_record_by_record(runs, capsys):
+    assert main([str(runs[0]), str(runs[1])]) == 0
+    assert "random: 36 records in both; 0 with other demonstrations, 0 with another answer" in capsys.readouterr().out
+
+
 def test_a_changed_answer_or_selection_is_found(runs):
     recs = read_records(runs[0] / "records.jsonl")
     base = record_fingerprints(recs)

@@ -158,6 +158,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(f"Error: no cell in common (A: {', '.join(a)}; B: {', '.join(b)})", file=sys.stderr)
         return 2
     differ = False
+    folders = [Path(x) / RECORDS for x in args]
+    if all(f.exists() for f in folders):
+        counts = compare_records(read_records(folders[0]), read_records(folders[1]))
+        for method, row in sorted(counts.items()):
+            print(f"  {method}: {row['common']} records in both; {row['selections_differ']} with other "
+                  f"demonstrations, {row['answers_differ']} with another answer ({row['correct_differ']} of them "
+                  "changed correctness)")
     for cell in cells:
         cmp = compare_fingerprints(a[cell], b[cell])
         print(cell or "records")
