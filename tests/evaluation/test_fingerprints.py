@@ -12,7 +12,8 @@ import pytest
 from fakes import make_lm, two_methods
 from ucs.data import TestProtocol, load_dataset
 from ucs.evaluation import evaluate, read_records
-from ucs.evaluation.fingerprints import compare_fingerprints, compare_records, load_fingerprints, main, record_fingerprints
+from ucs.evaluation.compare import main
+from ucs.evaluation.fingerprints import compare_fingerprints, compare_records, load_fingerprints, record_fingerprints
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 
@@ -74,7 +75,7 @@ def test_command_line_reports_difference_and_usage_errors(runs, tmp_path):
     manifest = json.loads((runs[1] / "manifest.json").read_text())
     manifest["fingerprints"]["random"]["answers"] = "0" * 64
     (tmp_path / "manifest.json").write_text(json.dumps(manifest))
-    proc = subprocess.run([sys.executable, "-m", "ucs.evaluation.fingerprints", str(runs[0] / "manifest.json"),
+    proc = subprocess.run([sys.executable, "-m", "ucs.evaluation.compare", str(runs[0] / "manifest.json"),
                            str(tmp_path / "manifest.json")], capture_output=True, text=True,
                           env={"PYTHONPATH": str(SRC)})
     assert proc.returncode == 1 and "random: n equal, selections equal, answers DIFFER" in proc.stdout

@@ -7,7 +7,7 @@ same demonstrations and got the same answers for every query of every run, so pa
 machines can be compared exactly from their manifests alone, without their record files. Where both record
 files are at hand, :func:`compare_records` counts the queries that differ.
 
-Command line: ``python -m ucs.evaluation.fingerprints A B`` with two run folders, runner manifests or
+Command line: ``python -m ucs.evaluation.compare A B`` with two run folders, runner manifests or
 ``ucs reproduce`` page manifests (``docs/results/<experiment>.manifest.json``, compared cell by cell).
 
 Costs: O(R log R) for R records (a sort by key), one pass of hashing.
@@ -17,18 +17,17 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sys
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Optional, Sequence
+from typing import Any, Iterable, Mapping, Optional
 
 from ucs.evaluation.file_names import RECORDS
 from ucs.evaluation.manifest import MANIFEST, read_manifest
 from ucs.evaluation.records import read_records
 
-__all__ = ["record_fingerprints", "compare_fingerprints", "compare_records", "load_fingerprints", "main"]
+__all__ = ["HASHED_FIELDS", "record_fingerprints", "compare_fingerprints", "compare_records", "load_fingerprints"]
 
 #: Fields of a fingerprint that must be equal for two methods' records to be called the same.
-_HASHED = ("selections", "answers")
+HASHED_FIELDS = ("selections", "answers")
 
 
 def _digest(rows: Iterable[Any]) -> str:
@@ -81,9 +80,9 @@ def compare_fingerprints(a: Mapping[str, Mapping[str, Any]], b: Mapping[str, Map
     out: dict[str, dict[str, Optional[bool]]] = {}
     for m in sorted(set(a) | set(b)):
         if m not in a or m not in b:
-            out[m] = {f: None for f in ("n", *_HASHED)}
+            out[m] = {f: None for f in ("n", *HASHED_FIELDS)}
         else:
-            out[m] = {f: a[m].get(f) == b[m].get(f) for f in ("n", *_HASHED)}
+            out[m] = {f: a[m].get(f) == b[m].get(f) for f in ("n", *HASHED_FIELDS)}
     return out
 
 
@@ -127,51 +126,3 @@ def load_fingerprints(path: "str | Path") -> dict[str, dict[str, dict[str, Any]]
         raise ValueError(f"{path}: no fingerprints recorded (manifests written before they were added have none); "
                          "compare run folders with their records instead")
     return kept
-
-
-def _describe(cmp: Mapping[str, Mapping[str, Optional[bool]]]) -> list[str]:
-    lines = []
-    for method, row in cmp.items():
-        if row["n"] is None:
-            lines.append(f"  {method}: only on one side")
-            continue
-        parts = [f"{f} {'equal' if row[f] else 'DIFFER'}" for f in ("n", *_HASHED)]
-        lines.append(f"  {method}: " + ", ".join(parts))
-    return lines
-
-
-def main(argv: Optional[Sequence[str]] = None) -> int:
-    """Compare two folders' or manifests' fingerprints; exit 0 when every shared method agrees, 1 when one
-    differs, 2 on a usage error."""
-    args = list(sys.argv[1:] if argv is None else argv)
-    if len(args) != 2:
-        print("usage: python -m ucs.evaluation.fingerprints A B  (run folders, runner manifests or page "
-              "manifests)", file=sys.stderr)
-        return 2
-    try:
-        a, b = load_fingerprints(args[0]), load_fingerprints(args[1])
-    except ValueError as exc:
-        print(f"Error: {exc}", file=sys.stderr)
-        return 2
-    cells = [c for c in a if c in b] if not ("" in a and "" in b) else [""]
-    if not cells:
-        print(f"Error: no cell in common (A: {', '.join(a)}; B: {', '.join(b)})", file=sys.stderr)
-        return 2
-    differ = False
-    folders = [Path(x) / RECORDS for x in args]
-    if all(f.exists() for f in folders):
-        counts = compare_records(read_records(folders[0]), read_records(folders[1]))
-        for method, row in sorted(counts.items()):
-            print(f"  {method}: {row['common']} records in both; {row['selections_differ']} with other "
-                  f"demonstrations, {row['answers_differ']} with another answer ({row['correct_differ']} of them "
-                  "changed correctness)")
-    for cell in cells:
-        cmp = compare_fingerprints(a[cell], b[cell])
-        print(cell or "records")
-        print("\n".join(_describe(cmp)))
-        differ |= any(v is False for row in cmp.values() for v in row.values())
-    return 1 if differ else 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
