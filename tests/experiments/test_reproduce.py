@@ -63,7 +63,9 @@ def test_every_experiment_writes_markdown_figure_and_manifest(first_run):
         for cell in man["cells"]:
             assert cell["data"]["fingerprint"] and cell["config"]["dataset"] == "sample"
             if e.kind == "accuracy":
-                assert cell["runner_manifest"]["status"] == "complete"
+                runner = cell["runner_manifest"]
+                assert runner["status"] == "complete" and runner["platform"]["cpu_count"] >= 1
+                assert set(runner["fingerprints"]) >= set(cell["methods"])  # a folder may serve several cells
         if e.kind == "accuracy":
             for c, out in zip(r.cells, r.results):
                 assert set(out["methods"]) == set(c.methods)
@@ -187,6 +189,8 @@ def test_render_only_writes_the_page_of_a_run_under_way_and_computes_nothing(tmp
     by = {c.variant.name: r for c, r in zip(page.cells, page.results)}
     assert by["base"]["methods"]["votek"]["n_queries"] == 4 and by["base"]["pending"] == []
     assert by["default"]["pending"] == ["votek+ucs"] and by["paper"]["pending"] == ["votek+ucs"]
+    fingerprints = by["base"]["runner_manifest"]["fingerprints"]  # of the records the page shows
+    assert set(fingerprints) == {"votek", "cover"} and fingerprints["votek"]["n"] == 4
     md = page.markdown_path.read_text()
     assert "**Under way.**" in md and "sample / paper: votek+ucs" in md
     assert "| (b) default | votek+ucs | — |" in md

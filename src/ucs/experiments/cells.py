@@ -29,6 +29,8 @@ from ucs.clustering import LatentClusterer, cluster_health, cluster_report
 from ucs.data import load_dataset
 from ucs.embedding.cache import default_cache_dir
 from ucs.evaluation.file_names import method_file_stem
+from ucs.evaluation.fingerprints import record_fingerprints
+from ucs.evaluation.manifest import read_manifest
 from ucs.evaluation.records import read_records
 from ucs.evaluation.report import label_agreement, summarize
 from ucs.evaluation.runner import selection_path
@@ -40,6 +42,11 @@ from ucs.utils.integrity import save_checked_npy
 from ucs.utils.io import atomic_write_json
 
 __all__ = ["Models", "CellContext", "run_cell", "read_accuracy", "eval_dir_for", "query_texts_for"]
+
+
+#: What a page's manifest keeps of each cell's runner manifest: the resume key, how far it got, the machine
+#: that last wrote it, and the fingerprints of its selections and answers (:mod:`ucs.evaluation.fingerprints`).
+_RUNNER_FIELDS = ("key", "methods", "status", "n_records", "limit", "platform", "fingerprints")
 
 
 class Models:
@@ -158,7 +165,7 @@ def run_accuracy(cell: Cell, ctx: CellContext) -> Dict[str, Any]:
         "label_agreement": {m: res.label_agreement[m] for m in cell.methods if m in res.label_agreement},
         "new_records": int(res.evaluation.n_new_records),
         "computed": bool(res.evaluation.n_new_records),
-        "runner_manifest": {k: manifest.get(k) for k in ("key", "methods", "status", "n_records", "limit")},
+        "runner_manifest": {k: manifest.get(k) for k in _RUNNER_FIELDS},
         "timings": dict(pipe.timings),
     }
 
@@ -187,8 +194,14 @@ def read_accuracy(cell: Cell, ctx: CellContext) -> Dict[str, Any]:
         coverage = {m: table[m] for m in done if m in table}
         agreement = label_agreement([r for r in records if r["method"] in done], pipe.dataset.pool.labels,
                                     run_seeds=seeds)
-    return {"dir": str(out), "n_queries": n_q, "methods": done, "coverage": coverage, "label_agreement": agreement,
-            "new_records": 0, "computed": False, "pending": [m for m in cell.methods if m not in done]}
+    res = {"dir": str(out), "n_queries": n_q, "methods": done, "coverage": coverage, "label_agreement": agreement,
+           "new_records": 0, "computed": False, "pending": [m for m in cell.methods if m not in done]}
+    if (out / "manifest.json").is_file():
+        manifest = read_manifest(out / "manifest.json")
+        runner = {k: manifest.get(k) for k in _RUNNER_FIELDS}
+        runner["fingerprints"] = record_fingerprints([r for r in records if r["method"] in done])
+        res["runner_manifest"] = runner
+    return res
 
 
 def run_coverage(cell: Cell, ctx: CellContext) -> Dict[str, Any]:
