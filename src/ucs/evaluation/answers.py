@@ -8,10 +8,11 @@ each of them once.
 
 Layout: ``<root>/<key[:2]>/<key>.jsonl`` where ``key`` is the SHA-256 of everything besides the prompt that
 determines an answer (model identity, mode, prompt format, chat template flag, label names, continuations).
-Each line is ``{"prompt_sha256", "raw_output", "parsed_id"[, "margin"][, "answered_on"], "_check"}`` (``answered_on``:
-the CPU kind that computed the answer, :func:`ucs.utils.cpu.machine_signature`; lines written before it existed lack it), appended and flushed per
-batch; a torn last line (an interrupted write) is skipped when reading, and a line that fails its checksum or
-the schema (a label id out of range, a missing field) is skipped with a warning and answered again. Sampled modes never use the store.
+Each line is ``{"prompt_sha256", "raw_output", "parsed_id"[, "margin"][, "answered_on"], "_check"}``
+(``answered_on``: the CPU kind that computed the answer, :func:`ucs.utils.cpu.machine_signature`; lines
+written before it existed lack it), appended and flushed per batch; a torn last line (an interrupted write)
+is skipped when reading, and a line that fails its checksum or the schema (a label id out of range, a missing
+field) is skipped with a warning and answered again. Sampled modes never use the store.
 """
 
 from __future__ import annotations
