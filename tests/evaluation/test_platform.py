@@ -4,8 +4,8 @@ import sys
 
 import pytest
 
-from ucs.evaluation.manifest import cpu_details, platform_info
-from ucs.utils.cpu import KERNEL_FLAGS, describe_machine
+from ucs.evaluation.manifest import platform_info
+from ucs.utils.cpu import KERNEL_FLAGS, cpu_details, describe_machine
 
 ZEN3 = """processor\t: 0
 vendor_id\t: AuthenticAMD

@@ -20,8 +20,8 @@ from typing import Any, Optional, Sequence
 from ucs.utils.cpu import cpu_details, cpu_model
 from ucs.utils.io import atomic_write_json
 
-__all__ = ["MANIFEST", "ConfigurationMismatchError", "config_differences", "cpu_details", "cpu_model",
-           "finish_manifest", "open_manifest", "package_versions", "platform_info", "read_manifest", "record_stop"]
+__all__ = ["MANIFEST", "ConfigurationMismatchError", "config_differences", "finish_manifest", "open_manifest",
+           "package_versions", "platform_info", "read_manifest", "record_stop"]
 
 MANIFEST = "manifest.json"
 _VERSIONED = (
