@@ -64,3 +64,94 @@ def test_wrong_row_count_raises(tmp_path):
 
     with pytest.raises(ValueError, match="rows"):
         cached_embed(Bad(), ["a"], tmp_path)
+
+
+class _Interrupted(DummyEmbedder):
+    """Stops (like Ctrl-C or the end of a session) after ``calls`` embed calls."""
+
+    def __init__(self, calls, **kw):
+        super().__init__(**kw)
+        self.calls = calls
+
+    def embed(self, texts):
+        if self.n_calls_ >= self.calls:
+            raise KeyboardInterrupt
+        return super().embed(texts)
+
+
+TEXTS = [("word " * (1 + (5 * i) % 17)) + str(i) for i in range(50)]
+
+
+def test_long_pass_is_checkpointed_and_equals_one_call(tmp_path):
+    e = DummyEmbedder(dim=6, batch_size=4)
+    out = EmbeddingCache(tmp_path, checkpoint_rows=10).embed(e, TEXTS)
+    np.testing.assert_array_equal(out, DummyEmbedder(dim=6).embed(TEXTS))
+    assert e.n_calls_ == 5  # parts of 12, 12, 12, 12 and 2 rows (whole batches of 4)
+    assert not list(tmp_path.rglob("*.parts")), "the parts outlive the finished entry"
+
+
+def test_interrupted_pass_resumes_from_its_parts(tmp_path):
+    with pytest.raises(KeyboardInterrupt):
+        EmbeddingCache(tmp_path, checkpoint_rows=10).embed(_Interrupted(2, dim=6, batch_size=4), TEXTS)
+    parts = next(tmp_path.rglob("*.parts"))
+    assert len(list(parts.glob("*.npy"))) == 2
+    e = DummyEmbedder(dim=6, batch_size=4)
+    out = EmbeddingCache(tmp_path, checkpoint_rows=10).embed(e, TEXTS)
+    assert e.n_texts_embedded_ == len(TEXTS) - 24  # the two finished parts are read, not recomputed
+    np.testing.assert_array_equal(out, DummyEmbedder(dim=6).embed(TEXTS))
+    assert not parts.exists()
+
+
+def _interrupt_after_two_parts(root):
+    with pytest.raises(KeyboardInterrupt):
+        EmbeddingCache(root, checkpoint_rows=10).embed(_Interrupted(2, dim=6, batch_size=4), TEXTS)
+    return next(root.rglob("*.parts"))
+
+
+def test_damaged_part_is_recomputed(tmp_path):
+    first = _interrupt_after_two_parts(tmp_path) / "00000.npy"
+    arr = np.load(first)
+    arr[0, 0] += 1.0
+    np.save(first, arr)
+    e = DummyEmbedder(dim=6, batch_size=4)
+    out = EmbeddingCache(tmp_path, checkpoint_rows=10).embed(e, TEXTS)
+    assert e.n_texts_embedded_ == len(TEXTS) - 12  # part 1 is read, the damaged part 0 recomputed
+    np.testing.assert_array_equal(out, DummyEmbedder(dim=6).embed(TEXTS))
+
+
+def test_parts_of_other_batches_are_not_used(tmp_path):
+    _interrupt_after_two_parts(tmp_path)
+    e = DummyEmbedder(dim=6, batch_size=5)  # other batches, so other rows in each part
+    out = EmbeddingCache(tmp_path, checkpoint_rows=10).embed(e, TEXTS)
+    assert e.n_texts_embedded_ == len(TEXTS)
+    np.testing.assert_array_equal(out, DummyEmbedder(dim=6).embed(TEXTS))
+
+
+def test_short_pass_is_one_call(tmp_path):
+    e = DummyEmbedder(dim=6, batch_size=4)
+    EmbeddingCache(tmp_path, checkpoint_rows=len(TEXTS)).embed(e, TEXTS)
+    assert e.n_calls_ == 1 and not list(tmp_path.rglob("*.parts"))
+
+
+def test_embedder_without_batch_order_is_one_call(tmp_path):
+    class NoOrder(DummyEmbedder):
+        batch_order = None
+
+    e = NoOrder(dim=6, batch_size=4)
+    EmbeddingCache(tmp_path, checkpoint_rows=10).embed(e, TEXTS)
+    assert e.n_calls_ == 1
+
+
+def test_batch_order_must_partition_the_rows(tmp_path):
+    class Skips(DummyEmbedder):
+        def batch_order(self, texts):
+            return super().batch_order(texts)[1:]
+
+    with pytest.raises(ValueError, match="partition"):
+        EmbeddingCache(tmp_path, checkpoint_rows=10).embed(Skips(batch_size=4), TEXTS)
+
+
+@pytest.mark.parametrize("rows", [0, -1, 2.5, "10"])
+def test_checkpoint_rows_must_be_a_positive_integer(tmp_path, rows):
+    with pytest.raises(ValueError, match="checkpoint_rows"):
+        EmbeddingCache(tmp_path, checkpoint_rows=rows)

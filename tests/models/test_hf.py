@@ -131,3 +131,35 @@ def test_bfloat16_on_a_cpu_without_native_kernels_warns(smollm2_path, monkeypatc
         warnings.simplefilter("error", RuntimeWarning)
         load_backbone("smollm2", engine="transformers", dtype="bfloat16").load()
         load_backbone("smollm2", engine="transformers", dtype="float32").load()
+
+
+class _StopsAfter:
+    """The real backbone, stopped (like Ctrl-C or the end of a session) after ``calls`` embed calls."""
+
+    def __init__(self, model, calls):
+        self.model, self.calls, self.n = model, calls, 0
+        self.identity, self.dim, self.batch_order = model.identity, model.dim, model.batch_order
+
+    def embed(self, texts):
+        if self.n >= self.calls:
+            raise KeyboardInterrupt
+        self.n += 1
+        return self.model.embed(texts)
+
+
+@pytest.mark.slow
+def test_interrupted_pool_pass_resumes_bit_for_bit(smollm2_hf, shared_data, tmp_path):
+    """A checkpointed, interrupted and resumed pass over real BANKING77 texts equals one uninterrupted call."""
+    import csv
+
+    from ucs.embedding import EmbeddingCache
+
+    with open(shared_data / "banking77" / "train.csv", encoding="utf-8") as f:
+        texts = [row[0] for row in list(csv.reader(f))[1:61]]
+    reference = smollm2_hf.embed(texts)
+    with pytest.raises(KeyboardInterrupt):
+        EmbeddingCache(tmp_path, checkpoint_rows=16).embed(_StopsAfter(smollm2_hf, 2), texts)
+    resumed = _StopsAfter(smollm2_hf, 99)
+    out = EmbeddingCache(tmp_path, checkpoint_rows=16).embed(resumed, texts)
+    assert resumed.n == 2  # parts of 16, 16, 16 and 12 rows (batches of 8): two were left to compute
+    assert np.array_equal(out, reference)

@@ -42,6 +42,11 @@ class _BatchDependent(DummyEmbedder):
         return (out + len(texts)).astype(np.float32)
 
 
+class _SkippingOrder(DummyEmbedder):
+    def batch_order(self, texts):
+        return super().batch_order(texts)[1:]
+
+
 class _Float64(DummyEmbedder):
     def embed(self, texts):
         return super().embed(texts).astype(np.float64)
@@ -60,6 +65,8 @@ class _Loose(DummyLM):
 @pytest.mark.parametrize("obj, battery, check, match", [
     (_BatchDependent(dim=8), check_embedder, "rows_independent", "batch"),
     (_Float64(dim=8), check_embedder, "shape", "float32"),
+    (_SkippingOrder(dim=8, batch_size=4), check_embedder, "batch_order", "partition"),
+    (_BatchDependent(dim=8, batch_size=4), check_embedder, "batch_order", "apart"),
     (_SumOnly(), check_language_model, "scores", "Not equal to tolerance"),
     (_Loose(), check_language_model, "generate", "accepted"),
 ])

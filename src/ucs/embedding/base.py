@@ -23,6 +23,11 @@ class Embedder(Protocol):
     ``identity`` is a JSON-serialisable dict naming everything that changes the vectors — model
     name, weights hash or revision, layer, pooling, ℓ2 normalisation, maximum length — and is
     used as the embedding-cache key.
+
+    Optional: ``batch_order(texts)`` returns the batches ``embed`` forms for ``texts`` (arrays of row
+    indices, in processing order, partitioning ``range(len(texts))``), with the promise that embedding
+    the texts of consecutive batches, concatenated in that order, gives those rows bit for bit. An
+    embedder that offers it gets long passes checkpointed by :class:`~ucs.embedding.EmbeddingCache`.
     """
 
     @property

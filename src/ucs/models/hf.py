@@ -330,6 +330,28 @@ class TransformersBackbone(ReducedScoresMixin):
         return int(t if t is not None else self._tok.eos_token_id)
 
     # ------------------------------------------------------------------ embeddings
+    def _embedding_ids(self, texts: List[str]) -> "tuple[List[List[int]], np.ndarray]":
+        """Token ids of ``texts`` (an empty text becomes the fallback token) and the order ``embed``
+        processes them in: by token count, stably, so that batches pad little."""
+        ids = self._tok(texts, add_special_tokens=True, truncation=True, max_length=self.max_length)["input_ids"]
+        fb = self._fallback_token()
+        ids = [x if len(x) else [fb] for x in ids]
+        return ids, np.argsort([len(x) for x in ids], kind="stable")
+
+    def batch_order(self, texts: Sequence[str]) -> List[np.ndarray]:
+        """The batches :meth:`embed` forms for ``texts``, as arrays of row indices, in processing order.
+
+        Embedding the texts of consecutive batches, concatenated in this order, gives those rows bit
+        for bit as one call over all ``texts`` does (the batches, and so their padding, are the same),
+        which lets :class:`~ucs.embedding.EmbeddingCache` checkpoint a long pass. O(total tokens).
+        """
+        texts = sanitize_texts(texts)
+        if not texts:
+            return []
+        self.load()
+        _, order = self._embedding_ids(texts)
+        return [order[s:s + self.batch_size] for s in range(0, len(order), self.batch_size)]
+
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Pooled hidden states of the configured layer, shape ``(len(texts), dim)`` float32."""
         import torch
@@ -339,10 +361,7 @@ class TransformersBackbone(ReducedScoresMixin):
         out = np.empty((len(texts), self.dim), dtype=np.float32)
         if not texts:
             return out
-        ids = self._tok(texts, add_special_tokens=True, truncation=True, max_length=self.max_length)["input_ids"]
-        fb = self._fallback_token()
-        ids = [x if len(x) else [fb] for x in ids]
-        order = np.argsort([len(x) for x in ids], kind="stable")
+        ids, order = self._embedding_ids(texts)
         pad = int(self._tok.pad_token_id)
         left = getattr(self._tok, "padding_side", "right") == "left"
         base = self._model.get_decoder() if hasattr(self._model, "get_decoder") else self._model.base_model

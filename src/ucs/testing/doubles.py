@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Union
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Union
 
 import numpy as np
 
@@ -55,6 +55,8 @@ class DummyEmbedder:
         Changes every vector (and the :attr:`identity`).
     normalize : bool, default=True
         ℓ2-normalise rows.
+    batch_size : int, default=32
+        Rows per batch of :meth:`batch_order` (by text length, as a real backbone batches).
 
     Attributes
     ----------
@@ -68,12 +70,15 @@ class DummyEmbedder:
     Time O(n · dim), memory O(n · dim).
     """
 
-    def __init__(self, dim: int = 16, seed: int = 0, normalize: bool = True) -> None:
+    def __init__(self, dim: int = 16, seed: int = 0, normalize: bool = True, batch_size: int = 32) -> None:
         if not isinstance(dim, (int, np.integer)) or dim < 1:
             raise ValueError(f"dim must be a positive integer, got {dim!r}")
+        if not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
+            raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
         self._dim = int(dim)
         self.seed = seed
         self.normalize = bool(normalize)
+        self.batch_size = int(batch_size)
         self.n_calls_ = 0
         self.n_texts_embedded_ = 0
 
@@ -92,6 +97,11 @@ class DummyEmbedder:
             "max_length": None,
             "dim": self._dim,
         }
+
+    def batch_order(self, texts: Sequence[str]) -> List[np.ndarray]:
+        """Batches of ``batch_size`` rows by text length (rows never depend on their batch here)."""
+        order = np.argsort([len(t) for t in sanitize_texts(texts)], kind="stable")
+        return [order[s:s + self.batch_size] for s in range(0, len(order), self.batch_size)]
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Return an array of shape ``(len(texts), dim)``, float32."""

@@ -61,12 +61,32 @@ def check_embedder_empty(emb: Any) -> None:
     assert out.shape == (0, emb.dim), f"embed([]) gave shape {out.shape}, expected (0, {emb.dim})"
 
 
+def check_embedder_batch_order(emb: Any) -> None:
+    """Where ``batch_order`` exists: its batches partition the rows, and embedding consecutive batches
+    separately gives the rows of one call over all texts bit for bit (what checkpointing relies on)."""
+    order = getattr(emb, "batch_order", None)
+    if order is None:
+        return
+    n = 2 * int(getattr(emb, "batch_size", 8)) + 3
+    texts = [" ".join(["word"] * (1 + (7 * i) % 23)) + f" {i}" for i in range(n)]
+    batches = [np.asarray(b, dtype=np.int64) for b in order(texts)]
+    flat = np.sort(np.concatenate(batches))
+    assert np.array_equal(flat, np.arange(n)), "batch_order does not partition the rows"
+    assert len(batches) > 1, f"batch_order put {n} texts in one batch; expected several (batch_size)"
+    full = emb.embed(texts)
+    for part in (batches[:1], batches[1:]):
+        idx = np.concatenate(part)
+        got = emb.embed([texts[j] for j in idx])
+        assert np.array_equal(got, full[idx]), "consecutive batches embedded apart differ from one call"
+
+
 EMBEDDER_CHECKS: Dict[str, Callable[[Any], None]] = {
     "shape": check_embedder_shape,
     "rows_independent": check_embedder_rows_independent,
     "deterministic": check_embedder_deterministic,
     "identity": check_embedder_identity,
     "empty": check_embedder_empty,
+    "batch_order": check_embedder_batch_order,
 }
 
 _PREFIX = "Text: I lost my card\nLabel:"
