@@ -64,3 +64,29 @@ def test_compact_from_the_command_line(tmp_path):
     assert out.strip().endswith(".jsonl.xz") and len(_store(tmp_path)) == 3
     bad = subprocess.run([sys.executable, "-m", "ucs.utils.store"], capture_output=True, text=True)
     assert bad.returncode == 2 and "usage" in bad.stderr
+
+
+def _append_many(root, start, n):
+    for i in range(start, start + n):
+        _store(root).put([{"k": f"w{i}", "v": [i]}])  # a fresh store per entry: each append reopens the file
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="appends and compaction are serialised by flock on POSIX only")
+def test_compact_while_other_processes_append_loses_nothing(tmp_path):
+    import multiprocessing as mp
+
+    _filled(tmp_path)
+    ctx = mp.get_context("spawn")
+    writers = [ctx.Process(target=_append_many, args=(tmp_path, 1000 * w, 150)) for w in range(2)]
+    for p in writers:
+        p.start()
+    sealed = 0
+    while any(p.is_alive() for p in writers):
+        sealed += len(compact(tmp_path))
+    for p in writers:
+        p.join()
+        assert p.exitcode == 0
+    compact(tmp_path)
+    got = _store(tmp_path)._load()
+    assert sealed > 1, "the writers finished before compaction overlapped them; the test proved nothing"
+    assert {f"w{1000 * w + i}" for w in range(2) for i in range(150)} <= set(got) and len(got) == 350

@@ -8,7 +8,10 @@ and flushed by one ``write`` call per batch, so several processes may append to 
 
 A store may also hold a sealed, xz-compressed archive of earlier lines, ``<key>.jsonl.xz`` (:func:`compact`): it
 is read first, with the same checks, and new entries are still appended to ``<key>.jsonl``. Compacting a store
-that is committed beside results shrinks it about three times and changes no entry.
+that is committed beside results shrinks it about three times and changes no entry. On POSIX systems appends
+and compaction take an ``flock`` on the file, and an append that finds its file sealed and removed meanwhile
+writes to a fresh one, so a store may be compacted while runs are still appending to it; elsewhere, compact
+only when nothing writes.
 
 Every line carries ``"_check"``, the first 16 hex digits of the SHA-256 of the rest of the line's canonical
 JSON (:func:`line_check`). A line that fails it (flipped bytes, an edited value, a line written before
@@ -28,6 +31,11 @@ from pathlib import Path
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from ucs.utils.integrity import report_damage
+
+try:  # POSIX only; elsewhere appends and compaction are not serialised
+    import fcntl
+except ImportError:  # pragma: no cover
+    fcntl = None  # type: ignore[assignment]
 
 __all__ = ["KeyedJsonlStore", "compact", "fields_key", "line_check", "signed_line", "verify_line"]
 
@@ -147,7 +155,7 @@ class KeyedJsonlStore:
             lines.append(signed_line(e))
         if lines:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            with open(self.path, "ab") as fh:
+            with _open_for_append(self.path) as fh:
                 if fh.tell() > 0:  # end a torn line first, so that it spoils only itself
                     with open(self.path, "rb") as rd:
                         rd.seek(-1, os.SEEK_END)
@@ -157,6 +165,30 @@ class KeyedJsonlStore:
                 fh.flush()
                 os.fsync(fh.fileno())
         return len(lines)
+
+
+def _lock(fh: Any) -> None:
+    if fcntl is not None:
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)  # released when the file is closed
+
+
+def _is_current(fh: Any, path: Path) -> bool:
+    """Whether the open ``fh`` is still the file named ``path`` (not sealed and removed meanwhile)."""
+    try:
+        return os.path.samestat(os.fstat(fh.fileno()), os.stat(path))
+    except FileNotFoundError:
+        return False
+
+
+def _open_for_append(path: Path) -> Any:
+    """``path`` opened for appending, locked, and still the file of that name: one that :func:`compact`
+    sealed and removed while this process waited for the lock is closed and a fresh one opened."""
+    while True:
+        fh = open(path, "ab")
+        _lock(fh)
+        if fcntl is None or _is_current(fh, path):
+            return fh
+        fh.close()
 
 
 def archive_path(path: Path) -> Path:
@@ -177,19 +209,28 @@ def compact(root: "str | os.PathLike[str]") -> List[Path]:
     """Seal every store file under ``root`` into its xz archive: the archive's lines, then the file's lines that
     pass their checksum, in order (so the first line of each key is the same one), written atomically; then the
     appendable file is removed. Lines that fail their checksum, torn ones included, are dropped — readers skip
-    them anyway. Run it when no process is writing to the stores. Returns the archives written.
+    them anyway. Each file is locked while it is sealed, so on POSIX systems runs may go on appending (their
+    next lines go to a fresh file); elsewhere, run it when no process is writing. Returns the archives written.
     Cost: O(total size) time, memory for one file's lines.
     """
     written = []
     for path in sorted(Path(root).rglob("*.jsonl")):
         arc = archive_path(path)
-        lines = [ln for ln in (_read_lines(arc) if arc.is_file() else []) + _read_lines(path)
-                 if ln.strip() and verify_line(ln)[0] is not None]
-        tmp = arc.with_name(arc.name + ".tmp")
-        with lzma.open(tmp, "wt", encoding="utf-8", preset=9) as fh:
-            fh.write("".join(ln + "\n" for ln in dict.fromkeys(lines)))
-        os.replace(tmp, arc)
-        path.unlink()
+        try:
+            fh = open(path, "rb")
+        except FileNotFoundError:  # sealed by a concurrent compact
+            continue
+        with fh:
+            _lock(fh)
+            if not _is_current(fh, path):  # sealed by a concurrent compact while this one waited
+                continue
+            lines = [ln for ln in (_read_lines(arc) if arc.is_file() else []) + _read_lines(path)
+                     if ln.strip() and verify_line(ln)[0] is not None]
+            tmp = arc.with_name(arc.name + ".tmp")
+            with lzma.open(tmp, "wt", encoding="utf-8", preset=9) as out:
+                out.write("".join(ln + "\n" for ln in dict.fromkeys(lines)))
+            os.replace(tmp, arc)
+            path.unlink()
         written.append(arc)
     return written
 
