@@ -27,7 +27,7 @@ import numpy as np
 from ucs.defaults import default_cache_dir
 from ucs.embedding.base import Embedder, sanitize_texts
 from ucs.embedding.checkpoints import PassCheckpoints, plan_parts
-from ucs.utils.io import atomic_save_npy, atomic_write_json, hash_array, hash_texts, load_npy
+from ucs.utils.io import atomic_save_npy, atomic_write_json, hash_array, hash_texts, load_verified_npy
 
 __all__ = ["EmbeddingCache", "cached_embed", "default_cache_dir", "cache_key", "CHECKPOINT_ROWS"]
 
@@ -84,20 +84,11 @@ class EmbeddingCache:
 
     def get(self, key: str) -> Optional[np.ndarray]:
         """The verified array stored under ``key``, or ``None`` when absent or corrupt."""
-        npy, man = self._paths(key)
-        if not (npy.is_file() and man.is_file()):
+        entry = load_verified_npy(*self._paths(key), fmt=_FORMAT)
+        if entry is None:
             return None
-        try:
-            manifest = json.loads(man.read_text(encoding="utf-8"))
-            arr = load_npy(npy)
-        except (OSError, ValueError):
-            return None
-        if (
-            manifest.get("format") != _FORMAT
-            or list(arr.shape) != manifest.get("shape")
-            or arr.dtype.str != manifest.get("dtype")
-            or hash_array(arr) != manifest.get("sha256")
-        ):
+        manifest, arr = entry
+        if list(arr.shape) != manifest.get("shape") or arr.dtype.str != manifest.get("dtype"):
             return None
         return arr
 

@@ -13,14 +13,13 @@ Notation: ``n`` texts, ``d`` the embedding width, ``P`` parts.
 from __future__ import annotations
 
 import hashlib
-import json
 import shutil
 from pathlib import Path
 from typing import List, Optional, Sequence
 
 import numpy as np
 
-from ucs.utils.io import atomic_save_npy, atomic_write_json, hash_array, load_npy
+from ucs.utils.io import atomic_save_npy, atomic_write_json, hash_array, load_verified_npy
 
 __all__ = ["PassCheckpoints", "plan_parts"]
 
@@ -79,20 +78,12 @@ class PassCheckpoints:
 
     def load(self, i: int, idx: np.ndarray) -> Optional[np.ndarray]:
         """Part ``i``'s array of shape ``(len(idx), d)``, or ``None`` when absent, damaged or of other rows."""
-        npy, man = self._paths(i)
-        if not (npy.is_file() and man.is_file()):
+        entry = load_verified_npy(*self._paths(i), fmt=_FORMAT)
+        if entry is None:
             return None
-        try:
-            manifest = json.loads(man.read_text(encoding="utf-8"))
-            arr = load_npy(npy)
-        except (OSError, ValueError):
-            return None
-        if (
-            manifest.get("format") != _FORMAT
-            or manifest.get("rows_sha256") != _hash_indices(idx)
-            or arr.ndim != 2 or arr.shape[0] != len(idx) or arr.dtype != np.float32
-            or hash_array(arr) != manifest.get("sha256")
-        ):
+        manifest, arr = entry
+        if (manifest.get("rows_sha256") != _hash_indices(idx) or arr.ndim != 2 or arr.shape[0] != len(idx)
+                or arr.dtype != np.float32):
             return None
         return arr
 

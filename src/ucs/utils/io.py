@@ -14,7 +14,7 @@ import json
 import os
 import tempfile
 from pathlib import Path
-from typing import Any, Union
+from typing import Any, Optional, Tuple, Union
 
 import numpy as np
 
@@ -32,6 +32,7 @@ __all__ = [
     "atomic_save_npy",
     "atomic_save_npz",
     "load_npy",
+    "load_verified_npy",
     "hash_array",
     "hash_texts",
     "hash_file",
@@ -89,6 +90,23 @@ def atomic_save_npz(path: PathLike, **arrays: np.ndarray) -> Path:
 def load_npy(path: PathLike) -> np.ndarray:
     """Load a ``.npy`` file without ever unpickling."""
     return np.load(path, allow_pickle=False)
+
+
+def load_verified_npy(npy: PathLike, manifest: PathLike, fmt: int) -> Optional[Tuple[dict, np.ndarray]]:
+    """The JSON manifest and the array of a cache entry, or ``None`` when either file is absent or unreadable,
+    the manifest's ``format`` is not ``fmt``, or the array's :func:`hash_array` is not its ``sha256``.
+    The caller checks what else the manifest promises (shape, rows). Cost: one read and hash, O(array size)."""
+    npy, manifest = Path(npy), Path(manifest)
+    if not (npy.is_file() and manifest.is_file()):
+        return None
+    try:
+        man = json.loads(manifest.read_text(encoding="utf-8"))
+        arr = load_npy(npy)
+    except (OSError, ValueError):
+        return None
+    if not isinstance(man, dict) or man.get("format") != fmt or hash_array(arr) != man.get("sha256"):
+        return None
+    return man, arr
 
 
 def hash_array(array: np.ndarray) -> str:
