@@ -31,3 +31,28 @@ def test_table_counts_each_verdict_per_row():
                                  ("(a) paper", "dpp+ucs"): ["worse", "worse", "better"]}, 3)
     assert "| (b) default | mdl+ucs | 1 | 0 | 1 | 1 |" in lines
     assert "| (a) paper | dpp+ucs | 1 | 2 | 0 | 0 |" in lines
+
+
+def _cell(ds, methods=("dpp", "dpp+ucs")):
+    from types import SimpleNamespace
+
+    return SimpleNamespace(dataset=ds, backbone="smollm2", variant=SimpleNamespace(name="default", label=""),
+                           methods=list(methods))
+
+
+def _result(dropped_by_method):
+    return {"methods": {m: {"runs": {"42": {"n": 4, "demos_dropped": d}}} for m, d in dropped_by_method.items()}}
+
+
+def test_dropped_demonstrations_are_shown_only_where_some_were_dropped():
+    from types import SimpleNamespace
+
+    from ucs.experiments.render import _dropped_side_table
+
+    variants = [SimpleNamespace(name="default", label="")]
+    cells = [_cell("a"), _cell("b")]
+    none = _dropped_side_table(cells, [_result({"dpp": 0, "dpp+ucs": 0})] * 2, "smollm2", variants, ["a", "b"], True)
+    assert none == []
+    some = _dropped_side_table(cells, [_result({"dpp": 0, "dpp+ucs": 0}), _result({"dpp": 34, "dpp+ucs": 30})],
+                               "smollm2", variants, ["a", "b"], True)
+    assert "| dpp | 0.0 | 8.5 |" in some and "| dpp+ucs | 0.0 | 7.5 |" in some

@@ -174,6 +174,7 @@ def _accuracy(exp: Experiment, cells: Sequence[Cell], results: Sequence[Dict[str
         lines.append("")
         if exp.options.get("significance_summary"):
             lines += _significance_table(verdicts, len(datasets))
+        lines += _dropped_side_table(cells, results, bb, variants, datasets, single)
         if exp.options.get("show_coverage"):
             lines += _coverage_side_table(cells, results, bb, variants, datasets, single)
             if any(r.get("label_agreement") for r in results):
@@ -227,6 +228,30 @@ def _variant_methods(cells: Sequence[Cell], variant: str, bb: str) -> List[str]:
         if c.variant.name == variant and c.backbone == bb:
             methods += [m for m in c.methods if m not in methods]
     return methods
+
+
+def _dropped_side_table(cells: Sequence[Cell], results: Sequence[Dict[str, Any]], bb: str, variants: Sequence[Any],
+                        datasets: Sequence[str], single: bool) -> List[str]:
+    """Demonstrations dropped per prompt to fit the model's prompt budget; nothing where none was dropped."""
+    by = {(c.dataset, c.variant.name): r for c, r in zip(cells, results) if c.backbone == bb}
+
+    def dropped(ds: str, vname: str, m: str) -> Optional[float]:
+        runs = ((((by.get((ds, vname)) or {}).get("methods") or {}).get(m) or {}).get("runs") or {}).values()
+        n = sum(int(r.get("n", 0)) for r in runs)
+        return sum(int(r.get("demos_dropped", 0)) for r in runs) / n if n else None
+
+    keys = [(ds, v.name, m) for v in variants for m in _variant_methods(cells, v.name, bb) for ds in datasets]
+    if not any((dropped(*k) or 0) > 0 for k in keys):
+        return []
+    intro = ("Demonstrations dropped per prompt to fit the model's prompt budget (mean over queries and runs): the "
+             "last ones of each selection are removed, so where most are dropped two selectors can send nearly "
+             "the same prompt and their accuracies say little about selection.")
+
+    def text(ds: str, vname: str, m: str) -> str:
+        d = dropped(ds, vname, m)
+        return "—" if d is None else f"{d:.1f}"
+
+    return _side_table(intro, text, cells, bb, variants, datasets, single)
 
 
 def _coverage_side_table(cells: Sequence[Cell], results: Sequence[Dict[str, Any]], bb: str, variants: Sequence[Any],
