@@ -12,7 +12,6 @@ Notation: ``n`` texts, ``d`` the embedding width, ``P`` parts.
 
 from __future__ import annotations
 
-import hashlib
 import shutil
 from pathlib import Path
 from typing import List, Optional, Sequence
@@ -53,7 +52,7 @@ def plan_parts(batches: Sequence[np.ndarray], n: int, rows: int) -> List[np.ndar
 
 
 def _hash_indices(idx: np.ndarray) -> str:
-    return hashlib.sha256(np.ascontiguousarray(idx, dtype="<i8").tobytes()).hexdigest()
+    return hash_array(np.asarray(idx, dtype="<i8"))
 
 
 class PassCheckpoints:
