@@ -228,13 +228,53 @@ def test_deterministic_modes_answer_a_repeated_prompt_once(sample, tmp_path, mod
     assert lm2.prompts_seen == 0  # method "c" selects what "a" selected
 
 
-def test_sampled_mode_never_reuses_answers(sample, tmp_path):
+def test_sampled_answers_are_reused_only_at_their_own_sample_seed(sample, tmp_path):
     lm = _CountingLM()
     proto = TestProtocol(test_size=4, run_seeds=(42, 43))
-    res = evaluate(sample, lm, ["a"], _fixed_selection, tmp_path, mode="paper", protocol=proto, progress=False,
+    res = evaluate(sample, lm, ["a", "b"], _fixed_selection, tmp_path, mode="paper", protocol=proto, progress=False,
                    batch_size=4)
-    assert lm.prompts_seen == 2 * 4
-    assert not any(r.get("reused") for r in read_records(res.records_path))
+    recs = read_records(res.records_path)
+    assert lm.prompts_seen == 2 * 2 * 4  # the same prompt in another run is drawn with another seed
+    assert not any(r.get("reused") for r in recs)
+    assert len({(r["method"], r["sample_seed"]) for r in recs}) == len(recs) == 16
+
+
+def test_sampled_answers_resume_from_a_store_in_a_fresh_folder(sample, tmp_path):
+    store = tmp_path / "answers"
+    proto = TestProtocol(test_size=6, run_seeds=(42, 43))
+    a = evaluate(sample, _CountingLM(), ["a", "b"], _fixed_selection, tmp_path / "one", mode="paper",
+                 protocol=proto, progress=False, batch_size=4, answer_store=store)
+    lm = _CountingLM()  # another machine: an empty runner folder, the committed store
+    b = evaluate(sample, lm, ["a", "b"], _fixed_selection, tmp_path / "two", mode="paper", protocol=proto,
+                 progress=False, batch_size=4, answer_store=store)
+    assert lm.prompts_seen == 0
+    ra, rb = read_records(a.records_path), read_records(b.records_path)
+    assert [(_key(r), r["raw_output"], r["sample_seed"]) for r in ra] == \
+        [(_key(r), r["raw_output"], r["sample_seed"]) for r in rb]
+    assert all(r["reused"] for r in rb) and b.summary["methods"] == a.summary["methods"]
+    # greedy answers are another store file: nothing is shared with the sampled ones
+    lm2 = _CountingLM()
+    evaluate(sample, lm2, ["a"], _fixed_selection, tmp_path / "three", mode="greedy", protocol=proto,
+             progress=False, batch_size=4, answer_store=store)
+    assert lm2.prompts_seen == 6
+
+
+def test_partly_recorded_sampled_batch_asks_only_its_missing_prompts(sample, tmp_path):
+    proto = TestProtocol(test_size=6, run_seeds=(42,))
+    ref = evaluate(sample, _CountingLM(), ["a"], _fixed_selection, tmp_path / "ref", mode="paper", protocol=proto,
+                   progress=False, batch_size=4)
+    path = tmp_path / "ref" / "records.jsonl"
+    lines = path.read_text().splitlines(keepends=True)
+    (tmp_path / "cut").mkdir()
+    for name in ("manifest.json",):
+        (tmp_path / "cut" / name).write_text((tmp_path / "ref" / name).read_text())
+    (tmp_path / "cut" / "records.jsonl").write_text("".join(lines[:2]))  # interrupted inside the first batch
+    lm = _CountingLM()
+    res = evaluate(sample, lm, ["a"], _fixed_selection, tmp_path / "cut", mode="paper", protocol=proto,
+                   progress=False, batch_size=4)
+    assert lm.prompts_seen == 6 - 2  # each missing prompt alone, with its own sample seed
+    got = sorted((_key(r), r["raw_output"], r["sample_seed"]) for r in read_records(res.records_path))
+    assert got == sorted((_key(r), r["raw_output"], r["sample_seed"]) for r in read_records(ref.records_path))
 
 
 def test_answer_store_is_shared_across_output_folders(sample, tmp_path):

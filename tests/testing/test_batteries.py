@@ -62,6 +62,13 @@ class _Loose(DummyLM):
         return ["x" for _ in prompts]
 
 
+class _OneSeedPerCall(DummyLM):
+    """Samples every prompt of a call with the call's seed (the old test double's behaviour)."""
+
+    def generate(self, prompts, max_new_tokens=16, temperature=0.0, top_p=1.0, stop=None, seed=None):
+        return [DummyLM.generate(self, [p], max_new_tokens, temperature, top_p, stop, seed)[0] for p in prompts]
+
+
 @pytest.mark.parametrize("obj, battery, check, match", [
     (_BatchDependent(dim=8), check_embedder, "rows_independent", "batch"),
     (_Float64(dim=8), check_embedder, "shape", "float32"),
@@ -69,6 +76,7 @@ class _Loose(DummyLM):
     (_BatchDependent(dim=8, batch_size=4), check_embedder, "batch_order", "apart"),
     (_SumOnly(), check_language_model, "scores", "Not equal to tolerance"),
     (_Loose(), check_language_model, "generate", "accepted"),
+    (_OneSeedPerCall(), check_language_model, "sample_seeds", "alone with seed"),
 ])
 def test_batteries_catch_broken_implementations(obj, battery, check, match):
     with pytest.raises(AssertionError, match=match):

@@ -3,7 +3,12 @@
 In the deterministic modes (greedy, greedy-strict, likelihood) the same prompt always gets the same answer,
 so an :class:`AnswerBook` remembers answers by prompt hash — from the folder's own records and from a shared
 :class:`~ucs.evaluation.answers.AnswerStore` — and :func:`answer_batch` sends only the unknown prompts to the
-model. :func:`batch_records` turns a batch's answers into the runner's JSON records (one per pending query).
+model. In sampled modes an answer is a function of the prompt *and its sample seed*: every language model
+samples prompt ``i`` of a ``generate`` call with seed ``seed + i`` (the ``sample_seeds`` clause of
+:func:`ucs.testing.check_language_model`), so prompt ``i`` of a batch drawn with :func:`batch_seed` ``s`` is
+keyed by :func:`sample_key` ``(prompt hash, s + i)``, and a batch that is partly known sends each unknown
+prompt alone with its own seed — the same answers one call for the whole batch gives. :func:`batch_records`
+turns a batch's answers into the runner's JSON records (one per pending query).
 """
 
 from __future__ import annotations
@@ -11,6 +16,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any, Iterable, Optional, Sequence
 
+from ucs.evaluation.answers import answer_key_of, sample_key
 from ucs.evaluation.plan import EvaluationPlan
 from ucs.evaluation.predict import generate_answers, likelihood_predict
 from ucs.utils.cpu import machine_signature
@@ -33,23 +39,25 @@ def batch_seed(run_seed: int, batch_start: int) -> int:
 
 
 class AnswerBook:
-    """Answers already known, by prompt hash: the folder's records of this mode, then a shared store's.
+    """Answers already known: the folder's records of this mode, then a shared store's.
 
-    Empty and inert in sampled modes (a sampled answer is not a function of the prompt).
+    Keyed by prompt hash in deterministic modes and by :func:`sample_key` in sampled ones.
     """
 
     def __init__(self, mode_name: str, sampled: bool, records: Iterable[dict] = (), store: Any = None) -> None:
         self.sampled = sampled
-        self.store = None if sampled else store
-        self._known: dict[str, dict] = {} if sampled else {
-            r["prompt_sha256"]: r for r in records if r.get("mode") == mode_name and "prompt_sha256" in r
-        }
+        self.store = store
+        self._known: dict[str, dict] = {}
+        for r in records:
+            k = answer_key_of(r, sampled) if r.get("mode") == mode_name else None
+            if k is not None:
+                self._known.setdefault(k, r)
 
-    def lookup(self, hashes: Sequence[str]) -> None:
-        """Pull the store's answers of ``hashes`` into the book (the store is read lazily, per batch)."""
+    def lookup(self, keys: Sequence[str]) -> None:
+        """Pull the store's answers of ``keys`` into the book (the store is read lazily, per batch)."""
         if self.store is None:
             return
-        for h in hashes:
+        for h in keys:
             if h not in self._known and self.store.get(h) is not None:
                 self._known[h] = self.store.get(h)
 
@@ -57,10 +65,11 @@ class AnswerBook:
         return self._known.get(h)
 
     def remember(self, records: Sequence[dict]) -> None:
-        """Keep new records' answers (the first answer of a prompt stays) and add them to the store."""
-        if not self.sampled:
-            for r in records:
-                self._known.setdefault(r["prompt_sha256"], r)
+        """Keep new records' answers (the first answer of a key stays) and add them to the store."""
+        for r in records:
+            k = answer_key_of(r, self.sampled)
+            if k is not None:
+                self._known.setdefault(k, r)
         if self.store is not None:
             self.store.add(records)
 
@@ -69,31 +78,46 @@ def answer_batch(plan: EvaluationPlan, lm: Any, prompts: Sequence[str], book: An
                  start: int) -> list:
     """An :data:`Answer` per prompt: known answers reused (``"reused": true``), the rest asked of ``lm``.
 
-    Cost: one ``generate`` call for the unknown prompts (generation modes) or one shared-prefix label scoring
-    per unknown prompt (likelihood mode); none when every prompt is known.
+    In sampled modes prompt ``i`` is drawn with seed ``batch_seed(seed, start) + i`` (recorded as
+    ``sample_seed``) whether it is asked alone or with the whole batch.
+
+    Cost: one ``generate`` call for the unknown prompts (generation modes; in sampled modes one per unknown
+    prompt when part of the batch is known) or one shared-prefix label scoring per unknown prompt (likelihood
+    mode); none when every prompt is known.
     """
     hashes = [prompt_hash(p) for p in prompts]
-    book.lookup(hashes)
-    fresh = [i for i, h in enumerate(hashes) if book.get(h) is None]
-    asked = [prompts[i] for i in fresh]
+    base = batch_seed(seed, start)
+    keys = [sample_key(h, base + i) for i, h in enumerate(hashes)] if plan.mode.sampled else hashes
+    book.lookup(keys)
+    fresh = [i for i, k in enumerate(keys) if book.get(k) is None]
     answers: list = [None] * len(prompts)
     labels = plan.dataset.label_names
     here = {"answered_on": machine_signature()}  # provenance: bfloat16 answers differ between CPU kinds
-    if plan.mode.kind == "generate" and asked:
-        for i, o in zip(fresh, generate_answers(lm, asked, plan.mode, batch_seed(seed, start))):
+    if plan.mode.kind == "generate" and fresh:
+        for i, o in zip(fresh, _generate(plan, lm, prompts, fresh, base)):
             answers[i] = (o, plan.matcher(o, labels), dict(here))
-    elif asked:
-        pred, margin = likelihood_predict(lm, asked, plan.continuations, plan.mode.reduction)
+    elif fresh:
+        pred, margin = likelihood_predict(lm, [prompts[i] for i in fresh], plan.continuations, plan.mode.reduction)
         for i, p_, m_ in zip(fresh, pred.tolist(), margin):
             answers[i] = (labels[p_], p_, {"margin": float(m_), **here})
     fresh_set = set(fresh)
-    for i, h in enumerate(hashes):
+    for i, k in enumerate(keys):
         if i not in fresh_set:
-            prev = book.get(h)
-            extra = {k: prev[k] for k in ("margin", "answered_on") if k in prev}
+            prev = book.get(k)
+            extra = {f: prev[f] for f in ("margin", "answered_on") if f in prev}
             extra["reused"] = True
             answers[i] = (prev["raw_output"], prev["parsed_id"], extra)
+    if plan.mode.sampled:
+        for i, a in enumerate(answers):
+            a[2]["sample_seed"] = base + i
     return answers
+
+
+def _generate(plan: EvaluationPlan, lm: Any, prompts: Sequence[str], fresh: Sequence[int], base: int) -> list:
+    """Completions of ``prompts[i]`` for ``i`` in ``fresh``; sampled prompt ``i`` is drawn with seed ``base + i``."""
+    if not plan.mode.sampled or len(fresh) == len(prompts):
+        return generate_answers(lm, [prompts[i] for i in fresh], plan.mode, base)
+    return [generate_answers(lm, [prompts[i]], plan.mode, base + i)[0] for i in fresh]
 
 
 def batch_records(plan: EvaluationPlan, method: str, seed: int, run: int, built: Sequence[tuple],

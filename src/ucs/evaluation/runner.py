@@ -180,7 +180,9 @@ def evaluate(
     answer_store : path, optional
         Directory of an :class:`~ucs.evaluation.answers.AnswerStore` shared with other evaluations: in the
         deterministic modes, prompts answered by any evaluation of the same model, mode and label set are
-        not sent to the model again (their records carry ``"reused": true``). Ignored in sampled modes.
+        not sent to the model again (their records carry ``"reused": true``); in sampled modes the same holds
+        for a prompt drawn with the same sample seed (the same prompt at the same batch position of the same
+        run seed), so a sampled evaluation resumes from a committed store on a fresh machine.
     wait : bool
         When another process is evaluating into ``out_dir`` (it holds the folder's lock,
         :func:`~ucs.utils.lock.folder_lock`), wait for it instead of raising
@@ -196,9 +198,10 @@ def evaluate(
     prompt in likelihood mode) for each pending (method, run, query). In the deterministic modes (greedy,
     greedy-strict, likelihood) a prompt that was already answered in ``out_dir`` — the same demonstrations
     for the same query, as a seed-independent selector such as TopK or DPP gives in every run — is not sent to
-    the model again; its record copies the earlier answer and carries ``"reused": true``. On resume, a batch that was partly
-    recorded is generated again as a whole (same prompts, same seed) and only its missing records are
-    written, so outputs do not depend on where the interruption happened.
+    the model again; its record copies the earlier answer and carries ``"reused": true``. In sampled modes prompt ``i``
+    of a batch is drawn with seed ``batch_seed(run seed, batch start) + i`` (recorded as ``sample_seed``), alone or
+    with the batch, so on resume a partly recorded batch asks only its missing prompts and outputs do not depend
+    on where the interruption happened.
     """
     plan = plan_evaluation(dataset, lm, methods, mode=mode, protocol=protocol, limit=limit, batch_size=batch_size,
                            prompt_format=prompt_format, chat_template=chat_template, max_context=max_context,
@@ -227,7 +230,7 @@ def evaluate(
 
 def _answer_store(plan: EvaluationPlan, answer_store: Any, existing: Sequence[dict]) -> Any:
     """The shared :class:`~ucs.evaluation.answers.AnswerStore` of this model, mode and label set (or None)."""
-    if answer_store is None or plan.mode.sampled:
+    if answer_store is None:
         return None
     from ucs.evaluation.answers import AnswerStore
 
@@ -235,7 +238,7 @@ def _answer_store(plan: EvaluationPlan, answer_store: Any, existing: Sequence[di
         "model": plan.key["model"], "mode": plan.key["mode"], "prompt_format": plan.prompt_format.name,
         "chat": plan.key["chat_template"], "labels": list(plan.dataset.label_names),
         "continuations": plan.continuations,
-    })
+    }, sampled=plan.mode.sampled)
     store.add(r for r in existing if r.get("mode") == plan.mode.name and "prompt_sha256" in r)
     return store
 
@@ -244,8 +247,8 @@ def _run_batches(plan: EvaluationPlan, lm: Any, book: AnswerBook, writer: Record
                  run: int, sel: np.ndarray, pending: Sequence[int], bar: Any) -> int:
     """Answer and record ``pending`` queries of (``method``, ``seed``) batch by batch; returns records written.
 
-    In sampled modes a partly recorded batch is generated again as a whole (same prompts, same seed) so its
-    answers do not depend on where a run was interrupted; only its missing records are written.
+    In sampled modes the whole batch is built, so each prompt keeps its position and sample seed; its recorded
+    or stored prompts are reused and only its missing records are written.
     """
     pending_set = set(pending)
     n = 0

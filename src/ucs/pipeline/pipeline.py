@@ -142,7 +142,8 @@ class Pipeline:
     reuse_answers : bool, default=True
         Share model answers with every evaluation under the same ``cache_dir`` (``<cache_dir>/answers``, an
         :class:`~ucs.evaluation.answers.AnswerStore`): in the deterministic modes a prompt that another run,
-        method or experiment already sent to the same model is answered from the store. Likewise MDL's
+        method or experiment already sent to the same model is answered from the store (in sampled modes, a
+        prompt drawn with the same sample seed). Likewise MDL's
         candidate-subset scores (``<cache_dir>/scores``, :meth:`mdl_scorer`): MDL+UCS and every later run
         with the same subsets read MDL's instead of scoring them again. ``False`` (the runtime experiment)
         makes every method pay for all of its model calls.

@@ -131,7 +131,8 @@ class DummyLM(ReducedScoresMixin):
       ``answers`` gives an answer for ``prefix``, the continuation equal to it (after stripping
       whitespace) instead scores ``-0.01`` per token, so it wins — handy for testing evaluation.
     * ``generate``: ``answers[prompt]`` when known, otherwise ``"answer_<8 hex digits>"`` hashed
-      from ``(seed, prompt)`` (and ``(seed, prompt, sample seed)`` when ``temperature > 0``);
+      from ``(seed, prompt)`` (and ``(seed, prompt, sample seed + i)`` for prompt ``i`` when ``temperature > 0``,
+      as every backend samples prompt ``i`` with seed ``seed + i``);
       cut at the first stop string and to ``max_new_tokens`` tokens.
 
     Parameters
@@ -190,10 +191,10 @@ class DummyLM(ReducedScoresMixin):
         prompts = sanitize_texts(prompts)
         self.n_generate_calls_ += 1
         out = []
-        for p in prompts:
+        for i, p in enumerate(prompts):
             ans = self._answer_for(p)
             if ans is None:
-                key = (self.seed, p) if temperature == 0 else (self.seed, p, seed)
+                key = (self.seed, p) if temperature == 0 else (self.seed, p, None if seed is None else seed + i)
                 ans = "answer_" + _digest(*key).hex()[:8]
             out.append(_truncate_generation(ans, max_new_tokens, stop))
         return out

@@ -127,6 +127,19 @@ def check_lm_generate(lm: Any) -> None:
         raise AssertionError(f"generate accepted {bad}")
 
 
+def check_lm_sample_seeds(lm: Any) -> None:
+    """Sampled prompt ``i`` of a call with ``seed=s`` is drawn with seed ``s + i``: asked alone with that seed it
+    gives the same completion, and a repeated call gives the same completions (the key of stored sampled
+    answers, :func:`ucs.evaluation.answers.sample_key`)."""
+    prompts = [_PREFIX, "Q: 1 + 1 =\nA:", _PREFIX]
+    kw = dict(max_new_tokens=4, temperature=1.5, top_p=1.0)
+    batch = lm.generate(prompts, seed=1234, **kw)
+    assert batch == lm.generate(prompts, seed=1234, **kw), "sampling with the same seed is not repeatable"
+    for i, p in enumerate(prompts):
+        alone = lm.generate([p], seed=1234 + i, **kw)
+        assert alone == [batch[i]], f"prompt {i} sampled alone with seed s + {i} gave {alone!r}, in the call {batch[i]!r}"
+
+
 def check_lm_tokens(lm: Any) -> None:
     """``count_tokens`` is a positive int growing with the text; ``context_length`` a positive int."""
     n1, n2 = lm.count_tokens("hello"), lm.count_tokens("hello " * 20)
@@ -138,6 +151,7 @@ LM_CHECKS: Dict[str, Callable[[Any], None]] = {
     "scores": check_lm_scores,
     "scores_per_continuation": check_lm_scores_per_continuation,
     "generate": check_lm_generate,
+    "sample_seeds": check_lm_sample_seeds,
     "tokens": check_lm_tokens,
 }
 
