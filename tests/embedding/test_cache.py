@@ -155,3 +155,25 @@ def test_batch_order_must_partition_the_rows(tmp_path):
 def test_checkpoint_rows_must_be_a_positive_integer(tmp_path, rows):
     with pytest.raises(ValueError, match="checkpoint_rows"):
         EmbeddingCache(tmp_path, checkpoint_rows=rows)
+
+
+class _L2WithTwin(DummyEmbedder):
+    """An ℓ2 embedder that declares its unnormalised twin, as the transformers backbone does."""
+
+    def unnormalized(self):
+        return DummyEmbedder(dim=self._dim, seed=self.seed, normalize=False) if self.normalize else None
+
+
+def test_l2_embedder_is_served_from_its_unnormalised_twin(tmp_path):
+    texts = [f"text {i}" for i in range(20)]
+    cache = EmbeddingCache(tmp_path)
+    plain = cache.embed(DummyEmbedder(dim=5, seed=0, normalize=False), texts)
+    l2 = _L2WithTwin(dim=5, seed=0, normalize=True)
+    got = cache.embed(l2, texts)
+    assert l2.n_calls_ == 0 and (cache.hits, cache.misses) == (1, 1)  # the plain entry, no model call
+    assert np.array_equal(got, DummyEmbedder(dim=5, seed=0, normalize=True).embed(texts))
+    assert not np.array_equal(got, plain)
+    assert len(list(tmp_path.rglob("*.npy"))) == 1  # the ℓ2 matrix is not stored a second time
+    # a twin with the same identity is not a twin (no recursion)
+    same = _L2WithTwin(dim=5, seed=0, normalize=False)
+    assert np.array_equal(cache.embed(same, texts), plain)

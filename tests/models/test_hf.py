@@ -163,3 +163,26 @@ def test_interrupted_pool_pass_resumes_bit_for_bit(smollm2_hf, shared_data, tmp_
     out = EmbeddingCache(tmp_path, checkpoint_rows=16).embed(resumed, texts)
     assert resumed.n == 2  # parts of 16, 16, 16 and 12 rows (batches of 8): two were left to compute
     assert np.array_equal(out, reference)
+
+
+@pytest.mark.slow
+def test_l2_pass_is_derived_from_the_plain_pass_bit_for_bit(smollm2_hf, shared_data, tmp_path):
+    """An ℓ2 backbone over real BANKING77 texts: the cache serves it from the plain pass, equal to its own embed."""
+    import csv
+
+    from ucs.embedding import EmbeddingCache
+    from ucs.testing import check_embedder
+
+    with open(shared_data / "banking77" / "train.csv", encoding="utf-8") as f:
+        texts = [row[0] for row in list(csv.reader(f))[1:41]]
+    l2 = TransformersBackbone(smollm2_hf.model, normalize=True, max_length=64)
+    assert check_embedder(l2, ["unnormalized"]) == ["unnormalized"]
+    direct = l2.embed(texts)
+    cache = EmbeddingCache(tmp_path, checkpoint_rows=16)
+    assert np.array_equal(cache.embed(l2, texts), direct)
+    assert (cache.hits, cache.misses) == (0, 1)  # one model pass: the plain twin's
+    plain = TransformersBackbone(smollm2_hf.model, max_length=64)
+    assert plain.unnormalized() is None
+    assert not np.array_equal(cache.embed(plain, texts), direct)
+    assert (cache.hits, cache.misses) == (1, 1)  # the plain matrix is the entry the ℓ2 pass stored
+    assert len(list(tmp_path.rglob("*.npy"))) == 1

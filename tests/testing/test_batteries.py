@@ -117,3 +117,20 @@ def test_the_dummy_backbone_reaches_the_pipeline_as_a_plugin():
     a = load_backbone_for(PipelineConfig(backbone="dummy"))
     b = load_backbone_for(PipelineConfig(backbone="dummy-3"))
     assert isinstance(a, DummyBackbone) and isinstance(b, DummyBackbone) and a.identity != b.identity
+
+
+class _RenormalisedTwin(DummyEmbedder):
+    """Declares a twin whose rows do not normalise to its own (a scaled, shifted copy)."""
+
+    def unnormalized(self):
+        return _Shifted(dim=self._dim, seed=self.seed, normalize=False)
+
+
+class _Shifted(DummyEmbedder):
+    def embed(self, texts):
+        return (super().embed(texts) + 0.5).astype(np.float32)
+
+
+def test_unnormalized_clause_catches_a_wrong_twin():
+    with pytest.raises(AssertionError, match="differs"):
+        check_embedder(_RenormalisedTwin(dim=8), ["unnormalized"])

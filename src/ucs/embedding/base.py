@@ -28,6 +28,10 @@ class Embedder(Protocol):
     indices, in processing order, partitioning ``range(len(texts))``), with the promise that embedding
     the texts of consecutive batches, concatenated in that order, gives those rows bit for bit. An
     embedder that offers it gets long passes checkpointed by :class:`~ucs.embedding.EmbeddingCache`.
+
+    Optional: ``unnormalized()`` returns an embedder of another identity whose rows, passed through
+    :func:`l2_normalize`, are this one's bit for bit (or ``None``); the cache then computes or reads that
+    embedder's pass and normalises it, so an ℓ2 variant costs no second pass through the model.
     """
 
     @property

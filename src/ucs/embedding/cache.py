@@ -12,6 +12,10 @@ A long pass (more than ``checkpoint_rows`` texts) of an embedder with ``batch_or
 parts of whole batches, each checkpointed under ``<key>.parts/`` as it finishes
 (:mod:`ucs.embedding.checkpoints`); an interrupted pass resumes from its finished parts, with the same
 rows bit for bit, and the parts are removed once the whole matrix is stored.
+
+An embedder with ``unnormalized()`` (an ℓ2-normalising LLM backbone, :class:`~ucs.embedding.Embedder`) is
+served from the entry of its unnormalised twin, normalised on the way out: one model pass gives both the
+plain and the ℓ2 matrix, and the ℓ2 matrix is not stored a second time.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from typing import Any, Dict, List, Optional, Sequence, Union
 import numpy as np
 
 from ucs.defaults import default_cache_dir
-from ucs.embedding.base import Embedder, sanitize_texts
+from ucs.embedding.base import Embedder, l2_normalize, sanitize_texts
 from ucs.embedding.checkpoints import PassCheckpoints, plan_parts
 from ucs.utils.io import atomic_save_npy, atomic_write_json, hash_array, hash_texts, load_verified_npy
 
@@ -111,6 +115,9 @@ class EmbeddingCache:
         ndarray of shape (len(texts), d), float32
         """
         texts = sanitize_texts(texts)
+        twin = self._unnormalized_twin(embedder)
+        if twin is not None:
+            return l2_normalize(self.embed(twin, texts))
         identity = dict(embedder.identity)
         th = hash_texts(texts)
         key = cache_key(identity, th)
@@ -130,6 +137,15 @@ class EmbeddingCache:
         self.put(key, arr, identity, th)
         parts.clear()
         return arr
+
+    @staticmethod
+    def _unnormalized_twin(embedder: Embedder) -> Optional[Embedder]:
+        """The embedder's unnormalised twin when it declares one of another identity (else ``None``)."""
+        make = getattr(embedder, "unnormalized", None)
+        twin = make() if callable(make) else None
+        if twin is None or dict(twin.identity) == dict(embedder.identity):
+            return None
+        return twin
 
     def _compute(self, embedder: Embedder, texts: List[str], parts: PassCheckpoints) -> np.ndarray:
         """All rows, in one call or part by part through ``parts`` (finished parts are read, not recomputed)."""

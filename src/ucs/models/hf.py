@@ -18,6 +18,7 @@ so later loads take a fraction of a second instead of tens of seconds.
 
 from __future__ import annotations
 
+import copy
 import os
 import shutil
 import tempfile
@@ -337,6 +338,21 @@ class TransformersBackbone(ReducedScoresMixin):
         fb = self._fallback_token()
         ids = [x if len(x) else [fb] for x in ids]
         return ids, np.argsort([len(x) for x in ids], kind="stable")
+
+    def unnormalized(self) -> "Optional[TransformersBackbone]":
+        """This backbone without ℓ2 normalisation, or ``None`` when it does not normalise.
+
+        :meth:`embed` normalises the pooled rows with :func:`~ucs.embedding.base.l2_normalize` after the model
+        has run, so ``l2_normalize(twin.embed(texts))`` equals ``self.embed(texts)`` bit for bit and
+        :class:`~ucs.embedding.EmbeddingCache` derives an ℓ2 pass from the plain one instead of running the
+        model again. The twin is a shallow copy: it shares the loaded model, or loads its own when this one
+        has not loaded yet.
+        """
+        if not self.normalize:
+            return None
+        twin = copy.copy(self)
+        twin.normalize = False
+        return twin
 
     def batch_order(self, texts: Sequence[str]) -> List[np.ndarray]:
         """The batches :meth:`embed` forms for ``texts``, as arrays of row indices, in processing order.

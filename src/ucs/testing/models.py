@@ -80,6 +80,20 @@ def check_embedder_batch_order(emb: Any) -> None:
         assert np.array_equal(got, full[idx]), "consecutive batches embedded apart differ from one call"
 
 
+def check_embedder_unnormalized(emb: Any) -> None:
+    """Where ``unnormalized()`` gives a twin: its identity differs, and ℓ2-normalising its rows gives this
+    embedder's rows bit for bit (what lets the embedding cache derive an ℓ2 pass from a plain one)."""
+    make = getattr(emb, "unnormalized", None)
+    twin = make() if callable(make) else None
+    if twin is None:
+        return
+    from ucs.embedding.base import l2_normalize
+
+    assert dict(twin.identity) != dict(emb.identity), "the unnormalised twin has the same identity"
+    got = l2_normalize(twin.embed(_TEXTS))
+    assert np.array_equal(got, emb.embed(_TEXTS)), "l2_normalize of the twin's rows differs from embed's rows"
+
+
 EMBEDDER_CHECKS: Dict[str, Callable[[Any], None]] = {
     "shape": check_embedder_shape,
     "rows_independent": check_embedder_rows_independent,
@@ -87,6 +101,7 @@ EMBEDDER_CHECKS: Dict[str, Callable[[Any], None]] = {
     "identity": check_embedder_identity,
     "empty": check_embedder_empty,
     "batch_order": check_embedder_batch_order,
+    "unnormalized": check_embedder_unnormalized,
 }
 
 _PREFIX = "Text: I lost my card\nLabel:"
