@@ -8,7 +8,7 @@ import numpy as np
 
 from ucs.utils.arrays import l2_normalize
 
-__all__ = ["Embedder", "POOLINGS", "sanitize_text", "sanitize_texts", "l2_normalize"]
+__all__ = ["Embedder", "POOLINGS", "sanitize_text", "sanitize_texts", "l2_normalize", "unnormalized_twin"]
 
 #: Pooling strategies the LLM backends understand.
 POOLINGS = ("mean", "last", "first")
@@ -41,6 +41,16 @@ class Embedder(Protocol):
     def dim(self) -> int: ...  # pragma: no cover
 
     def embed(self, texts: Sequence[str]) -> np.ndarray: ...  # pragma: no cover
+
+
+def unnormalized_twin(embedder: Any) -> Any:
+    """The embedder's optional ``unnormalized()`` twin, or ``None`` when it declares none or one of the same
+    identity (which could not be told apart in a cache)."""
+    make = getattr(embedder, "unnormalized", None)
+    twin = make() if callable(make) else None
+    if twin is None or dict(twin.identity) == dict(embedder.identity):
+        return None
+    return twin
 
 
 def sanitize_text(text: Any) -> str:

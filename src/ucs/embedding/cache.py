@@ -29,7 +29,7 @@ from typing import Any, Dict, List, Optional, Sequence, Union
 import numpy as np
 
 from ucs.defaults import default_cache_dir
-from ucs.embedding.base import Embedder, l2_normalize, sanitize_texts
+from ucs.embedding.base import Embedder, l2_normalize, sanitize_texts, unnormalized_twin
 from ucs.embedding.checkpoints import PassCheckpoints, plan_parts
 from ucs.utils.io import atomic_save_npy, atomic_write_json, hash_array, hash_texts, load_verified_npy
 
@@ -115,7 +115,7 @@ class EmbeddingCache:
         ndarray of shape (len(texts), d), float32
         """
         texts = sanitize_texts(texts)
-        twin = self._unnormalized_twin(embedder)
+        twin = unnormalized_twin(embedder)
         if twin is not None:
             return l2_normalize(self.embed(twin, texts))
         identity = dict(embedder.identity)
@@ -137,15 +137,6 @@ class EmbeddingCache:
         self.put(key, arr, identity, th)
         parts.clear()
         return arr
-
-    @staticmethod
-    def _unnormalized_twin(embedder: Embedder) -> Optional[Embedder]:
-        """The embedder's unnormalised twin when it declares one of another identity (else ``None``)."""
-        make = getattr(embedder, "unnormalized", None)
-        twin = make() if callable(make) else None
-        if twin is None or dict(twin.identity) == dict(embedder.identity):
-            return None
-        return twin
 
     def _compute(self, embedder: Embedder, texts: List[str], parts: PassCheckpoints) -> np.ndarray:
         """All rows, in one call or part by part through ``parts`` (finished parts are read, not recomputed)."""

@@ -3,10 +3,10 @@
 In the greedy, greedy-strict and likelihood modes the answer to a prompt is a function of the model, the
 prediction mode, the label set and the prompt text alone; in sampled modes (the paper's T = 0.1) it is a
 function of those and the prompt's sample seed, since every language model samples prompt ``i`` of a call
-with seed ``seed + i`` (the ``sample_seeds`` clause of :func:`ucs.testing.check_language_model`). Experiments that differ only in what they vary
-elsewhere (another test size, a shared base selector, an estimator that selects the same demonstrations)
-then send identical prompts; the store lets every evaluation that points at the same directory answer
-each of them once.
+with seed ``seed + i`` (the ``sample_seeds`` clause of :func:`ucs.testing.check_language_model`).
+Experiments that differ only in what they vary elsewhere (another test size, a shared base selector, an
+estimator that selects the same demonstrations) then send identical prompts; the store lets every evaluation
+that points at the same directory answer each of them once.
 
 Layout: ``<root>/<key[:2]>/<key>.jsonl`` where ``key`` is the SHA-256 of everything besides the prompt that
 determines an answer (model identity, mode, prompt format, chat template flag, label names, continuations).

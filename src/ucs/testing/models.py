@@ -83,13 +83,13 @@ def check_embedder_batch_order(emb: Any) -> None:
 def check_embedder_unnormalized(emb: Any) -> None:
     """Where ``unnormalized()`` gives a twin: its identity differs, and ℓ2-normalising its rows gives this
     embedder's rows bit for bit (what lets the embedding cache derive an ℓ2 pass from a plain one)."""
-    make = getattr(emb, "unnormalized", None)
-    twin = make() if callable(make) else None
-    if twin is None:
-        return
-    from ucs.embedding.base import l2_normalize
+    from ucs.embedding.base import l2_normalize, unnormalized_twin
 
-    assert dict(twin.identity) != dict(emb.identity), "the unnormalised twin has the same identity"
+    make = getattr(emb, "unnormalized", None)
+    if not callable(make) or make() is None:
+        return
+    twin = unnormalized_twin(emb)
+    assert twin is not None, "the unnormalised twin has the same identity"
     got = l2_normalize(twin.embed(_TEXTS))
     assert np.array_equal(got, emb.embed(_TEXTS)), "l2_normalize of the twin's rows differs from embed's rows"
 
