@@ -62,3 +62,36 @@ def test_paired_delta_compares_label_agreement_query_by_query():
     a = label_agreement(near + far, pool, n_boot=50)
     d = paired_delta(a["far"], a["near"], field="share")
     assert d["delta"] == pytest.approx(-0.5) and d["ci"] == pytest.approx([-0.5, -0.5]) and d["n_queries"] == 40
+
+
+def _gen(method, seed, query, raw, gold_id):
+    return {"method": method, "seed": seed, "query": query, "raw_output": raw, "gold_id": gold_id,
+            "parsed": None, "parsed_id": None, "correct": False, "n_dropped": 0}
+
+
+def test_rematch_reads_the_same_outputs_with_another_rule():
+    from ucs.evaluation.matching import PaperMatcher, StrictMatcher
+    from ucs.evaluation.report import rematch
+
+    labels = ["Ambiguous", "No", "Yes"]
+    recs = [_gen("m", 42, 0, " cannot be determined\nQ: next", 1), _gen("m", 42, 1, " Yes.\n\nQ: x", 2),
+            {"method": "m", "seed": 42, "query": 2, "correct": True, "parsed": "No"}]  # likelihood: no output
+    lenient = rematch(recs, labels, PaperMatcher(markers=("A:",)))
+    strict = rematch(recs, labels, StrictMatcher(markers=("A:",)))
+    assert len(lenient) == len(strict) == 2  # the record without a generated output is left out
+    assert [r["correct"] for r in lenient] == [True, True]  # "cannot" holds "no": the paper's rule counts it
+    assert [r["correct"] for r in strict] == [False, True] and strict[0]["parsed"] is None
+    assert strict[1]["parsed"] == "Yes" and strict[1]["parsed_id"] == 2
+    assert recs[0]["correct"] is False  # the input records are not changed
+
+
+def test_strict_matcher_summary_is_a_summary_of_the_strict_reading():
+    from ucs.evaluation.report import strict_matcher_summary
+
+    labels = ["No", "Yes"]
+    recs = [_gen("m", s, q, " No" if q % 2 else " not sure", 0) for s in (42, 43) for q in range(10)]
+    s = strict_matcher_summary(recs, labels, "A:", run_seeds=(42, 43), n_boot=100)
+    assert s["m"]["mean"] == 0.5 and s["m"]["runs"]["42"]["unmatched"] == 5 and s["m"]["complete"]
+    assert strict_matcher_summary([{"method": "m", "seed": 42, "query": 0, "correct": True}], labels, "A:") == {}
+    md = to_markdown({"methods": summarize(recs)["methods"], "strict_matcher": s})
+    assert "strict matcher" in md and md.count("| m |") == 2

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from fakes import last_label as fakes_last_label
 from fakes import make_lm, two_methods
 from ucs.data import TestProtocol, load_dataset
 from ucs.evaluation import evaluate, read_records
@@ -146,6 +147,7 @@ def test_partial_last_line_is_repaired(sample, tmp_path):
 _SCRIPT = """
 import sys
 sys.path[:0] = [{src!r}, {tests!r}]
+from fakes import last_label as fakes_last_label
 from fakes import make_lm, two_methods
 from ucs.data import TestProtocol, load_dataset
 from ucs.evaluation import evaluate
@@ -365,3 +367,21 @@ def test_every_answer_records_the_machine_that_computed_it(sample, tmp_path):
     assert got == {"Other CPU f6m143 avx2+amx_bf16": 5, "not recorded": 1}
     assert AnswerStore(store, {}).validate({"prompt_sha256": hashlib.sha256(b"x").hexdigest(), "raw_output": "x",
                                             "parsed_id": None, "answered_on": 3}) == "'answered_on' is not a string"
+
+
+@pytest.mark.parametrize("mode, has_strict", [("paper", True), ("greedy", True), ("greedy-strict", False),
+                                              ("likelihood", False)])
+def test_lenient_generation_runs_also_report_the_strict_reading(sample, tmp_path, mode, has_strict):
+    from ucs.testing.doubles import DummyLM
+
+    # answers that hold the right label inside a longer phrase: the paper's rule accepts them, the strict one not
+    lm = DummyLM(answers=lambda p: f" {fakes_last_label(p)} or so" if fakes_last_label(p) else None)
+    res = evaluate(sample, lm, ["oracle"], two_methods(sample), tmp_path, mode=mode,
+                   protocol=TestProtocol(test_size=10), progress=False)
+    strict = res.summary.get("strict_matcher")
+    assert bool(strict) is has_strict
+    if has_strict:
+        assert res.summary["methods"]["oracle"]["mean"] == 1.0
+        assert strict["oracle"]["mean"] == 0.0 and strict["oracle"]["runs"]["42"]["unmatched"] == 10
+        assert "strict matcher" in (tmp_path / "results.md").read_text()
+        assert json.loads((tmp_path / "results.json").read_text())["strict_matcher"]["oracle"]["mean"] == 0.0

@@ -56,3 +56,19 @@ def test_dropped_demonstrations_are_shown_only_where_some_were_dropped():
     some = _dropped_side_table(cells, [_result({"dpp": 0, "dpp+ucs": 0}), _result({"dpp": 34, "dpp+ucs": 30})],
                                "smollm2", variants, ["a", "b"], True)
     assert "| dpp | 0.0 | 8.5 |" in some and "| dpp+ucs | 0.0 | 7.5 |" in some
+
+
+def test_the_strict_reading_gets_a_table_with_the_same_deltas():
+    from types import SimpleNamespace
+
+    from ucs.experiments.render import _Summaries, _strict_matcher_table
+
+    exp = SimpleNamespace(options={})
+    variants = [SimpleNamespace(name="default", label="")]
+    cells = [_cell("a")]
+    strict = {"dpp": _summary([True] * 40, "dpp"), "dpp+ucs": _summary([False] * 40, "dpp+ucs")}
+    results = [{"methods": {}, "strict_matcher": strict}]
+    lines = _strict_matcher_table(_Summaries(exp, cells, results, variants, key="strict_matcher"), cells,
+                                  "smollm2", variants, ["a"], True)
+    assert "| dpp | 100.0 ± 0.0 [100.0, 100.0] |" in lines
+    assert any(line.startswith("| dpp+ucs | 0.0 ± 0.0 [0.0, 0.0] (-100.0 [-100.0, -100.0]*)") for line in lines)

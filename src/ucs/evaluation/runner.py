@@ -50,7 +50,7 @@ from ucs.evaluation.plan import EvaluationPlan, plan_evaluation
 from ucs.evaluation.predict import PredictionMode
 from ucs.evaluation.prompts import PromptFormat
 from ucs.evaluation.records import RecordWriter, read_records, record_key
-from ucs.evaluation.report import summarize, write_report
+from ucs.evaluation.report import strict_matcher_summary, summarize, write_report
 from ucs.utils.integrity import load_checked_npy, save_checked_npy
 from ucs.utils.io import hash_texts
 from ucs.utils.lock import folder_lock
@@ -274,6 +274,9 @@ def _finish(plan: EvaluationPlan, out: Path, manifest: dict, n_new: int, n_boot:
         run_seeds=plan.run_seeds,
         n_boot=n_boot,
     )
+    if plan.matcher is not None and plan.mode.matcher != "strict":
+        summary["strict_matcher"] = strict_matcher_summary(
+            shown, plan.dataset.label_names, plan.prompt_format.answer_marker, plan.run_seeds, n_boot)
     summary["dataset"] = plan.dataset.name
     summary["mode"] = plan.mode.name
     summary["n_queries_requested"] = plan.n_queries

@@ -32,7 +32,9 @@ from ucs.evaluation.file_names import method_file_stem
 from ucs.evaluation.fingerprints import record_fingerprints
 from ucs.evaluation.manifest import read_manifest
 from ucs.evaluation.records import read_records
-from ucs.evaluation.report import label_agreement, summarize
+from ucs.evaluation.predict import get_mode
+from ucs.evaluation.prompts import format_for_task
+from ucs.evaluation.report import label_agreement, strict_matcher_summary, summarize
 from ucs.evaluation.runner import selection_path
 from ucs.experiments.spec import Cell, _safe
 from ucs.pipeline import Pipeline
@@ -163,6 +165,7 @@ def run_accuracy(cell: Cell, ctx: CellContext) -> Dict[str, Any]:
         "methods": {m: summ["methods"][m] for m in cell.methods if m in summ["methods"]},
         "coverage": {m: res.coverage[m] for m in cell.methods if m in res.coverage},
         "label_agreement": {m: res.label_agreement[m] for m in cell.methods if m in res.label_agreement},
+        "strict_matcher": {m: v for m, v in (summ.get("strict_matcher") or {}).items() if m in cell.methods},
         "new_records": int(res.evaluation.n_new_records),
         "computed": bool(res.evaluation.n_new_records),
         "runner_manifest": {k: manifest.get(k) for k in _RUNNER_FIELDS},
@@ -195,6 +198,7 @@ def read_accuracy(cell: Cell, ctx: CellContext) -> Dict[str, Any]:
         agreement = label_agreement([r for r in records if r["method"] in done], pipe.dataset.pool.labels,
                                     run_seeds=seeds)
     res = {"dir": str(out), "n_queries": n_q, "methods": done, "coverage": coverage, "label_agreement": agreement,
+           "strict_matcher": _strict_summaries(cell, ctx, [r for r in records if r["method"] in done]),
            "new_records": 0, "computed": False, "pending": [m for m in cell.methods if m not in done]}
     if (out / "manifest.json").is_file():
         manifest = read_manifest(out / "manifest.json")
@@ -202,6 +206,17 @@ def read_accuracy(cell: Cell, ctx: CellContext) -> Dict[str, Any]:
         runner["fingerprints"] = record_fingerprints([r for r in records if r["method"] in done])
         res["runner_manifest"] = runner
     return res
+
+
+def _strict_summaries(cell: Cell, ctx: CellContext, records: List[Dict[str, Any]]) -> Dict[str, Any]:
+    """The strict matcher's summaries of a generation cell matched by the paper's rule, as the runner writes
+    them (:func:`~ucs.evaluation.report.strict_matcher_summary`); empty for other modes."""
+    mode = get_mode(cell.config.mode)
+    if mode.kind != "generate" or mode.matcher == "strict" or not records:
+        return {}
+    ds = ctx.dataset(cell.config)
+    return strict_matcher_summary(records, ds.label_names, format_for_task(ds.task).answer_marker,
+                                  run_seeds=cell.config.run_seeds)
 
 
 def run_coverage(cell: Cell, ctx: CellContext) -> Dict[str, Any]:

@@ -175,12 +175,29 @@ def _accuracy(exp: Experiment, cells: Sequence[Cell], results: Sequence[Dict[str
         if exp.options.get("significance_summary"):
             lines += _significance_table(verdicts, len(datasets))
         lines += _dropped_side_table(cells, results, bb, variants, datasets, single)
+        if any(r.get("strict_matcher") for r in results):
+            lines += _strict_matcher_table(_Summaries(exp, cells, results, variants, key="strict_matcher"),
+                                           cells, bb, variants, datasets, single)
         if exp.options.get("show_coverage"):
             lines += _coverage_side_table(cells, results, bb, variants, datasets, single)
             if any(r.get("label_agreement") for r in results):
                 lines += _label_agreement_table(_Summaries(exp, cells, results, variants, key="label_agreement"),
                                                 cells, bb, variants, datasets, single)
     return lines
+
+
+def _strict_matcher_table(summaries: _Summaries, cells: Sequence[Cell], bb: str, variants: Sequence[Any],
+                          datasets: Sequence[str], single: bool) -> List[str]:
+    """The same generated outputs matched by the strict matcher, with the same Δs as the accuracy table."""
+    intro = ("The same outputs matched by the strict matcher (after the answer marker, the first line must equal a "
+             "label up to case, `_`, quotes and a final period; the paper's rule above also accepts a label found "
+             "inside the answer, so \"cannot be determined\" counts as \"No\"): accuracy %, mean ± std over runs "
+             "[95% bootstrap CI over queries] (Δ against the same reference [paired 95% CI]).")
+
+    def text(ds: str, vname: str, m: str) -> str:
+        return accuracy_cell_text(summaries.get(ds, bb, vname, m), summaries.reference(ds, bb, vname, m))
+
+    return _side_table(intro, text, cells, bb, variants, datasets, single)
 
 
 def _label_agreement_table(summaries: _Summaries, cells: Sequence[Cell], bb: str, variants: Sequence[Any],
