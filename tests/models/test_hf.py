@@ -176,6 +176,8 @@ def test_l2_pass_is_derived_from_the_plain_pass_bit_for_bit(smollm2_hf, shared_d
     with open(shared_data / "banking77" / "train.csv", encoding="utf-8") as f:
         texts = [row[0] for row in list(csv.reader(f))[1:41]]
     l2 = TransformersBackbone(smollm2_hf.model, normalize=True, max_length=64)
+    twin = l2.unnormalized()
+    assert twin.load()._model is l2._model is not None  # the twin's first load loads the model once, for both
     assert check_embedder(l2, ["unnormalized"]) == ["unnormalized"]
     direct = l2.embed(texts)
     cache = EmbeddingCache(tmp_path, checkpoint_rows=16)

@@ -160,11 +160,18 @@ class TransformersBackbone(ReducedScoresMixin):
         self._model = None
         self._tok = None
         self._revision_id: Optional[str] = None
+        self._twin_of: Optional["TransformersBackbone"] = None  # set on an unnormalized() twin
 
     # ------------------------------------------------------------------ loading
     def load(self) -> "TransformersBackbone":
         """Load tokenizer and model (idempotent); validates ``layer``; returns ``self``."""
         if self._model is not None:
+            return self
+        origin = self._twin_of
+        if origin is not None:  # an unnormalized() twin: load once, in the backbone it came from, and share
+            origin.load()
+            self._model, self._tok = origin._model, origin._tok
+            self._revision_id, self._layer_index = origin._revision_id, origin._layer_index
             return self
         torch = require("torch", _INSTALL, "The transformers engine")
         transformers = require("transformers", _INSTALL, "The transformers engine")
@@ -345,13 +352,14 @@ class TransformersBackbone(ReducedScoresMixin):
         :meth:`embed` normalises the pooled rows with :func:`~ucs.embedding.base.l2_normalize` after the model
         has run, so ``l2_normalize(twin.embed(texts))`` equals ``self.embed(texts)`` bit for bit and
         :class:`~ucs.embedding.EmbeddingCache` derives an ℓ2 pass from the plain one instead of running the
-        model again. The twin is a shallow copy: it shares the loaded model, or loads its own when this one
-        has not loaded yet.
+        model again. The twin is a shallow copy that shares the model: when neither has loaded yet, the twin's
+        first :meth:`load` loads it into this backbone, once, for both.
         """
         if not self.normalize:
             return None
         twin = copy.copy(self)
         twin.normalize = False
+        twin._twin_of = self
         return twin
 
     def batch_order(self, texts: Sequence[str]) -> List[np.ndarray]:
