@@ -236,3 +236,34 @@ def test_a_part_run_never_replaces_a_fuller_page(tmp_path):
     elsewhere = reproduce(["healthy_ucs"], ReproduceOptions(**{**opts.__dict__, "variants": ["base"],
                                                                  "results_dir": str(tmp_path / "part")}))[0]
     assert elsewhere.kept == [] and elsewhere.markdown_path.is_file()
+
+
+def test_the_invocation_that_computed_a_cell_stays_on_its_page(tmp_path):
+    """Re-running or re-rendering a page keeps, per cell, the command, CPU and timings of the run that did the work;
+    a generation page in the paper's mode also reads its outputs with the strict matcher."""
+    opts = options(tmp_path, backbones=["dummy"], runs=1, selectors=["dpp", "dpp+ucs"], mode="paper")
+    first = reproduce(["main_table"], ReproduceOptions(**{**opts.__dict__, "command": "first"}))[0]
+    assert first.results[0]["computed"] and first.results[0]["strict_matcher"]
+    assert "matched by the strict matcher" in first.markdown_path.read_text()
+    wall = first.results[0]["wall_s"]
+    for command, render_only in (("second", False), ("third", True)):
+        run = reproduce(["main_table"], ReproduceOptions(**{**opts.__dict__, "command": command,
+                                                            "render_only": render_only}))[0]
+        entry = json.loads(run.manifest_path.read_text())["cells"][0]
+        assert not entry["computed_in_this_invocation"] and entry["computed_by"]["command"] == "first"
+        assert entry["computed_by"]["wall_s"] == wall and entry["computed_by"]["timings"]
+        assert "matched by the strict matcher" in run.markdown_path.read_text()
+
+
+def test_earlier_timings_are_dropped_when_the_records_changed():
+    from ucs.experiments.provenance import earlier_computation
+
+    old = {"command": "c", "created_at": "t", "platform": {"cpu": "x"},
+           "cells": [{"cell": "a", "computed_in_this_invocation": True, "runner_manifest": {"fingerprints": {"m": 1}}},
+                     {"cell": "b", "computed_in_this_invocation": False}],
+           "results": [{"wall_s": 5.0, "timings": {"evaluate": 4.0}, "new_records": 3}, {"wall_s": 0.1}]}
+    assert earlier_computation(old, "a", {"m": 1})["wall_s"] == 5.0
+    assert earlier_computation(old, "a", None)["cpu"] == "x"
+    assert earlier_computation(old, "a", {"m": 2}) is None  # other records: those timings are not theirs
+    assert earlier_computation(old, "b", None) is None  # computed nowhere on record
+    assert earlier_computation(None, "a", None) is None and earlier_computation(old, "z", None) is None

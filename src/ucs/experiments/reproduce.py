@@ -27,6 +27,7 @@ from ucs.evaluation.records import read_records
 from ucs.evaluation.runner import package_versions, platform_info
 from ucs.experiments.cells import CellContext, Models, eval_dir_for, run_cell
 from ucs.experiments.figures import figure_for
+from ucs.experiments.provenance import earlier_computation, read_old_manifest
 from ucs.experiments.registry import get_experiment, resolve_names
 from ucs.experiments.render import render
 from ucs.experiments.spec import Cell, Experiment
@@ -172,6 +173,7 @@ def run_experiment(
     if "png" in exp.outputs:
         png = figure_for(exp, cells, results, out / f"{exp.name}.png")
 
+    earlier = read_old_manifest(out / f"{exp.name}.manifest.json")
     md = atomic_write_text(out / f"{exp.name}.md", render(exp, cells, results, options.preset,
                                                            png.name if png else None))
     cell_entries = []
@@ -186,6 +188,10 @@ def run_experiment(
         }
         if "runner_manifest" in res:
             entry["runner_manifest"] = res["runner_manifest"]
+        if not res.get("computed"):
+            before = earlier_computation(earlier, cell.id, (res.get("runner_manifest") or {}).get("fingerprints"))
+            if before:
+                entry["computed_by"] = before
         cell_entries.append(entry)
     manifest = {
         "experiment": exp.to_dict(),
