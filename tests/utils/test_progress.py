@@ -98,3 +98,15 @@ def test_only_the_innermost_stage_keeps_the_log_moving(monkeypatch):
             assert len(lines(buf)) == n
             inner.heartbeat()
             assert lines(buf)[-1].startswith("[ucs] MDL scoring: 0/5 (0%) elapsed")
+
+
+def test_time_in_inner_stages_is_left_out_of_the_outer_rate(monkeypatch):
+    clock = [0.0]
+    monkeypatch.setattr(P.time, "monotonic", lambda: clock[0])
+    with P.progress_enabled(False), P.stage("evaluating", 100, kind="evaluate") as outer:
+        with P.stage("MDL scoring", 5, kind="mdl"):
+            clock[0] += 600.0  # ten minutes of MDL before the first prompt
+        clock[0] += 10.0
+        P.advance(10, kind="evaluate")  # 10 prompts in 10 s of the stage's own time
+        assert outer.inner_s == 600.0 and outer.eta() == pytest.approx(90.0)
+        assert outer.line().endswith("eta 1m30s + inner stages")

@@ -18,7 +18,10 @@ calls stay silent. Where it is shown depends on standard error:
   line per :data:`LOG_MIN_GAP_S` seconds), and when it ends — so a log can be followed with ``tail -f``.
 
 Stages nest (an evaluation that fits MDL for a method shows both); :func:`advance` moves the innermost open
-stage of its ``kind`` (``embed``, ``mdl``, ...), so a loop never moves a stage it does not belong to.
+stage of its ``kind`` (``embed``, ``mdl``, ...), so a loop never moves a stage it does not belong to. A stage's
+ETA is its own rate: time spent in stages opened inside it does not count (an evaluation that scored MDL
+subsets for ten minutes before its first prompt would otherwise promise a day), so the line says it leaves
+that time out once there was some.
 A stage whose total is unknown (clustering) shows elapsed time only.
 """
 
@@ -99,6 +102,7 @@ class Stage:
         isatty = getattr(self.stream, "isatty", None)
         self.terminal = bool(isatty and isatty()) if terminal is None else bool(terminal)
         self.t0 = time.monotonic()
+        self.inner_s = 0.0  # time spent in stages opened inside this one (closed ones)
         self._last_line = self.t0
         self._last_step = 0
         self._task: Any = None
@@ -114,7 +118,8 @@ class Stage:
         """Seconds left at the mean rate so far, or ``None`` before the first unit or without a total."""
         if not self.total or self.done <= 0:
             return None
-        return self.elapsed() / self.done * max(0, self.total - self.done)
+        own = max(0.0, self.elapsed() - self.inner_s)
+        return own / self.done * max(0, self.total - self.done)
 
     def line(self, final: bool = False) -> str:
         """The plain progress line: ``[ucs] <stage>: 120/400 (30%) elapsed 12s, eta 28s``."""
@@ -125,8 +130,9 @@ class Stage:
         if not self.total:
             return f"[ucs] {self.description}: {self.done or ''}{' ' if self.done else ''}elapsed {el}".replace("  ", " ")
         pct = 100.0 * self.done / self.total
+        inner = " + inner stages" if self.inner_s >= 1.0 else ""
         return (f"[ucs] {self.description}: {self.done}/{self.total} ({pct:.0f}%) elapsed {el}, "
-                f"eta {format_seconds(self.eta())}")
+                f"eta {format_seconds(self.eta())}{inner}")
 
     # ------------------------------------------------------------------ display
     def _start(self) -> None:
@@ -222,6 +228,7 @@ def stage(description: str, total: Optional[int] = None, *, kind: str = "", stre
     cls = Stage if is_enabled() else _NullStage
     st = cls(description, total, kind=kind, stream=stream, terminal=terminal)
     st._start()
+    parent = _STACK[-1] if _STACK else None
     _STACK.append(st)
     try:
         yield st
@@ -232,6 +239,8 @@ def stage(description: str, total: Optional[int] = None, *, kind: str = "", stre
         raise
     finally:
         _STACK.remove(st)
+        if parent is not None:
+            parent.inner_s += st.elapsed()
         st._finish()
 
 
