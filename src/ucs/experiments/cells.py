@@ -162,6 +162,7 @@ def run_accuracy(cell: Cell, ctx: CellContext) -> Dict[str, Any]:
     return {
         "dir": str(out),
         "n_queries": int(summ.get("n_queries_requested", 0)),
+        "n_drawn": len(cell.config.protocol().test_indices(pipe.dataset)),  # more than n_queries under --limit
         "methods": {m: summ["methods"][m] for m in cell.methods if m in summ["methods"]},
         "coverage": {m: res.coverage[m] for m in cell.methods if m in res.coverage},
         "label_agreement": {m: res.label_agreement[m] for m in cell.methods if m in res.label_agreement},
@@ -197,7 +198,8 @@ def read_accuracy(cell: Cell, ctx: CellContext) -> Dict[str, Any]:
         coverage = {m: table[m] for m in done if m in table}
         agreement = label_agreement([r for r in records if r["method"] in done], pipe.dataset.pool.labels,
                                     run_seeds=seeds)
-    res = {"dir": str(out), "n_queries": n_q, "methods": done, "coverage": coverage, "label_agreement": agreement,
+    res = {"dir": str(out), "n_queries": n_q, "n_drawn": len(query_texts_for(cell.config, ctx.dataset(cell.config), None)),
+           "methods": done, "coverage": coverage, "label_agreement": agreement,
            "strict_matcher": _strict_summaries(cell, ctx, [r for r in records if r["method"] in done]),
            "new_records": 0, "computed": False, "pending": [m for m in cell.methods if m not in done]}
     if (out / "manifest.json").is_file():

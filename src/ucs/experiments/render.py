@@ -33,8 +33,13 @@ def _header(exp: Experiment, cells: Sequence[Cell], preset: str, results: Sequen
              f"- size preset: `{preset}`; configuration file: `{exp.config_file}`"]
     if c0 is not None:
         nq = sorted({r.get("n_queries") for r in results if r.get("n_queries") is not None})
+        drawn = f"drawn once, seed {c0.test_seed}"
+        full = max((r.get("n_drawn") or 0 for r in results), default=0)
+        if nq and max(nq) < full:  # a --limit run: say so, and what the full one is
+            drawn = (f"the first of {full} {drawn}: a `--limit` run, which the same command without "
+                     "`--limit` extends to the full size")
         lines.append(
-            f"- protocol: {'/'.join(str(n) for n in nq) or '—'} test queries (drawn once, seed {c0.test_seed}), "
+            f"- protocol: {'/'.join(str(n) for n in nq) or '—'} test queries ({drawn}), "
             f"{c0.n_runs} run(s) (seeds {', '.join(map(str, c0.run_seeds))}), mode `{c0.mode}`, "
             f"backbone(s) {', '.join(dict.fromkeys(c.backbone for c in cells))}, retrieval `{c0.retrieval_embedder}`, "
             f"budget {c0.budget} unless varied"
