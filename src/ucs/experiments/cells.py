@@ -162,7 +162,7 @@ def run_accuracy(cell: Cell, ctx: CellContext) -> Dict[str, Any]:
     return {
         "dir": str(out),
         "n_queries": int(summ.get("n_queries_requested", 0)),
-        "n_drawn": len(cell.config.protocol().test_indices(pipe.dataset)),  # more than n_queries under --limit
+        "n_drawn": _n_drawn(cell, ctx),  # more than n_queries under --limit
         "methods": {m: summ["methods"][m] for m in cell.methods if m in summ["methods"]},
         "coverage": {m: res.coverage[m] for m in cell.methods if m in res.coverage},
         "label_agreement": {m: res.label_agreement[m] for m in cell.methods if m in res.label_agreement},
@@ -198,8 +198,7 @@ def read_accuracy(cell: Cell, ctx: CellContext) -> Dict[str, Any]:
         coverage = {m: table[m] for m in done if m in table}
         agreement = label_agreement([r for r in records if r["method"] in done], pipe.dataset.pool.labels,
                                     run_seeds=seeds)
-    res = {"dir": str(out), "n_queries": n_q, "n_drawn": len(query_texts_for(cell.config, ctx.dataset(cell.config), None)),
-           "methods": done, "coverage": coverage, "label_agreement": agreement,
+    res = {"dir": str(out), "n_queries": n_q, "n_drawn": _n_drawn(cell, ctx), "methods": done, "coverage": coverage, "label_agreement": agreement,
            "strict_matcher": _strict_summaries(cell, ctx, [r for r in records if r["method"] in done]),
            "new_records": 0, "computed": False, "pending": [m for m in cell.methods if m not in done]}
     if (out / "manifest.json").is_file():
@@ -208,6 +207,11 @@ def read_accuracy(cell: Cell, ctx: CellContext) -> Dict[str, Any]:
         runner["fingerprints"] = record_fingerprints([r for r in records if r["method"] in done])
         res["runner_manifest"] = runner
     return res
+
+
+def _n_drawn(cell: Cell, ctx: CellContext) -> int:
+    """How many test queries the cell's protocol draws (what a run without ``--limit`` evaluates)."""
+    return len(cell.config.protocol().test_indices(ctx.dataset(cell.config)))
 
 
 def _strict_summaries(cell: Cell, ctx: CellContext, records: List[Dict[str, Any]]) -> Dict[str, Any]:

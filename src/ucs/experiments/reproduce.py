@@ -214,14 +214,16 @@ def results_the_page_would_lose(exp: Experiment, options: ReproduceOptions, mani
     queries, among those the experiment still defines (its full plan over the manifest's datasets and
     backbones: a variant or method removed from the definition may leave the page). ``[]`` when there is no
     page yet, or its manifest cannot be read. O(cells × methods)."""
+    old = read_old_manifest(manifest_path)
+    if old is None:
+        return []
     try:
-        old = json.loads(Path(manifest_path).read_text(encoding="utf-8"))
         old_cells = [c["cell"] for c in old["cells"]]
         defined = {(c.id, m) for c in exp.plan(
             options.preset, datasets=list(dict.fromkeys(c["dataset"] for c in old["cells"])),
             backbones=list(dict.fromkeys(c["backbone"] for c in old["cells"])), overrides=options.overrides())
             for m in c.methods}
-    except (OSError, ValueError, KeyError, TypeError):
+    except (KeyError, TypeError):
         return []
     new = {(c.id, m): int(v.get("n_queries") or 0) for c, r in zip(cells, results)
            for m, v in (r.get("methods") or {}).items() if isinstance(v, dict) and v.get("complete")}
