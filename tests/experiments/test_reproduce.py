@@ -116,11 +116,13 @@ def test_second_invocation_recomputes_nothing(first_run):
 
 def test_limit_and_resume_into_the_full_run(tmp_path):
     opts = options(tmp_path, backbones=["dummy"], runs=1)
-    first = reproduce(["main_table"], ReproduceOptions(**{**opts.__dict__, "limit": 2}))[0]
+    first, cov = reproduce(["main_table", "coverage_exposure"], ReproduceOptions(**{**opts.__dict__, "limit": 2}))
     assert all(m["n_queries"] == 2 for m in first.results[0]["methods"].values())
-    assert "2 test queries (the first of 4 drawn once, seed 42: a `--limit` run" in first.markdown_path.read_text()
-    full = reproduce(["main_table"], opts)[0]
-    assert "4 test queries (drawn once, seed 42)" in full.markdown_path.read_text()
+    for page in (first, cov):  # an accuracy page and a selections-only page both say they are partial
+        assert "2 test queries (the first of 4 drawn once, seed 42: a `--limit` run" in page.markdown_path.read_text()
+    full, cov = reproduce(["main_table", "coverage_exposure"], opts)
+    for page in (full, cov):
+        assert "4 test queries (drawn once, seed 42)" in page.markdown_path.read_text()
     assert full.results[0]["new_records"] == 6 * 2  # six methods × the two queries the limited run left out
 
 

@@ -244,8 +244,8 @@ def run_coverage(cell: Cell, ctx: CellContext) -> Dict[str, Any]:
             computed += 1
     if computed:
         table = pipe.coverage_table(cell.methods, n_q)
-    return {"dir": str(out), "n_queries": n_q, "coverage": {m: table.get(m, {}) for m in cell.methods},
-            "computed": bool(computed), "selections_computed": computed, "timings": dict(pipe.timings)}
+    return {"dir": str(out), "n_queries": n_q, "n_drawn": _n_drawn(cell, ctx),
+            "coverage": {m: table.get(m, {}) for m in cell.methods}, "computed": bool(computed), "selections_computed": computed, "timings": dict(pipe.timings)}
 
 
 def _audit_entry(ids: np.ndarray, c: int, labels: List[str], texts: List[str], n_members: int,
