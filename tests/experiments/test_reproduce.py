@@ -172,6 +172,9 @@ def test_runtime_times_every_prompt_and_restarts_an_interrupted_method(first_run
             # the model answered each distinct prompt of this method once: nothing came from the main
             # table's answers in the shared store or from another method's folder
             assert t["answered"] == len({r["prompt_sha256"] for r in recs})
+            assert len(t["load_1min"]) == 2 and all(v is None or v >= 0 for v in t["load_1min"])
+    page = rt.markdown_path.read_text()
+    assert "| load, start → end |" in page and " → " in page.split("## Online")[1]
     # interrupt dpp+ucs: drop its timing and half of its records; the rerun times it whole
     cell_dir = next(p for p in (tmp / "work" / "runtime").iterdir() if p.is_dir())
     (cell_dir / "online" / "dpp_plus_ucs.json").unlink()

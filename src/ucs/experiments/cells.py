@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 import time
 from pathlib import Path
@@ -372,6 +373,7 @@ def _time_online(pipe: Any, method: str, eval_dir: Path, limit: Optional[int]) -
     if eval_dir.exists():  # time the whole evaluation again, not its remainder
         shutil.rmtree(eval_dir)
     before = pipe.timings.get(f"select:{method}", 0.0)
+    load0 = _load_1min()
     t0 = time.perf_counter()
     res = pipe.run(eval_dir, methods=[method], limit=limit)
     total = time.perf_counter() - t0
@@ -379,7 +381,16 @@ def _time_online(pipe: Any, method: str, eval_dir: Path, limit: Optional[int]) -
     n_new = int(res.evaluation.n_new_records)
     new = read_records(eval_dir / "records.jsonl")[-n_new:] if n_new else []
     return {"total_s": total, "selection_s": sel, "evaluation_s": total - sel, "records": n_new,
-            "answered": int(sum(not r.get("reused") for r in new))}
+            "answered": int(sum(not r.get("reused") for r in new)), "load_1min": [load0, _load_1min()]}
+
+
+def _load_1min() -> Optional[float]:
+    """The system's 1-minute load average (runnable processes; about the CPU count when a timed run has the
+    machine to itself, more when something else competes), or ``None`` where the OS does not report it."""
+    try:
+        return round(float(os.getloadavg()[0]), 2)
+    except (AttributeError, OSError):
+        return None
 
 
 def run_health(cell: Cell, ctx: CellContext) -> Dict[str, Any]:

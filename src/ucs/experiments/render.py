@@ -400,20 +400,29 @@ def _runtime(exp: Experiment, cells: Sequence[Cell], results: Sequence[Dict[str,
                      f"{g('knn')} | {g('dbscan')} | {o['cluster_fit_s']:.2f} |")
     lines += ["", "## Online (selection + ICL evaluation, all runs)", "",
               "| dataset | backbone | method | selection | evaluation | total | Δ total vs base | prompts | "
-              "answered by the model |",
-              "|---|---|---|---|---|---|---|---|---|"]
+              "answered by the model | load, start → end |",
+              "|---|---|---|---|---|---|---|---|---|---|"]
     for c, r in zip(cells, results):
         on = r["online"]
         for m, t in on.items():
             base, ucs = parse_method(m)
             d = f"{t['total_s'] - on[base]['total_s']:+.2f}" if ucs and base in on else ""
             lines.append(f"| {c.dataset} | {c.backbone} | {m} | {t['selection_s']:.2f} | {t['evaluation_s']:.2f} | "
-                         f"{t['total_s']:.2f} | {d} | {t['records']} | {t.get('answered', '—')} |")
+                         f"{t['total_s']:.2f} | {d} | {t['records']} | {t.get('answered', '—')} | "
+                         f"{_load_text(t.get('load_1min'))} |")
     lines += ["", "Each method is evaluated in its own runner folder without the shared answer store, so its "
               "evaluation time pays for every prompt it sends; a prompt repeated within the method (another run "
               "seed of a seed-independent selector) is answered once, as in a user's run. An interrupted "
-              "method is timed again from the start.", ""]
+              "method is timed again from the start. Load: the system's 1-minute load average when the method "
+              "started and when it ended — about the number of cores the run uses when it had the machine to "
+              "itself, more when something else competed for it (— where it was not recorded).", ""]
     return lines
+
+
+def _load_text(load: Any) -> str:
+    if not load or any(v is None for v in load):
+        return "—"
+    return f"{load[0]:.2f} → {load[1]:.2f}"
 
 
 def render(exp: Experiment, cells: Sequence[Cell], results: Sequence[Dict[str, Any]], preset: str,
