@@ -199,7 +199,8 @@ def read_accuracy(cell: Cell, ctx: CellContext) -> Dict[str, Any]:
         coverage = {m: table[m] for m in done if m in table}
         agreement = label_agreement([r for r in records if r["method"] in done], pipe.dataset.pool.labels,
                                     run_seeds=seeds)
-    res = {"dir": str(out), "n_queries": n_q, "n_drawn": _n_drawn(cell, ctx), "methods": done, "coverage": coverage, "label_agreement": agreement,
+    res = {"dir": str(out), "n_queries": n_q, "n_drawn": _n_drawn(cell, ctx), "methods": done,
+           "coverage": coverage, "label_agreement": agreement,
            "strict_matcher": _strict_summaries(cell, ctx, [r for r in records if r["method"] in done]),
            "new_records": 0, "computed": False, "pending": [m for m in cell.methods if m not in done]}
     if (out / "manifest.json").is_file():
@@ -246,7 +247,8 @@ def run_coverage(cell: Cell, ctx: CellContext) -> Dict[str, Any]:
     if computed:
         table = pipe.coverage_table(cell.methods, n_q)
     return {"dir": str(out), "n_queries": n_q, "n_drawn": _n_drawn(cell, ctx),
-            "coverage": {m: table.get(m, {}) for m in cell.methods}, "computed": bool(computed), "selections_computed": computed, "timings": dict(pipe.timings)}
+            "coverage": {m: table.get(m, {}) for m in cell.methods}, "computed": bool(computed),
+            "selections_computed": computed, "timings": dict(pipe.timings)}
 
 
 def _audit_entry(ids: np.ndarray, c: int, labels: List[str], texts: List[str], n_members: int,

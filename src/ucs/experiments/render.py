@@ -420,6 +420,7 @@ def _runtime(exp: Experiment, cells: Sequence[Cell], results: Sequence[Dict[str,
 
 
 def _load_text(load: Any) -> str:
+    """``"start → end"`` of a timing's recorded ``load_1min`` pair; ``"—"`` when it was not recorded."""
     if not load or any(v is None for v in load):
         return "—"
     return f"{load[0]:.2f} → {load[1]:.2f}"
