@@ -102,3 +102,19 @@ def test_zero_shot_makes_no_lm_calls():
     lm = dummies.DummyLM()
     s = MDLSelector(scorer=lm).fit(pool, labels=labels, texts=texts).select(queries, 0, query_texts=qtexts)
     assert s.indices.shape == (len(queries), 0) and lm.n_score_calls_ == 0
+
+
+def test_mdl_reports_queries_answered_from_a_score_cache_as_reused():
+    """Scoring the same queries again through a CachedScorer runs no model call; progress counts them reused."""
+    from ucs.lm.cache import CachedScorer
+    from ucs.utils import progress as P
+
+    pool, queries, cids, labels, texts, qtexts = _setup(q=4)
+    scorer = CachedScorer(dummies.DummyLM(seed=3))
+    sel = MDLSelector(scorer=scorer, candidate_num=15, select_time=3).fit(pool, labels=labels, texts=texts)
+    with P.progress_enabled(False), P.stage("MDL scoring", 8, kind="mdl") as st:
+        first = sel.select(queries, 4, query_texts=qtexts)
+        assert (st.done, st.reused) == (4, 0)
+        again = sel.select(queries, 4, query_texts=qtexts)
+        assert (st.done, st.reused) == (8, 4)
+    np.testing.assert_array_equal(first.indices, again.indices)

@@ -110,3 +110,17 @@ def test_time_in_inner_stages_is_left_out_of_the_outer_rate(monkeypatch):
         P.advance(10, kind="evaluate")  # 10 prompts in 10 s of the stage's own time
         assert outer.inner_s == 600.0 and outer.eta() == pytest.approx(90.0)
         assert outer.line().endswith("eta 1m30s + inner stages")
+
+
+def test_reused_units_are_done_but_left_out_of_the_rate(monkeypatch):
+    """A resumed run reads 60 units back in no time, then computes at 1 unit per 10 s: the ETA is that rate."""
+    clock = [0.0]
+    monkeypatch.setattr(P.time, "monotonic", lambda: clock[0])
+    with P.progress_enabled(False), P.stage("MDL scoring", 100, kind="mdl") as st:
+        P.advance(60, kind="mdl", reused=60)
+        assert st.done == 60 and st.eta() is None  # nothing computed yet: no rate to promise
+        clock[0] += 20.0
+        P.advance(2, kind="mdl")
+        assert st.eta() == pytest.approx(38 * 10.0)  # not 20 s / 62 units
+        P.advance(1, kind="mdl", reused=5)  # a report never counts more reused units than units
+        assert st.reused == 61

@@ -154,7 +154,7 @@ class EmbeddingCache:
                     raise ValueError(f"embedder returned shape {part.shape} for {len(idx)} texts")
                 parts.save(i, idx, part)
             else:
-                advance(len(idx), kind="embed")
+                advance(len(idx), kind="embed", reused=len(idx))
             if out is None:
                 out = np.empty((len(texts), part.shape[1]), dtype=np.float32)
             out[idx] = part

@@ -260,7 +260,7 @@ def _run_batches(plan: EvaluationPlan, lm: Any, book: AnswerBook, writer: Record
         writer.write(recs)
         book.remember(recs)
         n += len(recs)
-        bar.advance(len(recs))
+        bar.advance(len(recs), reused=sum(1 for r in recs if r.get("reused")))
     return n
 
 

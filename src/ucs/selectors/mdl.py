@@ -182,6 +182,7 @@ class MDLSelector(Selector):
         t = subsets.shape[1]
         mdl = np.empty((q, t))
         for qi in range(q):
+            misses = getattr(self.scorer, "misses", None)  # a CachedScorer counts the calls that ran the model
             conts = [_apply(self.query_template, query_texts[qi], y) for y in self.label_set_]
             for ti in range(t):
                 members = subsets[qi, ti]
@@ -198,7 +199,8 @@ class MDLSelector(Selector):
                         f"{len(conts)} continuations; expected one finite mean log-probability each"
                     )
                 mdl[qi, ti] = negative_entropy(ll)
-            advance(1, kind="mdl")  # one query scored (shown when a progress stage is open)
+            reused = int(misses is not None and getattr(self.scorer, "misses", None) == misses)
+            advance(1, kind="mdl", reused=reused)  # one query scored (shown when a progress stage is open)
         extras: Dict[str, np.ndarray] = {"mdl": mdl}
         total = mdl
         if self.prior is not None:

@@ -21,7 +21,8 @@ Stages nest (an evaluation that fits MDL for a method shows both); :func:`advanc
 stage of its ``kind`` (``embed``, ``mdl``, ...), so a loop never moves a stage it does not belong to. A stage's
 ETA is its own rate: time spent in stages opened inside it does not count (an evaluation that scored MDL
 subsets for ten minutes before its first prompt would otherwise promise a day), so the line says it leaves
-that time out once there was some.
+that time out once there was some. Units a loop reports as ``reused`` (read back from a cache or store, not
+computed) count as done but not in the rate, so a resumed run's ETA is the rate of its new work.
 A stage whose total is unknown (clustering) shows elapsed time only.
 """
 
@@ -98,6 +99,7 @@ class Stage:
         self.kind = kind
         self.total = None if total is None else max(0, int(total))
         self.done = 0
+        self.reused = 0  # units read back rather than computed: done, but left out of the rate
         self.stream = stream if stream is not None else sys.stderr
         isatty = getattr(self.stream, "isatty", None)
         self.terminal = bool(isatty and isatty()) if terminal is None else bool(terminal)
@@ -115,11 +117,13 @@ class Stage:
         return time.monotonic() - self.t0
 
     def eta(self) -> Optional[float]:
-        """Seconds left at the mean rate so far, or ``None`` before the first unit or without a total."""
-        if not self.total or self.done <= 0:
+        """Seconds left at the mean rate of the computed (not reused) units so far; ``None`` before the first
+        computed unit or without a total."""
+        computed = self.done - self.reused
+        if not self.total or computed <= 0:
             return None
         own = max(0.0, self.elapsed() - self.inner_s)
-        return own / self.done * max(0, self.total - self.done)
+        return own / computed * max(0, self.total - self.done)
 
     def line(self, final: bool = False) -> str:
         """The plain progress line: ``[ucs] <stage>: 120/400 (30%) elapsed 12s, eta 28s``."""
@@ -169,9 +173,11 @@ class Stage:
         if self.terminal and _RICH and self._task is not None:
             _RICH["bar"].update(self._task, description=description)
 
-    def advance(self, n: int = 1) -> None:
-        """Count ``n`` more units done and show the progress when due."""
+    def advance(self, n: int = 1, reused: int = 0) -> None:
+        """Count ``n`` more units done, ``reused`` of them read back rather than computed, and show the progress
+        when due."""
         self.done += int(n)
+        self.reused += min(int(n), max(0, int(reused)))
         if self.terminal:
             if _RICH and self._task is not None:
                 _RICH["bar"].update(self._task, completed=self.done)
@@ -211,8 +217,9 @@ class _NullStage(Stage):
     def _start(self) -> None:
         pass
 
-    def advance(self, n: int = 1) -> None:
+    def advance(self, n: int = 1, reused: int = 0) -> None:
         self.done += int(n)
+        self.reused += min(int(n), max(0, int(reused)))
 
     def heartbeat(self) -> None:
         pass
@@ -244,9 +251,10 @@ def stage(description: str, total: Optional[int] = None, *, kind: str = "", stre
         st._finish()
 
 
-def advance(n: int = 1, kind: str = "") -> None:
-    """Move the innermost open stage of ``kind`` by ``n`` units (nothing when none is open)."""
+def advance(n: int = 1, kind: str = "", reused: int = 0) -> None:
+    """Move the innermost open stage of ``kind`` by ``n`` units, ``reused`` of them read back from a cache or
+    store rather than computed (nothing when no stage of ``kind`` is open)."""
     for st in reversed(_STACK):
         if st.kind == kind:
-            st.advance(n)
+            st.advance(n, reused=reused)
             return
