@@ -261,6 +261,28 @@ def test_sampled_answers_resume_from_a_store_in_a_fresh_folder(sample, tmp_path)
     assert lm2.prompts_seen == 6
 
 
+def test_progress_counts_answers_from_the_store_as_reused(sample, tmp_path, monkeypatch):
+    """A resumed run's ETA is the rate of its new answers: those read from the store are reported as reused."""
+    from ucs.utils import progress as P
+
+    seen = []
+    real = P._NullStage.advance
+
+    def spy(self, n=1, reused=0):
+        seen.append((self.kind, n, reused))
+        real(self, n, reused=reused)
+
+    monkeypatch.setattr(P._NullStage, "advance", spy)
+    store, proto = tmp_path / "answers", TestProtocol(test_size=6, run_seeds=(42,))
+    evaluate(sample, _CountingLM(), ["a"], _fixed_selection, tmp_path / "one", mode="likelihood", protocol=proto,
+             progress=False, answer_store=store)
+    assert sum(n for k, n, _ in seen if k == "evaluate") == 6 and not any(r for *_, r in seen)
+    seen.clear()
+    evaluate(sample, _CountingLM(), ["a"], _fixed_selection, tmp_path / "two", mode="likelihood", protocol=proto,
+             progress=False, answer_store=store)
+    assert [(n, r) for k, n, r in seen if k == "evaluate"] and all(n == r for k, n, r in seen if k == "evaluate")
+
+
 def test_partly_recorded_sampled_batch_asks_only_its_missing_prompts(sample, tmp_path):
     proto = TestProtocol(test_size=6, run_seeds=(42,))
     ref = evaluate(sample, _CountingLM(), ["a"], _fixed_selection, tmp_path / "ref", mode="paper", protocol=proto,
