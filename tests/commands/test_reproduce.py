@@ -42,6 +42,27 @@ def test_dry_run_prints_cells_and_runs_nothing(tmp_path):
     assert not (tmp_path / "w").exists()
 
 
+def test_one_backbone_runs_everything_but_the_joint_dictionary(tmp_path):
+    res = runner.invoke(app, ["reproduce", "--dry-run", "--preset", "cpu", "--backbones", "smollm2",
+                              "--work-dir", str(tmp_path / "w"), "--results-dir", str(tmp_path / "r")])
+    assert res.exit_code == 0, res.output
+    cells = [line.split()[0] for line in res.output.splitlines() if "dir=" in line]
+    assert "main_table" in cells and "joint_dictionary" not in cells
+    assert "joint_dictionary left out" in " ".join(res.output.split())
+    named = runner.invoke(app, ["reproduce", "--dry-run", "--preset", "cpu", "--backbones", "smollm2",
+                                "--only", "joint_dictionary"])
+    assert named.exit_code == 2 and "--backbones" in named.output  # asked for by name: refused, with the fix
+
+
+def test_dry_run_says_which_dataset_cannot_be_loaded(tmp_path):
+    res = runner.invoke(app, ["reproduce", "--dry-run", "--preset", "cpu", "--only", "main_table", "--datasets",
+                              "banking77", "--data-dir", str(tmp_path / "nowhere"), "--work-dir", str(tmp_path / "w")])
+    text = " ".join(res.output.split())
+    assert res.exit_code == 0, res.output
+    assert "an unknown number of texts" in text and "None" not in text
+    assert "cannot be loaded" in text and "categories.json" in text
+
+
 def test_reproduce_one_experiment_then_resume(tmp_path):
     pytest.importorskip("ucs.clustering")
     args = ["reproduce", "--only", "cluster_sizes,ablation_rarity", "--preset", "cpu", "--datasets", "sample",

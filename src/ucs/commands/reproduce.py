@@ -78,6 +78,7 @@ def register(app: typer.Typer) -> None:
         from ucs.experiments.reproduce import ReproduceOptions, plan
 
         names = _check_arguments(only, variants, datasets, settings, limit)
+        names = _without_joint_when_one_backbone(names, only, _split(backbones))
         opts = ReproduceOptions(
             preset=preset, datasets=_split(datasets), backbones=_split(backbones), selectors=_split(selectors),
             variants=_split(variants),
@@ -134,6 +135,17 @@ def _check_arguments(only: Optional[str], variants: Optional[str], datasets: Opt
     return names
 
 
+def _without_joint_when_one_backbone(names: List[str], only: Optional[str],
+                                     backbones: Optional[List[str]]) -> List[str]:
+    """All experiments on one ``--backbones`` backbone: every one but ``joint_dictionary``, which needs two and is
+    left out with a note on stderr. Named with ``--only``, it is kept (and refused with the fix)."""
+    if only is not None or backbones is None or len(set(backbones)) > 1 or "joint_dictionary" not in names:
+        return names
+    typer.echo("note: joint_dictionary left out: it clusters on a dictionary shared by two or more backbones; "
+               "give them with --backbones A,B to run it", err=True)
+    return [n for n in names if n != "joint_dictionary"]
+
+
 def _print_list(planned: Dict[str, Any], preset: str) -> None:
     """``--list``: one aligned row per experiment with its number of cells."""
     from ucs.experiments.registry import get_experiment
@@ -163,13 +175,16 @@ def _print_dry_run(names: List[str], opts: Any) -> None:
             + (f"answered={done} " if r["kind"] == "accuracy" else "") + f"dir={r['eval_dir']}"
         )
     totals = plan_totals(rows)
+    texts = "an unknown number of" if totals["embed_texts"] is None else totals["embed_texts"]
     typer.echo(
         f"\n{len(rows)} cells; at most {totals['icl_prompts']} ICL prompts and {totals['mdl_scorings']} MDL "
         f"subset scorings after sharing between cells of one configuration (deterministic modes also answer "
         f"a repeated prompt once; MDL+UCS reuses MDL's subset scores), {totals['embed_passes']} pool embedding "
-        f"pass(es) over {totals['embed_texts']} texts unless cached; {totals['icl_prompts_left']} of the prompts "
+        f"pass(es) over {texts} texts unless cached; {totals['icl_prompts_left']} of the prompts "
         f"are not yet recorded in --work-dir (the answer store may hold some of those)"
     )
+    for problem in dict.fromkeys(r["load_error"] for r in rows if r.get("load_error")):
+        typer.echo(f"warning: a dataset cannot be loaded (its sizes are unknown above, and a run would stop at it): {problem}")
     for line in machine_lines(names, opts):
         typer.echo(line)
 

@@ -262,7 +262,9 @@ def reproduce(
 
 
 def describe_cells(names: "str | Sequence[str] | None", options: ReproduceOptions) -> List[Dict[str, Any]]:
-    """One row per cell with its cost estimate (for ``--dry-run``); datasets are loaded to size them."""
+    """One row per cell with its cost estimate (for ``--dry-run``); datasets are loaded to size them. A dataset
+    that cannot be loaded leaves its sizes ``None`` and says why in the row's ``load_error`` (the run would stop
+    there with the same message)."""
     rows = []
     sizes: Dict[Any, Any] = {}
     for n, cells in plan(names, options).items():
@@ -272,10 +274,10 @@ def describe_cells(names: "str | Sequence[str] | None", options: ReproduceOption
             if key not in sizes:
                 try:
                     ds = load_dataset(c.config.dataset, c.config.data_dir)
-                    sizes[key] = (len(ds.test), len(ds.pool))
-                except (OSError, ValueError):
-                    sizes[key] = (None, None)
-            n_test, n_pool = sizes[key]
+                    sizes[key] = (len(ds.test), len(ds.pool), None)
+                except (OSError, ValueError) as exc:
+                    sizes[key] = (None, None, str(exc))
+            n_test, n_pool, load_error = sizes[key]
             cost = estimate_cost(exp, c, n_test, n_pool, options.limit)
             shared = exp.kind in ("accuracy", "coverage")
             rows.append({"experiment": n, "kind": exp.kind, "mdl_select_time": c.config.mdl_select_time, **c.describe(),
@@ -283,7 +285,7 @@ def describe_cells(names: "str | Sequence[str] | None", options: ReproduceOption
                          _rel(Path(options.work_dir) / n / c.id),
                          "answered": _answered(eval_dir_for(options.work_dir, c), c.methods, cost["queries"])
                          if exp.kind == "accuracy" else {},
-                         **cost})
+                         "load_error": load_error, **cost})
     return rows
 
 
