@@ -89,6 +89,20 @@ def test_long_prompt_is_truncated_not_an_error(smollm2_llama):
 
 
 @pytest.mark.slow
+def test_a_context_shorter_than_the_sequence_limit_scores_and_generates(smollm2_path, smollm2_llama):
+    """A context of fewer than 256 tokens used to abort the process inside llama.cpp (one output row per
+    parallel sequence); it now scores in smaller groups, with the default context's numbers."""
+    small = LlamaCppBackbone(smollm2_path, context_length=64, n_threads=2)
+    labels = [f" label_{i}" for i in range(70)]  # more continuations than 64 sequences: several groups
+    prefix = "Query: where is my card?\nLabel:"  # short: neither context cuts it
+    # other batch shapes take other quantized-matmul paths in llama.cpp: agreement to rounding, not bits
+    np.testing.assert_allclose(small.score_continuations(prefix, labels),
+                               smollm2_llama.score_continuations(prefix, labels), rtol=0.02, atol=0.1)
+    assert isinstance(small.generate(["hello"], max_new_tokens=2)[0], str)
+    small.close()
+
+
+@pytest.mark.slow
 def test_generation_greedy_sampled_and_stop(smollm2_llama):
     m = smollm2_llama
     g = m.generate(["The capital of France is", "1, 2, 3, 4,"], max_new_tokens=6)

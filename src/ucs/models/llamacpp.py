@@ -319,7 +319,9 @@ class LlamaCppBackbone(ReducedScoresMixin):
         p_tok = p_tok[-max(1, self.context_length - max_c - 1):]
         P = len(p_tok)
         lc = self._lc
-        n_seq = min(int(lc.llama_max_parallel_sequences()), 256)
+        # llama.cpp reserves an output row per sequence within one batch, and a batch holds at most n_ctx
+        # tokens: more sequences than that aborts the process (a context_length under 256, say)
+        n_seq = max(2, min(int(lc.llama_max_parallel_sequences()), 256, self.context_length, self.batch_tokens))
         if self._score_ctx is None:
             self._score_ctx = self._new_ctx(embeddings=False, n_ctx=self.context_length, n_seq=n_seq)
         ctx = self._score_ctx
