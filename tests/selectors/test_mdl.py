@@ -118,3 +118,57 @@ def test_mdl_reports_queries_answered_from_a_score_cache_as_reused():
         again = sel.select(queries, 4, query_texts=qtexts)
         assert (st.done, st.reused) == (8, 4)
     np.testing.assert_array_equal(first.indices, again.indices)
+
+
+class _RecordingLM(dummies.DummyLM):
+    """DummyLM that remembers every prefix it scores."""
+
+    def __init__(self, **kw):
+        super().__init__(**kw)
+        self.prefixes = []
+
+    def score_continuations_detailed(self, prefix, continuations):
+        self.prefixes.append(prefix)
+        return super().score_continuations_detailed(prefix, continuations)
+
+
+def _long_texts(texts):
+    return [t + " " + " ".join(f"w{j}" for j in range(30)) for t in texts]  # about 35 tokens each
+
+
+@pytest.mark.parametrize("context", [150, 4096])
+def test_mdl_scores_the_leading_demonstrations_that_fit_the_context(context):
+    """A subset too long for the scorer's context loses trailing demonstrations (as the prompt will), never
+    its leading ones; a subset that fits is scored whole."""
+    pool, queries, cids, labels, texts, qtexts = _setup(q=3)
+    texts = _long_texts(texts)
+    lm = _RecordingLM(seed=3, context_length=context)
+    sel = MDLSelector(scorer=lm, candidate_num=15, select_time=4).fit(pool, labels=labels, texts=texts)
+    s = sel.select(queries, 6, query_texts=qtexts)
+    subsets, _ = sel.candidate_subsets(l2(queries), 6)
+    kept = s.extras["n_scored_demos"].astype(int)
+    label_set = list(dict.fromkeys(labels))
+    it = iter(lm.prefixes)
+    for q in range(len(queries)):
+        limit = context - max(lm.count_tokens(f"{qtexts[q]} {y}") for y in label_set) - 1
+        for t in range(4):
+            members = subsets[q, t]
+            k = kept[q, t]
+            assert next(it) == format_prompt([texts[i] for i in members[:k]], [labels[i] for i in members[:k]])
+            assert lm.count_tokens(format_prompt([texts[i] for i in members[:k]],
+                                                 [labels[i] for i in members[:k]])) <= limit
+            if k < 6:  # maximal: one more demonstration would not fit
+                more = members[:k + 1]
+                assert lm.count_tokens(format_prompt([texts[i] for i in more], [labels[i] for i in more])) > limit
+    assert (kept < 6).any() if context == 150 else (kept == 6).all()
+
+
+def test_mdl_without_fit_context_sends_whole_prefixes():
+    pool, queries, cids, labels, texts, qtexts = _setup(q=2)
+    texts = _long_texts(texts)
+    lm = _RecordingLM(seed=3, context_length=150)
+    sel = MDLSelector(scorer=lm, candidate_num=15, select_time=3, fit_context=False)
+    s = sel.fit(pool, labels=labels, texts=texts).select(queries, 6, query_texts=qtexts)
+    subsets, _ = sel.candidate_subsets(l2(queries), 6)
+    whole = [format_prompt([texts[i] for i in m], [labels[i] for i in m]) for m in subsets.reshape(-1, 6)]
+    assert lm.prefixes == whole and (s.extras["n_scored_demos"] == 6).all()

@@ -78,3 +78,39 @@ def test_mdl_with_a_real_scoring_lm(clinc):
 
 def _norm(x):
     return x / np.linalg.norm(x, axis=1, keepdims=True)
+
+
+def test_mdl_fits_long_prefixes_to_a_real_lms_context(clinc):
+    """With the real SmolLM2 at a 96-token context, every scored prefix is the leading demonstrations that fit
+    (by the model's own tokenizer), the most that do, and the model never has to cut a prefix itself."""
+    registry = pytest.importorskip("ucs.models.registry", reason="the backbone layer is not installed")
+    ds, pool, test, p, q = clinc
+    try:
+        lm = registry.load_backbone("smollm2", context_length=96)
+        lm.count_tokens("probe")
+    except Exception as exc:  # pragma: no cover - depends on the installed weights/engine
+        pytest.skip(f"smollm2 backbone unavailable: {exc}")
+    seen = []
+
+    class Recording:
+        context_length = lm.context_length
+        count_tokens = staticmethod(lm.count_tokens)
+
+        def score_continuations(self, prefix, continuations, reduction="sum"):
+            seen.append((prefix, list(continuations)))
+            return lm.score_continuations(prefix, continuations, reduction=reduction)
+
+    names = list(ds.label_names)
+    texts, labels = list(pool.texts), [names[k] for k in pool.labels]
+    label_set = sorted({labels[i] for i in range(0, 40, 8)})
+    sel = MDLSelector(scorer=Recording(), label_set=label_set, candidate_num=12, select_time=3)
+    s = sel.fit(p, labels=labels, texts=texts).select(q[:2], 10, query_texts=list(test.texts[:2]))
+    kept = s.extras["n_scored_demos"]
+    assert (kept < 10).all() and (kept >= 1).all()  # ten CLINC150 demonstrations do not fit 96 tokens
+    for prefix, conts in seen:
+        room = 96 - max(lm.count_tokens(c) for c in conts) - 1
+        assert lm.count_tokens(prefix) <= room
+    subsets, _ = sel.candidate_subsets(_norm(q[:2]), 10)
+    for (prefix, conts), members, k in zip(seen, subsets.reshape(-1, 10), kept.reshape(-1).astype(int)):
+        more = "".join(f"{texts[i]} {labels[i]}\n" for i in members[:k + 1])
+        assert prefix == more[:len(prefix)] and lm.count_tokens(more) > 96 - max(lm.count_tokens(c) for c in conts) - 1

@@ -89,6 +89,13 @@ class MDLSelector(Selector):
         Adds ``λ · Φ(S)`` to each subset's score (score designs via ``prior.design``).
     random_state : int
         Seed of the random subsets.
+    fit_context : bool
+        When the scorer has ``count_tokens`` and ``context_length``, score each subset's prefix as the prompt
+        that would be sent: its trailing demonstrations are dropped until the prefix and the longest
+        continuation fit the context (what the evaluation's prompt budget does), instead of letting the
+        scorer cut the prefix from the left — which keeps the demonstrations the prompt drops and starts
+        inside one. Only subsets too long for the context are affected; ``extras["n_scored_demos"]`` says how
+        many demonstrations each subset's score saw. ``False`` sends every prefix whole.
 
     Notes
     -----
@@ -111,6 +118,7 @@ class MDLSelector(Selector):
         prior: Optional[UCSPrior] = None,
         random_state: int = 0,
         block: int = 1024,
+        fit_context: bool = True,
     ) -> None:
         self.scorer = scorer
         self.label_set = label_set
@@ -122,6 +130,7 @@ class MDLSelector(Selector):
         self.prior = prior
         self.random_state = random_state
         self.block = block
+        self.fit_context = fit_context
 
     def _validate_params(self) -> None:
         if self.scorer is None or not callable(getattr(self.scorer, "score_continuations", None)):
@@ -170,6 +179,39 @@ class MDLSelector(Selector):
         subsets = np.take_along_axis(cand[:, None, :], pos.reshape(q, t * budget)[:, None, :], axis=2)
         return subsets.reshape(q, t, budget), (cand if return_candidates else sims)
 
+    def _token_budget(self) -> Tuple[Optional[Callable[[str], int]], int]:
+        """``(count_tokens, context_length)`` of the scorer when prefixes are fitted, else ``(None, 0)``."""
+        count = getattr(self.scorer, "count_tokens", None)
+        if not self.fit_context or not callable(count):
+            return None, 0
+        context = getattr(self.scorer, "context_length", None)
+        return (count, int(context)) if isinstance(context, (int, np.integer)) and context > 0 else (None, 0)
+
+    def _prefix(self, members: np.ndarray, count: Optional[Callable[[str], int]],
+                limit: Optional[int]) -> Tuple[str, int]:
+        """The scored prefix of a subset and how many of its leading demonstrations it holds.
+
+        Without a token ``limit`` every demonstration; else the most leading ones whose prefix has at most
+        ``limit`` tokens — the whole subset when it fits (one count), else a binary search over the
+        number kept (O(log B) counts; the count grows with the number kept).
+        """
+        def text(k: int) -> str:
+            chosen = members[:k]
+            return format_prompt([self.texts_[i] for i in chosen], [self.labels_[i] for i in chosen],
+                                 self.demo_template, self.separator)
+
+        n = len(members)
+        if count is None or limit is None or count(text(n)) <= limit:
+            return text(n), n
+        lo, hi = 0, n - 1  # the largest k in [lo, hi] whose prefix fits; k = 0 (no demonstration) always does
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if count(text(mid)) <= limit:
+                lo = mid
+            else:
+                hi = mid - 1
+        return text(lo), lo
+
     def _select(
         self, queries: np.ndarray, budget: int, query_texts: Optional[Sequence[str]]
     ) -> Tuple[np.ndarray, np.ndarray, Dict[str, np.ndarray]]:
@@ -181,17 +223,14 @@ class MDLSelector(Selector):
         subsets, cand = self.candidate_subsets(queries, budget, return_candidates=True)
         t = subsets.shape[1]
         mdl = np.empty((q, t))
+        kept = np.full((q, t), float(budget))
+        count, context = self._token_budget()
         for qi in range(q):
             misses = getattr(self.scorer, "misses", None)  # a CachedScorer counts the calls that ran the model
             conts = [_apply(self.query_template, query_texts[qi], y) for y in self.label_set_]
+            limit = None if count is None else context - max(count(c) for c in conts) - 1
             for ti in range(t):
-                members = subsets[qi, ti]
-                prefix = format_prompt(
-                    [self.texts_[i] for i in members],
-                    [self.labels_[i] for i in members],
-                    self.demo_template,
-                    self.separator,
-                )
+                prefix, kept[qi, ti] = self._prefix(subsets[qi, ti], count, limit)
                 ll = np.asarray(self.scorer.score_continuations(prefix, conts, reduction="mean"), dtype=np.float64)
                 if ll.shape != (len(conts),) or not np.all(np.isfinite(ll)):
                     raise ValueError(
@@ -201,7 +240,7 @@ class MDLSelector(Selector):
                 mdl[qi, ti] = negative_entropy(ll)
             reused = int(misses is not None and getattr(self.scorer, "misses", None) == misses)
             advance(1, kind="mdl", reused=reused)  # one query scored (shown when a progress stage is open)
-        extras: Dict[str, np.ndarray] = {"mdl": mdl}
+        extras: Dict[str, np.ndarray] = {"mdl": mdl, "n_scored_demos": kept}
         total = mdl
         if self.prior is not None:
             phi = self.prior.batched().phi_subsets(subsets.reshape(q * t, budget)).reshape(q, t)
