@@ -24,6 +24,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
+from ucs.utils.fitting import longest_fitting_prefix
+
 __all__ = [
     "PromptFormat",
     "INTENT_FORMAT",
@@ -229,8 +231,7 @@ class PromptBuilder:
         n_full = self.count_tokens(full)
         if n_full <= self.max_tokens:
             return BuiltPrompt(full, len(demos), 0, n_full, True)
-        lo, hi = 0, len(demos) - 1  # largest k in [lo, hi] with prompt(demos[:k]) fitting
-        cache: dict[int, tuple[str, int]] = {}
+        cache: dict[int, tuple[str, int]] = {len(demos): (full, n_full)}
 
         def measure(k: int) -> tuple[str, int]:
             if k not in cache:
@@ -241,11 +242,6 @@ class PromptBuilder:
         if measure(0)[1] > self.max_tokens:
             text, n = measure(0)
             return BuiltPrompt(text, 0, len(demos), n, False)
-        while lo < hi:
-            mid = (lo + hi + 1) // 2
-            if measure(mid)[1] <= self.max_tokens:
-                lo = mid
-            else:
-                hi = mid - 1
-        text, n = measure(lo)
-        return BuiltPrompt(text, lo, len(demos) - lo, n, True)
+        k = longest_fitting_prefix(len(demos), lambda j: measure(j)[1] <= self.max_tokens)
+        text, n = measure(k)
+        return BuiltPrompt(text, k, len(demos) - k, n, True)

@@ -8,6 +8,7 @@ import numpy as np
 
 from ucs.selectors.base import Selector, _check_int, check_random_state
 from ucs.selectors.prior import UCSPrior
+from ucs.utils.fitting import longest_fitting_prefix
 from ucs.utils.progress import advance
 
 __all__ = ["ContinuationScorer", "MDLSelector", "negative_entropy", "format_prompt"]
@@ -192,8 +193,8 @@ class MDLSelector(Selector):
         """The scored prefix of a subset and how many of its leading demonstrations it holds.
 
         Without a token ``limit`` every demonstration; else the most leading ones whose prefix has at most
-        ``limit`` tokens — the whole subset when it fits (one count), else a binary search over the
-        number kept (O(log B) counts; the count grows with the number kept).
+        ``limit`` tokens (:func:`~ucs.utils.fitting.longest_fitting_prefix`: one count when the whole subset
+        fits, O(log B) otherwise; no demonstration at all is the fallback).
         """
         def text(k: int) -> str:
             chosen = members[:k]
@@ -201,16 +202,9 @@ class MDLSelector(Selector):
                                  self.demo_template, self.separator)
 
         n = len(members)
-        if count is None or limit is None or count(text(n)) <= limit:
-            return text(n), n
-        lo, hi = 0, n - 1  # the largest k in [lo, hi] whose prefix fits; k = 0 (no demonstration) always does
-        while lo < hi:
-            mid = (lo + hi + 1) // 2
-            if count(text(mid)) <= limit:
-                lo = mid
-            else:
-                hi = mid - 1
-        return text(lo), lo
+        if count is not None and limit is not None:
+            n = longest_fitting_prefix(n, lambda k: count(text(k)) <= limit)
+        return text(n), n
 
     def _select(
         self, queries: np.ndarray, budget: int, query_texts: Optional[Sequence[str]]
