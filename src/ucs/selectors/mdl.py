@@ -196,10 +196,14 @@ class MDLSelector(Selector):
         ``limit`` tokens (:func:`~ucs.utils.fitting.longest_fitting_prefix`: one count when the whole subset
         fits, O(log B) otherwise; no demonstration at all is the fallback).
         """
-        def text(k: int) -> str:
-            chosen = members[:k]
-            return format_prompt([self.texts_[i] for i in chosen], [self.labels_[i] for i in chosen],
-                                 self.demo_template, self.separator)
+        texts: Dict[int, str] = {}
+
+        def text(k: int) -> str:  # each prefix formatted once: the search and the result share it
+            if k not in texts:
+                chosen = members[:k]
+                texts[k] = format_prompt([self.texts_[i] for i in chosen], [self.labels_[i] for i in chosen],
+                                         self.demo_template, self.separator)
+            return texts[k]
 
         n = len(members)
         if count is not None and limit is not None:

@@ -176,8 +176,7 @@ class Stage:
     def advance(self, n: int = 1, reused: int = 0) -> None:
         """Count ``n`` more units done, ``reused`` of them read back rather than computed, and show the progress
         when due."""
-        self.done += int(n)
-        self.reused += min(int(n), max(0, int(reused)))
+        self._count(n, reused)
         if self.terminal:
             if _RICH and self._task is not None:
                 _RICH["bar"].update(self._task, completed=self.done)
@@ -188,6 +187,10 @@ class Stage:
         if due and (self.total is None or self.done < self.total):
             self._last_step = step
             self._write(self.line())
+
+    def _count(self, n: int, reused: int) -> None:
+        self.done += int(n)
+        self.reused += min(int(n), max(0, int(reused)))
 
     def heartbeat(self) -> None:
         """Write the line again if :data:`LOG_INTERVAL_S` passed (plain display) and no stage is open inside this
@@ -218,8 +221,7 @@ class _NullStage(Stage):
         pass
 
     def advance(self, n: int = 1, reused: int = 0) -> None:
-        self.done += int(n)
-        self.reused += min(int(n), max(0, int(reused)))
+        self._count(n, reused)
 
     def heartbeat(self) -> None:
         pass
