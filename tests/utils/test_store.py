@@ -1,4 +1,5 @@
-"""The keyed JSONL store's sealed xz archive: compaction changes no entry, and appends go on after it."""
+"""The keyed JSONL store's sealed xz segments: compaction changes no entry, never rewrites a segment, and appends
+go on after it."""
 
 import lzma
 import subprocess
@@ -7,7 +8,7 @@ import sys
 import pytest
 
 from ucs.utils.integrity import DamagedFileWarning
-from ucs.utils.store import KeyedJsonlStore, archive_path, compact
+from ucs.utils.store import KeyedJsonlStore, archive_path, compact, segment_paths
 
 FIELDS = {"model": "m", "mode": "likelihood"}
 
@@ -28,13 +29,54 @@ def test_compact_keeps_every_entry_and_appends_continue(tmp_path):
         fh.write('{"k": "torn", "v"')  # an interrupted append: dropped, as readers skip it
     (arc,) = compact(tmp_path)
     s = _store(tmp_path)
-    assert arc == s.archive == archive_path(s.path) and not s.path.exists()
+    assert arc == archive_path(s.path) and segment_paths(s.path) == [arc] and not s.path.exists()
     assert dict(s._load()) == before
     assert s.put([{"k": "q1", "v": [0]}, {"k": "new", "v": [1]}]) == 1  # q1 is in the archive already
     again = _store(tmp_path)
     assert again.get("new") == {"k": "new", "v": [1]} and again.get("q1") == before["q1"] and len(again) == 51
-    compact(tmp_path)  # archive + appended lines into one archive
-    assert dict(_store(tmp_path)._load()) == dict(again._load()) and not again.path.exists()
+    first = arc.read_bytes()
+    (seg,) = compact(tmp_path)  # only the appended line: a second segment; the first is not rewritten
+    assert seg.name == f"{s.key}.1.jsonl.xz" and arc.read_bytes() == first and not again.path.exists()
+    assert lzma.open(seg, "rt", encoding="utf-8").read().count("\n") == 1
+    assert dict(_store(tmp_path)._load()) == dict(again._load())
+    assert compact(tmp_path) == []  # nothing appended since: nothing written
+
+
+def test_segments_are_read_in_order_and_merge_folds_them(tmp_path):
+    _filled(tmp_path, 5)
+    compact(tmp_path)
+    for i in range(1, 12):  # eleven more segments: "10" and "11" must sort after "2"
+        _store(tmp_path).put([{"k": f"s{i}", "v": [i]}])
+        compact(tmp_path)
+    with open(_store(tmp_path).path, "a", encoding="utf-8") as fh:  # a late duplicate of a sealed key:
+        fh.write(_line("q0", [42.0]))  # the first line of a key wins, before and after merging
+    s = _store(tmp_path)
+    segs = segment_paths(s.path)
+    assert [p.name.split(".")[1] for p in segs[1:]] == [str(i) for i in range(1, 12)]
+    before = dict(s._load())
+    assert before["q0"]["v"] == [0.0, 0.0] and len(before) == 16
+    (merged,) = compact(tmp_path, merge=True)
+    after = _store(tmp_path)
+    assert merged == archive_path(after.path) and segment_paths(after.path) == [merged] and not after.path.exists()
+    assert dict(after._load()) == before
+    assert compact(tmp_path, merge=True) == []  # one segment and nothing appended: nothing to do
+
+
+def _line(key, value):
+    from ucs.utils.store import signed_line
+    return signed_line({"k": key, "v": value})
+
+
+def test_a_segment_that_cannot_be_decompressed_is_reported_and_recomputed(tmp_path):
+    _filled(tmp_path, 5)
+    compact(tmp_path)
+    _store(tmp_path).put([{"k": "late", "v": [1]}])
+    (seg,) = compact(tmp_path)
+    seg.write_bytes(seg.read_bytes()[:-12])  # a truncated copy: the xz stream has no end
+    with pytest.warns(DamagedFileWarning, match="cannot be decompressed"):
+        s = _store(tmp_path)
+        assert s.get("late") is None and len(s) == 5
+    assert s.put([{"k": "late", "v": [1]}]) == 1
 
 
 def test_compact_is_deterministic_and_smaller(tmp_path):
@@ -62,8 +104,16 @@ def test_compact_from_the_command_line(tmp_path):
     out = subprocess.run([sys.executable, "-m", "ucs.utils.store", "compact", str(tmp_path)], capture_output=True,
                          text=True, check=True).stdout
     assert out.strip().endswith(".jsonl.xz") and len(_store(tmp_path)) == 3
+    _store(tmp_path).put([{"k": "x", "v": [1]}])
+    compact(tmp_path)
+    out = subprocess.run([sys.executable, "-m", "ucs.utils.store", "compact", "--merge", str(tmp_path)],
+                         capture_output=True, text=True, check=True).stdout
+    assert out.strip().endswith(f"{_store(tmp_path).key}.jsonl.xz") and len(_store(tmp_path)) == 4
     bad = subprocess.run([sys.executable, "-m", "ucs.utils.store"], capture_output=True, text=True)
     assert bad.returncode == 2 and "usage" in bad.stderr
+    bad = subprocess.run([sys.executable, "-m", "ucs.utils.store", "compact", str(tmp_path / "nowhere")],
+                         capture_output=True, text=True)
+    assert bad.returncode == 2 and "is not a folder" in bad.stderr and "Traceback" not in bad.stderr
 
 
 def _append_many(root, start, n):

@@ -6,9 +6,13 @@ object carrying its entry key under ``key_field``; the first line with a given k
 and flushed by one ``write`` call per batch, so several processes may append to one file; a torn last line
 (an interrupted write) is skipped when reading and ended before the next append, so it spoils only itself.
 
-A store may also hold a sealed, xz-compressed archive of earlier lines, ``<key>.jsonl.xz`` (:func:`compact`): it
-is read first, with the same checks, and new entries are still appended to ``<key>.jsonl``. Compacting a store
-that is committed beside results shrinks it about three times and changes no entry. On POSIX systems appends
+A store may also hold sealed, xz-compressed segments of earlier lines (:func:`compact`): ``<key>.jsonl.xz``, then
+``<key>.1.jsonl.xz``, ``<key>.2.jsonl.xz``, ... They are read first, in that order and with the same checks, and
+new entries are still appended to ``<key>.jsonl``. Each compaction seals only the lines appended since the last
+one into a new segment and never rewrites an old one, so a store committed beside results grows in git by what
+was added (``merge=True`` folds all segments into ``<key>.jsonl.xz`` for shipping elsewhere). Compaction
+shrinks the lines about three times and changes no entry. An archive that cannot be decompressed (truncated,
+failed CRC) is reported and skipped like a damaged line: its entries are recomputed. On POSIX systems appends
 and compaction take an ``flock`` on the file, and an append that finds its file sealed and removed meanwhile
 writes to a fresh one, so a store may be compacted while runs are still appending to it; elsewhere, compact
 only when nothing writes.
@@ -37,7 +41,8 @@ try:  # POSIX only; elsewhere appends and compaction are not serialised
 except ImportError:  # pragma: no cover
     fcntl = None  # type: ignore[assignment]
 
-__all__ = ["KeyedJsonlStore", "compact", "fields_key", "line_check", "signed_line", "verify_line"]
+__all__ = ["KeyedJsonlStore", "archive_path", "compact", "fields_key", "line_check", "segment_paths", "signed_line",
+           "verify_line"]
 
 CHECK_FIELD = "_check"
 
@@ -98,7 +103,6 @@ class KeyedJsonlStore:
         self.key = fields_key(fields)
         self.key_field = key_field
         self.path = Path(root) / self.key[:2] / f"{self.key}.jsonl"
-        self.archive = archive_path(self.path)
         self._entries: Optional[Dict[str, dict]] = None
 
     def validate(self, entry: dict) -> Optional[str]:
@@ -108,7 +112,7 @@ class KeyedJsonlStore:
     def _load(self) -> Dict[str, dict]:
         if self._entries is None:
             self._entries = {}
-            for path in (self.archive, self.path):  # the sealed archive's lines come first
+            for path in [*segment_paths(self.path), self.path]:  # the sealed segments' lines come first
                 if path.is_file():
                     self._read(path, _read_lines(path))
         return self._entries
@@ -192,52 +196,111 @@ def _open_for_append(path: Path) -> Any:
 
 
 def archive_path(path: Path) -> Path:
-    """The sealed archive beside a store file: ``<key>.jsonl`` → ``<key>.jsonl.xz``."""
+    """The first sealed segment of a store file: ``<key>.jsonl`` → ``<key>.jsonl.xz``."""
     return path.with_name(path.name + ".xz")
 
 
+def _segment_number(seg: Path, stem: str) -> Optional[int]:
+    """``n`` of ``<stem>.<n>.jsonl.xz`` (0 for ``<stem>.jsonl.xz``), ``None`` for any other name."""
+    if seg.name == f"{stem}.jsonl.xz":
+        return 0
+    middle = seg.name[len(stem) + 1:-len(".jsonl.xz")] if seg.name.startswith(stem + ".") else ""
+    return int(middle) if middle.isdigit() and not middle.startswith("0") else None
+
+
+def segment_paths(path: Path) -> List[Path]:
+    """The sealed segments of the store file ``path`` (``<key>.jsonl``) in reading order: ``<key>.jsonl.xz``,
+    then ``<key>.<n>.jsonl.xz`` by increasing ``n``. Cost: one directory listing."""
+    stem = path.name[:-len(".jsonl")]
+    numbered = [(n, seg) for seg in path.parent.glob(f"{stem}*.jsonl.xz")
+                if (n := _segment_number(seg, stem)) is not None]
+    return [seg for _, seg in sorted(numbered)]
+
+
 def _read_lines(path: Path) -> List[str]:
-    """The lines of a store file or of its xz archive (whose own CRC-64 is checked as it is read)."""
+    """The lines of a store file or of a sealed segment (whose own CRC-64 is checked as it is read); a segment
+    that cannot be decompressed is reported and gives no lines, so its entries are recomputed."""
     if path.suffix == ".xz":
-        with lzma.open(path, "rt", encoding="utf-8", errors="replace") as fh:
-            return fh.read().split("\n")
+        try:
+            with lzma.open(path, "rt", encoding="utf-8", errors="replace") as fh:
+                return fh.read().split("\n")
+        except (lzma.LZMAError, EOFError) as exc:
+            report_damage(f"{path}: cannot be decompressed ({exc}); its entries will be recomputed and appended")
+            return []
     with open(path, encoding="utf-8", errors="replace") as fh:
         return fh.read().split("\n")
 
 
-def compact(root: "str | os.PathLike[str]") -> List[Path]:
-    """Seal every store file under ``root`` into its xz archive: the archive's lines, then the file's lines that
-    pass their checksum, in order (so the first line of each key is the same one), written atomically; then the
-    appendable file is removed. Lines that fail their checksum, torn ones included, are dropped — readers skip
-    them anyway. Each file is locked while it is sealed, so on POSIX systems runs may go on appending (their
-    next lines go to a fresh file); elsewhere, run it when no process is writing. Returns the archives written.
-    Cost: O(total size) time, memory for one file's lines.
+def _write_segment(target: Path, lines: List[str]) -> None:
+    """Write ``lines`` xz-compressed to ``target`` atomically (a temporary file, then a rename)."""
+    tmp = target.with_name(target.name + ".tmp")
+    with lzma.open(tmp, "wt", encoding="utf-8", preset=9) as out:
+        out.write("".join(ln + "\n" for ln in lines))
+    os.replace(tmp, target)
+
+
+def _seal(path: Path, merge: bool) -> Optional[Path]:
+    """Seal the store file ``path`` (held locked): its valid lines that no segment holds go to a new segment;
+    with ``merge`` every segment's lines and those go to ``<key>.jsonl.xz`` and the other segments are removed.
+    Returns the segment written (``None``: nothing new). ``path`` is removed either way."""
+    segments = segment_paths(path)
+    sealed = [ln for seg in segments for ln in _read_lines(seg) if ln.strip()]
+    known = set(sealed)
+    fresh = [ln for ln in dict.fromkeys(_read_lines(path))
+             if ln.strip() and ln not in known and verify_line(ln)[0] is not None]
+    target: Optional[Path] = None
+    if merge and (fresh or len(segments) > 1):
+        target = archive_path(path)
+        _write_segment(target, [ln for ln in dict.fromkeys(sealed) if verify_line(ln)[0] is not None] + fresh)
+        for seg in segments[1:]:
+            seg.unlink()
+    elif fresh:
+        n = _segment_number(segments[-1], path.name[:-len(".jsonl")]) + 1 if segments else 0
+        target = path.with_name(f"{path.name[:-len('.jsonl')]}.{n}.jsonl.xz") if n else archive_path(path)
+        _write_segment(target, fresh)
+    path.unlink()
+    return target
+
+
+def compact(root: "str | os.PathLike[str]", merge: bool = False) -> List[Path]:
+    """Seal every store file under ``root``: the lines appended to ``<key>.jsonl`` since the last compaction
+    that pass their checksum, in order and without exact repeats of sealed lines, become a new segment
+    ``<key>.<n>.jsonl.xz`` (the first: ``<key>.jsonl.xz``), written atomically; then the appendable file is
+    removed. Old segments are never rewritten, so in git a compaction costs what it adds. With ``merge`` every
+    segment of a key is folded into ``<key>.jsonl.xz`` instead (lines in reading order, so the first line of
+    each key is the same one; lines failing their checksum dropped). Lines that fail their checksum, torn ones
+    included, are dropped — readers skip them anyway. Each file is locked while it is sealed, so on POSIX
+    systems runs may go on appending (their next lines go to a fresh file); elsewhere, run it when no process
+    is writing. Returns the segments written. Cost: O(size of the key's segments) time and memory per key.
     """
+    root = Path(root)
     written = []
-    for path in sorted(Path(root).rglob("*.jsonl")):
-        arc = archive_path(path)
-        try:
-            fh = open(path, "rb")
-        except FileNotFoundError:  # sealed by a concurrent compact
-            continue
-        with fh:
+    stems = {p.with_name(p.name[:-len(".jsonl")]) for p in root.rglob("*.jsonl")}
+    if merge:
+        stems |= {p.with_name(p.name.split(".")[0]) for p in root.rglob("*.jsonl.xz")}
+    for stem in sorted(stems):
+        path = stem.with_name(stem.name + ".jsonl")
+        if not path.exists() and not merge:
+            continue  # sealed by a concurrent compact
+        with open(path, "ab") as fh:  # created when merging a key that has only segments
             _lock(fh)
             if not _is_current(fh, path):  # sealed by a concurrent compact while this one waited
                 continue
-            lines = [ln for ln in (_read_lines(arc) if arc.is_file() else []) + _read_lines(path)
-                     if ln.strip() and verify_line(ln)[0] is not None]
-            tmp = arc.with_name(arc.name + ".tmp")
-            with lzma.open(tmp, "wt", encoding="utf-8", preset=9) as out:
-                out.write("".join(ln + "\n" for ln in dict.fromkeys(lines)))
-            os.replace(tmp, arc)
-            path.unlink()
-        written.append(arc)
+            target = _seal(path, merge)
+        if target is not None:
+            written.append(target)
     return written
 
 
-if __name__ == "__main__":  # python -m ucs.utils.store compact DIR
-    if len(sys.argv) != 3 or sys.argv[1] != "compact":
-        print("usage: python -m ucs.utils.store compact DIR", file=sys.stderr)
+_USAGE = "usage: python -m ucs.utils.store compact [--merge] DIR"
+
+if __name__ == "__main__":  # python -m ucs.utils.store compact [--merge] DIR
+    args = sys.argv[1:]
+    merge = "--merge" in args
+    args = [a for a in args if a != "--merge"]
+    if len(args) != 2 or args[0] != "compact" or not Path(args[1]).is_dir():
+        print(_USAGE + ("" if len(args) != 2 or Path(args[1]).is_dir() else f"\nerror: DIR: {args[1]} is not a folder"),
+              file=sys.stderr)
         raise SystemExit(2)
-    for arc in compact(sys.argv[2]):
+    for arc in compact(args[1], merge=merge):
         print(arc)
