@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from ucs.utils.store import _read_lines, verify_line
+from ucs.utils.store import read_lines, verify_line
 
 RESULTS = Path(__file__).resolve().parents[1] / "docs" / "results"
 SEGMENTS = sorted((RESULTS / "stores").rglob("*.jsonl.xz"))
@@ -22,7 +22,7 @@ def test_the_committed_results_are_there():
 
 @pytest.mark.parametrize("segment", SEGMENTS, ids=lambda p: p.name[:12])
 def test_every_committed_store_line_verifies(segment, recwarn):
-    lines = [ln for ln in _read_lines(segment) if ln.strip()]
+    lines = [ln for ln in read_lines(segment) if ln.strip()]
     assert not recwarn.list, f"{segment} cannot be decompressed: {recwarn.list[0].message}"
     bad = [i for i, ln in enumerate(lines, 1) if verify_line(ln)[0] is None]
     assert lines and not bad, f"{segment}: {len(bad)} of {len(lines)} lines fail their checksum (first: {bad[:3]})"

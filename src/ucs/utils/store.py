@@ -41,8 +41,8 @@ try:  # POSIX only; elsewhere appends and compaction are not serialised
 except ImportError:  # pragma: no cover
     fcntl = None  # type: ignore[assignment]
 
-__all__ = ["KeyedJsonlStore", "archive_path", "compact", "fields_key", "line_check", "segment_paths", "signed_line",
-           "verify_line"]
+__all__ = ["KeyedJsonlStore", "archive_path", "compact", "fields_key", "line_check", "read_lines", "segment_paths",
+           "signed_line", "verify_line"]
 
 CHECK_FIELD = "_check"
 
@@ -114,7 +114,7 @@ class KeyedJsonlStore:
             self._entries = {}
             for path in [*segment_paths(self.path), self.path]:  # the sealed segments' lines come first
                 if path.is_file():
-                    self._read(path, _read_lines(path))
+                    self._read(path, read_lines(path))
         return self._entries
 
     def _read(self, path: Path, lines: List[str]) -> None:
@@ -217,7 +217,7 @@ def segment_paths(path: Path) -> List[Path]:
     return [seg for _, seg in sorted(numbered)]
 
 
-def _read_lines(path: Path) -> List[str]:
+def read_lines(path: Path) -> List[str]:
     """The lines of a store file or of a sealed segment (whose own CRC-64 is checked as it is read); a segment
     that cannot be decompressed is reported and gives no lines, so its entries are recomputed."""
     if path.suffix == ".xz":
@@ -244,9 +244,9 @@ def _seal(path: Path, merge: bool) -> Optional[Path]:
     with ``merge`` every segment's lines and those go to ``<key>.jsonl.xz`` and the other segments are removed.
     Returns the segment written (``None``: nothing new). ``path`` is removed either way."""
     segments = segment_paths(path)
-    sealed = [ln for seg in segments for ln in _read_lines(seg) if ln.strip()]
+    sealed = [ln for seg in segments for ln in read_lines(seg) if ln.strip()]
     known = set(sealed)
-    fresh = [ln for ln in dict.fromkeys(_read_lines(path))
+    fresh = [ln for ln in dict.fromkeys(read_lines(path))
              if ln.strip() and ln not in known and verify_line(ln)[0] is not None]
     target: Optional[Path] = None
     if merge and (fresh or len(segments) > 1):
