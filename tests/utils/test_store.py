@@ -140,3 +140,13 @@ def test_compact_while_other_processes_append_loses_nothing(tmp_path):
     got = _store(tmp_path)._load()
     assert sealed > 1, "the writers finished before compaction overlapped them; the test proved nothing"
     assert {f"w{1000 * w + i}" for w in range(2) for i in range(150)} <= set(got) and len(got) == 350
+
+
+def test_compact_leaves_other_jsonl_files_alone(tmp_path):
+    _filled(tmp_path, 3)
+    records = tmp_path / "evals" / "run" / "records.jsonl"  # e.g. a store pointed at a whole work folder
+    records.parent.mkdir(parents=True)
+    records.write_text('{"method": "dpp"}\n', encoding="utf-8")
+    (arc,) = compact(tmp_path)
+    assert arc == archive_path(_store(tmp_path).path) and records.read_text(encoding="utf-8") == '{"method": "dpp"}\n'
+    assert compact(tmp_path, merge=True) == [] and records.exists()

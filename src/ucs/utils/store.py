@@ -262,11 +262,18 @@ def _seal(path: Path, merge: bool) -> Optional[Path]:
     return target
 
 
+def _is_store_stem(stem: Path) -> bool:
+    """Whether ``stem`` names a store file: ``<key[:2]>/<key>`` with ``key`` a SHA-256 hex digest."""
+    key = stem.name
+    return len(key) == 64 and all(c in "0123456789abcdef" for c in key) and stem.parent.name == key[:2]
+
+
 def compact(root: "str | os.PathLike[str]", merge: bool = False) -> List[Path]:
-    """Seal every store file under ``root``: the lines appended to ``<key>.jsonl`` since the last compaction
-    that pass their checksum, in order and without exact repeats of sealed lines, become a new segment
-    ``<key>.<n>.jsonl.xz`` (the first: ``<key>.jsonl.xz``), written atomically; then the appendable file is
-    removed. Old segments are never rewritten, so in git a compaction costs what it adds. With ``merge`` every
+    """Seal every store file under ``root`` (``<key[:2]>/<key>.jsonl``; other JSONL files, such as an
+    evaluation's ``records.jsonl``, are left alone): the lines appended to ``<key>.jsonl`` since the last
+    compaction that pass their checksum, in order and without exact repeats of sealed lines, become a new
+    segment ``<key>.<n>.jsonl.xz`` (the first: ``<key>.jsonl.xz``), written atomically; then the appendable
+    file is removed. Old segments are never rewritten, so in git a compaction costs what it adds. With ``merge`` every
     segment of a key is folded into ``<key>.jsonl.xz`` instead (lines in reading order, so the first line of
     each key is the same one; lines failing their checksum dropped). Lines that fail their checksum, torn ones
     included, are dropped — readers skip them anyway. Each file is locked while it is sealed, so on POSIX
@@ -278,6 +285,7 @@ def compact(root: "str | os.PathLike[str]", merge: bool = False) -> List[Path]:
     stems = {p.with_name(p.name[:-len(".jsonl")]) for p in root.rglob("*.jsonl")}
     if merge:
         stems |= {p.with_name(p.name.split(".")[0]) for p in root.rglob("*.jsonl.xz")}
+    stems = {stem for stem in stems if _is_store_stem(stem)}  # never an evaluation's records.jsonl
     for stem in sorted(stems):
         path = stem.with_name(stem.name + ".jsonl")
         if not path.exists() and not merge:
