@@ -208,10 +208,15 @@ def _segment_number(seg: Path, stem: str) -> Optional[int]:
     return int(middle) if middle.isdigit() and not middle.startswith("0") else None
 
 
+def _key_of(path: Path) -> str:
+    """``<key>`` of a store file ``<key>.jsonl``."""
+    return path.name[:-len(".jsonl")]
+
+
 def segment_paths(path: Path) -> List[Path]:
     """The sealed segments of the store file ``path`` (``<key>.jsonl``) in reading order: ``<key>.jsonl.xz``,
     then ``<key>.<n>.jsonl.xz`` by increasing ``n``. Cost: one directory listing."""
-    stem = path.name[:-len(".jsonl")]
+    stem = _key_of(path)
     numbered = [(n, seg) for seg in path.parent.glob(f"{stem}*.jsonl.xz")
                 if (n := _segment_number(seg, stem)) is not None]
     return [seg for _, seg in sorted(numbered)]
@@ -255,8 +260,9 @@ def _seal(path: Path, merge: bool) -> Optional[Path]:
         for seg in segments[1:]:
             seg.unlink()
     elif fresh:
-        n = _segment_number(segments[-1], path.name[:-len(".jsonl")]) + 1 if segments else 0
-        target = path.with_name(f"{path.name[:-len('.jsonl')]}.{n}.jsonl.xz") if n else archive_path(path)
+        key = _key_of(path)
+        n = _segment_number(segments[-1], key) + 1 if segments else 0
+        target = path.with_name(f"{key}.{n}.jsonl.xz") if n else archive_path(path)
         _write_segment(target, fresh)
     path.unlink()
     return target
@@ -282,7 +288,7 @@ def compact(root: "str | os.PathLike[str]", merge: bool = False) -> List[Path]:
     """
     root = Path(root)
     written = []
-    stems = {p.with_name(p.name[:-len(".jsonl")]) for p in root.rglob("*.jsonl")}
+    stems = {p.with_name(_key_of(p)) for p in root.rglob("*.jsonl")}
     if merge:
         stems |= {p.with_name(p.name.split(".")[0]) for p in root.rglob("*.jsonl.xz")}
     stems = {stem for stem in stems if _is_store_stem(stem)}  # never an evaluation's records.jsonl
