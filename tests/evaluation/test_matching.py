@@ -48,3 +48,16 @@ def test_longest_contained_label_wins():
         get_matcher("fuzzy")
     with pytest.raises(ValueError, match="min_overlap"):
         PaperMatcher(min_overlap=0)
+
+
+def test_answer_followed_by_empty_turns_is_unmatched():
+    """SPEC §5 reads after the *last* marker: an option followed by empty ``A:`` turns leaves no answer.
+
+    The shape of 27 of 240 sampled BBEH Shuffled Objects outputs (docs/evaluation.md, "The last-marker rule").
+    """
+    options = [f"({c})" for c in "ABCDEFG"]
+    out = " (D)\n\nA:\n\nA:\n\nA:\n"
+    for name in ("paper", "strict"):
+        matcher = get_matcher(name, markers=("A:",))
+        assert matcher(out, options) is None
+        assert matcher(" (D)\n\nQ: Alice, Bob", options) == 3
