@@ -121,6 +121,45 @@ def _append_many(root, start, n):
         _store(root).put([{"k": f"w{i}", "v": [i]}])  # a fresh store per entry: each append reopens the file
 
 
+def test_a_read_overlapping_a_compaction_sees_every_entry(tmp_path, monkeypatch):
+    import ucs.utils.store as store_module
+
+    real = store_module.segment_paths
+    before = dict(_filled(tmp_path)._load())
+    calls = []
+
+    def compacting_first(path):  # another process seals and removes the file once the reader listed segments
+        calls.append(path)
+        listed = real(path)
+        if len(calls) == 1:
+            compact(tmp_path)  # (its own listings come through here too, as calls 2 and later)
+        return listed
+
+    monkeypatch.setattr(store_module, "segment_paths", compacting_first)
+    assert dict(_store(tmp_path)._load()) == before and not _store(tmp_path).path.exists()
+
+
+def test_a_read_overlapping_a_merge_lists_the_segments_again(tmp_path, monkeypatch):
+    import ucs.utils.store as store_module
+
+    real = store_module.segment_paths
+    s = _filled(tmp_path, 5)
+    compact(tmp_path)
+    s.put([{"k": "late", "v": [1]}])
+    compact(tmp_path)
+    listed = real(s.path)
+    compact(tmp_path, merge=True)  # removes the second segment the reader had listed
+    calls = []
+
+    def stale_first(path):
+        calls.append(path)
+        return listed if len(calls) == 1 else real(path)
+
+    monkeypatch.setattr(store_module, "segment_paths", stale_first)
+    got = _store(tmp_path)
+    assert len(got) == 6 and got.get("late") == {"k": "late", "v": [1]} and len(calls) == 2
+
+
 @pytest.mark.skipif(sys.platform == "win32", reason="appends and compaction are serialised by flock on POSIX only")
 def test_compact_while_other_processes_append_loses_nothing(tmp_path):
     import multiprocessing as mp

@@ -110,11 +110,26 @@ class KeyedJsonlStore:
         return None if isinstance(entry.get(self.key_field), str) else f"no string {self.key_field!r}"
 
     def _load(self) -> Dict[str, dict]:
-        if self._entries is None:
+        """Read a consistent snapshot even while :func:`compact` runs: the appendable file is opened before the
+        segments are listed, so lines it seals meanwhile are read from the open file or from its new segment
+        (repeats are harmless: the first line of a key wins); a listing spoilt by a merge is read again."""
+        while self._entries is None:
+            try:
+                fh = open(self.path, encoding="utf-8", errors="replace")
+            except FileNotFoundError:
+                fh = None
+            try:
+                snapshot = [(seg, read_lines(seg)) for seg in segment_paths(self.path)]
+                if fh is not None:
+                    snapshot.append((self.path, fh.read().split("\n")))
+            except FileNotFoundError:  # a merge removed a listed segment: list again
+                continue
+            finally:
+                if fh is not None:
+                    fh.close()
             self._entries = {}
-            for path in [*segment_paths(self.path), self.path]:  # the sealed segments' lines come first
-                if path.is_file():
-                    self._read(path, read_lines(path))
+            for path, lines in snapshot:  # the sealed segments' lines come first
+                self._read(path, lines)
         return self._entries
 
     def _read(self, path: Path, lines: List[str]) -> None:
