@@ -189,3 +189,17 @@ def test_compact_leaves_other_jsonl_files_alone(tmp_path):
     (arc,) = compact(tmp_path)
     assert arc == archive_path(_store(tmp_path).path) and records.read_text(encoding="utf-8") == '{"method": "dpp"}\n'
     assert compact(tmp_path, merge=True) == [] and records.exists()
+
+
+def test_store_files_lists_appendable_and_sealed_keys_only(tmp_path):
+    from ucs.utils.store import store_files
+
+    sealed = _filled(tmp_path / "one")
+    compact(tmp_path / "one")
+    appendable = KeyedJsonlStore(tmp_path / "two", {"model": "other"}, key_field="k")
+    appendable.put([{"k": "q", "v": [1]}])
+    (tmp_path / "records.jsonl").write_text("{}\n")  # an evaluation's records: not a store file
+    paths = store_files(tmp_path)
+    assert paths == sorted([sealed.path, appendable.path]) and not sealed.path.exists()
+    reopened = KeyedJsonlStore.open_file(sealed.path, "k")
+    assert reopened.entries() == _store(tmp_path / "one").entries() and len(reopened) == 50

@@ -42,7 +42,7 @@ except ImportError:  # pragma: no cover
     fcntl = None  # type: ignore[assignment]
 
 __all__ = ["KeyedJsonlStore", "archive_path", "compact", "fields_key", "line_check", "read_lines", "segment_paths",
-           "signed_line", "verify_line"]
+           "signed_line", "store_files", "verify_line"]
 
 CHECK_FIELD = "_check"
 
@@ -108,6 +108,21 @@ class KeyedJsonlStore:
     def validate(self, entry: dict) -> Optional[str]:
         """What is wrong with a stored ``entry`` (``None``: nothing). Subclasses check their fields."""
         return None if isinstance(entry.get(self.key_field), str) else f"no string {self.key_field!r}"
+
+    @classmethod
+    def open_file(cls, path: "str | os.PathLike[str]", key_field: str) -> "KeyedJsonlStore":
+        """The store file ``path`` (``<root>/<key[:2]>/<key>.jsonl``, read with its sealed segments) opened
+        by name, for a tool that reads a store whose ``fields`` it does not know (:mod:`ucs.utils.store_diff`)."""
+        store = cls.__new__(cls)
+        store.path = Path(path)
+        store.key = _key_of(store.path)
+        store.key_field = key_field
+        store._entries = None
+        return store
+
+    def entries(self) -> Dict[str, dict]:
+        """Every valid entry by its key (a copy; the first line of a key wins). Cost: reads the file once."""
+        return dict(self._load())
 
     def _load(self) -> Dict[str, dict]:
         """Read a consistent snapshot even while :func:`compact` runs: the appendable file is opened before the
@@ -287,6 +302,15 @@ def _is_store_stem(stem: Path) -> bool:
     """Whether ``stem`` names a store file: ``<key[:2]>/<key>`` with ``key`` a SHA-256 hex digest."""
     key = stem.name
     return len(key) == 64 and all(c in "0123456789abcdef" for c in key) and stem.parent.name == key[:2]
+
+
+def store_files(root: "str | os.PathLike[str]") -> List[Path]:
+    """The store files under ``root``, as ``<key[:2]>/<key>.jsonl`` paths, whether the appendable file, its
+    sealed segments or both exist; other JSONL files (an evaluation's ``records.jsonl``) are not store files.
+    Sorted. Cost: one recursive listing."""
+    found = [p for pattern in ("*.jsonl", "*.jsonl.xz") for p in Path(root).rglob(pattern)]
+    stems = {p.with_name(p.name.split(".")[0]) for p in found}
+    return sorted(stem.with_name(stem.name + ".jsonl") for stem in stems if _is_store_stem(stem))
 
 
 def compact(root: "str | os.PathLike[str]", merge: bool = False) -> List[Path]:
