@@ -325,16 +325,10 @@ def compact(root: "str | os.PathLike[str]", merge: bool = False) -> List[Path]:
     systems runs may go on appending (their next lines go to a fresh file); elsewhere, run it when no process
     is writing. Returns the segments written. Cost: O(size of the key's segments) time and memory per key.
     """
-    root = Path(root)
     written = []
-    stems = {p.with_name(_key_of(p)) for p in root.rglob("*.jsonl")}
-    if merge:
-        stems |= {p.with_name(p.name.split(".")[0]) for p in root.rglob("*.jsonl.xz")}
-    stems = {stem for stem in stems if _is_store_stem(stem)}  # never an evaluation's records.jsonl
-    for stem in sorted(stems):
-        path = stem.with_name(stem.name + ".jsonl")
+    for path in store_files(root):  # never an evaluation's records.jsonl
         if not path.exists() and not merge:
-            continue  # sealed by a concurrent compact
+            continue  # nothing appended since the last compaction, or sealed by a concurrent compact
         with open(path, "ab") as fh:  # created when merging a key that has only segments
             _lock(fh)
             if not _is_current(fh, path):  # sealed by a concurrent compact while this one waited
