@@ -28,7 +28,6 @@ import warnings
 from pathlib import Path
 from typing import Any, Callable, List, Optional, Tuple
 
-import click
 import typer
 
 __all__ = ["guard", "guard_app", "set_debug", "debug_enabled", "DEBUG_ENV", "EXIT_USER_ERROR"]
@@ -142,7 +141,7 @@ def _param_for_message(message: str, params: List[Tuple[str, str, Any]]) -> Opti
 def _describe(exc: BaseException, command: str,
               params: List[Tuple[str, str, Any]]) -> Optional[Tuple[str, Optional[str], str]]:
     """``(message, parameter, fix)`` for a user error, ``None`` for anything else (a bug: re-raised)."""
-    from ucs.utils.optional import MissingDependencyError
+    from ucs.utils.optional import LLAMA_REBUILD, EngineCrashedError, MissingDependencyError
     from ucs.utils.lock import FolderLockedError
 
     help_hint = f"see `ucs {command} --help`" if command else "see `ucs --help`"
@@ -152,6 +151,8 @@ def _describe(exc: BaseException, command: str,
     if type(exc).__name__ == "ConfigurationMismatchError":  # ucs.evaluation.runner's (not imported for this)
         return str(exc).split("; use another output folder")[0], _param_for_path(str(exc.folder), params), \
             "add --fresh to move the old results aside and start over, or choose another output folder"
+    if isinstance(exc, EngineCrashedError):
+        return str(exc).split(": rebuild it with")[0], None, f"rebuild it with {LLAMA_REBUILD}"
     if isinstance(exc, MissingDependencyError):
         return str(exc), None, "install what the message names, then rerun the same command"
     if isinstance(exc, OSError) and getattr(exc, "filename", None) is not None:
@@ -186,21 +187,26 @@ def _format(message: str, param: Optional[str], fix: str) -> str:
     return f"Error: {first}\n  fix: {fix} (--debug shows the traceback)"
 
 
-#: Exceptions that already carry the CLI's answer (usage errors, ``typer.Exit``): Typer may vendor Click,
-#: so both its classes and Click's are listed.
-_PASSTHROUGH = tuple({typer.Exit, typer.Abort, click.exceptions.Exit, click.exceptions.Abort, click.ClickException}
-                     | {c for c in type(typer.BadParameter("x")).__mro__ if c.__name__ == "ClickException"})
+#: The exceptions module of the Click that Typer runs on: Typer ≥ 0.29 vendors Click (``typer._click``), older
+#: releases use the ``click`` package; reading it off Typer's own ``BadParameter`` serves both without importing
+#: ``click``, which is not a dependency.
+_CLICK_EXCEPTIONS = sys.modules[type(typer.BadParameter("x")).__module__]
+
+#: Exceptions that already carry the CLI's answer (usage errors, ``typer.Exit``).
+_PASSTHROUGH = tuple({typer.Exit, typer.Abort, _CLICK_EXCEPTIONS.ClickException}
+                     | {getattr(_CLICK_EXCEPTIONS, n) for n in ("Exit", "Abort") if hasattr(_CLICK_EXCEPTIONS, n)})
 
 
-_USAGE = tuple({click.UsageError} | {c for c in type(typer.BadParameter("x")).__mro__ if c.__name__ == "UsageError"})
+_USAGE = (_CLICK_EXCEPTIONS.UsageError,)
 
 
 def _show_warning(message: Any, category: type, filename: str, lineno: int, file: Any = None,
                   line: Optional[str] = None) -> None:
-    """Damaged-file warnings as one ``warning: ...`` line; others as Python prints them."""
+    """Damaged-file and engine-fallback warnings as one ``warning: ...`` line; others as Python prints them."""
     from ucs.utils.integrity import DamagedFileWarning
+    from ucs.utils.optional import EngineFallbackWarning
 
-    if issubclass(category, DamagedFileWarning):
+    if issubclass(category, (DamagedFileWarning, EngineFallbackWarning)):
         typer.echo(f"warning: {message}", err=True)
     else:
         _PYTHON_SHOWWARNING(message, category, filename, lineno, file, line)
