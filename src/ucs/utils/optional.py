@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import importlib
 
-__all__ = ["MissingDependencyError", "InvalidModelFileError", "require", "extra_install"]
+__all__ = ["MissingDependencyError", "InvalidModelFileError", "EngineCrashedError", "EngineFallbackWarning",
+           "LLAMA_REBUILD", "require", "extra_install"]
 
 
 def extra_install(extra: str, packages: str) -> str:
@@ -33,3 +34,20 @@ def require(module: str, install: str, what: str):
             f"{what} needs the Python package {module!r}, which is not installed: "
             f"run `pip install {install}`"
         ) from exc
+
+
+#: How to rebuild llama-cpp-python so that it runs on this CPU (named wherever the engine is found crashing).
+LLAMA_REBUILD = ("`bash scripts/install.sh --rebuild-llama` in the ucs repository (a portable build; SSE4.2-only "
+                 "if that crashes too), or `CMAKE_ARGS=\"-DGGML_NATIVE=OFF\" pip install --force-reinstall "
+                 "--no-cache-dir llama-cpp-python`")
+
+
+class EngineCrashedError(MissingDependencyError):
+    """A native engine is installed but crashes on this machine (found by a probe in a child process).
+
+    Like a missing dependency, the fix is an install step; the message names it.
+    """
+
+
+class EngineFallbackWarning(UserWarning):
+    """The default engine crashes on this machine, so another installed engine is used instead."""
