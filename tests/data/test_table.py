@@ -97,3 +97,23 @@ def test_sample_dataset():
     v = ds.validation
     assert (v.pool_duplicates, v.test_duplicates, v.cross_duplicates) == (0, 0, 0)
     assert ds.fingerprint() == load_dataset("SAMPLE").fingerprint()
+
+
+@pytest.mark.parametrize("suffix,sep", [(".csv", ","), (".tsv", "\t"), (".jsonl", None)])
+def test_a_utf8_byte_order_mark_is_read_as_text_not_as_part_of_the_header(tmp_path, suffix, sep):
+    path = tmp_path / f"d{suffix}"
+    if sep is None:
+        body = "".join(json.dumps({"text": t, "label": y}) + "\n" for t, y in [("hi", "a"), ("bye", "b")])
+    else:
+        body = f"text{sep}label\nhi{sep}a\nbye{sep}b\n"
+    path.write_bytes(b"\xef\xbb\xbf" + body.encode("utf-8"))
+    table = read_table(path, text_column="text", label_column="label")
+    assert table["text"] == ["hi", "bye"] and table["label"] == ["a", "b"]
+
+
+def test_a_csv_field_over_pythons_default_limit_is_read_whole(tmp_path):
+    long_text = "word " * 400_000  # 2 MB, over the csv module's default 128 KiB field limit
+    path = tmp_path / "d.csv"
+    path.write_text(f'text,label\n"{long_text}",a\nshort,b\n', encoding="utf-8")
+    table = read_table(path, text_column="text", label_column="label")
+    assert table["text"] == [long_text, "short"]

@@ -81,7 +81,7 @@ def read_ids(path: Path, param: str, n: Optional[int] = None) -> np.ndarray:
 def read_lines(path: Path, param: str, n: Optional[int] = None) -> list:
     """The lines of a UTF-8 text file (``n`` of them when given)."""
     try:
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
+        lines = Path(path).read_text(encoding="utf-8-sig").splitlines()
     except UnicodeDecodeError as exc:
         raise InputError(f"{param}: {path} is not UTF-8 text (byte {exc.start}); convert it to UTF-8") from None
     if n is not None and len(lines) != n:
@@ -93,7 +93,7 @@ def read_lines(path: Path, param: str, n: Optional[int] = None) -> list:
 def read_json(path: Path, param: str) -> Any:
     """A JSON document."""
     try:
-        return json.loads(Path(path).read_text(encoding="utf-8"))
+        return json.loads(Path(path).read_text(encoding="utf-8-sig"))
     except (ValueError, UnicodeDecodeError) as exc:
         raise InputError(f"{param}: {path} is not valid JSON ({exc})") from None
 

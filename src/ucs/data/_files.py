@@ -35,7 +35,7 @@ def require_file(path: Path, what: str) -> Path:
 
 def read_json(path: Path) -> Any:
     try:
-        with open(path, encoding="utf-8") as fh:
+        with open(path, encoding="utf-8-sig") as fh:
             return json.load(fh)
     except json.JSONDecodeError as exc:
         raise DatasetError(f"{path} is not valid JSON: {exc}") from exc
@@ -43,13 +43,19 @@ def read_json(path: Path) -> Any:
         raise DatasetError(f"{path} is not UTF-8 text: {exc}") from exc
 
 
+#: The largest CSV field read (2 GiB − 1, the most every platform's csv module accepts).
+_FIELD_LIMIT = 2**31 - 1
+
+
 def read_csv_rows(path: Path, required: tuple[str, ...], delimiter: str = ",") -> Iterator[tuple[int, dict]]:
     """Yield ``(line_number, row)`` of a quoted CSV file; quoted fields may span lines.
 
-    Raises :class:`DatasetError` naming the file when a required column is missing or a row is ragged.
+    Raises :class:`DatasetError` naming the file when a required column is missing or a row is ragged. A UTF-8
+    byte-order mark is skipped, and a field may be as long as the file (not only Python's default 128 KiB).
     """
+    csv.field_size_limit(max(csv.field_size_limit(), _FIELD_LIMIT))
     try:
-        with open(path, newline="", encoding="utf-8") as fh:
+        with open(path, newline="", encoding="utf-8-sig") as fh:
             reader = csv.DictReader(fh, delimiter=delimiter, strict=True)
             header = reader.fieldnames or []
             missing = [c for c in required if c not in header]

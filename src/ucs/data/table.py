@@ -77,7 +77,7 @@ def _header(path: Path, delimiter: str | None) -> list[str]:
         if suffix in (".csv", ".tsv"):
             import csv
 
-            with open(path, newline="", encoding="utf-8") as fh:
+            with open(path, newline="", encoding="utf-8-sig") as fh:
                 return next(csv.reader(fh, delimiter=delimiter or ("\t" if suffix == ".tsv" else ",")), [])
         if suffix in (".jsonl", ".json"):
             rows = _json_rows(path)
@@ -89,7 +89,7 @@ def _header(path: Path, delimiter: str | None) -> list[str]:
 
 def _json_rows(path: Path) -> list[tuple[int, object]]:
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError as exc:
         raise DatasetError(f"{path} is not UTF-8 text: {exc}") from exc
     if path.suffix.lower() == ".json":
