@@ -288,6 +288,13 @@ TUNE = [
     ("dataset-unknown", _TUNE + "--dataset nope", "--dataset"),
     ("runs-zero", _TUNE + "--runs 0", "--runs"),
     ("out-is-file", "tune --model dummy --out {tune_out_file}", "--out"),
+    ("variants-duplicate-name", _TUNE + "--selectors dpp+ucs --variants a:estimator=binomial;a:estimator=paper",
+     "--variants"),
+    ("variants-unsafe-name", _TUNE + "--selectors dpp+ucs --variants ../up:estimator=binomial", "--variants"),
+    ("variants-unknown-setting", _TUNE + "--selectors dpp+ucs --variants ok:estimator=binomial;bad:nosuch=1",
+     "--variants"),
+    ("variants-bad-value", _TUNE + "--selectors dpp+ucs --variants ok:estimator=binomial;bad:estimator=zzz",
+     "--variants"),
 ]
 
 CASES = {"select": SELECT, "coverage": COVERAGE, "cluster": CLUSTER, "embed": EMBED, "distributed": DISTRIBUTED,

@@ -47,7 +47,7 @@ _FIELD_OPTIONS = {
     "method": ("--method", "--selectors"), "selectors": ("--selectors",), "query_embeddings": ("--queries",),
     "pool_embeddings": ("--pool",), "cluster_ids": ("--cluster-ids", "--clusters"), "n_atoms": ("--n-atoms",),
     "test_file": ("--test-file",), "val_fraction": ("--val-fraction",), "preset": ("--preset",),
-    "datasets": ("--datasets",), "dataset": ("--dataset", "--datasets"),
+    "datasets": ("--datasets",), "dataset": ("--dataset", "--datasets"), "variants": ("--variants",),
 }
 
 

@@ -22,8 +22,10 @@ It is cheap because nothing expensive is recomputed per grid point:
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
@@ -280,9 +282,41 @@ def parse_variants(spec: str) -> Dict[str, Dict[str, Any]]:
                 settings[k.strip()] = json.loads(v)
             except json.JSONDecodeError:
                 settings[k.strip()] = v.strip()
-        out[name.strip()] = settings
+        name = check_variant_name(name.strip())
+        if name in out:
+            raise ValueError(f"variant name {name!r} is given twice in variants; give every variant its own name")
+        out[name] = settings
     if not out:
         raise ValueError(f"variants must name at least one NAME:KEY=VALUE setting; got {spec!r}")
+    return out
+
+
+_SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+
+
+def check_variant_name(name: str) -> str:
+    """``name`` if it is a safe folder name (letters, digits, ``.``, ``_``, ``-``; not starting with ``.``)."""
+    if not _SAFE_NAME.fullmatch(name) or ".." in name:
+        raise ValueError(f"variant name {name!r} in variants is not a safe folder name: use letters, digits, '.', '_' and '-' "
+                         "(at most 64, starting with a letter or digit)")
+    return name
+
+
+def _variant_configs(config: Any, variants: Dict[str, Dict[str, Any]], methods: Sequence[str]) -> Dict[str, Any]:
+    """Every variant's configuration, all checked before any runs: names, known settings, valid values."""
+    valid = sorted(f.name for f in dataclasses.fields(config))
+    out = {}
+    for name, settings in variants.items():
+        check_variant_name(name)
+        unknown = sorted(set(settings) - set(valid) - {"selectors"})
+        if unknown:
+            raise ValueError(f"variant {name!r} of variants: unknown setting(s) {unknown}; valid settings: {valid}")
+        if "selectors" in settings:
+            raise ValueError(f"variant {name!r} of variants: selectors is not a variant setting; pass --selectors once")
+        try:
+            out[name] = config.replace(**settings, selectors=methods)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"variant {name!r} of variants: {exc}") from exc
     return out
 
 
@@ -323,11 +357,12 @@ def tune_variants(
     if not ucs_methods:
         raise ValueError(f"selectors must include UCS methods such as 'dpp+ucs'; got {list(config.selectors)}")
     methods = tuple(dict.fromkeys([parse_method(m)[0] for m in ucs_methods] + ucs_methods))
+    configs = _variant_configs(config, variants, methods)
     full, keep, val, shared = _validation_setup(config, dataset, backbone, retrieval, cache_dir, val_fraction,
                                                 val_seed)
     grid: List[Dict[str, Any]] = []
     for name, settings in variants.items():
-        cfg = config.replace(**settings, selectors=methods)
+        cfg = configs[name]
         res = Pipeline(cfg, progress=progress, **shared).run(out / "variants" / name, limit=limit)
         summ = res.summary["methods"]
         for m in ucs_methods:
