@@ -133,6 +133,8 @@ class UnseenCoverage:
         """
         self.estimator_ = self._build_estimator()
         ids = validate_cluster_ids(cluster_ids)
+        if ids.size == 0:
+            raise ValueError("cluster_ids is empty: fit needs the cluster id of at least one pool item")
         self.clusters_, inverse = np.unique(ids, return_inverse=True)
         self.cluster_index_ = inverse.astype(np.int64)
         self.n_clusters_ = int(self.clusters_.size)

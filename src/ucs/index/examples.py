@@ -7,7 +7,7 @@ import json
 from collections.abc import Mapping
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-__all__ = ["check_examples", "resolve_keys", "example_text", "query_text", "check_json_examples"]
+__all__ = ["check_examples", "check_text", "resolve_keys", "example_text", "query_text", "check_json_examples"]
 
 
 def check_examples(examples: Any, name: str = "examples") -> List[Dict[str, Any]]:
@@ -45,7 +45,20 @@ def resolve_keys(
         missing = [k for k in need if k not in ex]
         if missing:
             raise ValueError(f"example {i} has no field(s) {missing}; every example needs {list(need)}")
+        for k in keys:
+            check_text(ex[k], f"example {i}, field {k!r}")
     return keys, output_key
+
+
+def check_text(value: Any, where: str) -> str:
+    """``value`` if it is a string with a non-blank character, else a ``ValueError`` naming ``where`` (the same
+    rule as the dataset loaders: ``None``, numbers, ``""`` and whitespace are not texts to embed)."""
+    if not isinstance(value, str):
+        raise ValueError(f"{where} is {type(value).__name__} {value!r}, not text; give every example a non-empty string")
+    if not value.strip():
+        raise ValueError(f"{where} is {'empty' if not value else 'only whitespace'}; give every example a non-empty "
+                         "text, or leave the example out")
+    return value
 
 
 def example_text(example: Mapping, input_keys: Sequence[str]) -> str:

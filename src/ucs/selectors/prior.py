@@ -15,7 +15,7 @@ from ucs.estimators.spectrum import validate_cluster_ids
 from ucs.selectors._coverage import BatchedCoverage, candidate_share
 from ucs.utils.io import hash_array
 
-__all__ = ["UCSPrior", "SCORE_DESIGNS", "CORPUS_PRIORS", "RELEVANCE"]
+__all__ = ["UCSPrior", "SCORE_DESIGNS", "CORPUS_PRIORS", "RELEVANCE", "LAM_MAX"]
 
 #: Subset-level score designs (paper Table 6): Φ = K_seen + Û, K_seen, Û, Û / K_seen.
 SCORE_DESIGNS = DESIGNS
@@ -25,6 +25,9 @@ CORPUS_PRIORS = PRIOR_VARIANTS
 #: ``candidates`` (every change of coverage counts by the share of the query's own candidates the cluster
 #: holds) or ``candidates_bonus`` (only increases are weighted; repeating a cluster costs the same everywhere).
 RELEVANCE = ("none", "candidates", "candidates_bonus")
+
+#: The largest λ accepted: beyond it λ·Φ leaves the base score no say and large pools can overflow to inf.
+LAM_MAX = 1e6
 
 
 class UCSPrior:
@@ -160,6 +163,9 @@ class UCSPrior:
             raise ValueError(f"lam must be a finite number >= 0; got {lam!r}")
         if lam < 0:
             raise ValueError(f"lam must be >= 0 (lam = 0 gives the base selector); got {lam!r}")
+        if lam > LAM_MAX:
+            raise ValueError(f"lam must be <= {LAM_MAX:g} (beyond it λ·Φ leaves the base score no say and can "
+                             f"overflow to inf); got {lam!r}")
         if self.design not in SCORE_DESIGNS:
             raise ValueError(f"design must be one of {SCORE_DESIGNS}; got {self.design!r}")
         if self.corpus_prior not in CORPUS_PRIORS:
@@ -178,6 +184,8 @@ class UCSPrior:
             return cached[1]
 
         ids = validate_cluster_ids(self.cluster_ids, name="cluster_ids")
+        if ids.size == 0:
+            raise ValueError("cluster_ids is empty: the prior needs the cluster id of every pool item")
         ids.setflags(write=False)
         self.__dict__["_cache_ids"] = (self.cluster_ids, ids)
         return ids

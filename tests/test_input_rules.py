@@ -1,0 +1,46 @@
+"""Input rules shared by every path: texts to embed are non-empty strings, λ is finite and bounded, an empty
+cluster spectrum is refused at fit — each a ValueError that names what is wrong."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ucs import SelectorIndex, UCSPrior, UnseenCoverage
+from ucs.testing.doubles import DummyEmbedder
+
+EXAMPLES = [{"text": f"example {i}", "label": "ab"[i % 2]} for i in range(12)]
+
+
+def test_an_empty_cluster_spectrum_is_refused_at_fit():
+    with pytest.raises(ValueError, match="cluster_ids is empty"):
+        UnseenCoverage().fit([])
+    with pytest.raises(ValueError, match="cluster_ids is empty"):
+        UCSPrior([]).validate()
+
+
+@pytest.mark.parametrize("lam", [1e308, float("inf"), float("nan"), -1.0])
+def test_lambda_must_be_finite_and_bounded(lam):
+    with pytest.raises(ValueError, match="lam must be"):
+        UCSPrior(np.arange(5), lam=lam).validate()
+
+
+def test_the_largest_lambda_still_gives_finite_scores():
+    from ucs.selectors.prior import LAM_MAX
+
+    index = SelectorIndex(DummyEmbedder(dim=8), "topk+ucs", output_key="label", prior={"lam": LAM_MAX},
+                          clusterer=None).fit(EXAMPLES)
+    chosen = index.select("example 3", k=3)
+    assert len(chosen.indices) == 3 and np.isfinite(chosen.scores).all() and np.isfinite(chosen.phi)
+
+
+@pytest.mark.parametrize("bad,what", [(None, "NoneType"), ("", "empty"), ("   \n", "only whitespace"),
+                                      (3, "int")])
+def test_texts_to_embed_must_be_non_empty_strings_on_fit_and_add(bad, what):
+    with pytest.raises(ValueError, match=f"example 2, field 'text' is.*{what}"):
+        SelectorIndex(DummyEmbedder(dim=8), "topk", output_key="label").fit(
+            EXAMPLES[:2] + [{"text": bad, "label": "a"}] + EXAMPLES[2:])
+    index = SelectorIndex(DummyEmbedder(dim=8), "topk", output_key="label").fit(EXAMPLES)
+    with pytest.raises(ValueError, match=f"example 0, field 'text' is.*{what}"):
+        index.add_examples([{"text": bad, "label": "a"}])
+    assert index.n_examples_ == len(EXAMPLES)  # nothing was added
