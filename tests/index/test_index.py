@@ -139,6 +139,24 @@ def test_load_refuses_another_embedder_and_unknown_format(tmp_path):
         SelectorIndex.load(tmp_path / "ix")
 
 
+@pytest.mark.parametrize("edit", ["method", "unseal", "example_count"])
+def test_a_hand_edited_manifest_is_refused(tmp_path, edit):
+    ex = [{"q": f"question {i}", "a": str(i % 3)} for i in range(10)]
+    SelectorIndex(DummyEmbedder(dim=16), "dpp+ucs", output_key="a", cache_dir=tmp_path).fit(ex).save(tmp_path / "ix")
+    assert SelectorIndex.load(tmp_path / "ix").method_ == "dpp+ucs"
+    man = tmp_path / "ix" / "index.json"
+    meta = json.loads(man.read_text())
+    if edit == "method":
+        meta["params"]["method"] = "topk"
+    elif edit == "unseal":
+        del meta["sha256"]
+    else:
+        meta["n_examples"] = 9
+    man.write_text(json.dumps(meta))
+    with pytest.raises(IndexIntegrityError, match="index.json fails its SHA-256 check"):
+        SelectorIndex.load(tmp_path / "ix")
+
+
 def test_hnsw_search_saves_and_loads(tmp_path):
     pytest.importorskip("faiss")
     ex = [{"q": f"question {i}", "a": str(i % 3)} for i in range(300)]

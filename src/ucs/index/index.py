@@ -130,7 +130,7 @@ class SelectorIndex:
     O(C²·d) kernel and an O(C·B²) greedy MAP.
     """
 
-    FORMAT = "ucs.index/1"
+    FORMAT = "ucs.index/2"
 
     def __init__(
         self,

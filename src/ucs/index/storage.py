@@ -2,7 +2,8 @@
 
 Layout of an index directory::
 
-    index.json        format version, parameters, embedder identity, SHA-256 of every other file
+    index.json        format version, parameters, embedder identity, SHA-256 of every other file, and its own
+                      SHA-256 (:func:`ucs.utils.integrity.seal_record`): a hand-edited manifest is refused
     examples.json     the examples, in index order
     arrays.npz        embeddings (N, d) float32, cluster_ids (N,), the clusterer-space rows, the HNSW graph
     clusterer/        the fitted clusterer (:func:`ucs.clustering.save_clusterer`), when there is one
@@ -24,6 +25,7 @@ import numpy as np
 from ucs._version import __version__
 from ucs.clustering import LatentClusterer, load_clusterer, save_clusterer
 from ucs.index.examples import check_json_examples
+from ucs.utils.integrity import seal_record, sealed_record_ok
 from ucs.utils.io import atomic_write_bytes, atomic_write_json, atomic_write_text, hash_file
 
 __all__ = ["IndexIntegrityError", "save_index", "load_index"]
@@ -73,7 +75,7 @@ def save_index(index: Any, d: Path) -> Path:
         "arrays": sorted(arrays),
         "files": {name: hash_file(d / name) for name in files},
     }
-    atomic_write_json(d / MANIFEST, manifest)
+    atomic_write_json(d / MANIFEST, seal_record(manifest))
     return d
 
 
@@ -85,10 +87,13 @@ def _read_manifest(d: Path, fmt: str) -> Dict[str, Any]:
         manifest = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise IndexIntegrityError(f"{path} is not readable JSON ({exc}); save the index again") from exc
-    if manifest.get("format") != fmt:
+    if not isinstance(manifest, dict) or manifest.get("format") != fmt:
+        found = manifest.get("format") if isinstance(manifest, dict) else type(manifest).__name__
+        raise IndexIntegrityError(f"{path} has format {found!r}; this version of ucs reads {fmt!r}. Rebuild the index")
+    if not sealed_record_ok(manifest):
         raise IndexIntegrityError(
-            f"{path} has format {manifest.get('format')!r}; this version of ucs reads {fmt!r}. Rebuild the index"
-        )
+            f"{path} fails its SHA-256 check (it was edited after the index was saved, or its seal is missing); "
+            "refusing to load it. Rebuild the index with fit() and save()")
     return manifest
 
 

@@ -13,6 +13,8 @@ Cost: one SHA-256 pass over the array's bytes per load (``O(size)``).
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import time
 import warnings
@@ -24,7 +26,7 @@ import numpy as np
 from ucs.utils.io import atomic_save_npy, atomic_write_text, hash_array, load_npy
 
 __all__ = ["DamagedFileWarning", "move_aside", "report_damage", "save_checked_npy", "load_checked_npy",
-           "checksum_path"]
+           "checksum_path", "seal_record", "sealed_record_ok", "SEAL_KEY"]
 
 
 class DamagedFileWarning(UserWarning):
@@ -117,3 +119,28 @@ def load_checked_npy(
         move_aside(side)
     report_damage(f"{what} at {path} failed verification: {problem}; moved aside to {moved.name} and recomputed")
     return None
+
+
+#: Key under which :func:`seal_record` stores a JSON record's own SHA-256.
+SEAL_KEY = "sha256"
+
+
+def _record_digest(record: dict) -> str:
+    body = {k: v for k, v in record.items() if k != SEAL_KEY}
+    text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def seal_record(record: dict) -> dict:
+    """``record`` with its own SHA-256 (of its canonical JSON, this key left out) under :data:`SEAL_KEY`.
+
+    For metadata files (a manifest that holds the checksums of the other files): editing any value by hand, or
+    removing the seal, is then detected by :func:`sealed_record_ok`. O(size of the record).
+    """
+    return {**{k: v for k, v in record.items() if k != SEAL_KEY}, SEAL_KEY: _record_digest(record)}
+
+
+def sealed_record_ok(record: object) -> bool:
+    """Whether ``record`` is a dict carrying a seal that matches its content."""
+    return isinstance(record, dict) and isinstance(record.get(SEAL_KEY), str) and \
+        record[SEAL_KEY] == _record_digest(record)
