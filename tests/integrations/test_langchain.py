@@ -9,7 +9,7 @@ import pytest
 
 pytest.importorskip("langchain_core", reason="the langchain extra is not installed")
 
-from langchain_core.embeddings import DeterministicFakeEmbedding  # noqa: E402
+from langchain_core.embeddings import DeterministicFakeEmbedding, Embeddings  # noqa: E402
 from langchain_core.prompts import (  # noqa: E402
     ChatPromptTemplate,
     FewShotChatMessagePromptTemplate,
@@ -73,8 +73,10 @@ def test_only_input_keys_are_embedded(tmp_path):
     fake = DeterministicFakeEmbedding(size=64)
     expected = np.asarray(fake.embed_documents([e["input"] for e in ANTONYMS]), dtype=np.float32)
     np.testing.assert_array_equal(sel.index.embeddings_, expected)
-    assert sel.index.embedder_identity_ == {
+    ident = sel.index.embedder_identity_
+    assert {k: ident[k] for k in ("model", "params")} == {
         "model": "langchain:langchain_core.embeddings.fake.DeterministicFakeEmbedding", "params": {"size": 64}}
+    assert len(ident["probe"]) == 16  # no setting names the model, so its vectors do
 
 
 def test_async_path_and_add_example(tmp_path):
@@ -127,3 +129,55 @@ def test_bad_arguments(tmp_path):
     sel = _fake_selector(tmp_path)
     with pytest.raises(ValueError, match="input_keys"):
         sel.select_examples({"other": "x"})
+
+
+class _ModelObjectEmbeddings(Embeddings):
+    """A user's own LangChain wrapper: the model is an object that no plain setting names."""
+
+    def __init__(self, model):
+        self.model = model
+
+    def embed_documents(self, texts):
+        return self.model.encode(list(texts)).tolist()
+
+    def embed_query(self, text):
+        return self.model.encode([text])[0].tolist()
+
+
+@pytest.mark.slow
+def test_two_real_models_in_one_langchain_class_never_share_a_cache_entry(tmp_path, banking_examples):
+    pytest.importorskip("sentence_transformers")
+    from ucs.embedding.sbert import load_retrieval_embedder
+
+    examples, queries = banking_examples
+    examples = examples[:60]
+    models = {name: load_retrieval_embedder(name).load()._st for name in ("all-minilm-l6-v2", "all-mpnet-base-v2")}
+    wrapped = {name: _ModelObjectEmbeddings(m) for name, m in models.items()}
+    idents = {name: LangChainEmbedder(w).identity for name, w in wrapped.items()}
+    assert idents["all-minilm-l6-v2"]["model"] == idents["all-mpnet-base-v2"]["model"]  # the same class
+    assert idents["all-minilm-l6-v2"] != idents["all-mpnet-base-v2"]  # told apart by their vectors
+    assert LangChainEmbedder(_ModelObjectEmbeddings(models["all-minilm-l6-v2"])).identity == idents["all-minilm-l6-v2"]
+    indexes = {name: UCSExampleSelector.from_examples(examples, w, k=4, input_keys=["text"], method="topk",
+                                                      cache_dir=tmp_path).index        # one shared cache
+               for name, w in wrapped.items()}
+    for name, index in indexes.items():
+        direct = models[name].encode([e["text"] for e in examples])
+        np.testing.assert_allclose(index.embeddings_, direct, rtol=1e-4, atol=1e-5)
+    # saved and loaded with the plain LangChain object, as from_examples accepts it
+    indexes["all-mpnet-base-v2"].save(tmp_path / "ix")
+    again = SelectorIndex.load(tmp_path / "ix", embedder=wrapped["all-mpnet-base-v2"])
+    assert again.select(queries[0], k=4).indices.tolist() == indexes["all-mpnet-base-v2"].select(queries[0], k=4).indices.tolist()
+    with pytest.raises(ValueError, match="not the one this index was built with"):
+        SelectorIndex.load(tmp_path / "ix", embedder=wrapped["all-minilm-l6-v2"])
+
+
+def test_a_duck_typed_embeddings_object_and_its_identity(tmp_path):
+    from ucs.embedding.adapters import DocumentsEmbedder, as_embedder
+
+    fake = DeterministicFakeEmbedding(size=16)
+    a, b = as_embedder(fake), as_embedder(DeterministicFakeEmbedding(size=32))
+    assert isinstance(a, DocumentsEmbedder) and a.identity != b.identity and "probe" in a.identity
+    sel = UCSExampleSelector.from_examples(ANTONYMS, fake, k=2, input_keys=["input"], method="topk", cache_dir=tmp_path)
+    sel.index.save(tmp_path / "ix")
+    again = UCSExampleSelector(SelectorIndex.load(tmp_path / "ix", embedder=fake), k=2, input_keys=["input"])
+    assert again.select_examples({"input": "worried"}) == sel.select_examples({"input": "worried"})

@@ -10,6 +10,7 @@ from typing import Any, Dict, List, Optional, Sequence, Union
 import numpy as np
 
 from ucs import defaults as D
+from ucs.embedding.adapters import as_embedder
 from ucs.embedding.cache import EmbeddingCache
 from ucs.index.examples import check_examples, example_text, query_text, resolve_keys
 from ucs.index.placement import fit_clusters, place_rows, pool_representation, represent
@@ -181,7 +182,8 @@ class SelectorIndex:
                 raise ValueError(f"{name} must be a dict or None; got {type(v).__name__}")
 
     def get_embedder(self) -> Any:
-        """The embedder (the default backbone is loaded here on first use)."""
+        """The embedder (the default backbone is loaded here on first use; a LangChain-style ``Embeddings`` is
+        wrapped in :class:`ucs.embedding.adapters.DocumentsEmbedder`, once)."""
         if self.embedder is None:
             embedder = load_backbone()
             stored = getattr(self, "embedder_identity_", None)
@@ -191,7 +193,10 @@ class SelectorIndex:
                     "SelectorIndex.load(dir, embedder=...) or give query_embeddings"
                 )
             self.embedder = embedder
-        return self.embedder
+        adapted = self.__dict__.get("_adapted")
+        if adapted is None or adapted[0] is not self.embedder:
+            adapted = self._adapted = (self.embedder, as_embedder(self.embedder))
+        return adapted[1]
 
     # ------------------------------------------------------------------ fit
     def fit(self, examples: Sequence[Dict[str, Any]]) -> "SelectorIndex":

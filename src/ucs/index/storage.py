@@ -24,6 +24,7 @@ import numpy as np
 
 from ucs._version import __version__
 from ucs.clustering import LatentClusterer, load_clusterer, save_clusterer
+from ucs.embedding.adapters import as_embedder
 from ucs.index.examples import check_json_examples
 from ucs.utils.integrity import seal_record, sealed_record_ok
 from ucs.utils.io import atomic_write_bytes, atomic_write_json, atomic_write_text, hash_file
@@ -115,6 +116,7 @@ def load_index(cls: type, d: Path, embedder: Any = None, lm: Any = None) -> Any:
     _verify(d, manifest)
     p = manifest["params"]
     ident = manifest["embedder"]
+    embedder = None if embedder is None else as_embedder(embedder)
     if embedder is not None and dict(embedder.identity) != ident:
         raise ValueError(
             f"embedder {dict(embedder.identity).get('model')!r} is not the one this index was built with "

@@ -9,10 +9,11 @@ It plugs into ``FewShotPromptTemplate(example_selector=...)`` and ``FewShotChatM
 from __future__ import annotations
 
 import numbers
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional
 
 import numpy as np
 
+from ucs.embedding.adapters import DocumentsEmbedder, as_embedder
 from ucs.index import IndexSelection, SelectorIndex
 
 try:
@@ -25,65 +26,19 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
 
 __all__ = ["LangChainEmbedder", "UCSExampleSelector"]
 
-_SECRET_HINTS = ("key", "token", "secret", "password", "credential")
+class LangChainEmbedder(DocumentsEmbedder):
+    """Any LangChain :class:`~langchain_core.embeddings.Embeddings` as a ucs embedder
+    (:class:`ucs.embedding.adapters.DocumentsEmbedder`, which also accepts objects that only duck-type it).
 
-
-class LangChainEmbedder:
-    """Any LangChain :class:`~langchain_core.embeddings.Embeddings` as a ucs embedder.
-
-    ``embed`` calls ``embed_documents``; :meth:`embed_query` calls ``embed_query`` (models that embed queries
-    differently keep doing so). The cache identity names the class and its plain settings (never fields that
-    look like credentials), so changing the model or its size changes the key.
+    The cache identity names the class and its plain settings (never fields that look like credentials) and,
+    where no setting names the model, a fingerprint of the vectors of a few fixed texts: two models wrapped in the
+    same class never share a cache entry.
     """
 
     def __init__(self, embeddings: Embeddings) -> None:
         if not isinstance(embeddings, Embeddings):
             raise ValueError(f"embeddings must be a LangChain Embeddings; got {type(embeddings).__name__}")
-        self.embeddings = embeddings
-        self._dim: Optional[int] = None
-
-    @property
-    def identity(self) -> Dict[str, Any]:
-        cls = type(self.embeddings)
-        params: Dict[str, Any] = {}
-        dump = getattr(self.embeddings, "model_dump", None)
-        if callable(dump):
-            for k, v in dump().items():
-                if any(h in k.lower() for h in _SECRET_HINTS):
-                    continue
-                if v is None or isinstance(v, (bool, numbers.Real, str)):
-                    params[k] = v
-        return {"model": f"langchain:{cls.__module__}.{cls.__qualname__}", "params": params}
-
-    @property
-    def dim(self) -> int:
-        if self._dim is None:
-            self._dim = len(self.embeddings.embed_query(""))
-        return self._dim
-
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        """``embed_documents(texts)`` as a float32 array (n, d)."""
-        texts = list(texts)
-        if not texts:
-            return np.zeros((0, self.dim), dtype=np.float32)
-        return np.ascontiguousarray(self.embeddings.embed_documents(texts), dtype=np.float32)
-
-    def embed_query(self, text: str) -> np.ndarray:
-        return np.asarray(self.embeddings.embed_query(text), dtype=np.float32)
-
-    async def aembed_query(self, text: str) -> np.ndarray:
-        return np.asarray(await self.embeddings.aembed_query(text), dtype=np.float32)
-
-
-def as_embedder(embeddings: Any) -> Any:
-    """A ucs embedder for a LangChain ``Embeddings`` or a ucs embedder (returned as is)."""
-    if isinstance(embeddings, Embeddings):
-        return LangChainEmbedder(embeddings)
-    if callable(getattr(embeddings, "embed", None)) and hasattr(embeddings, "identity"):
-        return embeddings
-    raise ValueError(
-        f"embeddings must be a LangChain Embeddings or a ucs embedder (embed + identity); got {type(embeddings).__name__}"
-    )
+        super().__init__(embeddings)
 
 
 class UCSExampleSelector(BaseExampleSelector):
@@ -177,7 +132,7 @@ class UCSExampleSelector(BaseExampleSelector):
 
     def _embed_query(self, text: str) -> np.ndarray:
         emb = self.index.get_embedder()
-        if isinstance(emb, LangChainEmbedder):
+        if isinstance(emb, DocumentsEmbedder):
             return emb.embed_query(text)
         return np.asarray(emb.embed([text]), dtype=np.float32)[0]
 
@@ -198,7 +153,7 @@ class UCSExampleSelector(BaseExampleSelector):
         """Async :meth:`select_examples`: the query is embedded with ``aembed_query`` when the embeddings are
         LangChain's; selection itself is CPU work of about a millisecond and runs inline."""
         emb = self.index.get_embedder()
-        if not isinstance(emb, LangChainEmbedder):
+        if not isinstance(emb, DocumentsEmbedder):
             return await super().aselect_examples(input_variables)
         text = self._query_text(input_variables)
         if not self.index.selector_.query_dependent and self.index.base_ != "mdl":
