@@ -218,6 +218,7 @@ EVALUATE = [
     ("data-dir-missing", _EV + "--dataset banking77 --data-dir {missing}", "--data-dir"),
     ("test-file-missing", _EV + "--dataset {good.csv} --test-file {missing.csv}", "--test-file"),
     ("test-file-with-registry", _EV + "--dataset sample --test-file {good.csv}", "--test-file"),
+    ("test-file-is-the-pool", _EV + "--dataset {one_row.csv} --test-file {one_row.csv}", "--test-file"),
     ("config-missing", _EV + "--config {missing}", "--config"),
     ("config-dir", _EV + "--config {dir}", "--config"),
     ("config-invalid-json", _EV + "--config {bad_config.json}", "--config"),

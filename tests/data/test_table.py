@@ -117,3 +117,23 @@ def test_a_csv_field_over_pythons_default_limit_is_read_whole(tmp_path):
     path.write_text(f'text,label\n"{long_text}",a\nshort,b\n', encoding="utf-8")
     table = read_table(path, text_column="text", label_column="label")
     assert table["text"] == [long_text, "short"]
+
+
+def test_a_test_file_that_is_the_pool_file_is_refused_with_the_count(tmp_path):
+    body = "text,label\nhello there,a\nbye now,b\nhi,a\n"
+    (tmp_path / "pool.csv").write_text(body, encoding="utf-8")
+    (tmp_path / "copy.csv").write_text(body, encoding="utf-8")
+    for test in ("pool.csv", "copy.csv"):
+        with pytest.raises(DatasetError, match="is the pool file .*all 3 test rows are pool rows"):
+            load_table(tmp_path / "pool.csv", tmp_path / test)
+
+
+def test_pool_test_overlap_is_counted_exactly_and_normalised_and_warned(tmp_path):
+    from ucs.data import DatasetWarning
+
+    (tmp_path / "pool.csv").write_text("text,label\nWhere is my card?,a\nbye now,b\nhi,a\n", encoding="utf-8")
+    (tmp_path / "test.csv").write_text("text,label\nwhere is my  card,a\nbye now,b\nnew text,a\n", encoding="utf-8")
+    with pytest.warns(DatasetWarning, match="2 of 3 test texts are also in the pool \\(1 exactly"):
+        ds = load_table(tmp_path / "pool.csv", tmp_path / "test.csv")
+    assert ds.validation.cross_duplicates == 1 and ds.validation.cross_duplicates_normalized == 2
+    assert ds.validation.as_dict()["cross_duplicates_normalized"] == 2

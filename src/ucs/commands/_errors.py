@@ -202,11 +202,12 @@ _USAGE = (_CLICK_EXCEPTIONS.UsageError,)
 
 def _show_warning(message: Any, category: type, filename: str, lineno: int, file: Any = None,
                   line: Optional[str] = None) -> None:
-    """Damaged-file and engine-fallback warnings as one ``warning: ...`` line; others as Python prints them."""
+    """Damaged-file, engine-fallback and dataset warnings as one ``warning: ...`` line; others as Python prints them."""
+    from ucs.data.dataset import DatasetWarning
     from ucs.utils.integrity import DamagedFileWarning
     from ucs.utils.optional import EngineFallbackWarning
 
-    if issubclass(category, (DamagedFileWarning, EngineFallbackWarning)):
+    if issubclass(category, (DamagedFileWarning, EngineFallbackWarning, DatasetWarning)):
         typer.echo(f"warning: {message}", err=True)
     else:
         _PYTHON_SHOWWARNING(message, category, filename, lineno, file, line)

@@ -8,6 +8,7 @@ Python strings. Everything is immutable so one loaded dataset can be shared by m
 from __future__ import annotations
 
 import hashlib
+import re
 import warnings
 from collections import Counter
 from dataclasses import dataclass, field, replace
@@ -96,6 +97,7 @@ class ValidationReport:
     pool_duplicates: int = 0
     test_duplicates: int = 0
     cross_duplicates: int = 0
+    cross_duplicates_normalized: int = 0
     conflicting_texts: int = 0
     labels_missing_from_pool: tuple[str, ...] = ()
     labels_missing_from_test: tuple[str, ...] = ()
@@ -109,6 +111,7 @@ class ValidationReport:
             "pool_duplicates": self.pool_duplicates,
             "test_duplicates": self.test_duplicates,
             "cross_duplicates": self.cross_duplicates,
+            "cross_duplicates_normalized": self.cross_duplicates_normalized,
             "conflicting_texts": self.conflicting_texts,
             "labels_missing_from_pool": list(self.labels_missing_from_pool),
             "labels_missing_from_test": list(self.labels_missing_from_test),
@@ -224,6 +227,14 @@ def _extra_copies(texts: Sequence[str]) -> int:
     return len(texts) - len(set(texts))
 
 
+_PUNCT = re.compile(r"[^\w\s]+")
+
+
+def normalize_text(text: str) -> str:
+    """``text`` case-folded, punctuation dropped and runs of whitespace made one space (for overlap counts)."""
+    return " ".join(_PUNCT.sub(" ", text.casefold()).split())
+
+
 def validate(dataset: Dataset, expected: Mapping[str, int] | None = None) -> Dataset:
     """Check a dataset and attach a :class:`ValidationReport`.
 
@@ -270,13 +281,22 @@ def validate(dataset: Dataset, expected: Mapping[str, int] | None = None) -> Dat
                 msg = f"{name}: {key} is {actual.get(key)}, the public release has {want}"
                 notes.append(msg)
                 warnings.warn(msg, DatasetWarning, stacklevel=3)
+    cross = sum(1 for t in test_texts if t in pool_set)
+    pool_norm = {normalize_text(t) for t in pool_texts}
+    cross_norm = sum(1 for t in test_texts if normalize_text(t) in pool_norm)
+    if cross_norm:
+        msg = (f"{name}: {cross_norm} of {len(test_texts)} test texts are also in the pool ({cross} exactly, the rest "
+               "after normalising case, spacing and punctuation): those queries can be shown their own text as a "
+               "demonstration")
+        warnings.warn(msg, DatasetWarning, stacklevel=3)
     report = ValidationReport(
         n_pool=len(pool_texts),
         n_test=len(test_texts),
         n_labels=n_labels,
         pool_duplicates=_extra_copies(pool_texts),
         test_duplicates=_extra_copies(test_texts),
-        cross_duplicates=sum(1 for t in test_texts if t in pool_set),
+        cross_duplicates=cross,
+        cross_duplicates_normalized=cross_norm,
         conflicting_texts=conflicting,
         labels_missing_from_pool=tuple(dataset.label_names[i] for i in range(n_labels) if i not in present_pool),
         labels_missing_from_test=tuple(dataset.label_names[i] for i in range(n_labels) if i not in present_test),

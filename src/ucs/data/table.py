@@ -70,6 +70,14 @@ def _check_label(path: Path, line: int, column: str, value: str) -> None:
                            "or remove the row")
 
 
+def _same_file(pool: Path, test: Path) -> bool:
+    """Whether ``test`` is ``pool``: the same path, a link to it, or a copy with the same bytes."""
+    if pool.resolve() == test.resolve():
+        return True
+    return pool.stat().st_size == test.stat().st_size and \
+        file_hashes(pool.parent, [pool])[pool.name] == file_hashes(test.parent, [test])[test.name]
+
+
 def _header(path: Path, delimiter: str | None) -> list[str]:
     """The column names of a table file (the keys of a JSON table's first object)."""
     suffix = path.suffix.lower()
@@ -154,6 +162,11 @@ def load_table(
     info: dict[str, object] = {"text_column": text_column, "label_column": label_column}
     if test is not None:
         t = read_table(Path(test), text_column, label_column, (), delimiter)
+        if _same_file(pool_path, Path(test)):
+            raise DatasetError(
+                f"test_file {test} is the pool file {pool_path}: all {len(t[text_column])} test rows are pool rows, "
+                "so every query could be shown as its own demonstration; give a separate test file, a 'split' "
+                "column, or no test file (a seeded random split)")
         paths.append(Path(test))
         pool_t, pool_l, test_t, test_l = p[text_column], p[label_column], t[text_column], t[label_column]
     elif split_column:

@@ -209,6 +209,8 @@ def evaluate(
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     manifest = open_manifest(out, plan.key, methods, plan.run_seeds, plan.key["protocol"]["test_seed"], limit)
+    if getattr(plan.dataset, "validation", None) is not None:  # sizes and pool/test overlap, for the reader
+        manifest["data"] = plan.dataset.validation.as_dict()
     records_path = out / RECORDS
     existing = read_records(records_path)
     done = {record_key(r) for r in existing}
