@@ -27,7 +27,7 @@ def try_write_report(run_dir: Path, out: Optional[Path] = None,
     except ImportError:
         echo(f"report: not written ({MISSING})")
         return None
-    except FileNotFoundError as exc:
+    except (FileNotFoundError, ValueError) as exc:  # not a run folder; a damaged or unexpected file (named)
         echo(f"report: not written ({exc})")
         return None
     echo(f"report: {path}")
@@ -52,6 +52,6 @@ def register(app: typer.Typer) -> None:
                                      param_hint="RUN_DIR")
         try:
             path = write_report(run_dir, out)
-        except FileNotFoundError as exc:
+        except (FileNotFoundError, ValueError) as exc:  # RunFolderError names the file and the field
             raise typer.BadParameter(str(exc), param_hint="RUN_DIR") from None
         typer.echo(f"report: {path} ({path.stat().st_size / 1e6:.1f} MB)")

@@ -15,17 +15,73 @@ import numpy as np
 
 from ucs.evaluation.records import read_records
 
-__all__ = ["RunData", "load_run", "Demonstration"]
+__all__ = ["RunData", "RunFolderError", "load_run", "Demonstration"]
 
 
-def _json(path: Path) -> Any:
-    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+class RunFolderError(ValueError):
+    """A run folder's file is damaged or holds a field of an unexpected form; the message names file and field."""
 
 
-def _jsonl(path: Path) -> List[dict]:
+def _json(path: Path, kind: type = dict) -> Any:
+    """The JSON value of ``path`` (``None`` when absent); a damaged file or another top-level type is refused."""
+    if not path.is_file():
+        return None
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise RunFolderError(f"{path} is not readable JSON ({exc}); it is damaged or truncated: rerun the "
+                             "command that wrote it") from exc
+    if not isinstance(value, kind):
+        raise RunFolderError(f"{path} holds a {type(value).__name__}, expected a JSON {kind.__name__}")
+    return value
+
+
+def _jsonl(path: Path, required: tuple = ()) -> List[dict]:
+    """The objects of a JSON-lines file (``[]`` when absent); each must be an object with ``required`` fields."""
     if not path.is_file():
         return []
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    out = []
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except ValueError as exc:
+            raise RunFolderError(f"{path}, line {n} is not readable JSON ({exc}); it is damaged or truncated") from exc
+        if not isinstance(row, dict) or any(k not in row for k in required):
+            raise RunFolderError(f"{path}, line {n}: expected an object with the field(s) {list(required)}")
+        out.append(row)
+    return out
+
+
+def _expect(value: Any, kind: "type | tuple", where: str) -> Any:
+    if not isinstance(value, kind):
+        names = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
+        raise RunFolderError(f"{where} is a {type(value).__name__}, expected a {names}")
+    return value
+
+
+def _check_run(p: Path, manifest: dict, summary: dict) -> None:
+    """The fields the report reads, with the types it reads them as."""
+    _expect(manifest.get("methods", []), list, f"{p / 'manifest.json'}: field 'methods'")
+    seeds = _expect(manifest.get("seeds", {}), dict, f"{p / 'manifest.json'}: field 'seeds'")
+    _expect(seeds.get("run_seeds", []), list, f"{p / 'manifest.json'}: field 'seeds.run_seeds'")
+    _expect(manifest.get("key", {}), dict, f"{p / 'manifest.json'}: field 'key'")
+    methods = _expect(summary.get("methods", {}), dict, f"{p / 'results.json'}: field 'methods'")
+    for name, entry in methods.items():
+        _expect(entry, dict, f"{p / 'results.json'}: field 'methods.{name}'")
+
+
+def _projection(path: Path, n_pool: int) -> Optional[np.ndarray]:
+    if not path.is_file():
+        return None
+    try:
+        proj = np.load(path, allow_pickle=False)
+    except (ValueError, OSError, EOFError) as exc:
+        raise RunFolderError(f"{path} is not a readable .npy array ({exc}); it is damaged or truncated") from exc
+    if proj.ndim != 2 or proj.shape[1] != 2 or (n_pool and proj.shape[0] != n_pool) or proj.dtype.kind not in "fiu":
+        raise RunFolderError(f"{path} has shape {proj.shape} and dtype {proj.dtype}; expected ({n_pool}, 2) numbers")
+    return proj
 
 
 @dataclass(frozen=True)
@@ -127,9 +183,9 @@ class RunData:
         out = []
         for i in record.get("selected", []):
             i = int(i)
-            text = self.pool_texts[i] if i < len(self.pool_texts) else f"(pool item {i})"
-            label = self.pool_labels[i] if i < len(self.pool_labels) else "?"
-            c = None if ids is None else int(ids[i])
+            text = self.pool_texts[i] if 0 <= i < len(self.pool_texts) else f"(pool item {i}, not in this pool)"
+            label = self.pool_labels[i] if 0 <= i < len(self.pool_labels) else "?"
+            c = None if ids is None or not 0 <= i < len(ids) else int(ids[i])
             out.append(Demonstration(i, text, label, c, None if c is None else int(sizes[c])))
         return out
 
@@ -144,20 +200,25 @@ def load_run(run_dir: "str | os.PathLike[str]") -> RunData:
     ------
     FileNotFoundError
         When ``run_dir`` holds no ``manifest.json`` and ``results.json`` (not a run folder).
+    RunFolderError
+        When a file is damaged or a field has an unexpected form (the message names the file and the field).
     """
     p = Path(run_dir)
     manifest, summary = _json(p / "manifest.json"), _json(p / "results.json")
     if manifest is None or summary is None:
         raise FileNotFoundError(f"{p} is not a run folder (it needs manifest.json and results.json, as written by "
                                 "ucs evaluate, ucs demo --out or ucs reproduce)")
+    _check_run(p, manifest, summary)
     d = p / "pipeline"
-    pool = _jsonl(d / "pool.jsonl")
+    pool = _jsonl(d / "pool.jsonl", required=("text", "label"))
     timings = _jsonl(d / "timings.jsonl")
     legacy = _json(d / "timings.json")
     if legacy is not None:
         timings = [{"at": None, "timings": legacy}] + timings
     proj = d / "projection.npy"
     cov = _json(p / "coverage.json") or {}
+    for name in ("coverage", "label_agreement"):
+        _expect(cov.get(name, {}), dict, f"{p / 'coverage.json'}: field {name!r}")
     return RunData(
         path=p,
         manifest=manifest,
@@ -168,8 +229,8 @@ def load_run(run_dir: "str | os.PathLike[str]") -> RunData:
         records=read_records(p / "records.jsonl") if (p / "records.jsonl").is_file() else [],
         pool_texts=[r["text"] for r in pool],
         pool_labels=[str(r["label"]) for r in pool],
-        queries=_jsonl(d / "queries.jsonl"),
+        queries=_jsonl(d / "queries.jsonl", required=("text",)),
         clusters=_json(d / "clusters.json") or {},
-        projection=np.load(proj, allow_pickle=False) if proj.is_file() else None,
+        projection=_projection(proj, len(pool)),
         timings=timings,
     )

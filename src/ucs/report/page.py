@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional
 
 
-from ucs.report.data import RunData, load_run
+from ucs.report.data import RunData, RunFolderError, load_run
 from ucs.report.figures import MAX_SCATTER_POINTS, figures_for
 from ucs.report.tables import (GIANT_FRACTION, accuracy_rows, coverage_rows, delta_rows, health_rows, pct, settings_rows,
                                summary_rows, timing_rows)
@@ -78,6 +78,15 @@ def build_report(run_dir: "str | os.PathLike[str]", *, max_points: int = MAX_SCA
     about 4.7 MB of plotly.js plus roughly 100 bytes per drawn point and per used pool item.
     """
     run = load_run(run_dir)
+    try:
+        return _render(run, title, max_points)
+    except (KeyError, IndexError, TypeError, AttributeError) as exc:  # a field of a form load_run did not foresee
+        raise RunFolderError(
+            f"{run_dir}: a file of this run folder holds a field the report cannot read ({type(exc).__name__}: "
+            f"{exc}); rerun the command that wrote the folder") from exc
+
+
+def _render(run: RunData, title: Optional[str], max_points: int) -> str:
     acc = accuracy_rows(run)
     deltas = delta_rows(run)
     health = health_rows(run)
