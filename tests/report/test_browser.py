@@ -135,3 +135,27 @@ def test_report_of_a_real_demo_run(open_report, tmp_path):
     assert visible_cards(page) == 3 and n(page, "#q-list .method-block") == 3 * 4
     assert n(page, "#q-list .demo") == 3 * 4 * 3
     page.screenshot(path=str(tmp_path / "demo-report.png"), full_page=True)
+
+
+def test_readable_at_800_px_and_a_test_double_run_says_so(browser, report, tmp_path):
+    page = browser.new_page(viewport={"width": 800, "height": 900})
+    try:
+        page.goto(report.resolve().as_uri())
+        page.wait_for_load_state("load")
+        page.wait_for_function("() => document.querySelectorAll('.js-plotly-plot .main-svg').length > 0")
+        assert page.evaluate("() => document.documentElement.scrollWidth") <= 800  # no sideways page scroll
+        banner = page.locator("#test-double-banner")
+        assert banner.is_visible() and "test double" in banner.inner_text().lower()
+        # every shown demonstration carries the score it was chosen with; those with the query's label are marked
+        scored_blocks = "#q-list .method-block:not([data-method='random'])"  # Random chooses with no score
+        shown, scored = n(page, f"{scored_blocks} li.demo"), n(page, f"{scored_blocks} li.demo .dscore")
+        assert shown > 0 and scored == shown
+        own = page.eval_on_selector_all(
+            "#q-list .query-card", "cards => cards.map(c => [c.querySelector('.gold').textContent.split(': ')[1], "
+            "Array.from(c.querySelectorAll('li.demo')).map(li => [li.classList.contains('own-label'), "
+            "li.querySelector('.dlabel').textContent.replace(' → ', '')])])")
+        assert all(flag == (label == gold) for gold, demos in own for flag, label in demos)
+        assert any(flag for _, demos in own for flag, _ in demos)
+        page.screenshot(path=str(tmp_path / "narrow.png"))
+    finally:
+        page.close()

@@ -26,6 +26,8 @@ __all__ = [
     "MissingDataError",
     "DatasetWarning",
     "validate",
+    "split_description",
+    "normalize_text",
     "encode_labels",
 ]
 
@@ -233,6 +235,20 @@ _PUNCT = re.compile(r"[^\w\s]+")
 def normalize_text(text: str) -> str:
     """``text`` case-folded, punctuation dropped and runs of whitespace made one space (for overlap counts)."""
     return " ".join(_PUNCT.sub(" ", text.casefold()).split())
+
+
+def split_description(dataset: Dataset) -> str:
+    """Where a dataset's pool/test split came from, in words (for run summaries)."""
+    info = dataset.info or {}
+    if "split_column" in info:
+        return f"the table's {info['split_column']!r} column"
+    if "pool_fraction" in info:
+        return f"a seeded random split ({float(info['pool_fraction']):.0%} pool, seed {info.get('split_seed')})"
+    if "pool_split" in info:
+        return f"the release's {info['pool_split']} and {info.get('test_split', 'test')} splits"
+    if len(dataset.source or {}) == 2:
+        return "separate pool and test files"
+    return "as loaded"
 
 
 def validate(dataset: Dataset, expected: Mapping[str, int] | None = None) -> Dataset:

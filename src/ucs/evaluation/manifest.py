@@ -30,6 +30,20 @@ _VERSIONED = (
 )
 
 
+#: What a run made with a weight-free test double (``--model dummy``) says wherever its numbers are shown.
+TEST_DOUBLE_NOTE = ("TEST DOUBLE: this run's backbone is a weight-free test double (hash-seeded vectors and a toy "
+                    "scorer, no language model); its accuracies say nothing about any model")
+
+
+def is_test_double(model_identity: Any) -> bool:
+    """Whether a run's model identity (the manifest key's ``model``) is one of :mod:`ucs.testing`'s doubles."""
+    if not isinstance(model_identity, dict):
+        return False
+    names = [model_identity.get("model"), (model_identity.get("lm") or {}).get("model")
+             if isinstance(model_identity.get("lm"), dict) else None]
+    return any(isinstance(n, str) and n.startswith("dummy") for n in names)
+
+
 def package_versions(names: Sequence[str] = _VERSIONED) -> dict[str, str]:
     """Installed versions of the packages that can change results (absent ones omitted), plus Python's."""
     out = {"python": platform.python_version()}

@@ -9,6 +9,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
+from ucs.evaluation.manifest import TEST_DOUBLE_NOTE
 from ucs.evaluation.matching import Matcher, get_matcher
 from ucs.evaluation.metrics import bootstrap_ci, mean_std, paired_bootstrap_ci
 from ucs.utils.io import atomic_write_json, atomic_write_text
@@ -181,6 +182,12 @@ def to_markdown(summary: dict, title: str | None = None) -> str:
     one for the strict matcher's reading of the same outputs when the summary has it (``strict_matcher``)."""
     conf = int(round(100 * summary.get("confidence", 0.95)))
     lines = [f"## {title}", ""] if title else []
+    if summary.get("test_double"):
+        lines += [f"**{TEST_DOUBLE_NOTE}.**", ""]
+    data = summary.get("data")
+    if isinstance(data, dict):
+        lines += [f"pool {data.get('n_pool')} examples, test {data.get('n_test')} (split: {data.get('split')}); "
+                  f"{summary.get('n_queries_requested', '?')} test queries evaluated", ""]
     lines += [
         f"| method | accuracy (mean ± std, %) | {conf}% CI (queries) | per run | unmatched | queries |",
         "|---|---|---|---|---|---|",
@@ -192,11 +199,34 @@ def to_markdown(summary: dict, title: str | None = None) -> str:
         unmatched = sum(v["unmatched"] for v in m["runs"].values())
         flag = "" if m["complete"] else " (incomplete)"
         lines.append(f"| {method} | {acc} | {ci} | {per_run} | {unmatched} | {m['n_queries']}{flag} |")
+    lines += _delta_lines(summary, conf)
     if summary.get("strict_matcher"):
         strict = {"confidence": summary.get("confidence", 0.95), "methods": summary["strict_matcher"]}
         lines += ["", "The same outputs matched by the strict matcher (an answer must equal a label):", "",
                   to_markdown(strict).rstrip("\n")]
     return "\n".join(lines) + "\n"
+
+
+def _delta_lines(summary: dict, conf: int) -> list:
+    """Each UCS form against its base selector: Δ accuracy (points) with its paired interval over the same
+    queries (empty when the summary has no UCS form with its base, or no per-query data)."""
+    methods = summary.get("methods", {})
+    rows = []
+    for m, s in methods.items():
+        base = m[:-4] if m.endswith("+ucs") else None
+        if base not in methods:
+            continue
+        d = paired_delta(s, methods[base], n_boot=int(summary.get("n_boot", 2000)),
+                         confidence=float(summary.get("confidence", 0.95)))
+        if d is not None:
+            sig = "*" if d["ci"][0] > 0 or d["ci"][1] < 0 else ""
+            rows.append(f"| {m} − {base} | {100 * d['delta']:+.1f}{sig} | [{100 * d['ci'][0]:+.1f}, "
+                        f"{100 * d['ci'][1]:+.1f}] | {d['n_queries']} |")
+    if not rows:
+        return []
+    return ["", f"Each UCS form against its base, paired over the same queries (* = the {conf}% interval "
+                "excludes 0):", "", f"| difference | Δ accuracy (points) | {conf}% CI | queries |",
+            "|---|---|---|---|", *rows]
 
 
 def write_report(out_dir: "str | os.PathLike[str]", summary: dict, title: str | None = None) -> tuple[Path, Path]:

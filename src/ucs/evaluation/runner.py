@@ -30,12 +30,13 @@ from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
-from ucs.data.dataset import Dataset
+from ucs.data.dataset import Dataset, split_description
 from ucs.data.splits import TestProtocol
 from ucs.evaluation.batches import AnswerBook, answer_batch, batch_records, prompt_hash
 from ucs.evaluation.file_names import RECORDS, selection_file_stem
 from ucs.evaluation.fingerprints import record_fingerprints
 from ucs.evaluation.manifest import (
+    is_test_double,
     MANIFEST,
     ConfigurationMismatchError,
     config_differences,
@@ -280,6 +281,10 @@ def _finish(plan: EvaluationPlan, out: Path, manifest: dict, n_new: int, n_boot:
         summary["strict_matcher"] = strict_matcher_summary(
             shown, plan.dataset.label_names, plan.prompt_format.answer_marker, plan.run_seeds, n_boot)
     summary["dataset"] = plan.dataset.name
+    summary["data"] = {"n_pool": len(plan.dataset.pool), "n_test": len(plan.dataset.test),
+                       "split": split_description(plan.dataset)}
+    if is_test_double(plan.key.get("model")):
+        summary["test_double"] = True
     summary["mode"] = plan.mode.name
     summary["n_queries_requested"] = plan.n_queries
     write_report(out, summary, title=f"{plan.dataset.name} — mode {plan.mode.name}")

@@ -17,7 +17,8 @@ __all__ = ["timings_line", "demonstrations_text", "DATASET_HELP"]
 DATASET_HELP = (
     "Registry name (banking77, clinc150, hwu64, bbeh_causal_understanding, bbeh_object_properties, "
     "bbeh_shuffled_objects, sample) or the path of a .csv/.tsv/.jsonl table with columns 'text' and 'label' "
-    "(one row per example; pool and test are a seeded 80/20 split of its rows)."
+    "(one row per example). Its 'split' column (pool/train, test) decides the split when it has one; else "
+    "--test-file gives the test rows; else a seeded 80/20 split of its rows."
 )
 
 

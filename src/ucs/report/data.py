@@ -140,6 +140,7 @@ class RunData:
     projection: Optional[np.ndarray] = None
     timings: List[dict] = field(default_factory=list)
     _ids: Dict[Any, np.ndarray] = field(default_factory=dict, repr=False)
+    _scores: Dict[Any, List[Any]] = field(default_factory=dict, repr=False)
 
     # ------------------------------------------------------------------ derived
     @property
@@ -187,6 +188,34 @@ class RunData:
             label = self.pool_labels[i] if 0 <= i < len(self.pool_labels) else "?"
             c = None if ids is None or not 0 <= i < len(ids) else int(ids[i])
             out.append(Demonstration(i, text, label, c, None if c is None else int(sizes[c])))
+        return out
+
+    def selection_scores(self, record: dict) -> Optional[List[float]]:
+        """Each demonstration's score when it was chosen (similarity, greedy gain, vote score), read from
+        ``pipeline/selections/<method>__seed<s>__<n>q.json`` when that file chose exactly the record's
+        demonstrations; ``None`` otherwise (folders without it, or another selection)."""
+        key = (record.get("method"), int(record.get("seed", -1)))
+        if key not in self._scores:
+            self._scores[key] = self._read_selection_files(*key)
+        q, selected = int(record.get("query", -1)), [int(i) for i in record.get("selected", [])]
+        for indices, scores, dependent in self._scores[key]:
+            row = q if dependent else 0
+            if 0 <= row < len(indices) and list(indices[row]) == selected and row < len(scores):
+                return [float(x) if isinstance(x, (int, float)) else float("nan") for x in scores[row]]
+        return None
+
+    def _read_selection_files(self, method: Any, seed: int) -> List[Any]:
+        folder = self.path / "pipeline" / "selections"
+        if not isinstance(method, str) or not folder.is_dir():
+            return []
+        out = []
+        for path in sorted(folder.glob(f"{method.replace('+', '_plus_')}__seed{seed}__*q.json")):
+            try:
+                data = _json(path)
+            except RunFolderError:
+                continue  # diagnostics only: a damaged file just leaves the scores out
+            if isinstance(data, dict) and isinstance(data.get("indices"), list) and isinstance(data.get("scores"), list):
+                out.append((data["indices"], data["scores"], bool(data.get("query_dependent", True))))
         return out
 
     def query_text(self, q: int) -> str:

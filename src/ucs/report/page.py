@@ -16,7 +16,7 @@ from typing import Any, Dict, List, Optional
 from ucs.report.data import RunData, RunFolderError, load_run
 from ucs.report.figures import MAX_SCATTER_POINTS, figures_for
 from ucs.report.tables import (GIANT_FRACTION, accuracy_rows, coverage_rows, delta_rows, health_rows, pct, settings_rows,
-                               summary_rows, timing_rows)
+                               summary_rows, test_double_note, timing_rows)
 
 __all__ = ["build_report", "write_report", "REPORT_NAME", "browser_data"]
 
@@ -36,14 +36,17 @@ def _env() -> Any:
 
 def browser_data(run: RunData) -> Dict[str, Any]:
     """The per-query browser's data: queries, the pool items some prompt used (text, label), and for each run
-    seed and method the prediction, correctness and demonstrations (pool index, cluster id, cluster size)."""
+    seed and method the prediction, correctness and demonstrations (pool index, cluster id, cluster size, the
+    score it was chosen with or ``None``, whether it carries the query's own label)."""
     items: Dict[str, List[str]] = {}
     rows: Dict[str, Dict[str, Dict[str, Any]]] = {}
     for r in run.records:
         demos = []
-        for d in run.demonstrations(r):
+        scores = run.selection_scores(r) or []
+        for j, d in enumerate(run.demonstrations(r)):
             items.setdefault(str(d.index), [d.text, d.label])
-            demos.append([d.index, d.cluster, d.cluster_size])
+            score = scores[j] if j < len(scores) and scores[j] == scores[j] else None  # NaN → None
+            demos.append([d.index, d.cluster, d.cluster_size, score, d.label == str(r.get("gold"))])
         rows.setdefault(str(r["seed"]), {}).setdefault(r["method"], {})[str(r["query"])] = [
             r.get("parsed"), bool(r.get("correct")), demos]
     qs = sorted({int(r["query"]) for r in run.records})
@@ -93,6 +96,7 @@ def _render(run: RunData, title: Optional[str], max_points: int) -> str:
     n_pool = len(run.pool_texts) or (0 if run.projection is None else int(run.projection.shape[0]))
     ctx = {
         "title": title or f"ucs report — {run.dataset_name}",
+        "double_note": test_double_note(run),
         "run": run,
         "summary_rows": summary_rows(run),
         "settings_rows": settings_rows(run),

@@ -8,6 +8,7 @@ from typing import Any, Dict, List, Optional
 import numpy as np
 
 from ucs.defaults import GIANT_FRACTION
+from ucs.evaluation.manifest import TEST_DOUBLE_NOTE, is_test_double
 from ucs.evaluation.report import paired_delta
 from ucs.report.data import RunData
 from ucs.utils.cpu import describe_machine
@@ -49,7 +50,7 @@ def summary_rows(run: RunData) -> List[List[str]]:
         ["model hash", model_hash],
         ["preset", str(cfg.get("preset", "—"))],
         ["clustering", " · ".join(f"{k} {cfg[k]}" for k in ("clustering", "cluster_space", "dbscan_q", "n_clusters")
-                                  if cfg.get(k) is not None) or "—"],
+                                  if cfg.get(k) is not None and applies(k, cfg.get("clustering"))) or "—"],
         ["prediction mode", str(run.summary.get("mode", key.get("mode", {}).get("name", "—")))],
         ["demonstrations per prompt", str(cfg.get("budget", key.get("config", {}).get("pipeline", {}).get("budget", "—")))],
         ["run seeds", _short(proto.get("run_seeds"))],
@@ -63,11 +64,32 @@ def summary_rows(run: RunData) -> List[List[str]]:
     return rows
 
 
+#: Settings that only apply to some clusterings: shown only when the run's clustering uses them.
+_ONLY_FOR = {
+    "dbscan_q": ("dbscan", "dict_dbscan"), "dbscan_k": ("dbscan", "dict_dbscan"),
+    "dbscan_q_by_selector": ("dbscan", "dict_dbscan"), "min_samples": ("dbscan", "dict_dbscan"),
+    "n_clusters": ("kmeans", "dict_kmeans"),
+    "hdbscan_min_cluster_size": ("hdbscan", "dict_hdbscan"),
+}
+
+
+def applies(name: str, clustering: Any) -> bool:
+    """Whether setting ``name`` means anything for a run clustered with ``clustering`` (unknown: shown)."""
+    return name not in _ONLY_FOR or not isinstance(clustering, str) or clustering in _ONLY_FOR[name]
+
+
 def settings_rows(run: RunData) -> List[List[str]]:
-    """The settings that change results (the configuration's resume key), ``[name, value]``."""
+    """The settings that change results (the configuration's resume key), ``[name, value]``; settings of another
+    clustering method than the run's (the DBSCAN quantile ``q`` on a k-means run) are left out."""
     pipe = run.manifest.get("key", {}).get("config", {}).get("pipeline")
     src = pipe if isinstance(pipe, dict) else (run.config or {})
-    return [[k, _short(v)] for k, v in sorted(src.items())]
+    clustering = src.get("clustering", (run.config or {}).get("clustering"))
+    return [[k, _short(v)] for k, v in sorted(src.items()) if applies(k, clustering)]
+
+
+def test_double_note(run: RunData) -> Optional[str]:
+    """The banner of a run made with a test-double backbone, else ``None``."""
+    return TEST_DOUBLE_NOTE if is_test_double(run.manifest.get("key", {}).get("model")) else None
 
 
 def accuracy_rows(run: RunData) -> List[Dict[str, Any]]:

@@ -70,11 +70,17 @@
       var ol = node("ol", "demos");
       b.demos.forEach(function (d) {
         var item = data.items[String(d[0])] || ["(pool item " + d[0] + ")", "?"];
-        var li = node("li", "demo");
+        var li = node("li", "demo" + (d[4] ? " own-label" : ""));
         li.appendChild(node("span", "dtext", item[0]));
         li.appendChild(node("span", "dlabel", " → " + item[1]));
+        if (d[4]) {
+          li.appendChild(node("span", "downlabel", " ● query's label"));
+        }
         if (d[1] !== null) {
           li.appendChild(node("span", "dcluster", "  [cluster " + d[1] + ", size " + d[2] + "]"));
+        }
+        if (d[3] !== null && d[3] !== undefined) {
+          li.appendChild(node("span", "dscore", "  score " + Number(d[3]).toPrecision(3)));
         }
         ol.appendChild(li);
       });
