@@ -44,3 +44,20 @@ def test_missing_local_directory_is_a_clear_error(tmp_path):
         SentenceTransformerEmbedder(str(tmp_path / "no-model")).load()
     with pytest.raises(ValueError, match="batch_size"):
         SentenceTransformerEmbedder("x", batch_size=0)
+
+
+@pytest.mark.slow
+def test_a_long_embedding_reports_progress_as_it_goes(monkeypatch):
+    pytest.importorskip("sentence_transformers")
+    import ucs.embedding.sbert as sbert
+    from ucs.embedding.sbert import load_retrieval_embedder
+
+    emb = load_retrieval_embedder("all-minilm-l6-v2").load()
+    texts = [f"where is my card number {i}, it has not arrived" for i in range(300)]
+    whole = emb.embed(texts)
+    calls = []
+    monkeypatch.setattr(sbert, "PROGRESS_CHUNK", 1)
+    monkeypatch.setattr(sbert, "advance", lambda n, kind="": calls.append((n, kind)))
+    chunked = emb.embed(texts)
+    assert calls == [(emb.batch_size, "embed")] * (300 // emb.batch_size) + [(300 % emb.batch_size, "embed")]
+    np.testing.assert_allclose(chunked, whole, atol=1e-5)

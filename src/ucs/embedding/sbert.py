@@ -15,6 +15,7 @@ import numpy as np
 
 from ucs.embedding.base import sanitize_texts
 from ucs.utils.optional import extra_install, require
+from ucs.utils.progress import advance
 
 __all__ = ["SentenceTransformerEmbedder", "load_retrieval_embedder", "RETRIEVAL_MODELS"]
 
@@ -25,6 +26,8 @@ RETRIEVAL_MODELS = {
 }
 
 _INSTALL = extra_install("torch", "sentence-transformers")
+#: Batches encoded between two progress updates of a long embedding.
+PROGRESS_CHUNK = 16
 
 
 class SentenceTransformerEmbedder:
@@ -97,8 +100,9 @@ class SentenceTransformerEmbedder:
                 self._st = st.SentenceTransformer(self.model, device=self.device, revision=self.revision)
             except OSError as exc:
                 raise OSError(
-                    f"cannot load sentence-transformers model {self.model!r}: it is neither a local "
-                    f"directory nor reachable on the Hugging Face hub ({exc})"
+                    f"cannot load {self.model!r} as the retrieval embedder (sentence-transformers): it is neither "
+                    f"one of {sorted(RETRIEVAL_MODELS)}, a local directory, nor reachable on the Hugging Face hub "
+                    f"({str(exc).splitlines()[0] if str(exc) else type(exc).__name__})"
                 ) from exc
             self._revision_id = self.revision or _hub_commit(self.model) or "unknown"
         if self.max_length is not None:
@@ -134,16 +138,27 @@ class SentenceTransformerEmbedder:
         }
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        """Return ``(len(texts), dim)`` float32 embeddings."""
+        """Return ``(len(texts), dim)`` float32 embeddings.
+
+        Texts are encoded :data:`PROGRESS_CHUNK` batches at a time, in order, and each chunk is reported to the
+        open ``embed`` progress stage (:func:`ucs.utils.progress.advance`), so a long embedding shows a counter
+        that moves. Deterministic for a given input; against one ``encode`` call of all texts the vectors differ
+        by float rounding only (≈ 2e-7: sentence-transformers sorts by length within a chunk, so batches are
+        padded differently).
+        """
         texts = sanitize_texts(texts)
         self.load()
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        out = self._st.encode(
-            texts, batch_size=self.batch_size, normalize_embeddings=self.normalize,
-            convert_to_numpy=True, show_progress_bar=False,
-        )
-        return np.ascontiguousarray(out, dtype=np.float32)
+        step = self.batch_size * PROGRESS_CHUNK
+        parts = []
+        for start in range(0, len(texts), step):
+            chunk = texts[start:start + step]
+            parts.append(np.asarray(self._st.encode(chunk, batch_size=self.batch_size,
+                                                    normalize_embeddings=self.normalize, convert_to_numpy=True,
+                                                    show_progress_bar=False), dtype=np.float32))
+            advance(len(chunk), kind="embed")
+        return np.ascontiguousarray(np.concatenate(parts))
 
     def __repr__(self) -> str:
         return f"SentenceTransformerEmbedder(model={self.name!r}, normalize={self.normalize})"
