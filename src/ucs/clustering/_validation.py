@@ -37,7 +37,8 @@ def check_embeddings(E: ArrayLike, name: str = "E", min_samples: int = 2) -> NDA
     if d < 1:
         raise ValueError(f"{name} has no features (shape {arr.shape})")
     if n < min_samples:
-        raise ValueError(f"{name} has {n} rows; at least {min_samples} are needed")
+        raise ValueError(f"{name} has {n} row{'' if n == 1 else 's'} (one per item); at least {min_samples} items "
+                         "are needed: give a larger pool")
     dtype = np.float32 if arr.dtype == np.float32 else np.float64
     arr = np.ascontiguousarray(arr, dtype=dtype)
     finite = np.isfinite(arr).all(axis=1)

@@ -25,6 +25,10 @@ __all__ = [
 ]
 
 
+#: The largest id accepted (values beyond int64 would wrap around to negative numbers when converted).
+_MAX_ID = 2**62
+
+
 def validate_cluster_ids(cluster_ids: ArrayLike, name: str = "cluster_ids") -> NDArray[np.int64]:
     """Check and convert an array of cluster ids.
 
@@ -61,6 +65,9 @@ def validate_cluster_ids(cluster_ids: ArrayLike, name: str = "cluster_ids") -> N
             raise ValueError(f"{name} must contain integers; got non-integer values such as {arr[arr != np.round(arr)][0]!r}")
     elif arr.dtype.kind not in "iu":
         raise ValueError(f"{name} must contain integer cluster ids; got dtype {arr.dtype}")
+    if arr.size and arr.dtype.kind in "fu" and arr.max() > _MAX_ID:
+        raise ValueError(f"{name} contains {arr.max():.0f}, too large for an id (at most {_MAX_ID}); ids and indices "
+                         "count items, so they are below the number of items")
     arr = arr.astype(np.int64, copy=False)
     if arr.size and arr.min() < 0:
         raise ValueError(
