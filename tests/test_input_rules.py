@@ -44,3 +44,23 @@ def test_texts_to_embed_must_be_non_empty_strings_on_fit_and_add(bad, what):
     with pytest.raises(ValueError, match=f"example 0, field 'text' is.*{what}"):
         index.add_examples([{"text": bad, "label": "a"}])
     assert index.n_examples_ == len(EXAMPLES)  # nothing was added
+
+
+@pytest.mark.parametrize("method", ["topk", "dpp", "topk+ucs", "dpp+ucs"])
+def test_an_evaluation_never_offers_a_query_its_own_text(method):
+    from ucs.selectors.factory import make_selector
+
+    rng = np.random.default_rng(0)
+    pool = rng.normal(size=(40, 8))
+    texts = [f"pool text {i}" for i in range(40)]
+    texts[7] = texts[19] = "where is my card"  # the query's own text, twice in the pool
+    ids = np.arange(40) % 6
+    prior = UCSPrior(ids) if method.endswith("+ucs") else None
+    sel = make_selector(method, prior=prior, random_state=0).fit(pool, texts=texts, cluster_ids=ids)
+    queries = np.stack([pool[7], pool[3]])
+    plain = sel.select(queries, 5, query_texts=["where is my card", "another query"])
+    assert 7 in plain.indices[0]  # without the rule its own copy is the nearest
+    fair = sel.select(queries, 5, query_texts=["where is my card", "another query"], exclude_query_texts=True)
+    assert not {7, 19} & set(fair.indices[0].tolist())
+    np.testing.assert_array_equal(fair.indices[1], plain.indices[1])  # a query without a copy is unchanged
+    assert "_exclude" not in vars(sel)

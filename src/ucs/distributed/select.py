@@ -88,12 +88,14 @@ def _batch_ranges(n: int, batch_size: int) -> np.ndarray:
 class _SelectWorker:
     """Per-worker state: a fitted selector (built once) answering query batches."""
 
-    def __init__(self, selector: Any, budget: int) -> None:
+    def __init__(self, selector: Any, budget: int, exclude_query_texts: bool = False) -> None:
         self.selector = selector() if not hasattr(selector, "select") else selector
         self.budget = budget
+        self.exclude_query_texts = exclude_query_texts
 
     def __call__(self, item: Dict[str, Any]) -> Any:
-        return self.selector.select(item["queries"], self.budget, query_texts=item["texts"])
+        return self.selector.select(item["queries"], self.budget, query_texts=item["texts"],
+                                    exclude_query_texts=self.exclude_query_texts)
 
 
 def select_queries(
@@ -104,6 +106,7 @@ def select_queries(
     *,
     budget: int = 10,
     query_texts: Optional[Sequence[str]] = None,
+    exclude_query_texts: bool = False,
     num_actors: Optional[int] = None,
     num_cpus: float = 1,
 ) -> Any:
@@ -124,6 +127,8 @@ def select_queries(
     budget : int, default=10
     query_texts : sequence of str, optional
         Needed by selectors that score text (MDL).
+    exclude_query_texts : bool, default=False
+        Never offer a query a pool item with its own text (``Selector.select``'s, for evaluations).
     num_actors : int, optional
         Workers holding a selector copy (default one per CPU).
 
@@ -168,6 +173,6 @@ def select_queries(
     items: List[Dict[str, Any]] = [
         {"queries": q[a:b], "texts": None if query_texts is None else list(query_texts[a:b])} for a, b in ranges
     ]
-    parts = ex.map_actors(functools.partial(_SelectWorker, selector, budget), items,
+    parts = ex.map_actors(functools.partial(_SelectWorker, selector, budget, exclude_query_texts), items,
                           num_actors=num_actors, num_cpus=num_cpus)
     return concat_selections(parts)

@@ -243,11 +243,44 @@ class Selector:
         return self
 
     def _retrieve(self, queries: np.ndarray, c: int) -> Tuple[np.ndarray, np.ndarray]:
-        """The ``c`` candidates of every query (see :meth:`set_candidate_search`)."""
+        """The ``c`` candidates of every query (see :meth:`set_candidate_search`), most similar first.
+
+        While :meth:`select` runs with ``exclude_query_texts``, a pool item whose text is the query's own is never among
+        a query's candidates (it moves behind the others, which only matters when the pool has no other
+        candidate to offer): ``c + m`` are retrieved, ``m`` the most copies of one query's text in the pool.
+        """
+        exclude = getattr(self, "_exclude", None)
+        if exclude is not None and len(exclude) != queries.shape[0]:
+            exclude = None
+        m = 0 if exclude is None else max(len(e) for e in exclude)
+        wide = min(self.n_pool_, c + m)
         search = getattr(self, "candidate_search_", None)
         if search is not None:
-            return search(queries, c)
-        return topk_cosine(queries, self.pool_, c, block=getattr(self, "block", DEFAULT_BLOCK))
+            idx, sims = search(queries, wide)
+        else:
+            idx, sims = topk_cosine(queries, self.pool_, wide, block=getattr(self, "block", DEFAULT_BLOCK))
+        if m == 0:
+            return idx, sims
+        idx, sims = np.array(idx, dtype=np.int64), np.array(sims, dtype=np.float64)
+        for r, own in enumerate(exclude):
+            bad = np.isin(idx[r], own) if len(own) else None
+            if bad is not None and bad.any():
+                order = np.argsort(bad, kind="stable")
+                idx[r], sims[r] = idx[r, order], sims[r, order]
+        # a pool smaller than c + m: fewer candidates, unless that would leave fewer than the budget
+        width = c if wide - m < max(getattr(self, "_budget", 0), 1) else min(c, wide - m)
+        return np.ascontiguousarray(idx[:, :width]), np.ascontiguousarray(sims[:, :width])
+
+    def _query_duplicates(self, query_texts: Optional[Sequence[str]]) -> Optional[List[np.ndarray]]:
+        """Per query, the pool indices whose text equals the query's (``None`` when no query has one). O(N + Q)."""
+        texts = getattr(self, "texts_", None)
+        if query_texts is None or not texts:
+            return None
+        where: Dict[str, List[int]] = {}
+        for i, t in enumerate(texts):
+            where.setdefault(t, []).append(i)
+        out = [np.asarray(where.get(q, ()), dtype=np.int64) for q in query_texts]
+        return out if any(len(o) for o in out) else None
 
     def _fit(self) -> None:
         """Pool-level precomputation (override)."""
@@ -263,6 +296,7 @@ class Selector:
         budget: int = 10,
         *,
         query_texts: Optional[Sequence[str]] = None,
+        exclude_query_texts: bool = False,
     ) -> Selection:
         """Choose ``min(budget, N)`` demonstrations per query.
 
@@ -275,6 +309,10 @@ class Selector:
             than the pool is clipped to the pool size.
         query_texts : sequence of str, optional
             Needed by selectors that score text (MDL).
+        exclude_query_texts : bool, default=False
+            Evaluation on a test split: a query-dependent selector never offers a pool item whose text is the
+            query's own (needs ``query_texts`` and a fit with ``texts``). Off for applications, where an
+            example equal to the query is the best demonstration there is.
 
         Returns
         -------
@@ -294,7 +332,14 @@ class Selector:
             n_queries = queries.shape[0]
         if query_texts is not None and len(query_texts) != n_queries:
             raise ValueError(f"query_texts has {len(query_texts)} entries but there are {n_queries} queries")
-        idx, scores, extras = self._select(queries, b, query_texts)
+        self._exclude = (self._query_duplicates(query_texts) if exclude_query_texts and self.query_dependent
+                         else None)
+        self._budget = b
+        try:
+            idx, scores, extras = self._select(queries, b, query_texts)
+        finally:
+            self.__dict__.pop("_exclude", None)  # select leaves no state behind
+            self.__dict__.pop("_budget", None)
         idx = np.ascontiguousarray(idx, dtype=np.int64)
         scores = np.ascontiguousarray(scores, dtype=np.float64)
         return Selection(

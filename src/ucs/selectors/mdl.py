@@ -170,7 +170,7 @@ class MDLSelector(Selector):
         candidates' similarities (Q, C) — or, with ``return_candidates``, their pool indices (Q, C)."""
         c = min(self.n_pool_, max(self.candidate_num, budget))
         cand, sims = self._retrieve(queries, c)
-        q, t = cand.shape[0], self.select_time
+        q, t, c = cand.shape[0], self.select_time, cand.shape[1]  # fewer than c when a query's own text is left out
         pos = np.empty((q, t, budget), dtype=np.int64)
         pos[:, 0, :] = np.arange(budget)
         if t > 1 and budget > 0:
