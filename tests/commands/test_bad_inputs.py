@@ -55,6 +55,7 @@ def _files(root: Path) -> dict:
         "notnpy.npy": "this is not an array\n",
         "texts.txt": "\n".join(f"text {i}" for i in range(N)) + "\n",
         "texts_short.txt": "a\nb\nc\n",
+        "texts_blank.txt": "".join(f"text {i}\n" if i != 5 else "   \n" for i in range(N)),
         "ids.txt": "\n".join(str(i % 5) for i in range(N)) + "\n",
         "ids_words.txt": "one\ntwo\n",
         "good.csv": "text,label,split\n" + "".join(f"row {i},{'ab'[i % 2]},{'pool' if i < 16 else 'test'}\n"
@@ -125,6 +126,8 @@ SELECT = [
     ("lam-without-ids", "select --pool {pool.npy} --queries {q.npy} --lam 0.5", "--lam"),
     ("lam-nan", "select --pool {pool.npy} --queries {q.npy} --cluster-ids {ids.npy} --lam nan", "--lam"),
     ("pool-texts-short", "select --pool {pool.npy} --queries {q.npy} --pool-texts {texts_short.txt}", "--pool-texts"),
+    ("pool-texts-blank-line", "select --pool {pool.npy} --queries {q.npy} --pool-texts {texts_blank.txt}",
+     "--pool-texts"),
     ("pool-texts-missing", "select --pool {pool.npy} --queries {q.npy} --pool-texts {missing}", "--pool-texts"),
     ("pool-texts-not-utf8", "select --pool {pool.npy} --queries {q.npy} --pool-texts {latin1.txt}", "--pool-texts"),
     ("out-is-dir", "select --pool {pool.npy} --queries {q.npy} --method topk --out {dir}", "--out"),

@@ -79,7 +79,7 @@ def read_ids(path: Path, param: str, n: Optional[int] = None) -> np.ndarray:
 
 
 def read_lines(path: Path, param: str, n: Optional[int] = None) -> list:
-    """The lines of a UTF-8 text file (``n`` of them when given)."""
+    """The lines of a UTF-8 text file (``n`` of them when given), each a non-blank text (the loaders' rule)."""
     try:
         lines = Path(path).read_text(encoding="utf-8-sig").splitlines()
     except UnicodeDecodeError as exc:
@@ -87,6 +87,10 @@ def read_lines(path: Path, param: str, n: Optional[int] = None) -> list:
     if n is not None and len(lines) != n:
         raise InputError(f"{param}: {path} has {len(lines)} line(s) but the pool has {n} items; give one text per "
                          "line, in pool order")
+    blank = [i + 1 for i, line in enumerate(lines) if not line.strip()]
+    if blank:
+        raise InputError(f"{param}: {path} line {blank[0]} is empty ({len(blank)} blank line(s)); every pool item "
+                         "needs a non-empty text")
     return lines
 
 
