@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from ucs.evaluation import grid_markdown, summarize, to_markdown
@@ -95,3 +96,19 @@ def test_strict_matcher_summary_is_a_summary_of_the_strict_reading():
     assert strict_matcher_summary([{"method": "m", "seed": 42, "query": 0, "correct": True}], labels, "A:") == {}
     md = to_markdown({"methods": summarize(recs)["methods"], "strict_matcher": s})
     assert "strict matcher" in md and md.count("| m |") == 2
+
+
+def test_the_no_lm_vote_is_the_majority_label_of_each_prompts_demonstrations():
+    from ucs.evaluation.report import demonstration_vote, majority_label, paired_delta
+
+    assert majority_label([3, 1, 1, 3]) == 3  # a tie goes to the label shown first
+    assert majority_label([2, 1, 1]) == 1
+    pool = np.array([0, 0, 1, 1, 2])
+    recs = [  # two queries (gold 0 and 1), one run; the model is right on both, the vote on the first only
+        {"method": "topk", "seed": 42, "query": 0, "gold_id": 0, "selected": [0, 1, 2], "correct": True},
+        {"method": "topk", "seed": 42, "query": 1, "gold_id": 1, "selected": [0, 4, 2], "correct": True},
+    ]
+    vote = demonstration_vote(recs, pool, run_seeds=[42])
+    assert vote["topk"]["mean"] == 0.5 and vote["topk"]["per_query"] == {"query": [0, 1], "accuracy": [1.0, 0.0]}
+    model = {"per_query": {"query": [0, 1], "accuracy": [1.0, 1.0]}}
+    assert paired_delta(model, vote["topk"])["delta"] == 0.5

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from collections import Counter, defaultdict
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Any, Iterable, Optional, Sequence
 
 import numpy as np
 
@@ -15,7 +15,7 @@ from ucs.evaluation.metrics import bootstrap_ci, mean_std, paired_bootstrap_ci
 from ucs.utils.io import atomic_write_json, atomic_write_text
 
 __all__ = ["summarize", "rematch", "strict_matcher_summary", "paired_delta", "label_agreement", "to_markdown",
-           "write_report", "grid_markdown"]
+           "write_report", "grid_markdown", "demonstration_vote", "majority_label"]
 
 
 def summarize(
@@ -114,6 +114,29 @@ def strict_matcher_summary(
     return summarize(again, run_seeds=run_seeds, n_boot=n_boot)["methods"] if again else {}
 
 
+def _per_query_stat(records: Iterable[dict], value: Any, field: str, run_seeds: Sequence[int] | None,
+                    n_boot: int, confidence: float, bootstrap_seed: int) -> dict:
+    """Per method, ``value(record)`` averaged over runs per query (records where it is ``None`` skipped), with
+    its bootstrap CI over the queries every run answered: ``{method: {"mean", "ci", "n_queries", "per_query":
+    {"query", field}}}``."""
+    by: dict[str, dict[int, dict[int, float]]] = defaultdict(lambda: defaultdict(dict))
+    for r in records:
+        v = value(r)
+        if v is not None:
+            by[r["method"]][int(r["seed"])][int(r["query"])] = float(v)
+    out: dict = {}
+    for method, runs in by.items():
+        seeds = list(run_seeds) if run_seeds is not None else sorted(runs)
+        common = sorted(set.intersection(*(set(runs.get(s, {})) for s in seeds))) if seeds else []
+        if not common:
+            continue
+        mat = np.array([[runs[s][q] for q in common] for s in seeds], dtype=np.float64)
+        ci = bootstrap_ci(mat, n_boot=n_boot, confidence=confidence, seed=bootstrap_seed)
+        out[method] = {"mean": float(mat.mean()), "ci": list(ci), "n_queries": len(common),
+                       "per_query": {"query": common, field: mat.mean(axis=0).tolist()}}
+    return out
+
+
 def label_agreement(
     records: Iterable[dict],
     pool_labels: Sequence[int] | np.ndarray,
@@ -132,23 +155,45 @@ def label_agreement(
     with ``paired_delta(a, b, field="share")``. Time O(records · budget).
     """
     labels = np.asarray(pool_labels)
-    by: dict[str, dict[int, dict[int, float]]] = defaultdict(lambda: defaultdict(dict))
-    for r in records:
+
+    def share(r: dict) -> Optional[float]:
         gold, sel = r.get("gold_id"), r.get("selected")
-        if gold is None or not sel:
-            continue
-        by[r["method"]][int(r["seed"])][int(r["query"])] = float(np.mean(labels[np.asarray(sel)] == gold))
-    out: dict = {}
-    for method, runs in by.items():
-        seeds = list(run_seeds) if run_seeds is not None else sorted(runs)
-        common = sorted(set.intersection(*(set(runs.get(s, {})) for s in seeds))) if seeds else []
-        if not common:
-            continue
-        mat = np.array([[runs[s][q] for q in common] for s in seeds], dtype=np.float64)
-        ci = bootstrap_ci(mat, n_boot=n_boot, confidence=confidence, seed=bootstrap_seed)
-        out[method] = {"mean": float(mat.mean()), "ci": list(ci), "n_queries": len(common),
-                       "per_query": {"query": common, "share": mat.mean(axis=0).tolist()}}
-    return out
+        return None if gold is None or not sel else float(np.mean(labels[np.asarray(sel)] == gold))
+
+    return _per_query_stat(records, share, "share", run_seeds, n_boot, confidence, bootstrap_seed)
+
+
+def majority_label(labels: Sequence[int]) -> int:
+    """The most frequent label of a prompt's demonstrations; a tie goes to the one that appears first."""
+    counts: dict[int, int] = {}
+    for y in labels:
+        counts[int(y)] = counts.get(int(y), 0) + 1
+    best = max(counts.values())
+    return next(int(y) for y in labels if counts[int(y)] == best)
+
+
+def demonstration_vote(
+    records: Iterable[dict],
+    pool_labels: Sequence[int] | np.ndarray,
+    run_seeds: Sequence[int] | None = None,
+    n_boot: int = 2000,
+    confidence: float = 0.95,
+    bootstrap_seed: int = 0,
+) -> dict:
+    """The no-LM baseline: per method, how often the majority label of a prompt's own demonstrations
+    (:func:`majority_label`) is the query's gold label — what the prompt says without any language model.
+
+    For TopK these demonstrations are the query's nearest neighbours, so its vote is the k-NN classifier of the
+    retrieval space. Same return form as :func:`summarize`'s methods (field ``accuracy``), so
+    ``paired_delta(summary["methods"][m], vote[m])`` is the model's gain over the vote. Time O(records · budget).
+    """
+    labels = np.asarray(pool_labels)
+
+    def right(r: dict) -> Optional[float]:
+        gold, sel = r.get("gold_id"), r.get("selected")
+        return None if gold is None or not sel else float(majority_label(labels[np.asarray(sel)]) == int(gold))
+
+    return _per_query_stat(records, right, "accuracy", run_seeds, n_boot, confidence, bootstrap_seed)
 
 
 def paired_delta(a: dict, b: dict, n_boot: int = 2000, confidence: float = 0.95, seed: int = 0,
@@ -200,6 +245,7 @@ def to_markdown(summary: dict, title: str | None = None) -> str:
         flag = "" if m["complete"] else " (incomplete)"
         lines.append(f"| {method} | {acc} | {ci} | {per_run} | {unmatched} | {m['n_queries']}{flag} |")
     lines += _delta_lines(summary, conf)
+    lines += _vote_lines(summary, conf)
     if summary.get("strict_matcher"):
         strict = {"confidence": summary.get("confidence", 0.95), "methods": summary["strict_matcher"]}
         lines += ["", "The same outputs matched by the strict matcher (an answer must equal a label):", "",
@@ -227,6 +273,24 @@ def _delta_lines(summary: dict, conf: int) -> list:
     return ["", f"Each UCS form against its base, paired over the same queries (* = the {conf}% interval "
                 "excludes 0):", "", f"| difference | Δ accuracy (points) | {conf}% CI | queries |",
             "|---|---|---|---|", *rows]
+
+
+def _vote_lines(summary: dict, conf: int) -> list:
+    """The no-LM baseline beside each method: its demonstrations' majority label, and the model's paired gain."""
+    vote, methods = summary.get("vote") or {}, summary.get("methods", {})
+    rows = []
+    for m, v in vote.items():
+        d = paired_delta(methods.get(m), v, n_boot=int(summary.get("n_boot", 2000)),
+                         confidence=float(summary.get("confidence", 0.95)))
+        gain = "—" if d is None else (f"{100 * d['delta']:+.1f} [{100 * d['ci'][0]:+.1f}, {100 * d['ci'][1]:+.1f}]"
+                                      + ("*" if d["ci"][0] > 0 or d["ci"][1] < 0 else ""))
+        rows.append(f"| {m} | {_pct(v['mean'])} | [{_pct(v['ci'][0])}, {_pct(v['ci'][1])}] | {gain} |")
+    if not rows:
+        return []
+    return ["", "No-LM baseline: the majority label of each prompt's own demonstrations, with no language model "
+                "(for TopK, the k-nearest-neighbour vote):", "",
+            f"| method | vote accuracy (%) | {conf}% CI | model − vote, points [{conf}% CI] |", "|---|---|---|---|",
+            *rows]
 
 
 def write_report(out_dir: "str | os.PathLike[str]", summary: dict, title: str | None = None) -> tuple[Path, Path]:

@@ -51,7 +51,7 @@ from ucs.evaluation.plan import EvaluationPlan, plan_evaluation
 from ucs.evaluation.predict import PredictionMode
 from ucs.evaluation.prompts import PromptFormat
 from ucs.evaluation.records import RecordWriter, read_records, record_key
-from ucs.evaluation.report import strict_matcher_summary, summarize, write_report
+from ucs.evaluation.report import demonstration_vote, strict_matcher_summary, summarize, write_report
 from ucs.utils.integrity import load_checked_npy, save_checked_npy
 from ucs.utils.io import hash_texts
 from ucs.utils.lock import folder_lock
@@ -285,6 +285,9 @@ def _finish(plan: EvaluationPlan, out: Path, manifest: dict, n_new: int, n_boot:
                        "split": split_description(plan.dataset)}
     if is_test_double(plan.key.get("model")):
         summary["test_double"] = True
+    if plan.dataset.task == "intent":  # the no-LM baseline: what each prompt's demonstrations vote
+        summary["vote"] = demonstration_vote(shown, plan.dataset.pool.labels, run_seeds=plan.run_seeds,
+                                             n_boot=n_boot)
     summary["mode"] = plan.mode.name
     summary["n_queries_requested"] = plan.n_queries
     write_report(out, summary, title=f"{plan.dataset.name} — mode {plan.mode.name}")
