@@ -181,3 +181,18 @@ def test_a_duck_typed_embeddings_object_and_its_identity(tmp_path):
     sel.index.save(tmp_path / "ix")
     again = UCSExampleSelector(SelectorIndex.load(tmp_path / "ix", embedder=fake), k=2, input_keys=["input"])
     assert again.select_examples({"input": "worried"}) == sel.select_examples({"input": "worried"})
+
+
+@pytest.mark.parametrize("method", ["mmr", "labelaware"])
+def test_the_relevance_baselines_serve_langchain_prompts(tmp_path, method):
+    sel = UCSExampleSelector.from_examples(ANTONYMS, DeterministicFakeEmbedding(size=64), k=3, input_keys=["input"],
+                                           method=method, output_key="note", cache_dir=tmp_path)
+    chosen = sel.select_examples({"input": "worried"})
+    assert len(chosen) == 3 and sel.last_selection.method == method
+    if method == "labelaware":  # at most two of one label by default
+        notes = [e["note"] for e in chosen]
+        assert max(notes.count(n) for n in notes) <= 2
+    sel.index.save(tmp_path / "ix")
+    again = UCSExampleSelector(SelectorIndex.load(tmp_path / "ix", embedder=DeterministicFakeEmbedding(size=64)), k=3,
+                               input_keys=["input"])
+    assert again.select_examples({"input": "worried"}) == chosen

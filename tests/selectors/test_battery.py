@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from ucs.selectors import DPPSelector, MDLSelector, RandomSelector, TopKSelector, UCSPrior, VoteKSelector
+from ucs.selectors import (DPPSelector, LabelAwareSelector, MDLSelector, MMRSelector, RandomSelector, TopKSelector,
+                           UCSPrior, VoteKSelector)
 from ucs.testing.selectors import CHECKS, check_selector, selector_check_pairs
 
 try:
@@ -31,6 +32,10 @@ CASES = {
     "dpp_ucs_unseen_only": lambda c: DPPSelector(candidate_num=20, prior=_prior(c, design="unseen_only")),
     "dpp_ucs_ratio": lambda c: DPPSelector(candidate_num=20, prior=_prior(c, design="ratio", lam=1.0)),
     "votek": lambda c: VoteKSelector(random_state=5),
+    "mmr": lambda c: MMRSelector(fetch_k=15),
+    "mmr_lambda_1": lambda c: MMRSelector(lambda_mult=1.0),
+    "labelaware_cap": lambda c: LabelAwareSelector(max_per_label=1, candidate_num=20),
+    "labelaware_round_robin": lambda c: LabelAwareSelector(mode="round_robin", candidate_num=20),
     "votek_ucs": lambda c: VoteKSelector(prior=_prior(c, lam=1.0)),
     "votek_b1": lambda c: VoteKSelector(prior=_prior(c, lam=1.0, corpus_prior="inverse_size")),
     "votek_b2": lambda c: VoteKSelector(prior=_prior(c, lam=1.0, corpus_prior="spectrum_rarity")),

@@ -8,7 +8,9 @@ import pytest
 from ucs.selectors import (
     CoverSelector,
     DPPSelector,
+    LabelAwareSelector,
     MDLSelector,
+    MMRSelector,
     RandomSelector,
     TopKSelector,
     UCSPrior,
@@ -29,17 +31,17 @@ from ucs.testing import DummyLM
 
 def test_every_base_name_is_a_registered_class_declaring_it():
     classes = {"random": RandomSelector, "topk": TopKSelector, "dpp": DPPSelector, "mdl": MDLSelector,
-               "votek": VoteKSelector, "cover": CoverSelector}
+               "votek": VoteKSelector, "cover": CoverSelector, "mmr": MMRSelector, "labelaware": LabelAwareSelector}
     assert set(BASE_SELECTORS) == set(classes)
     for name, cls in classes.items():
         assert selector_class(name) is cls
 
 
 def test_method_vocabulary_follows_the_classes():
-    assert NO_UCS_FORM == ("random", "cover")
+    assert NO_UCS_FORM == ("random", "cover", "mmr", "labelaware")
     assert METHODS == ("random", "topk", "topk+ucs", "dpp", "dpp+ucs", "mdl", "mdl+ucs", "votek", "votek+ucs",
-                       "cover")
-    assert [has_ucs_form(b) for b in BASE_SELECTORS] == [False, True, True, True, True, False]
+                       "cover", "mmr", "labelaware")
+    assert [has_ucs_form(b) for b in BASE_SELECTORS] == [False, True, True, True, True, False, False, False]
     assert parse_method(" DPP_sgt ") == ("dpp", True) and canonical_method("votek-ucs") == "votek+ucs"
     for bad in ("cover+ucs", "random_ucs", "kmeans", "", None):
         with pytest.raises(ValueError, match="method"):

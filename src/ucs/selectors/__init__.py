@@ -4,12 +4,16 @@
 ``select(query_embeddings, budget) -> Selection``. Pass ``prior=UCSPrior(cluster_ids, estimator, lam)`` to
 DPP, MDL, VoteK (or TopK) for the UCS-regularised form; ``lam = 0`` is the base selector exactly.
 :class:`CoverSelector` is coverage alone: one fixed set, the medoids of the largest latent clusters.
+:class:`MMRSelector` (relevance minus redundancy, LangChain's MMR) and :class:`LabelAwareSelector` (nearest
+neighbours with the prompt's labels spread) are the relevance-keeping baselines UCS is measured against.
 """
 
 from ucs.selectors.base import Selector
 from ucs.selectors.cover import CoverSelector
 from ucs.selectors.dpp import DPPSelector, dpp_kernel, greedy_map_dpp
+from ucs.selectors.labelaware import LabelAwareSelector
 from ucs.selectors.mdl import ContinuationScorer, MDLSelector, negative_entropy
+from ucs.selectors.mmr import MMRSelector
 from ucs.selectors.prior import CORPUS_PRIORS, SCORE_DESIGNS, UCSPrior
 from ucs.selectors.random import RandomSelector
 from ucs.selectors.selection import Selection
@@ -22,7 +26,9 @@ __all__ = [
     "ContinuationScorer",
     "CoverSelector",
     "DPPSelector",
+    "LabelAwareSelector",
     "MDLSelector",
+    "MMRSelector",
     "RandomSelector",
     "Selection",
     "Selector",
