@@ -17,8 +17,9 @@ def register(app: typer.Typer) -> None:
     def cluster(
         embeddings: Path = typer.Argument(..., exists=True, dir_okay=False, help="Embedding matrix (.npy, n × d)."),
         out: Path = typer.Argument(..., file_okay=False, help="Directory for the fitted clusterer and labels."),
-        method: Optional[str] = typer.Option(
-            None, help="dict_dbscan (the paper's, the default) | dbscan | dict_argmax | dict_kmeans | kmeans | dict_hdbscan | auto"),
+        method: str = typer.Option(
+            D.DEFAULT_COVERAGE["clustering"], help="kmeans | dict_dbscan (the paper's) | dbscan | dict_argmax | dict_kmeans | "
+            "dict_hdbscan | auto."),
         n_clusters: Optional[int] = typer.Option(None, "--n-clusters", help="k of the k-means methods (default ⌈√N⌉)."),
         labels: Optional[Path] = typer.Option(
             None, "--labels", exists=True, dir_okay=False, help="Gold labels (.npy, one per row) to score the clusters (AMI, purity)."),

@@ -118,9 +118,9 @@ def register(app: typer.Typer) -> None:
         pool: Path = typer.Option(..., "--pool", exists=True, help="Pool embeddings .npy (N, d) or pool manifest .json."),
         queries: Path = typer.Option(..., "--queries", exists=True, help="Query embeddings .npy (Q, d)."),
         cluster_ids: Path = typer.Option(..., exists=True, help="Cluster ids .npy (N,)."),
-        method: str = typer.Option("dpp", help=" | ".join(_SELECT_METHODS)),
+        method: str = typer.Option(D.METHOD, help=" | ".join(_SELECT_METHODS)),
         lam: Optional[float] = typer.Option(None, help=f"UCS weight λ, 0 = the base selector{_d('LAM')}."),
-        estimator: Optional[str] = typer.Option(None, help=f"Unseen estimator of the UCS prior{_d('ESTIMATOR')}."),
+        estimator: str = typer.Option(D.DEFAULT_COVERAGE["estimator"], help="Unseen estimator of the UCS prior."),
         budget: int = typer.Option(10, help="Demonstrations per query."),
         batch_size: int = typer.Option(1024, help="Queries per task."),
         out: Path = typer.Option(Path("selection.json"), help="Output .json or .csv."),
@@ -141,7 +141,7 @@ def register(app: typer.Typer) -> None:
         E = _pool(pool, "--pool", PoolEmbeddings)
         ids = read_ids(cluster_ids, "--cluster-ids", n=E.shape[0])
         Q = read_matrix(queries, "--queries", dim=E.shape[1])
-        prior = UCSPrior(ids, **set_options(estimator=estimator, lam=lam))
+        prior = UCSPrior(ids, estimator=estimator, **set_options(lam=lam))
         sel = make_selector(method, prior=prior).fit(E, cluster_ids=ids)
         with _executor(executor, address, num_cpus) as ex:
             selection = select_queries(sel, Q, ex, batch_size, budget=budget)

@@ -7,6 +7,7 @@ from typing import Optional
 
 import typer
 
+from ucs import defaults as D
 from ucs.commands._inputs import default_note as _d, set_options
 from ucs.selectors.factory import BASE_SELECTORS
 
@@ -19,13 +20,13 @@ def register(app: typer.Typer) -> None:
     def select_cmd(
         pool_embeddings: Path = typer.Option(..., "--pool", help="Pool embeddings, .npy of shape (N, d)."),
         query_embeddings: Optional[Path] = typer.Option(None, "--queries", help="Query embeddings, .npy (Q, d)."),
-        method: str = typer.Option("dpp", help=f"One of {', '.join(METHODS)} (MDL needs an LM: use the Python API)."),
+        method: str = typer.Option(D.METHOD, help=f"One of {', '.join(METHODS)} (MDL needs an LM: use the Python API)."),
         budget: int = typer.Option(10, help="Demonstrations per query (0 = zero-shot)."),
         cluster_ids: Optional[Path] = typer.Option(
             None, help="Cluster ids, .npy (N,): adds the UCS prior (weight --lam) to every method but random and "
                        "cover; cover needs them."),
         lam: Optional[float] = typer.Option(None, help=f"UCS weight λ, 0 = the base selector{_d('LAM')}."),
-        estimator: Optional[str] = typer.Option(None, help=f"Unseen estimator of the UCS prior{_d('ESTIMATOR')}."),
+        estimator: str = typer.Option(D.DEFAULT_COVERAGE["estimator"], help="Unseen estimator of the UCS prior."),
         design: Optional[str] = typer.Option(
             None, help=f"Score design: full, seen_only, unseen_only, ratio{_d('DESIGN')}."),
         corpus_prior: Optional[str] = typer.Option(
@@ -52,7 +53,8 @@ def register(app: typer.Typer) -> None:
                                      param_hint="--cluster-ids")
         prior = None
         if ids is not None and has_ucs_form(method):  # the same λ as 'ucs distributed select' when unset
-            prior = UCSPrior(ids, **set_options(estimator=estimator, lam=lam, design=design, corpus_prior=corpus_prior))
+            prior = UCSPrior(ids, estimator=estimator,
+                             **set_options(lam=lam, design=design, corpus_prior=corpus_prior))
         sel = make_selector(method, prior=prior, random_state=seed)
         texts = None
         if pool_texts is not None:

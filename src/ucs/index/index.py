@@ -136,7 +136,7 @@ class SelectorIndex:
     def __init__(
         self,
         embedder: Any = None,
-        method: str = "dpp+ucs",
+        method: str = D.METHOD,
         *,
         input_keys: Optional[Sequence[str]] = None,
         output_key: Optional[str] = None,

@@ -19,6 +19,7 @@ import numbers
 import types
 from typing import Any, Dict, List, Optional, Sequence
 
+from ucs import defaults as D
 from ucs.index import IndexSelection, SelectorIndex
 
 try:
@@ -30,7 +31,7 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
 __all__ = ["UCSFewShot", "demos_of"]
 
 MODES = ("fixed", "per_call")
-_DEFAULT_METHOD = {"fixed": "votek+ucs", "per_call": "dpp+ucs"}
+_DEFAULT_METHOD = {"fixed": D.FIXED_METHOD, "per_call": D.METHOD}
 
 
 def _input_keys(trainset: Sequence[Any]) -> List[str]:

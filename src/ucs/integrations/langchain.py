@@ -13,6 +13,7 @@ from typing import Any, Dict, List, Optional
 
 import numpy as np
 
+from ucs import defaults as D
 from ucs.embedding.adapters import DocumentsEmbedder, as_embedder
 from ucs.index import IndexSelection, SelectorIndex
 
@@ -89,7 +90,7 @@ class UCSExampleSelector(BaseExampleSelector):
         input_keys: Optional[List[str]] = None,
         *,
         example_keys: Optional[List[str]] = None,
-        method: str = "dpp+ucs",
+        method: str = D.METHOD,
         output_key: Optional[str] = None,
         **index_kwargs: Any,
     ) -> "UCSExampleSelector":

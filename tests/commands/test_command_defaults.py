@@ -1,0 +1,41 @@
+"""One default everywhere: every command's, the index's and the integrations' defaults are read from ucs.defaults."""
+
+from __future__ import annotations
+
+import inspect
+
+import pytest
+import typer.main
+
+from ucs import defaults as D
+from ucs.cli import app
+
+
+def _option_default(command: str, name: str, sub: str = None):
+    group = typer.main.get_command(app)
+    cmd = group.commands[command]
+    if sub is not None:
+        cmd = cmd.commands[sub]
+    return next(p.default for p in cmd.params if p.name == name)
+
+
+@pytest.mark.parametrize("command,sub,option,expected", [
+    ("select", None, "method", D.METHOD),
+    ("select", None, "estimator", D.DEFAULT_COVERAGE["estimator"]),
+    ("cluster", None, "method", D.DEFAULT_COVERAGE["clustering"]),
+    ("distributed", "select", "method", D.METHOD),
+    ("distributed", "select", "estimator", D.DEFAULT_COVERAGE["estimator"]),
+])
+def test_every_commands_default_is_the_librarys(command, sub, option, expected):
+    assert _option_default(command, option, sub) == expected
+
+
+def test_the_application_entry_points_default_to_the_same_selector():
+    from ucs import SelectorIndex
+
+    assert inspect.signature(SelectorIndex).parameters["method"].default == D.METHOD
+    lc = pytest.importorskip("ucs.integrations.langchain")
+    assert inspect.signature(lc.UCSExampleSelector.from_examples).parameters["method"].default == D.METHOD
+    ds = pytest.importorskip("ucs.integrations.dspy")
+    assert ds.UCSFewShot(k=2, mode="per_call")._check() == D.METHOD
+    assert ds.UCSFewShot(k=2, mode="fixed")._check() == D.FIXED_METHOD
