@@ -64,3 +64,23 @@ def test_an_evaluation_never_offers_a_query_its_own_text(method):
     assert not {7, 19} & set(fair.indices[0].tolist())
     np.testing.assert_array_equal(fair.indices[1], plain.indices[1])  # a query without a copy is unchanged
     assert "_exclude" not in vars(sel)
+
+
+@pytest.mark.parametrize("method", ["topk", "dpp", "mmr", "labelaware"])
+def test_order_puts_the_most_similar_demonstration_first_or_last(method):
+    from ucs.selectors.factory import make_selector
+
+    rng = np.random.default_rng(2)
+    pool, queries = rng.normal(size=(80, 10)), rng.normal(size=(5, 10))
+    labels = [str(i % 6) for i in range(80)]
+    sel = make_selector(method, random_state=0).fit(pool, labels=labels)
+    base = sel.select(queries, 6)
+    qn = queries / np.linalg.norm(queries, axis=1, keepdims=True)
+    for order in ("similar_first", "similar_last"):
+        s = sel.select(queries, 6, order=order)
+        assert [sorted(r) for r in s.indices.tolist()] == [sorted(r) for r in base.indices.tolist()]  # same sets
+        sims = np.einsum("qbd,qd->qb", sel.pool_[s.indices], qn)
+        steps = np.diff(sims, axis=1)
+        assert (steps <= 1e-12).all() if order == "similar_first" else (steps >= -1e-12).all()
+    with pytest.raises(ValueError, match="order must be one of"):
+        sel.select(queries, 6, order="random")

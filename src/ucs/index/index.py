@@ -320,6 +320,7 @@ class SelectorIndex:
         *,
         query_embeddings: Optional[np.ndarray] = None,
         example_keys: Optional[Sequence[str]] = None,
+        order: str = "selected",
     ) -> Union[IndexSelection, List[IndexSelection]]:
         """The ``k`` demonstrations for each query.
 
@@ -334,6 +335,9 @@ class SelectorIndex:
             Embeddings of the queries, computed by the caller with the same embedder (skips embedding).
         example_keys : sequence of str, optional
             Return only these fields of each example.
+        order : {"selected", "similar_first", "similar_last"}
+            The demonstrations' order: as chosen, or by similarity to the query with the most similar first or
+            last (next to the query). Query-dependent methods only.
 
         Returns
         -------
@@ -360,7 +364,7 @@ class SelectorIndex:
             if not texts:
                 raise ValueError(f"method={self.method_!r} is query-dependent; pass queries or query_embeddings")
             qe = np.ascontiguousarray(self.get_embedder().embed(texts), dtype=np.float32)
-        result = sel.select(qe, k, query_texts=texts if self.base_ == "mdl" else None)
+        result = sel.select(qe, k, query_texts=texts if self.base_ == "mdl" else None, order=order)
         rows = [self._wrap(result, r, texts[r] if texts else None, example_keys) for r in range(qe.shape[0])]
         return rows[0] if single else rows
 

@@ -56,6 +56,9 @@ class UCSExampleSelector(BaseExampleSelector):
         the index's input keys, or every variable the prompt passes when the index embeds every field.
     example_keys : list of str, optional
         Fields of each example to return (default: all).
+    order : {"selected", "similar_first", "similar_last"}
+        The demonstrations' order in the prompt: as chosen, or by similarity with the most similar first or last
+        (next to the query).
 
     Attributes
     ----------
@@ -69,6 +72,7 @@ class UCSExampleSelector(BaseExampleSelector):
         k: int = 4,
         input_keys: Optional[List[str]] = None,
         example_keys: Optional[List[str]] = None,
+        order: str = "selected",
     ) -> None:
         if not isinstance(index, SelectorIndex):
             raise ValueError(f"index must be a fitted ucs.SelectorIndex; got {type(index).__name__}")
@@ -79,6 +83,7 @@ class UCSExampleSelector(BaseExampleSelector):
         self.k = int(k)
         self.input_keys = None if input_keys is None else list(input_keys)
         self.example_keys = None if example_keys is None else list(example_keys)
+        self.order = order
         self.last_selection: Optional[IndexSelection] = None
 
     @classmethod
@@ -107,7 +112,8 @@ class UCSExampleSelector(BaseExampleSelector):
         example_keys : list of str, optional
             Fields returned per example.
         method : str
-            ``dpp+ucs`` (default), ``topk``, ``dpp``, ``votek``, ``mdl`` (needs ``lm=``), with or without ``+ucs``.
+            ``topk`` (default, :data:`ucs.defaults.METHOD`), ``mmr``, ``labelaware``, ``dpp``, ``votek``, ``mdl``
+            (needs ``lm=``); ``topk``, ``dpp``, ``votek``, ``mdl`` with or without ``+ucs``.
         output_key : str, optional
             The label field (MDL builds labelled prompts from it).
         **index_kwargs
@@ -146,9 +152,11 @@ class UCSExampleSelector(BaseExampleSelector):
         """The ``k`` examples for the prompt variables ``input_variables`` (a list of dicts)."""
         text = self._query_text(input_variables)
         if not self.index.selector_.query_dependent and self.index.base_ != "mdl":
-            return self._finish(self.index.select(text, self.k, example_keys=self.example_keys))
+            return self._finish(self.index.select(text, self.k, example_keys=self.example_keys,
+                                                   order=self.order))
         qe = self._embed_query(text)
-        return self._finish(self.index.select(text, self.k, query_embeddings=qe, example_keys=self.example_keys))
+        return self._finish(self.index.select(text, self.k, query_embeddings=qe, example_keys=self.example_keys,
+                                                   order=self.order))
 
     async def aselect_examples(self, input_variables: Dict[str, Any]) -> List[Dict[str, Any]]:
         """Async :meth:`select_examples`: the query is embedded with ``aembed_query`` when the embeddings are
@@ -158,9 +166,11 @@ class UCSExampleSelector(BaseExampleSelector):
             return await super().aselect_examples(input_variables)
         text = self._query_text(input_variables)
         if not self.index.selector_.query_dependent and self.index.base_ != "mdl":
-            return self._finish(self.index.select(text, self.k, example_keys=self.example_keys))
+            return self._finish(self.index.select(text, self.k, example_keys=self.example_keys,
+                                                   order=self.order))
         qe = await emb.aembed_query(text)
-        return self._finish(self.index.select(text, self.k, query_embeddings=qe, example_keys=self.example_keys))
+        return self._finish(self.index.select(text, self.k, query_embeddings=qe, example_keys=self.example_keys,
+                                                   order=self.order))
 
     def add_example(self, example: Dict[str, Any]) -> None:
         """Add one example (placed into the existing clusters; see :meth:`SelectorIndex.add_examples`)."""

@@ -72,6 +72,9 @@ def _check_positive_float(value: Any, name: str, strict: bool = True) -> float:
 
 _REGISTRY: Dict[str, type] = {}
 
+#: Orders of a prompt's demonstrations that :meth:`Selector.select` can return.
+ORDERS = ("selected", "similar_first", "similar_last")
+
 
 @functools.lru_cache(maxsize=None)
 def _init_param_names(cls: type) -> Tuple[str, ...]:
@@ -271,6 +274,17 @@ class Selector:
         width = c if wide - m < max(getattr(self, "_budget", 0), 1) else min(c, wide - m)
         return np.ascontiguousarray(idx[:, :width]), np.ascontiguousarray(sims[:, :width])
 
+    def _reorder(self, idx: np.ndarray, scores: np.ndarray, queries: np.ndarray, order: str
+                 ) -> Tuple[np.ndarray, np.ndarray]:
+        """Each row of ``idx`` (and its ``scores``) sorted by cosine similarity to its query. O(Q·B·d)."""
+        if order not in ORDERS:
+            raise ValueError(f"order must be one of {ORDERS}; got {order!r}")
+        if not self.query_dependent or idx.shape[1] == 0:
+            return idx, scores
+        sims = np.einsum("qbd,qd->qb", self.pool_[idx], queries)
+        perm = np.argsort(-sims if order == "similar_first" else sims, axis=1, kind="stable")
+        return np.take_along_axis(idx, perm, axis=1), np.take_along_axis(scores, perm, axis=1)
+
     def _query_duplicates(self, query_texts: Optional[Sequence[str]]) -> Optional[List[np.ndarray]]:
         """Per query, the pool indices whose text equals the query's (``None`` when no query has one). O(N + Q)."""
         texts = getattr(self, "texts_", None)
@@ -297,6 +311,7 @@ class Selector:
         *,
         query_texts: Optional[Sequence[str]] = None,
         exclude_query_texts: bool = False,
+        order: str = "selected",
     ) -> Selection:
         """Choose ``min(budget, N)`` demonstrations per query.
 
@@ -313,6 +328,10 @@ class Selector:
             Evaluation on a test split: a query-dependent selector never offers a pool item whose text is the
             query's own (needs ``query_texts`` and a fit with ``texts``). Off for applications, where an
             example equal to the query is the best demonstration there is.
+        order : {"selected", "similar_first", "similar_last"}
+            The order of each prompt's demonstrations: as the selector chose them (default), or by cosine
+            similarity to the query, most similar first or most similar last (next to the query, where small
+            models read it last). Query-dependent selectors only; scores follow their demonstrations.
 
         Returns
         -------
@@ -342,6 +361,8 @@ class Selector:
             self.__dict__.pop("_budget", None)
         idx = np.ascontiguousarray(idx, dtype=np.int64)
         scores = np.ascontiguousarray(scores, dtype=np.float64)
+        if order != "selected":
+            idx, scores = self._reorder(idx, scores, queries, order)
         return Selection(
             indices=idx,
             scores=scores,
