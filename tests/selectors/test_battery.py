@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ucs.selectors import (DPPSelector, LabelAwareSelector, MDLSelector, MMRSelector, RandomSelector, TopKSelector,
+from ucs.selectors import (BSRSelector, DPPSelector, LabelAwareSelector, MDLSelector, MMRSelector, RandomSelector, TopKSelector,
                            UCSPrior, VoteKSelector)
 from ucs.testing.selectors import CHECKS, check_selector, selector_check_pairs
 
@@ -33,6 +33,9 @@ CASES = {
     "dpp_ucs_ratio": lambda c: DPPSelector(candidate_num=20, prior=_prior(c, design="ratio", lam=1.0)),
     "votek": lambda c: VoteKSelector(random_state=5),
     "mmr": lambda c: MMRSelector(fetch_k=15),
+    "bsr": lambda c: BSRSelector(token_embedder=dummies.DummyTokenEmbedder(), coverage=False),
+    "set_bsr": lambda c: BSRSelector(token_embedder=dummies.DummyTokenEmbedder()),
+    "set_bsr_candidates": lambda c: BSRSelector(token_embedder=dummies.DummyTokenEmbedder(), candidate_num=12),
     "mmr_lambda_1": lambda c: MMRSelector(lambda_mult=1.0),
     "labelaware_cap": lambda c: LabelAwareSelector(max_per_label=1, candidate_num=20),
     "labelaware_round_robin": lambda c: LabelAwareSelector(mode="round_robin", candidate_num=20),

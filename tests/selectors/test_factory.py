@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from ucs.selectors import (
+    BSRSelector,
     CoverSelector,
     DPPSelector,
     LabelAwareSelector,
@@ -31,17 +32,18 @@ from ucs.testing import DummyLM
 
 def test_every_base_name_is_a_registered_class_declaring_it():
     classes = {"random": RandomSelector, "topk": TopKSelector, "dpp": DPPSelector, "mdl": MDLSelector,
-               "votek": VoteKSelector, "cover": CoverSelector, "mmr": MMRSelector, "labelaware": LabelAwareSelector}
+               "votek": VoteKSelector, "cover": CoverSelector, "mmr": MMRSelector, "labelaware": LabelAwareSelector,
+               "bsr": BSRSelector}
     assert set(BASE_SELECTORS) == set(classes)
     for name, cls in classes.items():
         assert selector_class(name) is cls
 
 
 def test_method_vocabulary_follows_the_classes():
-    assert NO_UCS_FORM == ("random", "cover", "mmr", "labelaware")
+    assert NO_UCS_FORM == ("random", "cover", "mmr", "labelaware", "bsr")
     assert METHODS == ("random", "topk", "topk+ucs", "dpp", "dpp+ucs", "mdl", "mdl+ucs", "votek", "votek+ucs",
-                       "cover", "mmr", "labelaware")
-    assert [has_ucs_form(b) for b in BASE_SELECTORS] == [False, True, True, True, True, False, False, False]
+                       "cover", "mmr", "labelaware", "bsr")
+    assert [has_ucs_form(b) for b in BASE_SELECTORS] == [False, True, True, True, True, False, False, False, False]
     assert parse_method(" DPP_sgt ") == ("dpp", True) and canonical_method("votek-ucs") == "votek+ucs"
     for bad in ("cover+ucs", "random_ucs", "kmeans", "", None):
         with pytest.raises(ValueError, match="method"):

@@ -53,3 +53,57 @@ def test_label_aware_keeps_its_rules_and_needs_labels():
         LabelAwareSelector().fit(pool)
     with pytest.raises(ValueError, match="mode must be one of"):
         LabelAwareSelector(mode="zigzag").fit(pool, labels=labels)
+
+
+def test_set_bsr_greedy_covers_then_starts_a_new_round():
+    from ucs.selectors.bsr import set_coverage_greedy
+
+    # three query tokens: candidate 2 is best alone; 0 then raises token 0, 1 token 1, and 3 still token 2
+    R = np.array([[0.9, 0.1, 0.1], [0.1, 0.8, 0.1], [0.6, 0.6, 0.1], [0.2, 0.2, 0.2]]) / 3
+    order, scores = set_coverage_greedy(R, 4)
+    assert order.tolist() == [2, 0, 1, 3]
+    np.testing.assert_allclose(scores, np.array([1.3, 1.6, 1.8, 1.9]) / 3)
+    same = np.tile([[0.5, 0.5]], (3, 1))  # identical candidates: after the first, none raises coverage → new round
+    order, _ = set_coverage_greedy(same, 3)
+    assert order.tolist() == [0, 1, 2]
+
+
+def test_bsr_puts_the_candidate_covering_most_query_tokens_last():
+    from ucs.selectors import BSRSelector
+    from ucs.testing.doubles import DummyTokenEmbedder
+
+    texts = ["my card has not arrived", "how do i top up", "card payment declined", "the card arrived late today",
+             "exchange rate question"]
+    rng = np.random.default_rng(0)
+    pool = rng.normal(size=(len(texts), 8))
+    emb = DummyTokenEmbedder()
+    bsr = BSRSelector(token_embedder=emb, coverage=False).fit(pool, texts=texts)
+    s = bsr.select(rng.normal(size=(1, 8)), 2, query_texts=["card arrived late"])
+    assert s.indices[0].tolist()[-1] == 3  # all three query words: the strongest, next to the query
+    setb = BSRSelector(token_embedder=emb).fit(pool, texts=texts)
+    s2 = setb.select(rng.normal(size=(1, 8)), 2, query_texts=["card arrived late"])
+    assert s2.indices[0].tolist()[-1] == 3
+    with pytest.raises(ValueError, match="pass query_texts"):
+        setb.select(rng.normal(size=(1, 8)), 2)
+    with pytest.raises(ValueError, match="needs a token_embedder"):
+        BSRSelector().fit(pool, texts=texts)
+
+
+@pytest.mark.slow
+def test_set_bsr_on_real_token_embeddings_covers_the_querys_words(tmp_path):
+    pytest.importorskip("sentence_transformers")
+    from ucs import SelectorIndex
+    from ucs.embedding.sbert import load_retrieval_embedder
+
+    emb = load_retrieval_embedder("all-minilm-l6-v2").load()
+    vectors, weights = emb.embed_tokens(["where is my card"])
+    assert vectors[0].shape[1] == 384 and weights[0][0] == 0 and weights[0][-1] == 0 and weights[0][1:-1].all()
+    examples = [{"text": t, "label": y} for t, y in [
+        ("my card still has not arrived", "card_arrival"), ("how long does a card take to arrive", "card_arrival"),
+        ("i want to top up by bank transfer", "top_up"), ("top up failed", "top_up"),
+        ("what is the exchange rate", "exchange_rate"), ("my card was declined", "declined"),
+        ("can i change my pin", "change_pin"), ("the pin is blocked", "pin_blocked")]]
+    index = SelectorIndex(emb, "bsr", output_key="label", cache_dir=tmp_path).fit(examples)
+    chosen = index.select("when will my card arrive", k=3)
+    assert chosen.examples[-1]["label"] == "card_arrival"  # the best coverage next to the query
+    assert {e["label"] for e in chosen.examples} >= {"card_arrival"}

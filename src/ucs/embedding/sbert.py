@@ -160,6 +160,29 @@ class SentenceTransformerEmbedder:
             advance(len(chunk), kind="embed")
         return np.ascontiguousarray(np.concatenate(parts))
 
+    def embed_tokens(self, texts: Sequence[str]) -> "tuple[list, list]":
+        """Contextual token embeddings of each text (the model's last layer, before pooling) and each token's
+        weight: 1, and 0 for the tokenizer's special tokens ([CLS], [SEP], <s> …) — BERTScore's weights without
+        idf, for :class:`ucs.selectors.bsr.BSRSelector`. Returns two lists of (L_i, d) float32 and (L_i,) arrays."""
+        texts = sanitize_texts(texts)
+        self.load()
+        if not texts:
+            return [], []
+        vectors = self._st.encode(texts, batch_size=self.batch_size, output_value="token_embeddings",
+                                  convert_to_numpy=False, show_progress_bar=False)
+        special = self._st.tokenizer(texts, truncation=True, max_length=self._st.max_seq_length,
+                                     return_special_tokens_mask=True)["special_tokens_mask"]
+        out_v, out_w = [], []
+        for v, mask in zip(vectors, special):
+            v = v.detach().cpu().numpy().astype(np.float32)
+            w = 1.0 - np.asarray(mask[: len(v)], dtype=np.float64)
+            if w.size != len(v):  # another tokenisation than encode's: weigh the first and last token 0
+                w = np.ones(len(v))
+                w[[0, -1]] = 0.0
+            out_v.append(v)
+            out_w.append(w)
+        return out_v, out_w
+
     def __repr__(self) -> str:
         return f"SentenceTransformerEmbedder(model={self.name!r}, normalize={self.normalize})"
 

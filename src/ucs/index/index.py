@@ -257,6 +257,8 @@ class SelectorIndex:
         self.coverage_prior_ = self._prior()
         if self.base_ == "mdl":
             params["scorer"] = self.lm
+        if self.base_ == "bsr":  # Set-BSR reads the embedder's contextual token embeddings
+            params["token_embedder"] = self.get_embedder()
         texts = [example_text(e, self.input_keys_) for e in self.examples_]
         labels = None if self.output_key_ is None else [str(e[self.output_key_]) for e in self.examples_]
         sel = make_selector(self.method_, prior=self.coverage_prior_ if self.ucs_ else None, **params)
@@ -364,7 +366,9 @@ class SelectorIndex:
             if not texts:
                 raise ValueError(f"method={self.method_!r} is query-dependent; pass queries or query_embeddings")
             qe = np.ascontiguousarray(self.get_embedder().embed(texts), dtype=np.float32)
-        result = sel.select(qe, k, query_texts=texts if self.base_ == "mdl" else None, order=order)
+        if self.base_ == "bsr" and not texts:
+            raise ValueError("method 'bsr' covers the query's tokens: pass the queries' texts, not only embeddings")
+        result = sel.select(qe, k, query_texts=texts if self.base_ in ("mdl", "bsr") else None, order=order)
         rows = [self._wrap(result, r, texts[r] if texts else None, example_keys) for r in range(qe.shape[0])]
         return rows[0] if single else rows
 

@@ -495,6 +495,8 @@ class Pipeline:
         params = self.config.selector_params(base)
         if base == "mdl":
             params.update(scorer=self.mdl_scorer(), label_set=list(self.dataset.label_names))
+        if base == "bsr":  # Set-BSR reads contextual token embeddings of the retrieval embedder
+            params.update(token_embedder=self.retrieval)
         return make_selector(method, prior=self.prior(method, seed) if ucs else None, random_state=int(seed),
                              **params)
 
@@ -512,7 +514,7 @@ class Pipeline:
         t0 = time.perf_counter()
         selector.fit(pool, labels=self.pool_labels_text(), texts=list(self.dataset.pool.texts), cluster_ids=ids)
         queries = self.retrieval_queries(query_texts) if selector.query_dependent or base == "mdl" else None
-        if self.distributed and queries is not None and base != "mdl":
+        if self.distributed and queries is not None and base not in ("mdl", "bsr"):
             # MDL scores with the driver's backbone, which is not shipped to workers
 
             ex = self._executor()

@@ -5,10 +5,12 @@
 DPP, MDL, VoteK (or TopK) for the UCS-regularised form; ``lam = 0`` is the base selector exactly.
 :class:`CoverSelector` is coverage alone: one fixed set, the medoids of the largest latent clusters.
 :class:`MMRSelector` (relevance minus redundancy, LangChain's MMR) and :class:`LabelAwareSelector` (nearest
-neighbours with the prompt's labels spread) are the relevance-keeping baselines UCS is measured against.
+neighbours with the prompt's labels spread) and :class:`BSRSelector` (Set-BSR: demonstrations covering the query's
+tokens) are the relevance-keeping selectors UCS is measured against.
 """
 
 from ucs.selectors.base import Selector
+from ucs.selectors.bsr import BSRSelector
 from ucs.selectors.cover import CoverSelector
 from ucs.selectors.dpp import DPPSelector, dpp_kernel, greedy_map_dpp
 from ucs.selectors.labelaware import LabelAwareSelector
@@ -21,6 +23,7 @@ from ucs.selectors.topk import TopKSelector
 from ucs.selectors.votek import VoteGraph, VoteKSelector, build_vote_graph
 
 __all__ = [
+    "BSRSelector",
     "CORPUS_PRIORS",
     "SCORE_DESIGNS",
     "ContinuationScorer",

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any, Optional, Tuple
 
-from ucs.selectors import cover, dpp, labelaware, mdl, mmr, random, topk, votek  # noqa: F401  (each registers its class)
+from ucs.selectors import bsr, cover, dpp, labelaware, mdl, mmr, random, topk, votek  # noqa: F401  (each registers its class)
 from ucs.selectors.base import Selector, registered_selectors
 
 __all__ = [
@@ -31,7 +31,7 @@ __all__ = [
 ]
 
 #: Base selectors in the order tables list them.
-BASE_SELECTORS: Tuple[str, ...] = ("random", "topk", "dpp", "mdl", "votek", "cover", "mmr", "labelaware")
+BASE_SELECTORS: Tuple[str, ...] = ("random", "topk", "dpp", "mdl", "votek", "cover", "mmr", "labelaware", "bsr")
 _SUFFIXES = ("+ucs", "_ucs", "-ucs", "_sgt")
 
 
@@ -54,7 +54,7 @@ def has_ucs_form(name: str) -> bool:
 
 
 #: Base selectors without a UCS form: ``random`` (the paper's baseline), ``cover`` (coverage alone) and the
-#: relevance-keeping baselines ``mmr`` and ``labelaware``.
+#: relevance-keeping baselines ``mmr``, ``labelaware`` and ``bsr`` (Set-BSR).
 NO_UCS_FORM: Tuple[str, ...] = tuple(b for b in BASE_SELECTORS if not has_ucs_form(b))
 #: Every method name: a base selector, and ``<base>+ucs`` after each base that has a UCS form.
 METHODS: Tuple[str, ...] = tuple(m for b in BASE_SELECTORS for m in ((b,) if b in NO_UCS_FORM else (b, f"{b}+ucs")))

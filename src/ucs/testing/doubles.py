@@ -17,7 +17,7 @@ import numpy as np
 from ucs.embedding.base import l2_normalize, sanitize_text, sanitize_texts
 from ucs.lm.base import ContinuationScores, ReducedScoresMixin, check_generation_args
 
-__all__ = ["DummyBackbone", "DummyEmbedder", "DummyLM"]
+__all__ = ["DummyBackbone", "DummyEmbedder", "DummyLM", "DummyTokenEmbedder"]
 
 _TOKEN_RE = re.compile(r"\w+|[^\w\s]", re.UNICODE)
 
@@ -279,3 +279,30 @@ class DummyBackbone:
 
     def __repr__(self) -> str:
         return f"DummyBackbone(dim={self.dim})"
+
+
+class DummyTokenEmbedder:
+    """Weight-free token embeddings for :class:`ucs.selectors.bsr.BSRSelector` in orchestration tests.
+
+    Every word or punctuation mark of a text maps to a vector drawn from a generator seeded by ``sha256(seed,
+    word)`` (equal words, equal vectors: no context), between a start and an end marker of weight 0, as a
+    tokenizer's special tokens.
+    """
+
+    def __init__(self, dim: int = 16, seed: int = 0) -> None:
+        self.dim = dim
+        self.seed = seed
+
+    def _vector(self, token: str) -> np.ndarray:
+        digest = hashlib.sha256(f"{self.seed}\x00{token}".encode("utf-8")).digest()
+        return np.random.default_rng(int.from_bytes(digest[:8], "little")).standard_normal(self.dim)
+
+    def embed_tokens(self, texts: Sequence[str]) -> "tuple[list, list]":
+        vectors, weights = [], []
+        for text in sanitize_texts(texts):
+            toks = ["<s>"] + _tokens(text) + ["</s>"]
+            vectors.append(np.stack([self._vector(t) for t in toks]).astype(np.float32))
+            w = np.ones(len(toks))
+            w[[0, -1]] = 0.0
+            weights.append(w)
+        return vectors, weights
