@@ -23,6 +23,7 @@ CASES = {
     "random_per_query": lambda c: RandomSelector(random_state=3, per_query=True),
     "topk": lambda c: TopKSelector(),
     "topk_ucs": lambda c: TopKSelector(prior=_prior(c, estimator="binomial", lam=0.5), candidate_num=20),
+    "topk_ucs_floor": lambda c: TopKSelector(prior=_prior(c, estimator="binomial", lam=0.5), candidate_num=20, floor=2),
     "dpp": lambda c: DPPSelector(candidate_num=20),
     "dpp_ucs_paper": lambda c: DPPSelector(candidate_num=20, prior=_prior(c)),
     "dpp_ucs_paper_int": lambda c: DPPSelector(candidate_num=20, prior=_prior(c, integer=True, lam=0.01)),

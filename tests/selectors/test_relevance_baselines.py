@@ -107,3 +107,21 @@ def test_set_bsr_on_real_token_embeddings_covers_the_querys_words(tmp_path):
     chosen = index.select("when will my card arrive", k=3)
     assert chosen.examples[-1]["label"] == "card_arrival"  # the best coverage next to the query
     assert {e["label"] for e in chosen.examples} >= {"card_arrival"}
+
+
+def test_a_relevance_floor_keeps_the_nearest_and_covers_with_the_rest():
+    from ucs.selectors import UCSPrior
+
+    rng = np.random.default_rng(3)
+    pool, queries = rng.normal(size=(150, 12)), rng.normal(size=(8, 12))
+    ids = rng.integers(0, 10, 150)
+    prior = UCSPrior(ids, estimator="binomial", lam=5.0)
+    topk = TopKSelector().fit(pool, cluster_ids=ids).select(queries, 6)
+    plain = TopKSelector(prior=prior).fit(pool, cluster_ids=ids).select(queries, 6)
+    full = TopKSelector(prior=prior, floor=6).fit(pool, cluster_ids=ids).select(queries, 6)
+    np.testing.assert_array_equal(full.indices, topk.indices)  # a floor of B is TopK
+    np.testing.assert_array_equal(TopKSelector(prior=prior, floor=0).fit(pool, cluster_ids=ids).select(queries, 6).indices,
+                                  plain.indices)
+    two = TopKSelector(prior=prior, floor=2).fit(pool, cluster_ids=ids).select(queries, 6)
+    np.testing.assert_array_equal(two.indices[:, :2], topk.indices[:, :2])  # the two nearest, first
+    assert not np.array_equal(two.indices, topk.indices)  # the rest chosen with the prior (λ = 5)

@@ -22,6 +22,10 @@ class TopKSelector(Selector):
         ``candidate_num`` most similar by ``cos(q, x_j) + λ · ΔΦ_j``; with ``λ = 0`` this is TopK exactly.
     candidate_num : int
         Candidate pool size for the prior's greedy re-ranking (ignored without a prior).
+    floor : int, default=0
+        A relevance floor for the UCS form: the ``floor`` most similar candidates are always kept (first, in
+        similarity order) and only the remaining ``B − floor`` are chosen with the prior, which counts the
+        floor's clusters as already covered. ``floor >= B`` is TopK; ``0`` is the plain UCS form.
     block : int
         Queries per similarity block (memory ``block × N`` floats).
 
@@ -33,14 +37,17 @@ class TopKSelector(Selector):
 
     name = "topk"
 
-    def __init__(self, prior: Optional[UCSPrior] = None, candidate_num: int = 50, block: int = 1024) -> None:
+    def __init__(self, prior: Optional[UCSPrior] = None, candidate_num: int = 50, block: int = 1024,
+                 floor: int = 0) -> None:
         self.prior = prior
         self.candidate_num = candidate_num
         self.block = block
+        self.floor = floor
 
     def _validate_params(self) -> None:
         _check_int(self.candidate_num, "candidate_num", 1)
         _check_int(self.block, "block", 1)
+        _check_int(self.floor, "floor", 0)
         if self.prior is not None and not isinstance(self.prior, UCSPrior):
             raise ValueError(f"prior must be a UCSPrior or None; got {type(self.prior).__name__}")
 
@@ -59,7 +66,14 @@ class TopKSelector(Selector):
         avail = np.ones(cand.shape, dtype=bool)
         pos_out = np.empty((q, budget), dtype=np.int64)
         score_out = np.empty((q, budget))
+        kept = min(int(self.floor), budget)
         for step in range(budget):
+            if step < kept:  # the relevance floor: the step-th most similar candidate, whatever its coverage
+                pos = np.full(q, step, dtype=np.int64)
+                pos_out[:, step], score_out[:, step] = pos, sims[:, step]
+                avail[rows, pos] = False
+                state.add(pos)
+                continue
             score = sims + lam * state.gains() if lam != 0 else sims.copy()
             score[~avail] = -np.inf
             pos = np.argmax(score, axis=1)  # candidates are sorted by similarity: ties → more similar
