@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import inspect
 import numbers
-from typing import Any, ClassVar, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, ClassVar, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -284,6 +284,23 @@ class Selector:
         sims = np.einsum("qbd,qd->qb", self.pool_[idx], queries)
         perm = np.argsort(-sims if order == "similar_first" else sims, axis=1, kind="stable")
         return np.take_along_axis(idx, perm, axis=1), np.take_along_axis(scores, perm, axis=1)
+
+    def _choose_among_candidates(
+        self, queries: np.ndarray, budget: int, c: int,
+        choose: Callable[[np.ndarray, np.ndarray], Tuple[np.ndarray, np.ndarray]],
+    ) -> Tuple[np.ndarray, np.ndarray, Dict[str, np.ndarray]]:
+        """A ``_select`` for re-ranking selectors: retrieve ``min(N, max(c, budget))`` candidates of every query,
+        then ``choose(candidates (c,), similarities (c,)) -> (positions (budget,), scores (budget,))`` per query."""
+        q = queries.shape[0]
+        idx_out = np.empty((q, budget), dtype=np.int64)
+        score_out = np.empty((q, budget))
+        if budget == 0 or q == 0:
+            return idx_out, score_out, {}
+        cand, sims = self._retrieve(queries, min(self.n_pool_, max(int(c), budget)))
+        for r in range(q):
+            pos, scores = choose(cand[r], sims[r])
+            idx_out[r], score_out[r] = cand[r, pos], scores
+        return idx_out, score_out, {}
 
     def _query_duplicates(self, query_texts: Optional[Sequence[str]]) -> Optional[List[np.ndarray]]:
         """Per query, the pool indices whose text equals the query's (``None`` when no query has one). O(N + Q)."""

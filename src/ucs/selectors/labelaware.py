@@ -98,15 +98,10 @@ class LabelAwareSelector(Selector):
     def _select(
         self, queries: np.ndarray, budget: int, query_texts: Optional[Sequence[str]]
     ) -> Tuple[np.ndarray, np.ndarray, Dict[str, np.ndarray]]:
-        q = queries.shape[0]
-        idx_out = np.empty((q, budget), dtype=np.int64)
-        score_out = np.empty((q, budget))
-        if budget == 0 or q == 0:
-            return idx_out, score_out, {}
-        cand, sims = self._retrieve(queries, min(self.n_pool_, max(int(self.candidate_num), budget)))
-        for r in range(q):
-            labels = self.label_codes_[cand[r]]
+        def choose(cand: np.ndarray, sims: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+            labels = self.label_codes_[cand]
             pos = (cap_order(labels, budget, int(self.max_per_label)) if self.mode == "cap"
                    else round_robin_order(labels, budget))
-            idx_out[r], score_out[r] = cand[r, pos], sims[r, pos]
-        return idx_out, score_out, {}
+            return pos, sims[pos]
+
+        return self._choose_among_candidates(queries, budget, int(self.candidate_num), choose)

@@ -94,14 +94,8 @@ class MMRSelector(Selector):
     def _select(
         self, queries: np.ndarray, budget: int, query_texts: Optional[Sequence[str]]
     ) -> Tuple[np.ndarray, np.ndarray, Dict[str, np.ndarray]]:
-        q = queries.shape[0]
-        idx_out = np.empty((q, budget), dtype=np.int64)
-        score_out = np.empty((q, budget))
-        if budget == 0 or q == 0:
-            return idx_out, score_out, {}
-        cand, sims = self._retrieve(queries, min(self.n_pool_, max(int(self.fetch_k), budget)))
-        for r in range(q):
-            emb = self.pool_[cand[r]]
-            order, scores = mmr_order(sims[r], emb @ emb.T, budget, float(self.lambda_mult))
-            idx_out[r], score_out[r] = cand[r, order], scores
-        return idx_out, score_out, {}
+        def choose(cand: np.ndarray, sims: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+            emb = self.pool_[cand]
+            return mmr_order(sims, emb @ emb.T, budget, float(self.lambda_mult))
+
+        return self._choose_among_candidates(queries, budget, int(self.fetch_k), choose)
