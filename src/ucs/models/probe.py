@@ -19,6 +19,7 @@ that crashes on purpose).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib.util
 import json
@@ -75,16 +76,26 @@ def _library_files() -> List[Path]:
 
 
 def engine_key() -> str:
-    """Hex key of (llama-cpp-python version, its native libraries' SHA-256, this CPU's signature); O(library size)."""
-    h = hashlib.sha256()
+    """Hex key of (llama-cpp-python version, its native libraries' SHA-256, this CPU's signature).
+
+    The libraries are hashed once per process and state (path, size, modification time), so a load after the first
+    costs a ``stat`` per library, not a pass over tens of MB.
+    """
     try:
-        h.update(metadata.version("llama-cpp-python").encode())
+        version = metadata.version("llama-cpp-python")
     except metadata.PackageNotFoundError:
-        h.update(b"not installed")
-    for path in _library_files():
-        h.update(path.name.encode())
-        h.update(hashlib.sha256(path.read_bytes()).digest())
-    h.update(machine_signature().encode())
+        version = "not installed"
+    files = tuple((str(p), p.stat().st_size, p.stat().st_mtime_ns) for p in _library_files())
+    return _key(version, files, machine_signature())
+
+
+@functools.lru_cache(maxsize=8)
+def _key(version: str, files: tuple, machine: str) -> str:
+    h = hashlib.sha256(version.encode())
+    for path, _, _ in files:
+        h.update(Path(path).name.encode())
+        h.update(hashlib.sha256(Path(path).read_bytes()).digest())
+    h.update(machine.encode())
     return h.hexdigest()[:32]
 
 
