@@ -59,9 +59,17 @@ llama_flags() {  # $1 = flavour → the CMake arguments of that build
   esac
 }
 
-llama_sdist() {  # $1 = folder → downloads the pinned (hash-checked) or newest sdist there, prints its path
+llama_version() {  # the pinned version (from the lock), or the newest on the index (--latest)
   if [ "$latest" = 1 ]; then
-    python -m pip download --quiet --no-deps --no-binary :all: -d "$1" llama-cpp-python
+    python -m pip index versions llama-cpp-python 2>/dev/null | sed -n 's/^llama-cpp-python (\(.*\))$/\1/p'
+  else
+    sed -n 's/^llama-cpp-python==\([^ ;\\]*\).*/\1/p' "locks/$profile.txt" | head -n 1
+  fi
+}
+
+llama_sdist() {  # $1 = folder, $2 = version → downloads that sdist (hash-checked when locked), prints its path
+  if [ "$latest" = 1 ]; then
+    python -m pip download --quiet --no-deps --no-binary :all: -d "$1" "llama-cpp-python==$2"
   else
     awk '/^llama-cpp-python==/{p=1} p{print; if ($0 !~ /\\$/) exit}' "locks/$profile.txt" > "$1/req.txt"
     python -m pip download --quiet --no-deps --no-binary :all: --require-hashes -r "$1/req.txt" -d "$1"
@@ -72,20 +80,24 @@ llama_sdist() {  # $1 = folder → downloads the pinned (hash-checked) or newest
 install_llama() {  # $1 = flavour; $2 = 1 to build even if cached
   local flags sdir sdist version key dir
   flags="$(llama_flags "$1") ${CMAKE_ARGS:-}"
-  sdir="$(mktemp -d)"
-  sdist="$(llama_sdist "$sdir")"
-  version="$(basename "$sdist" .tar.gz)"; version="${version#llama_cpp_python-}"
+  version="$(llama_version)"
+  if [ -z "$version" ]; then
+    echo "install.sh: cannot tell which llama-cpp-python to install (locks/$profile.txt, or the index with --latest)" >&2
+    exit 1
+  fi
   key="$(printf '%s|%s' "$flags" "$([ "$1" = native ] && grep -m1 'model name' /proc/cpuinfo)" | sha256sum | cut -c1-12)"
   dir="$wheel_cache/llama-cpp-python-$version-$1-$key"
-  if [ "$2" = 1 ] || ! ls "$dir"/*.whl >/dev/null 2>&1; then
+  if [ "$2" = 1 ] || ! ls "$dir"/*.whl >/dev/null 2>&1; then  # the source is downloaded only to build
+    sdir="$(mktemp -d)"
+    sdist="$(llama_sdist "$sdir" "$version")"
     echo "building llama-cpp-python $version ($1 build: $flags); about 3 minutes on 2 cores"
     rm -rf "$dir.tmp" "$dir"
     CMAKE_ARGS="$flags" python -m pip wheel --quiet --no-deps --no-cache-dir -w "$dir.tmp" "$sdist"
     mv "$dir.tmp" "$dir"
+    rm -rf "$sdir"
   else
     echo "llama-cpp-python $version ($1 build) from the wheel cache $dir"
   fi
-  rm -rf "$sdir"
   pip_install --no-deps --force-reinstall "$dir"/*.whl
 }
 
