@@ -137,6 +137,20 @@ def _per_query_stat(records: Iterable[dict], value: Any, field: str, run_seeds: 
     return out
 
 
+def _demonstration_stat(records: Iterable[dict], pool_labels: Sequence[int] | np.ndarray, per_prompt: Any,
+                        field: str, run_seeds: Sequence[int] | None, n_boot: int, confidence: float,
+                        bootstrap_seed: int) -> dict:
+    """:func:`_per_query_stat` of ``per_prompt(demonstration labels, gold id)`` over the records that have a gold
+    label id and demonstrations."""
+    labels = np.asarray(pool_labels)
+
+    def value(r: dict) -> Optional[float]:
+        gold, sel = r.get("gold_id"), r.get("selected")
+        return None if gold is None or not sel else float(per_prompt(labels[np.asarray(sel)], int(gold)))
+
+    return _per_query_stat(records, value, field, run_seeds, n_boot, confidence, bootstrap_seed)
+
+
 def label_agreement(
     records: Iterable[dict],
     pool_labels: Sequence[int] | np.ndarray,
@@ -154,13 +168,8 @@ def label_agreement(
     run answered (the share averaged over runs per query; CI as in :func:`summarize`); compare two methods
     with ``paired_delta(a, b, field="share")``. Time O(records · budget).
     """
-    labels = np.asarray(pool_labels)
-
-    def share(r: dict) -> Optional[float]:
-        gold, sel = r.get("gold_id"), r.get("selected")
-        return None if gold is None or not sel else float(np.mean(labels[np.asarray(sel)] == gold))
-
-    return _per_query_stat(records, share, "share", run_seeds, n_boot, confidence, bootstrap_seed)
+    return _demonstration_stat(records, pool_labels, lambda demo, gold: np.mean(demo == gold), "share",
+                               run_seeds, n_boot, confidence, bootstrap_seed)
 
 
 def majority_label(labels: Sequence[int]) -> int:
@@ -187,13 +196,8 @@ def demonstration_vote(
     retrieval space. Same return form as :func:`summarize`'s methods (field ``accuracy``), so
     ``paired_delta(summary["methods"][m], vote[m])`` is the model's gain over the vote. Time O(records · budget).
     """
-    labels = np.asarray(pool_labels)
-
-    def right(r: dict) -> Optional[float]:
-        gold, sel = r.get("gold_id"), r.get("selected")
-        return None if gold is None or not sel else float(majority_label(labels[np.asarray(sel)]) == int(gold))
-
-    return _per_query_stat(records, right, "accuracy", run_seeds, n_boot, confidence, bootstrap_seed)
+    return _demonstration_stat(records, pool_labels, lambda demo, gold: majority_label(demo) == gold, "accuracy",
+                               run_seeds, n_boot, confidence, bootstrap_seed)
 
 
 def paired_delta(a: dict, b: dict, n_boot: int = 2000, confidence: float = 0.95, seed: int = 0,
