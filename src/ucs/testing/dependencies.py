@@ -107,7 +107,9 @@ def _module_paths(root: Path) -> Dict[str, Path]:
 
 def _load_closure(graph: Dict[str, Set[str]], paths: Dict[str, Path]) -> Dict[str, Set[str]]:
     """Module → the ucs modules loaded with it, through load-time imports only."""
-    direct = {m: {d for d in graph[m] if _imports_at_load(paths[m], d)} for m in graph}
+    loaded = {m: _load_time_names(paths[m]) for m in graph}  # one parse per module
+    direct = {m: {d for d in graph[m] if d in loaded[m] or any(f.startswith(d + ".") for f in loaded[m])}
+              for m in graph}
     out: Dict[str, Set[str]] = {}
     for m in graph:
         seen, todo = {m}, [m]
@@ -120,9 +122,8 @@ def _load_closure(graph: Dict[str, Set[str]], paths: Dict[str, Path]) -> Dict[st
     return out
 
 
-def _imports_at_load(path: Path, module: str) -> bool:
-    """Whether ``path`` imports ucs module ``module`` at load time (absolute imports, as the package writes them)."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+def _load_time_names(path: Path) -> Set[str]:
+    """Every dotted name ``path`` imports at load time (``from a.b import c`` gives ``a.b`` and ``a.b.c``)."""
     found: Set[str] = set()
 
     def visit(stmts: Iterable[ast.stmt]) -> None:
@@ -138,8 +139,8 @@ def _imports_at_load(path: Path, module: str) -> bool:
             elif isinstance(node, ast.Try) and not _catches_import_error(node):
                 visit(node.body)
 
-    visit(tree.body)
-    return module in found or any(f.startswith(module + ".") for f in found)
+    visit(ast.parse(path.read_text(encoding="utf-8")).body)
+    return found
 
 
 def undeclared_load_time(pyproject: Path, root: Path = SRC) -> List[str]:
