@@ -101,11 +101,17 @@ def load_backbone(name: Union[str, Path] = "smollm2", engine: Optional[str] = No
         :class:`~ucs.models.hf.TransformersBackbone` (``layer``, ``pooling``, ``normalize``,
         ``max_length``, ``device``, ``dtype``, ``device_map`` …).
 
+    An endpoint URL, ``http(s)://host:port/v1`` or ``http(s)://host:port/v1#<model>``, gives a
+    :class:`~ucs.models.http.HttpBackbone` (any OpenAI-compatible server; ``engine`` is then ignored, and of the
+    keyword arguments only ``normalize``, ``context_length`` and its own options are used).
+
     Notes
     -----
     Construction is cheap (the engine probe runs once per llama.cpp build and CPU, then is read from the cache);
     weights load on first use (or ``.load()``).
     """
+    if _is_endpoint(name):
+        return _http_backbone(str(name), kwargs)
     chosen = DEFAULT_ENGINE if engine is None else engine
     if chosen not in ENGINES:
         raise ValueError(f"engine must be one of {ENGINES}, got {engine!r}")
@@ -122,6 +128,22 @@ def load_backbone(name: Union[str, Path] = "smollm2", engine: Optional[str] = No
     from ucs.models.hf import TransformersBackbone
 
     return TransformersBackbone(src, **kwargs)
+
+
+def _is_endpoint(name: Union[str, Path]) -> bool:
+    return isinstance(name, str) and name.lower().startswith(("http://", "https://"))
+
+
+#: Keyword arguments of :func:`load_backbone` that an :class:`~ucs.models.http.HttpBackbone` takes.
+_HTTP_KEYS = ("normalize", "context_length", "api_key_env", "max_in_flight", "timeout", "max_retries", "backoff",
+              "api", "seed")
+
+
+def _http_backbone(url: str, kwargs: Dict[str, Any]):
+    """The backbone behind an endpoint URL; engine-only options (layer, pooling, device …) do not apply to it."""
+    from ucs.models.http import HttpBackbone
+
+    return HttpBackbone(url, **{k: v for k, v in kwargs.items() if k in _HTTP_KEYS})
 
 
 #: Options of the llama.cpp engine that the transformers engine does not take (dropped on a fallback).

@@ -1,0 +1,310 @@
+"""A backbone served over HTTP by any OpenAI-compatible server (vLLM, TGI, Ollama, llama.cpp servers, hosted APIs).
+Needs the ``http`` extra (``httpx``).
+
+The model spec is the API's base URL, with the model after ``#`` when the server serves several::
+
+    --model http://127.0.0.1:8080/v1#SmolLM2-135M-Instruct      --model https://api.example.com/v1
+
+* **Label likelihoods** (``score_continuations_detailed``): one ``POST /completions`` per continuation with
+  ``prompt = prefix + continuation``, ``echo=true``, ``logprobs=1``, ``max_tokens=1``, read by
+  :func:`ucs.models.http_logprobs.continuation_logprob` (token boundaries are documented there). The ``k``
+  continuations of a prefix are in flight together (at most ``max_in_flight``). Before the first score the
+  endpoint's echo is checked once against its own generation log-probabilities (:meth:`HttpBackbone._probe`);
+  an endpoint without prompt log-probabilities, or with misaligned ones, raises
+  :class:`~ucs.models.http_logprobs.PromptLogprobsUnavailableError` naming the fix (``--mode generate``).
+* **Generation**: ``POST /completions`` (or ``/chat/completions`` with ``api="chat"``), one request per prompt, in
+  flight together; prompt ``i`` is sampled with seed ``seed + i``.
+* **Embeddings**: ``POST /embeddings`` where the server offers it; otherwise a clear error.
+
+The API key is read from the environment variable ``api_key_env`` (default ``OPENAI_API_KEY``) and sent only in the
+``Authorization`` header: :attr:`HttpBackbone.identity` (which keys the answer and embedding stores), manifests,
+messages and ``repr`` hold the model id and the server's host, never the key.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+from urllib.parse import urlsplit
+
+import numpy as np
+
+from ucs.embedding.base import l2_normalize, sanitize_text, sanitize_texts
+from ucs.lm.base import ContinuationScores, ReducedScoresMixin, check_generation_args
+from ucs.lm.prefix_tree import move_trailing_spaces
+from ucs.models.http_client import EndpointError, HttpTransport, host_of
+from ucs.models.http_logprobs import (GENERATE_FIX, MisalignedLogprobsError, PromptLogprobsUnavailableError,
+                                     continuation_logprob)
+
+__all__ = ["HttpBackbone", "parse_endpoint", "is_endpoint", "APIS"]
+
+APIS = ("completions", "chat")
+#: Probe attempts (prefixes whose greedy next token is visible text) before scoring goes on unverified.
+_PROBE_ATTEMPTS = 3
+#: Largest |echoed − generated| log-probability of one token accepted as the same number (nats).
+_PROBE_TOL = 1e-2
+_EMBED_CHUNK = 64
+
+
+def is_endpoint(spec: object) -> bool:
+    """True for a model spec that names a server (``http://…`` or ``https://…``)."""
+    return isinstance(spec, str) and spec.lower().startswith(("http://", "https://"))
+
+
+def parse_endpoint(spec: str) -> Tuple[str, Optional[str]]:
+    """``"http://h:8080/v1#my-model"`` → ``("http://h:8080/v1", "my-model")``; no ``#`` → model ``None``."""
+    base, _, model = spec.partition("#")
+    parts = urlsplit(base)
+    if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"model {spec!r} is not an endpoint URL: write it as http(s)://host:port/v1#model-name")
+    if parts.query:
+        raise ValueError(f"model {spec!r}: the endpoint URL takes no query string; put the model after '#'")
+    return base.rstrip("/"), (model or None)
+
+
+class HttpBackbone(ReducedScoresMixin):
+    """A model behind an OpenAI-compatible HTTP API; implements ``Embedder`` and ``LanguageModel``.
+
+    Parameters
+    ----------
+    base_url : str
+        The API root, e.g. ``http://127.0.0.1:8080/v1`` (a ``#model`` suffix is read as ``model``).
+    model : str, optional
+        Model id sent with every request; default: the only one ``GET /models`` lists.
+    name : str, optional
+        Ignored beyond compatibility with :func:`ucs.models.load_backbone` (the identity uses the model id).
+    api_key_env : str, default="OPENAI_API_KEY"
+        Environment variable holding the API key (none needed for local servers).
+    max_in_flight : int, default=4
+        Requests on the wire at once.
+    timeout : float, default=600
+        Seconds per request attempt.
+    max_retries : int, default=5
+        Further attempts after HTTP 429/5xx, connection errors and timeouts (exponential backoff).
+    backoff : float, default=0.5
+        First wait of the backoff, in seconds (doubled per attempt, capped at 30 s).
+    context_length : int, optional
+        The server's context in tokens. Only when given does the prompt budget apply; :attr:`count_tokens` then
+        uses the server's tokenizer route (llama-cpp-python's ``/extras/tokenize``, vLLM's ``/tokenize``).
+    normalize : bool, default=False
+        ℓ2-normalise embeddings.
+    api : {"completions", "chat"}, default="completions"
+        Route used by :meth:`generate`; scoring always uses ``/completions``.
+    seed : int, default=0
+        Default sampling seed of :meth:`generate`.
+
+    Notes
+    -----
+    Scoring ``k`` continuations: ``k`` requests (``⌈k / max_in_flight⌉`` round trips), each re-evaluating the
+    prefix on the server unless it caches prompts (vLLM and llama.cpp reuse a shared prefix). Memory: O(response).
+    """
+
+    engine = "http"
+
+    def __init__(self, base_url: str, model: Optional[str] = None, name: Optional[str] = None, *,
+                 api_key_env: str = "OPENAI_API_KEY", max_in_flight: int = 4, timeout: float = 600.0,
+                 max_retries: int = 5, backoff: float = 0.5, context_length: Optional[int] = None,
+                 normalize: bool = False, api: str = "completions", seed: int = 0) -> None:
+        base, from_url = parse_endpoint(base_url)
+        for pname, val in (("max_in_flight", max_in_flight), ("max_retries", max_retries + 1)):
+            if not isinstance(val, (int, np.integer)) or val < 1:
+                raise ValueError(f"{pname} must be a positive integer, got {val!r}")
+        if context_length is not None and (not isinstance(context_length, (int, np.integer)) or context_length < 1):
+            raise ValueError(f"context_length must be a positive integer or None, got {context_length!r}")
+        if api not in APIS:
+            raise ValueError(f"api must be one of {APIS}, got {api!r}")
+        if not timeout > 0 or not backoff >= 0:
+            raise ValueError(f"timeout must be > 0 and backoff >= 0, got {timeout!r} and {backoff!r}")
+        self.base_url = base
+        self._model = model or from_url
+        self.api_key_env = api_key_env
+        self.context_length = None if context_length is None else int(context_length)
+        self.normalize = bool(normalize)
+        self.api = api
+        self.seed = int(seed)
+        self._transport = HttpTransport(base, os.environ.get(api_key_env) or None, int(max_in_flight),
+                                        float(timeout), int(max_retries), float(backoff))
+        self._probe_left = _PROBE_ATTEMPTS
+        self._dim: Optional[int] = None
+        self._tokenize_route: Optional[Tuple[str, str]] = None
+
+    @property
+    def max_in_flight(self) -> int:
+        return self._transport.max_in_flight
+
+    @property
+    def where(self) -> str:
+        """The endpoint in messages: ``host:port`` and the model id."""
+        return f"the endpoint {host_of(self.base_url)} (model {self._model or '?'})"
+
+    # ------------------------------------------------------------------ loading and identity
+    def load(self) -> "HttpBackbone":
+        """Resolve the model id from ``GET /models`` when none was given (one request); returns ``self``."""
+        if self._model is None:
+            listed = [str(m.get("id")) for m in self._transport.get("models").get("data", []) if m.get("id")]
+            if len(listed) != 1:
+                raise ValueError(f"the endpoint {self.base_url} serves {len(listed)} models {listed[:10]}: name one "
+                                 f"as --model {self.base_url}#<model>")
+            self._model = listed[0]
+        return self
+
+    @property
+    def model(self) -> str:
+        return self.load()._model  # type: ignore[return-value]
+
+    @property
+    def identity(self) -> Dict[str, Any]:
+        """What keys this model's answers and embeddings: model id, server host, engine and ℓ2 (never the key)."""
+        return {"model": self.model, "host": host_of(self.base_url), "engine": self.engine, "l2": self.normalize}
+
+    def close(self) -> None:
+        """Close the connections (a later call opens them again)."""
+        self._transport.close()
+
+    def __repr__(self) -> str:
+        return f"HttpBackbone({host_of(self.base_url)!r}, model={self._model!r}, max_in_flight={self.max_in_flight})"
+
+    # ------------------------------------------------------------------ tokens
+    @property
+    def count_tokens(self):
+        """``text -> number of tokens`` through the server's tokenizer when ``context_length`` is set, else ``None``
+        (the prompt budget is then off, as for any language model that cannot count)."""
+        return None if self.context_length is None else self._count_tokens
+
+    def _count_tokens(self, text: str) -> int:
+        root = self.base_url[: -len("/v1")] if self.base_url.endswith("/v1") else self.base_url
+        routes = [self._tokenize_route] if self._tokenize_route else [("extras/tokenize", "input"), ("tokenize", "prompt")]
+        for path, field in routes:
+            transport = HttpTransport(root, None, 1, self._transport.timeout, 0)
+            try:
+                out = transport.post_many(path, [{"model": self.model, field: sanitize_text(text)}])[0]
+            except EndpointError as exc:
+                if exc.status in (404, 405, 422):
+                    continue
+                raise
+            finally:
+                transport.close()
+            self._tokenize_route = (path, field)
+            return int(out["count"]) if "count" in out else len(out["tokens"])
+        raise ValueError(f"{self.where} offers no tokenizer route (/extras/tokenize or /tokenize), which the prompt "
+                         "budget needs: leave context_length unset")
+
+    # ------------------------------------------------------------------ scoring
+    def score_continuations_detailed(self, prefix: str, continuations: Sequence[str]) -> ContinuationScores:
+        """Log-probability of each continuation given ``prefix`` (natural log), with the token counts.
+
+        Trailing spaces of the prefix move onto the continuations, as in the in-process engines.
+        """
+        conts = sanitize_texts(continuations)
+        if not conts:
+            return ContinuationScores(np.zeros(0), np.zeros(0, dtype=np.int64))
+        prefix, conts = move_trailing_spaces(sanitize_text(prefix), conts)
+        if not prefix:
+            raise ValueError("prefix must not be empty: an endpoint gives the first token of a text no log-probability")
+        if any(not c for c in conts):
+            raise ValueError("continuations must not be empty")
+        self._probe(prefix)
+        logp, n_tok = self._score(prefix, conts)
+        return ContinuationScores(logprob=np.asarray(logp, dtype=np.float64), n_tokens=np.asarray(n_tok, np.int64))
+
+    def _score(self, prefix: str, conts: Sequence[str]) -> Tuple[List[float], List[int]]:
+        payloads = [{"model": self.model, "prompt": prefix + c, "echo": True, "logprobs": 1, "max_tokens": 1,
+                     "temperature": 0.0} for c in conts]
+        answers = self._post("completions", payloads, scoring=True)
+        pairs = [continuation_logprob(_choice(a, self.where), prefix + c, len(prefix), self.where)
+                 for a, c in zip(answers, conts)]
+        return [p[0] for p in pairs], [p[1] for p in pairs]
+
+    def _probe(self, prefix: str) -> None:
+        """Check once that echoed log-probabilities are the ones the server generates with: the greedy next token
+        ``g`` of ``prefix`` and its log-probability come from a plain completion, then ``prefix + g`` is scored
+        through the echo; the two numbers must agree. (llama-cpp-python's server pairs every echoed token with the
+        distribution *after* it when the prompt does not start with the model's BOS token: wrong numbers that
+        look plausible.) Two requests, on at most :data:`_PROBE_ATTEMPTS` prefixes whose next token is visible."""
+        if self._probe_left <= 0:
+            return
+        self._probe_left -= 1
+        payload = {"model": self.model, "prompt": prefix, "max_tokens": 1, "temperature": 0.0, "logprobs": 1}
+        choice = _choice(self._post("completions", [payload], scoring=True)[0], self.where)
+        text, lps = choice.get("text") or "", (choice.get("logprobs") or {}).get("token_logprobs") or []
+        if not text or len(lps) != 1 or lps[0] is None:
+            return
+        (echoed,), (n,) = self._score(prefix, [text])
+        if n != 1:
+            return
+        if abs(echoed - float(lps[0])) > _PROBE_TOL:
+            raise MisalignedLogprobsError(
+                f"{self.where} echoes prompt log-probabilities that disagree with its own generation ({echoed:.3f} vs "
+                f"{float(lps[0]):.3f} nats for the same token; llama-cpp-python's server does this when the prompt "
+                f"does not start with the model's BOS token); {GENERATE_FIX}")
+        self._probe_left = 0
+
+    # ------------------------------------------------------------------ generation
+    def generate(self, prompts: Sequence[str], max_new_tokens: int = 16, temperature: float = 0.0,
+                 top_p: float = 1.0, stop: Optional[Sequence[str]] = None, seed: Optional[int] = None) -> List[str]:
+        """Complete each prompt (greedy when ``temperature == 0``); the new text only, one string per prompt.
+
+        The server's other sampling defaults (top-k, repetition penalty) apply; llama-cpp-python's, for one, are
+        not the in-process engine's, so sampled and even greedy answers may differ from it.
+        """
+        check_generation_args(max_new_tokens, temperature, top_p)
+        prompts = sanitize_texts(prompts)
+        base = self.seed if seed is None else int(seed)
+        common: Dict[str, Any] = {"model": self.model, "max_tokens": int(max_new_tokens),
+                                  "temperature": float(temperature), "top_p": float(top_p)}
+        if stop:
+            common["stop"] = list(stop)
+        if self.api == "chat":
+            payloads = [{**common, "messages": [{"role": "user", "content": p}], "seed": base + i}
+                        for i, p in enumerate(prompts)]
+            answers = self._post("chat/completions", payloads)
+            return [str((_choice(a, self.where).get("message") or {}).get("content") or "") for a in answers]
+        payloads = [{**common, "prompt": p, "seed": base + i} for i, p in enumerate(prompts)]
+        return [str(_choice(a, self.where).get("text") or "") for a in self._post("completions", payloads)]
+
+    # ------------------------------------------------------------------ embeddings
+    @property
+    def dim(self) -> int:
+        if self._dim is None:
+            self._dim = int(self.embed(["dimension probe"]).shape[1])
+        return self._dim
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """``POST /embeddings`` in chunks of 64 texts; shape ``(len(texts), dim)`` float32."""
+        texts = sanitize_texts(texts)
+        if not texts:
+            return np.zeros((0, self._dim or 0), dtype=np.float32)
+        chunks = [texts[s:s + _EMBED_CHUNK] for s in range(0, len(texts), _EMBED_CHUNK)]
+        try:
+            answers = self._transport.post_many("embeddings", [{"model": self.model, "input": c} for c in chunks])
+        except EndpointError as exc:
+            if exc.status in (400, 404, 405, 422, 500, 501):
+                raise ValueError(
+                    f"{self.where} does not serve embeddings (/embeddings: HTTP {exc.status}), which the pool "
+                    "embeddings need: set --retrieval to a sentence-transformer with --cluster-space retrieval, or "
+                    "start the server with embeddings on") from None
+            raise
+        rows = [np.asarray(d["embedding"], dtype=np.float32)
+                for a in answers for d in sorted(a.get("data", []), key=lambda d: d.get("index", 0))]
+        out = np.stack(rows)
+        if out.shape[0] != len(texts):
+            raise ValueError(f"{self.where} returned {out.shape[0]} embeddings for {len(texts)} texts")
+        self._dim = out.shape[1]
+        return l2_normalize(out) if self.normalize else out
+
+    # ------------------------------------------------------------------ helpers
+    def _post(self, path: str, payloads: List[Dict[str, Any]], scoring: bool = False) -> List[Dict[str, Any]]:
+        try:
+            return self._transport.post_many(path, payloads)
+        except EndpointError as exc:
+            if scoring and 400 <= exc.status < 500 and exc.status != 429:
+                raise PromptLogprobsUnavailableError(
+                    f"{self.where} refused a prompt log-probability request ({exc}); {GENERATE_FIX}") from None
+            raise
+
+
+def _choice(answer: Dict[str, Any], where: str) -> Dict[str, Any]:
+    choices = answer.get("choices") if isinstance(answer, dict) else None
+    if not choices or not isinstance(choices[0], dict):
+        raise ValueError(f"{where} answered without choices: {str(answer)[:200]}")
+    return choices[0]
