@@ -18,7 +18,7 @@ from pathlib import Path
 __all__ = [
     "CLUSTERING_METHOD", "PCA_DIM", "N_ATOMS", "CODING", "RIDGE_ALPHA", "OMP_N_NONZERO", "DICT_BATCH_SIZE",
     "DICT_MAX_ITER", "DBSCAN_K", "DBSCAN_Q", "MIN_SAMPLES", "HDBSCAN_MIN_CLUSTER_SIZE",
-    "METHOD", "FIXED_METHOD", "ESTIMATOR", "LAM", "T", "BIN_SIZE", "ALPHA", "DESIGN", "CORPUS_PRIOR", "RELEVANCE", "DEFAULT_COVERAGE", "LAYER", "POOLING", "MAX_LENGTH", "GIANT_FRACTION", "BACKEND", "TEXT_SHARD_SIZE", "ROW_SHARD_SIZE", "FIT_SAMPLE_SIZE", "KNN", "default_cache_dir",
+    "METHOD", "FIXED_METHOD", "ORDER", "MMR_LAMBDA", "MMR_FETCH_K", "LABEL_MODE", "LABEL_CAP", "TOPK_FLOOR", "ESTIMATOR", "LAM", "T", "BIN_SIZE", "ALPHA", "DESIGN", "CORPUS_PRIOR", "RELEVANCE", "DEFAULT_COVERAGE", "LAYER", "POOLING", "MAX_LENGTH", "GIANT_FRACTION", "BACKEND", "TEXT_SHARD_SIZE", "ROW_SHARD_SIZE", "FIT_SAMPLE_SIZE", "KNN", "default_cache_dir",
 ]
 
 # ---------------------------------------------------------------- latent clustering (SPEC §2)
@@ -57,6 +57,19 @@ METHOD = "topk"
 #: The query-independent selector of one fixed prompt (DSPy's ``mode="fixed"``): VoteK, which VoteK+UCS does
 #: not beat (paper-mode main table at 200 queries: −0.2 on BANKING77, −4.7* on CLINC150).
 FIXED_METHOD = "votek"
+#: Order of a prompt's demonstrations: as the selector chose them (``selected``), or by similarity to the query
+#: (``similar_first`` / ``similar_last``, most similar next to the query).
+ORDER = "selected"
+
+# ---------------------------------------------------------------- relevance-keeping selectors
+#: MMR's ``λ`` and candidates fetched (LangChain's ``max_marginal_relevance_search`` defaults).
+MMR_LAMBDA = 0.5
+MMR_FETCH_K = 20
+#: Label-aware similarity: ``cap`` (at most :data:`LABEL_CAP` demonstrations per label) or ``round_robin``.
+LABEL_MODE = "cap"
+LABEL_CAP = 2
+#: TopK+UCS's relevance floor: the ``m`` nearest demonstrations kept before coverage chooses the rest.
+TOPK_FLOOR = 0
 
 # ---------------------------------------------------------------- the UCS prior (SPEC §3–4)
 #: Unseen estimator of the prior.

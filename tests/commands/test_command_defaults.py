@@ -25,6 +25,7 @@ def _option_default(command: str, name: str, sub: str = None):
     ("cluster", None, "method", D.DEFAULT_COVERAGE["clustering"]),
     ("distributed", "select", "method", D.METHOD),
     ("distributed", "select", "estimator", D.DEFAULT_COVERAGE["estimator"]),
+    ("prompts", None, "order", D.ORDER),
 ])
 def test_every_commands_default_is_the_librarys(command, sub, option, expected):
     assert _option_default(command, option, sub) == expected
@@ -39,3 +40,20 @@ def test_the_application_entry_points_default_to_the_same_selector():
     ds = pytest.importorskip("ucs.integrations.dspy")
     assert ds.UCSFewShot(k=2, mode="per_call")._check() == D.METHOD
     assert ds.UCSFewShot(k=2, mode="fixed")._check() == D.FIXED_METHOD
+
+
+def test_demonstration_order_and_selector_settings_default_to_the_librarys():
+    from ucs import SelectorIndex
+    from ucs.pipeline import PipelineConfig
+    from ucs.selectors import LabelAwareSelector, MMRSelector, Selector, TopKSelector
+
+    assert inspect.signature(SelectorIndex.select).parameters["order"].default == D.ORDER
+    assert inspect.signature(Selector.select).parameters["order"].default == D.ORDER
+    cfg = PipelineConfig()
+    assert (cfg.order, cfg.mmr_lambda, cfg.mmr_fetch_k, cfg.label_mode, cfg.label_cap, cfg.topk_floor) == (
+        D.ORDER, D.MMR_LAMBDA, D.MMR_FETCH_K, D.LABEL_MODE, D.LABEL_CAP, D.TOPK_FLOOR)
+    assert (MMRSelector().lambda_mult, MMRSelector().fetch_k) == (D.MMR_LAMBDA, D.MMR_FETCH_K)
+    assert (LabelAwareSelector().mode, LabelAwareSelector().max_per_label) == (D.LABEL_MODE, D.LABEL_CAP)
+    assert TopKSelector().floor == D.TOPK_FLOOR
+    lc = pytest.importorskip("ucs.integrations.langchain")
+    assert inspect.signature(lc.UCSExampleSelector.__init__).parameters["order"].default == D.ORDER

@@ -134,6 +134,37 @@ def test_tune_variants_chooses_a_whole_setting_on_validation_queries_only(tmp_pa
     assert "relevance of the same prompts" in page and "| km | " in page
 
 
+def test_tune_variants_against_topk_compares_every_selector_and_names_each_ones_best(tmp_path):
+    from ucs.experiments.tune import parse_variants, tune_variants
+
+    ds = load_dataset("sample")
+    bb = Recording()
+    cfg = PipelineConfig(**{**CFG, "selectors": ("topk", "mmr", "labelaware")})
+    variants = parse_variants("base:order=selected;mmr9:mmr_lambda=0.9;cap1:label_cap=1,order=similar_last")
+    res = tune_variants(cfg, tmp_path / "v", variants, val_fraction=0.2, val_seed=1, cache_dir=tmp_path / "c",
+                        dataset=ds, backbone=bb, against="topk")
+    assert {(r["variant"], r["selector"]) for r in res.grid} == {
+        (v, m) for v in variants for m in ("mmr", "labelaware")} | {("mmr9", "topk"), ("cap1", "topk")}
+    top = {r["base_accuracy"] for r in res.grid}
+    assert len(top) == 1  # the reference is TopK as the first variant has it, for every row
+    for r in res.grid:
+        assert r["gain"] == pytest.approx(r["accuracy"] - r["base_accuracy"])
+    assert next(r for r in res.grid if r["variant"] == "mmr9" and r["selector"] == "topk")["gain"] == 0.0
+    for m in ("mmr", "labelaware"):
+        rows = {r["variant"]: r["gain"] for r in res.grid if r["selector"] == m}
+        assert rows[res.chosen["by_method"][m]] == max(rows.values())
+    # a setting of one selector leaves the other's prompts alone: same selections, same accuracy
+    la = {r["variant"]: r["accuracy"] for r in res.grid if r["selector"] == "labelaware"}
+    assert la["base"] == la["mmr9"]
+    sel = json.loads((tmp_path / "v" / "variants" / "cap1" / "pipeline" / "config.json").read_text())
+    assert sel["label_cap"] == 1 and sel["order"] == "similar_last"
+    page = (tmp_path / "v" / "variants.md").read_text()
+    assert "over `topk`" in page and "best per method: mmr:" in page
+    with pytest.raises(ValueError, match="other than against"):
+        tune_variants(cfg.replace(selectors=("topk",)), tmp_path / "w", variants, dataset=ds, backbone=bb,
+                      cache_dir=tmp_path / "c", against="topk")
+
+
 @pytest.mark.parametrize("bad", ["", "noname", "x:clustering", ":a=1"])
 def test_parse_variants_names_the_fault(bad):
     from ucs.experiments.tune import parse_variants

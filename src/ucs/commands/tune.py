@@ -16,9 +16,11 @@ choose from the rest of the pool; the criterion is ICL accuracy (likelihood mode
 come from the cache and every q is a re-cut of one clustering per run seed. Writes tune.md / tune.json, and
 chosen.json + tuned_config.json (use: ucs evaluate --config OUT/tuned_config.json ...).
 
-With --variants, choose among whole settings instead (clustering method, cluster space, estimator, relevance):
+With --variants, choose among whole settings instead (clustering method, cluster space, estimator, relevance,
+selector settings such as mmr_lambda or label_cap, demonstration order):
 --variants "paper:clustering=dict_dbscan;km:clustering=kmeans,cluster_space=retrieval,estimator=binomial".
-Each variant's UCS methods are scored by their gain over their base selectors on the same validation queries;
+Each variant's UCS methods are scored by their gain over their base selectors on the same validation queries
+(with --against topk: every selector by its gain over TopK, and each one's best variant is named);
 writes variants.md / variants.json and tuned_config.json.
 """
 
@@ -64,6 +66,10 @@ def register(app: typer.Typer) -> None:
             None, "--variants",
             help="Choose among named settings instead of the q × λ grid: 'NAME:KEY=VALUE,...;NAME:...'.",
         ),
+        against: Optional[str] = typer.Option(
+            None, "--against",
+            help="With --variants: compare every selector with this one (e.g. topk) instead of UCS forms with their bases.",
+        ),
         wait: bool = typer.Option(False, "--wait", help=WAIT_HELP),
         fresh: bool = typer.Option(False, "--fresh", "--overwrite", help=FRESH_HELP),
     ) -> None:
@@ -91,10 +97,13 @@ def register(app: typer.Typer) -> None:
             named = parse_variants(variants)
             with run_folder(out, wait=wait, fresh=fresh):
                 result = tune_variants(cfg, out, named, val_fraction=val_fraction, val_seed=val_seed, limit=limit,
-                                       cache_dir=cache_dir, progress=progress)
+                                       cache_dir=cache_dir, progress=progress, against=against)
             typer.echo(variants_markdown(result))
             typer.echo(f"chosen: {result.chosen['variant']}; full configuration: {out / 'tuned_config.json'}")
             return
+        if against is not None:
+            raise typer.BadParameter("compares selectors with --variants only; add --variants 'NAME:KEY=VALUE;...'",
+                                     param_hint="--against")
         q_values, lam_values = _floats(q_grid, "--q-grid"), _floats(lam_grid, "--lam-grid")
         with run_folder(out, wait=wait, fresh=fresh):
             result = tune(cfg, out, q_grid=q_values, lam_grid=lam_values,

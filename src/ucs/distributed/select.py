@@ -21,6 +21,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Union
 
 import numpy as np
 
+from ucs import defaults as D
 from ucs.distributed.executor import Executor
 from ucs.distributed.executors import get_executor
 from ucs.distributed.sharding import check_shard_size, shard_ranges
@@ -88,14 +89,15 @@ def _batch_ranges(n: int, batch_size: int) -> np.ndarray:
 class _SelectWorker:
     """Per-worker state: a fitted selector (built once) answering query batches."""
 
-    def __init__(self, selector: Any, budget: int, exclude_query_texts: bool = False) -> None:
+    def __init__(self, selector: Any, budget: int, exclude_query_texts: bool = False, order: str = D.ORDER) -> None:
         self.selector = selector() if not hasattr(selector, "select") else selector
         self.budget = budget
         self.exclude_query_texts = exclude_query_texts
+        self.order = order
 
     def __call__(self, item: Dict[str, Any]) -> Any:
         return self.selector.select(item["queries"], self.budget, query_texts=item["texts"],
-                                    exclude_query_texts=self.exclude_query_texts)
+                                    exclude_query_texts=self.exclude_query_texts, order=self.order)
 
 
 def select_queries(
@@ -107,6 +109,7 @@ def select_queries(
     budget: int = 10,
     query_texts: Optional[Sequence[str]] = None,
     exclude_query_texts: bool = False,
+    order: str = D.ORDER,
     num_actors: Optional[int] = None,
     num_cpus: float = 1,
 ) -> Any:
@@ -129,6 +132,8 @@ def select_queries(
         Needed by selectors that score text (MDL).
     exclude_query_texts : bool, default=False
         Never offer a query a pool item with its own text (``Selector.select``'s, for evaluations).
+    order : {"selected", "similar_first", "similar_last"}
+        The demonstrations' order in each prompt (``Selector.select``'s).
     num_actors : int, optional
         Workers holding a selector copy (default one per CPU).
 
@@ -173,6 +178,6 @@ def select_queries(
     items: List[Dict[str, Any]] = [
         {"queries": q[a:b], "texts": None if query_texts is None else list(query_texts[a:b])} for a, b in ranges
     ]
-    parts = ex.map_actors(functools.partial(_SelectWorker, selector, budget, exclude_query_texts), items,
+    parts = ex.map_actors(functools.partial(_SelectWorker, selector, budget, exclude_query_texts, order), items,
                           num_actors=num_actors, num_cpus=num_cpus)
     return concat_selections(parts)

@@ -333,59 +333,57 @@ def tune_variants(
     backbone: Any = None,
     retrieval: Any = None,
     progress: bool = False,
+    against: Optional[str] = None,
 ) -> TuneResult:
-    """Choose among whole settings (clustering method, cluster space, estimator, relevance, ...) on a
-    validation split of the pool, the way :func:`tune` chooses ``q`` and ``λ``.
+    """Choose among whole settings (clustering method, cluster space, estimator, relevance, selector settings,
+    demonstration order, ...) on a validation split of the pool, the way :func:`tune` chooses ``q`` and ``λ``.
 
-    Every variant evaluates the UCS methods of ``config.selectors`` on the same validation queries; their
-    base selectors (which no variant setting changes unless it changes retrieval) are evaluated once per
-    variant folder and answered from the shared answer store. The criterion is the mean over the UCS methods
-    of each variant's accuracy **gain over its base selector**; ties go to the earlier variant, so list the
-    configuration's own settings first. The test split is never read.
+    Every variant evaluates the compared methods of ``config.selectors`` on the same validation queries: the UCS
+    methods against their base selectors (evaluated in every variant folder, answered from the shared answer
+    store), or, with ``against`` (e.g. ``"topk"``), every other method against that one reference **as the first
+    variant has it** — so a variant that changes the reference's own settings (``order=similar_last``) also
+    scores the reference itself against its first form. The criterion is the mean over the compared methods of each variant's accuracy **gain over its reference**;
+    ties go to the earlier variant, so list the configuration's own settings first. ``chosen["by_method"]``
+    also names each method's own best variant (for settings that concern one selector, such as
+    ``mmr_lambda``). The test split is never read.
 
     Returns
     -------
     TuneResult
-        ``grid``: one row per (variant, method); ``chosen``: ``{"variant": name, "settings": {...}}``;
-        ``config``: ``config`` with the chosen settings. Writes ``variants.md``, ``variants.json`` and
-        ``tuned_config.json`` to ``out_dir``.
+        ``grid``: one row per (variant, method); ``chosen``: ``{"variant": name, "settings": {...},
+        "by_method": {method: variant}}``; ``config``: ``config`` with the chosen settings. Writes
+        ``variants.md``, ``variants.json`` and ``tuned_config.json`` to ``out_dir``.
     """
     out = Path(out_dir)
     if not variants:
         raise ValueError("variants must hold at least one named setting")
-    ucs_methods = [m for m in config.selectors if parse_method(m)[1]]
-    if not ucs_methods:
-        raise ValueError(f"selectors must include UCS methods such as 'dpp+ucs'; got {list(config.selectors)}")
-    methods = tuple(dict.fromkeys([parse_method(m)[0] for m in ucs_methods] + ucs_methods))
+    compared, reference = _compared_methods(config.selectors, against)
+    methods = tuple(dict.fromkeys([reference(m) for m in compared] + compared))
     configs = _variant_configs(config, variants, methods)
     full, keep, val, shared = _validation_setup(config, dataset, backbone, retrieval, cache_dir, val_fraction,
                                                 val_seed)
     grid: List[Dict[str, Any]] = []
+    first: Dict[str, Any] = {}  # with ``against``: the reference as the first variant has it, for every variant
     for name, settings in variants.items():
-        cfg = configs[name]
-        res = Pipeline(cfg, progress=progress, **shared).run(out / "variants" / name, limit=limit)
-        summ = res.summary["methods"]
-        for m in ucs_methods:
-            base = parse_method(m)[0]
-            acc, ref = summ.get(m, {}).get("mean"), summ.get(base, {}).get("mean")
-            paired = paired_delta(summ.get(m), summ.get(base))
-            agree = res.label_agreement
-            share = paired_delta(agree.get(m), agree.get(base), field="share")
-            grid.append({"variant": name, "selector": m, "accuracy": acc, "base_accuracy": ref,
-                         "gain": None if acc is None or ref is None else acc - ref,
-                         "gain_ci": None if paired is None else paired["ci"],
-                         "n_queries": summ.get(m, {}).get("n_queries"), "settings": dict(settings),
-                         # relevance: share of demonstrations with the query's label, and its change over the base
-                         "same_label": (agree.get(m) or {}).get("mean"),
-                         "same_label_delta": None if share is None else share["delta"],
-                         "same_label_ci": None if share is None else share["ci"]})
+        res = Pipeline(configs[name], progress=progress, **shared).run(out / "variants" / name, limit=limit)
+        summ, agree = res.summary["methods"], res.label_agreement
+        if against is not None and not first:
+            ref = reference(compared[0])
+            first = {"summary": summ.get(ref), "agree": agree.get(ref)}
+        rows = compared + ([reference(compared[0])] if against is not None and name != next(iter(variants)) else [])
+        for m in rows:
+            ref_s, ref_a = ((first["summary"], first["agree"]) if against is not None
+                            else (summ.get(reference(m)), agree.get(reference(m))))
+            grid.append(_grid_row(name, settings, m, summ.get(m), ref_s, agree.get(m), ref_a))
     scores = {n: float(np.mean([r["gain"] for r in grid if r["variant"] == n and r["gain"] is not None] or [-1.0]))
               for n in variants}
     best = max(variants, key=lambda n: (round(scores[n], 12), -list(variants).index(n)))
-    chosen = {"variant": best, "settings": dict(variants[best]), "mean_gain": scores[best]}
+    chosen = {"variant": best, "settings": dict(variants[best]), "mean_gain": scores[best],
+              "by_method": {m: _best_variant(grid, m, list(variants)) for m in dict.fromkeys(r["selector"] for r in grid)}}
     tuned = config.replace(**variants[best])
     info = {"dataset": full.dataset.name, "val_fraction": float(val_fraction), "val_seed": int(val_seed),
-            "n_val_pool": int(len(val)), "n_pool": int(len(keep)), "selectors": list(ucs_methods),
+            "n_val_pool": int(len(val)), "n_pool": int(len(keep)), "selectors": list(compared),
+            "against": None if against is None else reference(compared[0]),
             "n_val_queries": int(max((r["n_queries"] or 0) for r in grid)), "mean_gain": scores}
     result = TuneResult(grid, chosen, tuned, out, info)
     atomic_write_json(out / "variants.json", {"info": info, "grid": grid, "chosen": chosen,
@@ -395,17 +393,61 @@ def tune_variants(
     return result
 
 
+def _grid_row(name: str, settings: Dict[str, Any], method: str, summ: Optional[Dict[str, Any]],
+              ref: Optional[Dict[str, Any]], agree: Optional[Dict[str, Any]], ref_agree: Optional[Dict[str, Any]]
+              ) -> Dict[str, Any]:
+    """One (variant, method) row: accuracy, its gain over the reference with the paired interval, and the
+    share of demonstrations with the query's label with its paired change."""
+    acc, ref_acc = (summ or {}).get("mean"), (ref or {}).get("mean")
+    paired = paired_delta(summ, ref)
+    share = paired_delta(agree, ref_agree, field="share")
+    return {"variant": name, "selector": method, "accuracy": acc, "base_accuracy": ref_acc,
+            "gain": None if acc is None or ref_acc is None else acc - ref_acc,
+            "gain_ci": None if paired is None else paired["ci"],
+            "n_queries": (summ or {}).get("n_queries"), "settings": dict(settings),
+            "same_label": (agree or {}).get("mean"),
+            "same_label_delta": None if share is None else share["delta"],
+            "same_label_ci": None if share is None else share["ci"]}
+
+
+def _compared_methods(selectors: Sequence[str], against: Optional[str]) -> Tuple[List[str], Any]:
+    """The methods a variant search compares and a function giving each one's reference: its base selector
+    (``against=None``: the UCS methods), or ``against`` for every other method."""
+    if against is None:
+        compared = [m for m in selectors if parse_method(m)[1]]
+        if not compared:
+            raise ValueError(f"selectors must include UCS methods such as 'dpp+ucs' (or pass against='topk' to "
+                             f"compare any selectors with TopK); got {list(selectors)}")
+        return compared, lambda m: parse_method(m)[0]
+    ref = parse_methods(against)
+    if len(ref) != 1:
+        raise ValueError(f"against must name one method, e.g. 'topk'; got {against!r}")
+    compared = [m for m in selectors if m != ref[0]]
+    if not compared:
+        raise ValueError(f"selectors must include methods other than against={ref[0]!r}; got {list(selectors)}")
+    return compared, lambda m: ref[0]
+
+
+def _best_variant(grid: List[Dict[str, Any]], method: str, order: List[str]) -> Optional[str]:
+    """The variant with ``method``'s largest gain over its reference (ties: the earlier), ``None`` if none ran."""
+    rows = [r for r in grid if r["selector"] == method and r["gain"] is not None]
+    if not rows:
+        return None
+    return max(rows, key=lambda r: (round(r["gain"], 12), -order.index(r["variant"])))["variant"]
+
+
 def variants_markdown(result: TuneResult) -> str:
     """The variant comparison of :func:`tune_variants` as markdown."""
     info = result.info
     sels = info["selectors"]
+    ref = f"`{info['against']}`" if info.get("against") else "their base selectors"
     lines = [f"# Choosing settings on a validation split of the {info['dataset']} pool", "",
              f"- validation: {info['n_val_queries']} queries held out of the pool (fraction {info['val_fraction']}, "
              f"seed {info['val_seed']}); selectors choose from the remaining {info['n_pool']} items; the test split "
              "is never read",
              f"- backbone `{result.config.backbone}`, mode `{result.config.mode}`, {result.config.n_runs} run(s); "
-             "criterion: mean gain of the UCS methods over their base selectors; ties go to the earlier variant", "",
-             "accuracy % of each UCS method (gain over its base on the same queries, with its paired 95 % bootstrap "
+             f"criterion: mean gain of the compared methods over {ref}; ties go to the earlier variant", "",
+             f"accuracy % of each method (gain over {ref} on the same queries, with its paired 95 % bootstrap "
              "interval)", "",
              "| variant | settings | " + " | ".join(sels) + " | mean gain |", "|---|---|" + "---:|" * (len(sels) + 1)]
     for name, gain in info["mean_gain"].items():
@@ -421,7 +463,9 @@ def variants_markdown(result: TuneResult) -> str:
         mark = "**" if name == result.chosen["variant"] else ""
         lines.append(f"| {mark}{name}{mark} | {settings} | " + " | ".join(cells) + f" | {100 * gain:+.2f} |")
     lines += _relevance_lines(result)
-    return "\n".join(lines + ["", f"chosen: `{result.chosen['variant']}`", ""])
+    per = ", ".join(f"{m}: `{v}`" for m, v in (result.chosen.get("by_method") or {}).items())
+    return "\n".join(lines + ["", f"chosen: `{result.chosen['variant']}`" + (f"; best per method: {per}" if per
+                                                                          else ""), ""])
 
 
 def _relevance_lines(result: TuneResult) -> List[str]:
@@ -431,7 +475,7 @@ def _relevance_lines(result: TuneResult) -> List[str]:
     if not any(r.get("same_label") is not None for r in result.grid):
         return []
     lines = ["", "relevance of the same prompts: % of demonstrations whose label is the query's own (change over "
-             "the base selector's share, with its paired 95 % interval)", "",
+             "the reference's share, with its paired 95 % interval)", "",
              "| variant | " + " | ".join(sels) + " |", "|---|" + "---:|" * len(sels)]
     for name in result.info["mean_gain"]:
         rows = {r["selector"]: r for r in result.grid if r["variant"] == name}

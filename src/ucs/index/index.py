@@ -322,7 +322,7 @@ class SelectorIndex:
         *,
         query_embeddings: Optional[np.ndarray] = None,
         example_keys: Optional[Sequence[str]] = None,
-        order: str = "selected",
+        order: str = D.ORDER,
     ) -> Union[IndexSelection, List[IndexSelection]]:
         """The ``k`` demonstrations for each query.
 

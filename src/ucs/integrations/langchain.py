@@ -72,7 +72,7 @@ class UCSExampleSelector(BaseExampleSelector):
         k: int = 4,
         input_keys: Optional[List[str]] = None,
         example_keys: Optional[List[str]] = None,
-        order: str = "selected",
+        order: str = D.ORDER,
     ) -> None:
         if not isinstance(index, SelectorIndex):
             raise ValueError(f"index must be a fitted ucs.SelectorIndex; got {type(index).__name__}")

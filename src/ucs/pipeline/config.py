@@ -23,6 +23,8 @@ from ucs.data.table import TABLE_SUFFIXES
 from ucs.estimators import resolve_estimator_name
 from ucs.evaluation.predict import MODES
 from ucs.pipeline.presets import get_preset
+from ucs.selectors.base import ORDERS
+from ucs.selectors.labelaware import MODES as LABEL_MODES
 from ucs.selectors.factory import BASE_SELECTORS, METHODS, NO_UCS_FORM, canonical_method, parse_method
 from ucs.selectors.prior import CORPUS_PRIORS, RELEVANCE, SCORE_DESIGNS
 from ucs.utils.io import atomic_write_text
@@ -46,7 +48,9 @@ BACKBONE_RETRIEVAL = "backbone"
 CLUSTER_SPACES = ("backbone", "retrieval")
 #: Settings added after results were first published: left out of the results' key while at these values.
 LATE_DEFAULTS = {"n_clusters": None, "hdbscan_min_cluster_size": D.HDBSCAN_MIN_CLUSTER_SIZE,
-                  "cluster_space": "backbone", "relevance": D.RELEVANCE}
+                  "cluster_space": "backbone", "relevance": D.RELEVANCE, "mmr_lambda": D.MMR_LAMBDA,
+                  "mmr_fetch_k": D.MMR_FETCH_K, "label_mode": D.LABEL_MODE, "label_cap": D.LABEL_CAP,
+                  "topk_floor": D.TOPK_FLOOR, "order": D.ORDER}
 
 
 def parse_methods(spec: "str | Any") -> Tuple[str, ...]:
@@ -66,7 +70,9 @@ def parse_methods(spec: "str | Any") -> Tuple[str, ...]:
 
 #: Selector parameter → configuration field, per base selector (the stages' own names on the left).
 _SELECTOR_FIELDS: Dict[str, Dict[str, str]] = {
-    "topk": {"candidate_num": "candidate_num"},
+    "topk": {"candidate_num": "candidate_num", "floor": "topk_floor"},
+    "mmr": {"lambda_mult": "mmr_lambda", "fetch_k": "mmr_fetch_k"},
+    "labelaware": {"mode": "label_mode", "max_per_label": "label_cap", "candidate_num": "candidate_num"},
     "dpp": {"candidate_num": "candidate_num", "scale_factor": "dpp_scale_factor"},
     "votek": {"k": "votek_k"},
     "mdl": {"candidate_num": "candidate_num", "select_time": "mdl_select_time"},
@@ -139,6 +145,13 @@ class PipelineConfig:
         Methods to evaluate (see :data:`METHODS`).
     budget, candidate_num, dpp_scale_factor, votek_k, mdl_select_time, mdl_scorer
         Selector settings (paper Table 8). ``mdl_scorer="backbone"`` scores MDL with the ICL model.
+    mmr_lambda, mmr_fetch_k, label_mode, label_cap, topk_floor
+        Settings of the relevance-keeping selectors: MMR's ``λ`` and candidates, label-aware similarity's mode
+        (``cap`` / ``round_robin``) and cap per label, and the relevance floor of TopK(+UCS) (the ``m`` nearest
+        kept before coverage chooses the rest). Defaults in :mod:`ucs.defaults`.
+    order : str
+        Demonstration order in every prompt of a query-dependent selector: ``selected`` (as chosen),
+        ``similar_first`` or ``similar_last`` (by cosine similarity to the query).
     clustering, pca_dim, dict_n_atoms, dict_coding, dict_ridge_alpha, dict_omp_nonzeros, dict_tau,
     dict_max_iter, dict_batch_size, dbscan_k, dbscan_q, min_samples, standardize, n_clusters,
     hdbscan_min_cluster_size
@@ -192,6 +205,12 @@ class PipelineConfig:
     votek_k: int = 3
     mdl_select_time: int = 5
     mdl_scorer: str = "backbone"
+    mmr_lambda: float = D.MMR_LAMBDA
+    mmr_fetch_k: int = D.MMR_FETCH_K
+    label_mode: str = D.LABEL_MODE
+    label_cap: int = D.LABEL_CAP
+    topk_floor: int = D.TOPK_FLOOR
+    order: str = D.ORDER
     clustering: str = D.CLUSTERING_METHOD
     pca_dim: Optional[int] = D.PCA_DIM
     dict_n_atoms: int = D.N_ATOMS
@@ -276,6 +295,16 @@ class PipelineConfig:
         for name in ("pca_dim", "test_size", "context_length"):
             _check_int(getattr(self, name), name, 1, allow_none=True)
         _check_float(self.dpp_scale_factor, "dpp_scale_factor", strict=True)
+        _check_float(self.mmr_lambda, "mmr_lambda")
+        if self.mmr_lambda > 1:
+            raise ValueError(f"mmr_lambda must be in [0, 1]; got {self.mmr_lambda!r}")
+        for name in ("mmr_fetch_k", "label_cap"):
+            _check_int(getattr(self, name), name, 1)
+        _check_int(self.topk_floor, "topk_floor", 0)
+        if self.label_mode not in LABEL_MODES:
+            raise ValueError(f"label_mode must be one of {', '.join(LABEL_MODES)}; got {self.label_mode!r}")
+        if self.order not in ORDERS:
+            raise ValueError(f"order must be one of {', '.join(ORDERS)}; got {self.order!r}")
         _check_float(self.dict_ridge_alpha, "dict_ridge_alpha", strict=True)
         _check_float(self.lam, "lam")
         _check_float(self.t, "t", strict=True)

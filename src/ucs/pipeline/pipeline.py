@@ -520,13 +520,13 @@ class Pipeline:
             ex = self._executor()
             bs = self.select_batch_size or max(2, -(-len(query_texts) // max(1, ex.num_workers)))
             sel = select_queries(selector, queries, ex, bs, budget=self.config.budget,
-                                 query_texts=list(query_texts), exclude_query_texts=True)
+                                 query_texts=list(query_texts), exclude_query_texts=True, order=self.config.order)
         else:
             with progress_enabled(self.progress and base == "mdl"), stage(  # MDL scores subsets query by query
                     f"MDL scoring {method} (seed {seed})", len(query_texts), kind="mdl"):
                 # a test query is never offered a pool item with its own text (leaky splits are also warned about)
                 sel = selector.select(queries, self.config.budget, query_texts=list(query_texts),
-                                      exclude_query_texts=True)
+                                      exclude_query_texts=True, order=self.config.order)
         self._timed(f"select:{method}", t0)
         self._memo[memo] = sel
         self.coverage_log.record(self.layout, method, seed, sel, len(query_texts))

@@ -9,6 +9,7 @@ from typing import Any, Callable, ClassVar, Dict, List, Optional, Sequence, Tupl
 
 import numpy as np
 
+from ucs import defaults as D
 from ucs.estimators.spectrum import validate_cluster_ids
 from ucs.selectors._retrieval import DEFAULT_BLOCK, l2_normalize, topk_cosine
 from ucs.selectors.prior import UCSPrior
@@ -328,7 +329,7 @@ class Selector:
         *,
         query_texts: Optional[Sequence[str]] = None,
         exclude_query_texts: bool = False,
-        order: str = "selected",
+        order: str = D.ORDER,
     ) -> Selection:
         """Choose ``min(budget, N)`` demonstrations per query.
 

@@ -17,6 +17,7 @@ from typing import Dict, Optional, Sequence, Tuple
 
 import numpy as np
 
+from ucs import defaults as D
 from ucs.selectors.base import Selector, _check_int
 
 __all__ = ["LabelAwareSelector", "MODES", "cap_order", "round_robin_order"]
@@ -77,7 +78,8 @@ class LabelAwareSelector(Selector):
 
     name = "labelaware"
 
-    def __init__(self, mode: str = "cap", max_per_label: int = 2, candidate_num: int = 50, block: int = 1024) -> None:
+    def __init__(self, mode: str = D.LABEL_MODE, max_per_label: int = D.LABEL_CAP, candidate_num: int = 50,
+                 block: int = 1024) -> None:
         self.mode = mode
         self.max_per_label = max_per_label
         self.candidate_num = candidate_num

@@ -14,6 +14,7 @@ from typing import Dict, Optional, Sequence, Tuple
 
 import numpy as np
 
+from ucs import defaults as D
 from ucs.selectors.base import Selector, _check_int
 
 __all__ = ["MMRSelector", "mmr_order"]
@@ -79,7 +80,7 @@ class MMRSelector(Selector):
 
     name = "mmr"
 
-    def __init__(self, lambda_mult: float = 0.5, fetch_k: int = 20, block: int = 1024) -> None:
+    def __init__(self, lambda_mult: float = D.MMR_LAMBDA, fetch_k: int = D.MMR_FETCH_K, block: int = 1024) -> None:
         self.lambda_mult = lambda_mult
         self.fetch_k = fetch_k
         self.block = block

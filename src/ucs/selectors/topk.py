@@ -6,6 +6,7 @@ from typing import Dict, Optional, Sequence, Tuple
 
 import numpy as np
 
+from ucs import defaults as D
 from ucs.selectors.base import Selector, _check_int
 from ucs.selectors.prior import UCSPrior
 
@@ -38,7 +39,7 @@ class TopKSelector(Selector):
     name = "topk"
 
     def __init__(self, prior: Optional[UCSPrior] = None, candidate_num: int = 50, block: int = 1024,
-                 floor: int = 0) -> None:
+                 floor: int = D.TOPK_FLOOR) -> None:
         self.prior = prior
         self.candidate_num = candidate_num
         self.block = block
