@@ -125,16 +125,23 @@ def _choose(rows: List[Dict[str, Any]], q0: float, lam0: float) -> Tuple[float, 
 
 
 def _validation_setup(config: Any, dataset: Any, backbone: Any, retrieval: Any, cache_dir: Any,
-                      val_fraction: float, val_seed: int) -> Tuple[Any, np.ndarray, np.ndarray, Dict[str, Any]]:
+                      val_fraction: float, val_seed: int, variants: Sequence[Dict[str, Any]] = ()
+                      ) -> Tuple[Any, np.ndarray, np.ndarray, Dict[str, Any]]:
     """The full pool's pipeline (its embeddings from the cache), the kept and validation pool indices, and the
-    keyword arguments every validation pipeline shares (the validation dataset, the models, the kept rows)."""
+    keyword arguments every validation pipeline shares (the validation dataset, the models, the kept rows).
+
+    The backbone embeds the pool only when some setting reads its embeddings (the backbone's cluster space or
+    retrieval): with the retrieval embedder's clusters, ICL needs no pool embedding from the backbone at all."""
     full = Pipeline(config, dataset=dataset, backbone=backbone, retrieval=retrieval, cache_dir=cache_dir,
                     progress=False)
-    E = full.pool_embeddings()
+    settings = [dict(config.to_dict()), *[{**config.to_dict(), **v} for v in variants]]
+    needs_backbone = any(s.get("cluster_space") == "backbone" or s.get("retrieval_embedder") == "backbone"
+                         for s in settings)
+    E = full.pool_embeddings() if needs_backbone else None
     R = full.retrieval_pool() if config.retrieval_embedder != "backbone" else None
     val_ds, keep, val = validation_split(full.dataset, val_fraction, val_seed)
     shared = dict(dataset=val_ds, backbone=full.backbone, retrieval=full._retrieval, cache_dir=full.cache_dir,
-                  pool_embeddings=E[keep], retrieval_embeddings=None if R is None else R[keep])
+                  pool_embeddings=None if E is None else E[keep], retrieval_embeddings=None if R is None else R[keep])
     return full, keep, val, shared
 
 
@@ -361,7 +368,7 @@ def tune_variants(
     methods = tuple(dict.fromkeys([reference(m) for m in compared] + compared))
     configs = _variant_configs(config, variants, methods)
     full, keep, val, shared = _validation_setup(config, dataset, backbone, retrieval, cache_dir, val_fraction,
-                                                val_seed)
+                                                val_seed, list(variants.values()))
     grid: List[Dict[str, Any]] = []
     first: Dict[str, Any] = {}  # with ``against``: the reference as the first variant has it, for every variant
     for name, settings in variants.items():
