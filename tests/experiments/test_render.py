@@ -72,3 +72,35 @@ def test_the_strict_reading_gets_a_table_with_the_same_deltas():
                                   "smollm2", variants, ["a"], True)
     assert "| dpp | 100.0 ± 0.0 [100.0, 100.0] |" in lines
     assert any(line.startswith("| dpp+ucs | 0.0 ± 0.0 [0.0, 0.0] (-100.0 [-100.0, -100.0]*)") for line in lines)
+
+
+def _variant_cell(ds, variant, methods):
+    from types import SimpleNamespace
+
+    return SimpleNamespace(dataset=ds, backbone="smollm2", variant=SimpleNamespace(name=variant, label=variant),
+                           methods=list(methods))
+
+
+def test_one_reference_cell_serves_every_row_and_the_vote_sits_beside_it():
+    """delta_vs_cell: each row of every variant is compared with TopK of the reference variant (TopK itself in
+    another variant too); the no-LM vote table shows each prompt's vote and the model's gain over it."""
+    from types import SimpleNamespace
+
+    from ucs.experiments.render import _accuracy
+
+    exp = SimpleNamespace(options={"delta_vs_cell": {"variant": "topk", "method": "topk"}, "show_vote": True})
+    exp.variants = [SimpleNamespace(name=n, label=n) for n in ("topk", "last", "mmr")]
+    cells = [_variant_cell("a", "topk", ["topk"]), _variant_cell("a", "last", ["topk"]),
+             _variant_cell("a", "mmr", ["mmr"])]
+    top = _summary([True] * 30 + [False] * 10, "topk")
+    results = [{"methods": {"topk": top}, "vote": {"topk": _summary([True] * 40, "topk")}},
+               {"methods": {"topk": _summary([True] * 30 + [False] * 10, "topk")}, "vote": {}},
+               {"methods": {"mmr": _summary([False] * 40, "mmr")}, "vote": {"mmr": _summary([False] * 40, "mmr")}}]
+    page = "\n".join(_accuracy(exp, cells, results))
+    assert "Δ vs `topk` (topk)" in page
+    assert "| topk | topk | 75.0 ± 0.0 [" in page and "| topk | topk | 75.0 ± 0.0 [62.5, 87.5] (" not in page
+    assert "| last | topk | 75.0 ± 0.0 [62.5, 87.5] (+0.0 [+0.0, +0.0]) |" in page
+    assert "| mmr | mmr | 0.0 ± 0.0 [0.0, 0.0] (-75.0 [" in page
+    assert "The no-LM baseline of the same prompts" in page
+    assert "| topk | topk | 100.0 (model -25.0 [" in page and "| mmr | mmr | 0.0 (model +0.0 [+0.0, +0.0]) |" in page
+    assert "| last | topk | — |" in page

@@ -35,7 +35,7 @@ from ucs.evaluation.manifest import read_manifest
 from ucs.evaluation.records import read_records
 from ucs.evaluation.predict import get_mode
 from ucs.evaluation.prompts import format_for_task
-from ucs.evaluation.report import label_agreement, strict_matcher_summary, summarize
+from ucs.evaluation.report import demonstration_vote, label_agreement, strict_matcher_summary, summarize
 from ucs.evaluation.runner import selection_path
 from ucs.experiments.spec import Cell, _safe
 from ucs.pipeline import Pipeline
@@ -167,6 +167,7 @@ def run_accuracy(cell: Cell, ctx: CellContext) -> Dict[str, Any]:
         "methods": {m: summ["methods"][m] for m in cell.methods if m in summ["methods"]},
         "coverage": {m: res.coverage[m] for m in cell.methods if m in res.coverage},
         "label_agreement": {m: res.label_agreement[m] for m in cell.methods if m in res.label_agreement},
+        "vote": {m: v for m, v in (summ.get("vote") or {}).items() if m in cell.methods},
         "strict_matcher": {m: v for m, v in (summ.get("strict_matcher") or {}).items() if m in cell.methods},
         "new_records": int(res.evaluation.n_new_records),
         "computed": bool(res.evaluation.n_new_records),
@@ -193,14 +194,17 @@ def read_accuracy(cell: Cell, ctx: CellContext) -> Dict[str, Any]:
             if s.get("complete") and all(r.get("n") == n_q for r in s.get("runs", {}).values())}
     coverage: Dict[str, Any] = {}
     agreement: Dict[str, Any] = {}
+    vote: Dict[str, Any] = {}
     if done:
         pipe = ctx.pipeline(cell, out)
         table = pipe.coverage_table(list(done), n_q)
         coverage = {m: table[m] for m in done if m in table}
-        agreement = label_agreement([r for r in records if r["method"] in done], pipe.dataset.pool.labels,
-                                    run_seeds=seeds)
+        shown = [r for r in records if r["method"] in done]
+        agreement = label_agreement(shown, pipe.dataset.pool.labels, run_seeds=seeds)
+        if pipe.dataset.task == "intent":
+            vote = demonstration_vote(shown, pipe.dataset.pool.labels, run_seeds=seeds)
     res = {"dir": str(out), "n_queries": n_q, "n_drawn": _n_drawn(cell, ctx), "methods": done,
-           "coverage": coverage, "label_agreement": agreement,
+           "coverage": coverage, "label_agreement": agreement, "vote": vote,
            "strict_matcher": _strict_summaries(cell, ctx, [r for r in records if r["method"] in done]),
            "new_records": 0, "computed": False, "pending": [m for m in cell.methods if m not in done]}
     if (out / "manifest.json").is_file():

@@ -23,7 +23,7 @@ __all__ = ["ORDER", "experiments", "experiment_names", "get_experiment", "resolv
 ORDER = (
     "main_table", "bbeh_table", "coverage_exposure", "cluster_sizes", "joint_dictionary", "sensitivity_tm",
     "sensitivity_budget", "ablation_embedding", "ablation_clustering", "ablation_design", "ablation_rarity",
-    "runtime", "estimator_study", "coverage_health", "healthy_ucs",
+    "runtime", "estimator_study", "coverage_health", "healthy_ucs", "beyond_topk",
 )
 
 

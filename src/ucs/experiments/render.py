@@ -130,6 +130,7 @@ class _Summaries:
         self.key = key
         self.ref_variant = exp.options.get("delta_vs_variant")
         self.vs_method = exp.options.get("delta_vs_method", {})
+        self.vs_cell = exp.options.get("delta_vs_cell")  # {"variant", "method"}: one reference for every row
         self.variants = variants
 
     def get(self, ds: str, bb: str, vname: str, method: str) -> Optional[Dict[str, Any]]:
@@ -138,9 +139,12 @@ class _Summaries:
 
     def compared(self, method: str) -> bool:
         """Whether ``method``'s rows carry a Δ at all."""
-        return bool(self.ref_variant or parse_method(method)[1] or method in self.vs_method)
+        return bool(self.ref_variant or self.vs_cell or parse_method(method)[1] or method in self.vs_method)
 
     def reference(self, ds: str, bb: str, vname: str, method: str) -> Optional[Dict[str, Any]]:
+        if self.vs_cell:
+            ref_v, ref_m = self.vs_cell["variant"], self.vs_cell["method"]
+            return None if (vname, method) == (ref_v, ref_m) else self.get(ds, bb, ref_v, ref_m)
         if self.ref_variant:
             return None if vname == self.ref_variant else self.get(ds, bb, self.ref_variant, method)
         base, ucs = parse_method(method)
@@ -161,7 +165,9 @@ def _accuracy(exp: Experiment, cells: Sequence[Cell], results: Sequence[Dict[str
     summaries = _Summaries(exp, cells, results, variants)
     single = len(variants) == 1
     ref_variant = summaries.ref_variant
+    vs_cell = summaries.vs_cell
     delta = (f"Δ vs `{ref_variant}` {PAIRED_NOTE}" if ref_variant else
+             f"Δ vs `{vs_cell['method']}` ({vs_cell['variant']}), same queries and runs {PAIRED_NOTE}" if vs_cell else
              f"Δ = UCS form minus its base selector, same queries and runs {PAIRED_NOTE}")
     lines = [f"Cells: accuracy %, mean ± std over runs [95% bootstrap CI over queries] ({delta}).", ""]
     for bb in backbones:
@@ -183,6 +189,8 @@ def _accuracy(exp: Experiment, cells: Sequence[Cell], results: Sequence[Dict[str
         if any(r.get("strict_matcher") for r in results):
             lines += _strict_matcher_table(_Summaries(exp, cells, results, variants, key="strict_matcher"),
                                            cells, bb, variants, datasets, single)
+        if exp.options.get("show_vote") and any(r.get("vote") for r in results):
+            lines += _vote_table(exp, cells, results, bb, variants, datasets, single)
         if exp.options.get("show_coverage"):
             lines += _coverage_side_table(cells, results, bb, variants, datasets, single)
             if any(r.get("label_agreement") for r in results):
@@ -230,6 +238,32 @@ def _side_table(intro: str, text: Callable[[str, str, str], str], cells: Sequenc
             row = ([] if single else [v.label or v.name]) + [m] + [text(ds, v.name, m) for ds in datasets]
             lines.append("| " + " | ".join(row) + " |")
     return lines + [""]
+
+
+def _vote_table(exp: Experiment, cells: Sequence[Cell], results: Sequence[Dict[str, Any]], bb: str,
+                variants: Sequence[Any], datasets: Sequence[str], single: bool) -> List[str]:
+    """The no-LM baseline beside every row: the majority label of the prompt's own demonstrations (for TopK, the
+    k-NN classifier of the retrieval space), and the model's accuracy minus it on the same queries."""
+    votes = _Summaries(exp, cells, results, variants, key="vote")
+    accs = _Summaries(exp, cells, results, variants)
+    intro = ("The no-LM baseline of the same prompts: accuracy % of the majority label of each prompt's own "
+             "demonstrations, no language model (ties: the first shown; for TopK this is the k-nearest-neighbour "
+             "classifier), and (in brackets) the model's accuracy minus that vote on the same queries with its "
+             "paired 95 % interval. A negative gain means the model reading the prompt does worse than counting "
+             "its labels.")
+
+    def text(ds: str, vname: str, m: str) -> str:
+        v, a = votes.get(ds, bb, vname, m), accs.get(ds, bb, vname, m)
+        if not v or v.get("mean") is None:
+            return "—"
+        d = paired_delta(a, v) if a else None
+        if d is None:
+            return f"{100 * v['mean']:.1f}"
+        lo, hi = d["ci"]
+        star = "*" if lo > 0 or hi < 0 else ""
+        return f"{100 * v['mean']:.1f} (model {100 * d['delta']:+.1f} [{100 * lo:+.1f}, {100 * hi:+.1f}]{star})"
+
+    return _side_table(intro, text, cells, bb, variants, datasets, single)
 
 
 def _share_text(a: Optional[Dict[str, Any]], ref: Optional[Dict[str, Any]]) -> str:

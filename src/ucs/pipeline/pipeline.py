@@ -495,8 +495,8 @@ class Pipeline:
         params = self.config.selector_params(base)
         if base == "mdl":
             params.update(scorer=self.mdl_scorer(), label_set=list(self.dataset.label_names))
-        if base == "bsr":  # Set-BSR reads contextual token embeddings of the retrieval embedder
-            params.update(token_embedder=self.retrieval)
+        if base == "bsr":  # Set-BSR reads contextual token embeddings of the retrieval embedder (or the backbone's)
+            params.update(token_embedder=self.retrieval if self.retrieval is not None else self.backbone)
         return make_selector(method, prior=self.prior(method, seed) if ucs else None, random_state=int(seed),
                              **params)
 

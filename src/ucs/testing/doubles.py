@@ -245,6 +245,7 @@ class DummyBackbone:
     def __init__(self, dim: int = 32, seed: int = 0, context_length: int = 4096) -> None:
         self._emb = DummyEmbedder(dim=dim, seed=seed, normalize=False)
         self._lm = DummyLM(seed=seed, context_length=context_length)
+        self._tokens = DummyTokenEmbedder(dim=dim, seed=seed)
 
     @property
     def identity(self) -> Dict[str, Any]:
@@ -260,6 +261,10 @@ class DummyBackbone:
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         return self._emb.embed(texts)
+
+    def embed_tokens(self, texts: Sequence[str]) -> "tuple[list, list]":
+        """Token embeddings of :class:`DummyTokenEmbedder` (Set-BSR with the backbone as retrieval embedder)."""
+        return self._tokens.embed_tokens(texts)
 
     def count_tokens(self, text: str) -> int:
         return self._lm.count_tokens(text)
