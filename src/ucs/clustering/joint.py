@@ -19,6 +19,7 @@ from numpy.typing import ArrayLike
 from .. import defaults as D
 from ._validation import check_embeddings, check_int
 from .dictionary import encode, learn_dictionary
+from .partition import KMEANS_IMPL
 from .estimator import RAW_METHODS, LatentClusterer
 from .persistence import persistent
 from .preprocessing import fit_pca, fit_standardizer
@@ -55,13 +56,15 @@ class JointLatentClusterer(LatentClusterer):
                  dbscan_k: int = D.DBSCAN_K, dbscan_q: float = D.DBSCAN_Q, min_samples: int = D.MIN_SAMPLES,
                  standardize: bool = False, backend: str = D.BACKEND, knn_algorithm: str = "auto",
                  exact_knn_max: int = 200_000, graph_k: Optional[int] = None, n_clusters: Optional[int] = None,
-                 hdbscan_min_cluster_size: int = D.HDBSCAN_MIN_CLUSTER_SIZE, random_state: Optional[int] = None, joint_iter: int = 5) -> None:
+                 hdbscan_min_cluster_size: int = D.HDBSCAN_MIN_CLUSTER_SIZE, random_state: Optional[int] = None, joint_iter: int = 5,
+                 kmeans_impl: str = KMEANS_IMPL) -> None:
         super().__init__(method=method, pca_dim=pca_dim, n_atoms=n_atoms, coding=coding, ridge_alpha=ridge_alpha,
                          omp_n_nonzero=omp_n_nonzero, dict_alpha=dict_alpha, dict_batch_size=dict_batch_size,
                          dict_max_iter=dict_max_iter, dbscan_k=dbscan_k, dbscan_q=dbscan_q, min_samples=min_samples,
                          standardize=standardize, backend=backend, knn_algorithm=knn_algorithm,
                          exact_knn_max=exact_knn_max, graph_k=graph_k, n_clusters=n_clusters,
-                         hdbscan_min_cluster_size=hdbscan_min_cluster_size, random_state=random_state)
+                         hdbscan_min_cluster_size=hdbscan_min_cluster_size, random_state=random_state,
+                         kmeans_impl=kmeans_impl)
         self.joint_iter = joint_iter
 
     def fit(self, Es: Sequence[ArrayLike], y: Any = None) -> "JointLatentClusterer":  # type: ignore[override]

@@ -15,13 +15,21 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .graph import canonical_labels, remap_noise
+from .lloyd import assign, spherical_lloyd
 
-__all__ = ["default_n_clusters", "spherical_kmeans", "hdbscan_labels", "KMEANS_FIT_MAX", "kmeans_fit_rows", "fit_centers",
-           "nearest_center", "canonical_partition"]
+__all__ = ["default_n_clusters", "spherical_kmeans", "hdbscan_labels", "KMEANS_FIT_MAX", "KMEANS_IMPL", "KMEANS_SETTINGS",
+           "kmeans_fit_rows", "fit_centers", "check_kmeans_impl", "nearest_center", "canonical_partition"]
 
 #: Above this many rows k-means is fitted on a seeded sample of this size and every row is then
 #: assigned to its nearest centre (one matrix product); below it, on all rows.
 KMEANS_FIT_MAX = 100_000
+#: The default k-means implementation (see :func:`spherical_kmeans`). The name is part of a clustering's
+#: parameters (``LatentClusterer(kmeans_impl=...)``), so a cache keyed by them tells the two apart.
+KMEANS_IMPL = "lloyd"
+#: Starts and iterations of each implementation, chosen by measurement for ``lloyd``
+#: (benchmarks/clustering/RESULTS_default_scale.md: one greedy k-means++ start and at most 15 iterations
+#: reach the AMI of more starts and iterations); ``sklearn`` keeps the settings it always had.
+KMEANS_SETTINGS = {"lloyd": {"n_init": 1, "max_iter": 15}, "sklearn": {"n_init": 3, "max_iter": 100}}
 
 
 def default_n_clusters(n: int) -> int:
@@ -42,25 +50,31 @@ def spherical_kmeans(
     U: NDArray[np.floating],
     n_clusters: int,
     random_state: Optional[int] = None,
-    n_init: int = 3,
-    max_iter: int = 100,
+    n_init: Optional[int] = None,
+    max_iter: Optional[int] = None,
     fit_max: Optional[int] = None,
+    impl: str = KMEANS_IMPL,
 ) -> "tuple[NDArray[np.int64], NDArray[np.float32]]":
     """k-means on unit rows (cosine geometry), labels numbered by first appearance.
 
     Parameters
     ----------
     U : ndarray of shape (n, d)
-        ℓ2-normalised rows (on unit vectors squared Euclidean distance is ``2 − 2 cos``).
+        ℓ2-normalised rows (float64 is cast to float32).
     n_clusters : int
         ``k``, at most ``n``.
     random_state : int, optional
-        Seeds the k-means++ initialisation and the fitting sample; the same seed gives the same labels.
-    n_init, max_iter : int
-        scikit-learn's :class:`~sklearn.cluster.KMeans` settings (best of ``n_init`` restarts by inertia).
+        Seeds the initialisation and the fitting sample; the same seed gives bit-identical labels.
+    n_init, max_iter : int, optional
+        Starts (best objective kept) and iterations per start; ``None`` takes the implementation's defaults
+        (:data:`KMEANS_SETTINGS`).
     fit_max : int, optional
         Rows above which the centres are fitted on a seeded sample of ``fit_max`` rows (default
         :data:`KMEANS_FIT_MAX`, read when called).
+    impl : {"lloyd", "sklearn"}
+        ``lloyd`` (default): spherical Lloyd on float32 GEMMs (:mod:`ucs.clustering.lloyd`). ``sklearn``:
+        scikit-learn's Euclidean ``KMeans`` on the unit rows, centres normalised afterwards (the project's
+        k-means before 2026-11; kept as the reference).
 
     Returns
     -------
@@ -72,7 +86,7 @@ def spherical_kmeans(
     Notes
     -----
     Time ``O(n_init · iters · m k d)`` with ``m = min(n, fit_max)``, plus ``O(n k d)`` for assigning
-    every row; memory ``O(n d + k d)`` plus blocks of ``O(block · k)`` distances.
+    every row; memory ``O(n d + k d)`` plus blocks of ``O(block · k)`` similarities.
     """
     n = U.shape[0]
     k = int(n_clusters)
@@ -80,7 +94,7 @@ def spherical_kmeans(
         raise ValueError(f"n_clusters must lie in [1, {n}] for {n} items; got {n_clusters}")
     X = np.ascontiguousarray(U, dtype=np.float32)
     fit_rows = kmeans_fit_rows(n, KMEANS_FIT_MAX if fit_max is None else fit_max, random_state)
-    centers, fit_labels = fit_centers(X if fit_rows is None else X[fit_rows], k, random_state, n_init, max_iter)
+    centers, fit_labels = fit_centers(X if fit_rows is None else X[fit_rows], k, random_state, n_init, max_iter, impl)
     raw = fit_labels if fit_rows is None else nearest_center(X, centers)
     return canonical_partition(raw, centers)
 
@@ -93,15 +107,31 @@ def kmeans_fit_rows(n: int, fit_max: int, random_state: Optional[int] = None) ->
     return np.sort(np.random.default_rng(random_state).choice(n, size=fit_max, replace=False))
 
 
+def check_kmeans_impl(impl: str) -> str:
+    """``impl`` if it names a k-means implementation, else ``ValueError`` naming the choices."""
+    if impl not in KMEANS_SETTINGS:
+        raise ValueError(f"kmeans_impl must be one of {', '.join(map(repr, KMEANS_SETTINGS))}; got {impl!r}")
+    return impl
+
+
 def fit_centers(
-    Xfit: NDArray[np.float32], k: int, random_state: Optional[int] = None, n_init: int = 3, max_iter: int = 100,
+    Xfit: NDArray[np.floating], k: int, random_state: Optional[int] = None, n_init: Optional[int] = None,
+    max_iter: Optional[int] = None, impl: str = KMEANS_IMPL,
 ) -> "tuple[NDArray[np.float32], NDArray[np.int64]]":
-    """scikit-learn's k-means on the fitting rows ``Xfit`` (m, d): unit-normalised centres (k, d) float32 and the
-    fitting rows' own labels (m,). Time ``O(n_init · iters · m k d)``."""
+    """k-means centres of the fitting rows ``Xfit`` (m, d) unit rows: unit-normalised centres (k, d) float32 and
+    the fitting rows' labels (m,) under them. ``impl``, ``n_init`` and ``max_iter`` as in :func:`spherical_kmeans`.
+    Time ``O(n_init · iters · m k d)``."""
+    settings = KMEANS_SETTINGS[check_kmeans_impl(impl)]
+    n_init = settings["n_init"] if n_init is None else int(n_init)
+    max_iter = settings["max_iter"] if max_iter is None else int(max_iter)
+    X = np.ascontiguousarray(Xfit, dtype=np.float32)
+    if impl == "lloyd":
+        centers, labels, _ = spherical_lloyd(X, int(k), random_state, n_init=n_init, max_iter=max_iter)
+        return centers, labels
     from sklearn.cluster import KMeans
 
     seed = None if random_state is None else int(random_state)
-    km = KMeans(n_clusters=int(k), n_init=n_init, max_iter=max_iter, random_state=seed).fit(Xfit)
+    km = KMeans(n_clusters=int(k), n_init=n_init, max_iter=max_iter, random_state=seed).fit(X)
     centers = km.cluster_centers_.astype(np.float32)
     centers /= np.maximum(np.linalg.norm(centers, axis=1, keepdims=True), 1e-12)
     return centers, km.labels_.astype(np.int64)
@@ -116,16 +146,11 @@ def canonical_partition(raw: NDArray[np.int64], centers: NDArray[np.float32]) ->
     return labels, np.ascontiguousarray(centers[order])
 
 
-def nearest_center(X: NDArray[np.floating], centers: NDArray[np.floating], block: int = 65_536) -> NDArray[np.int64]:
-    """Index of the most cosine-similar centre of every row (ties: the lowest index), in row blocks.
-
-    Time ``O(n k d)``; memory ``O(block · k)``.
-    """
-    out = np.empty(X.shape[0], dtype=np.int64)
-    C = np.asarray(centers, dtype=np.float32)
-    for s in range(0, X.shape[0], block):
-        out[s : s + block] = np.argmax(np.asarray(X[s : s + block], dtype=np.float32) @ C.T, axis=1)
-    return out
+def nearest_center(X: NDArray[np.floating], centers: NDArray[np.floating]) -> NDArray[np.int64]:
+    """Index of the most cosine-similar centre of every row (ties: the lowest index), in row blocks spread
+    over the usable CPUs (:func:`ucs.clustering.lloyd.assign`). Time ``O(n k d)``; memory ``O(block · k)``
+    per thread."""
+    return assign(X, np.asarray(centers, dtype=np.float32))[0]
 
 
 def hdbscan_labels(U: NDArray[np.floating], min_cluster_size: int = 5, min_samples: Optional[int] = None) -> "tuple[NDArray[np.int64], int]":
