@@ -136,7 +136,7 @@ def _is_endpoint(name: Union[str, Path]) -> bool:
 
 #: Keyword arguments of :func:`load_backbone` that an :class:`~ucs.models.http.HttpBackbone` takes.
 _HTTP_KEYS = ("normalize", "context_length", "api_key_env", "max_in_flight", "timeout", "max_retries", "backoff",
-              "api", "seed")
+              "api", "seed", "warm_prefix")
 
 
 def _http_backbone(url: str, kwargs: Dict[str, Any]):
