@@ -18,7 +18,7 @@ from .graph import canonical_labels, remap_noise
 from .lloyd import assign, spherical_lloyd
 
 __all__ = ["default_n_clusters", "spherical_kmeans", "hdbscan_labels", "KMEANS_FIT_MAX", "KMEANS_IMPL", "KMEANS_SETTINGS",
-           "kmeans_fit_rows", "fit_centers", "check_kmeans_impl", "nearest_center", "canonical_partition"]
+           "LLOYD_MULTI_START_WORK", "lloyd_starts", "kmeans_fit_rows", "fit_centers", "check_kmeans_impl", "nearest_center", "canonical_partition"]
 
 #: Above this many rows k-means is fitted on a seeded sample of this size and every row is then
 #: assigned to its nearest centre (one matrix product); below it, on all rows.
@@ -26,10 +26,20 @@ KMEANS_FIT_MAX = 100_000
 #: The default k-means implementation (see :func:`spherical_kmeans`). The name is part of a clustering's
 #: parameters (``LatentClusterer(kmeans_impl=...)``), so a cache keyed by them tells the two apart.
 KMEANS_IMPL = "lloyd"
-#: Starts and iterations of each implementation, chosen by measurement for ``lloyd``
-#: (benchmarks/clustering/RESULTS_default_scale.md: one greedy k-means++ start and at most 15 iterations
-#: reach the AMI of more starts and iterations); ``sklearn`` keeps the settings it always had.
-KMEANS_SETTINGS = {"lloyd": {"n_init": 1, "max_iter": 15}, "sklearn": {"n_init": 3, "max_iter": 100}}
+#: Starts and iterations of each implementation (``n_init=None``: :func:`lloyd_starts`). Chosen by measurement
+#: for ``lloyd`` (benchmarks/clustering/RESULTS_default_scale.md): at most 15 iterations reach the AMI of 25–100;
+#: on a 100,000-row fitting sample one greedy k-means++ start matches scikit-learn's best of 3, on pools of
+#: ~10,000 rows it takes 3. ``sklearn`` keeps the settings it always had.
+KMEANS_SETTINGS = {"lloyd": {"n_init": None, "max_iter": 15}, "sklearn": {"n_init": 3, "max_iter": 100}}
+#: ``lloyd`` runs 3 starts while the fitting rows times the clusters is at most this (pools up to ~70,000 rows
+#: at ⌈√N⌉ clusters: a fraction of a second each), 1 start above it.
+LLOYD_MULTI_START_WORK = 20_000_000
+
+
+def lloyd_starts(m: int, k: int) -> int:
+    """Starts of the ``lloyd`` k-means on ``m`` fitting rows and ``k`` clusters: 3 while ``m · k`` is at most
+    :data:`LLOYD_MULTI_START_WORK`, else 1."""
+    return 3 if m * k <= LLOYD_MULTI_START_WORK else 1
 
 
 def default_n_clusters(n: int) -> int:
@@ -122,9 +132,10 @@ def fit_centers(
     the fitting rows' labels (m,) under them. ``impl``, ``n_init`` and ``max_iter`` as in :func:`spherical_kmeans`.
     Time ``O(n_init · iters · m k d)``."""
     settings = KMEANS_SETTINGS[check_kmeans_impl(impl)]
-    n_init = settings["n_init"] if n_init is None else int(n_init)
     max_iter = settings["max_iter"] if max_iter is None else int(max_iter)
     X = np.ascontiguousarray(Xfit, dtype=np.float32)
+    if n_init is None:
+        n_init = settings["n_init"] if settings["n_init"] is not None else lloyd_starts(X.shape[0], int(k))
     if impl == "lloyd":
         centers, labels, _ = spherical_lloyd(X, int(k), random_state, n_init=n_init, max_iter=max_iter)
         return centers, labels
