@@ -11,7 +11,9 @@ start, the health of the result and its AMI against the planted clusters. With `
 ``dict_dbscan`` runs on the same input, side by side, for the ratio. With ``--ray`` the executor path of the
 default clustering runs too (:func:`ucs.distributed.kmeans_pool` on a private local Ray cluster with the
 machine's cores: centres on the driver, assignment shard by shard on the workers), and whether its labels
-equal the local ones is recorded.
+equal the local ones is recorded. With ``--anchor`` scikit-learn's ``KMeans`` (``kmeans_impl="sklearn"``: the
+implementation before 2026-11, best of 3 k-means++ starts, up to 100 iterations, on the same 100,000-row sample)
+runs in the same process, alternating with the default (default, anchor, default), and the page gives the ratio.
 """
 
 from __future__ import annotations
@@ -89,6 +91,8 @@ def main() -> None:
     ap.add_argument("--clusters", type=int, default=2000, help="planted clusters")
     ap.add_argument("--paper", action="store_true", help="also run the paper's dict_dbscan on the same input")
     ap.add_argument("--ray", action="store_true", help="also run the executor path on a local Ray cluster")
+    ap.add_argument("--anchor", action="store_true",
+                    help="also run scikit-learn's KMeans (kmeans_impl='sklearn'), alternating with the default")
     ap.add_argument("--shard-size", type=int, default=100_000, help="rows per shard of the Ray run")
     ap.add_argument("--out", type=Path, default=None, help="write the markdown table here")
     a = ap.parse_args()
@@ -96,13 +100,20 @@ def main() -> None:
     E, y = make_planted_embeddings(n_samples=a.n, n_features=a.d, n_clusters=a.clusters, latent_dim=min(48, a.d),
                                    random_state=0)
     rows = []
-    for name, params in [("default", default_params())] + ([("paper dict_dbscan", {"random_state": 0})] if a.paper else []):
+    plan = [("default", default_params())]
+    if a.anchor:
+        anchor = {**default_params(), "kmeans_impl": "sklearn"}
+        plan = [("default (1st)", default_params()), ("anchor: scikit-learn KMeans", anchor),
+                ("default (2nd)", default_params())]
+    plan += [("paper dict_dbscan", {"random_state": 0})] if a.paper else []
+    for name, params in plan:
+        print(name, "load", open("/proc/loadavg").read().split()[0], flush=True)
         r = run(E, params)
         c = r["est"]
         h = cluster_health(c.labels_)
         rows.append((name, params, r["seconds"], c.timings_, h, adjusted_mutual_info_score(y, c.labels_), peak_rss_gib()))
         print(name, f"{r['seconds']:.1f}s", h.line(), flush=True)
-        if name == "default":
+        if name.startswith("default"):
             local_labels = c.labels_
     if a.ray:
         r = run_ray(E, default_params(), a.shard_size)
@@ -118,7 +129,8 @@ def main() -> None:
         f"- machine: {cpu_model()}, {os.cpu_count()} cores; 1-minute load at start "
         f"{load:.2f}; Python {sys.version.split()[0]}",
         f"- command: `PYTHONPATH=src python benchmarks/clustering/bench_default_scale.py --n {a.n} --d {a.d} "
-        f"--clusters {a.clusters}{' --paper' if a.paper else ''}{' --ray' if a.ray else ''}`", "",
+        f"--clusters {a.clusters}{' --anchor' if a.anchor else ''}{' --paper' if a.paper else ''}"
+        f"{' --ray' if a.ray else ''}`", "",
         "- peak RSS is the driver process's (Ray workers hold one shard and the centres each)", "",
         "| clustering | parameters | wall s | stages (s) | clusters | largest | singletons | AMI vs planted | peak RSS GiB |",
         "|---|---|---:|---|---:|---:|---:|---:|---:|",
@@ -127,6 +139,11 @@ def main() -> None:
         stages = ", ".join(f"{k} {v:.1f}" for k, v in tim.items() if v >= 0.05)
         lines.append(f"| {name} | `{params}` | {sec:.1f} | {stages} | {h.n_clusters} | {h.largest_fraction:.4f} | "
                      f"{h.singleton_fraction:.3f} | {ami:.3f} | {rss:.2f} |")
+    if a.anchor:
+        fast = [sec for name, _, sec, *_ in rows if name.startswith("default")]
+        slow = [sec for name, _, sec, *_ in rows if name.startswith("anchor")][0]
+        lines += ["", f"- default vs anchor (same run, alternating): {np.mean(fast):.1f} s vs {slow:.1f} s, "
+                      f"**{slow / np.mean(fast):.1f}× faster**"]
     text = "\n".join(lines) + "\n"
     print(text)
     if a.out:
