@@ -17,6 +17,7 @@ selectors                 ``Selector``, ``Selection``, ``RandomSelector``, ``Top
 data                      ``load_dataset``, ``Dataset``, ``TestProtocol`` (:mod:`ucs.data`)
 pipeline                  ``Pipeline``, ``PipelineConfig``, ``PipelineResult`` (:mod:`ucs.pipeline`)
 index                     ``SelectorIndex`` (:mod:`ucs.index`)
+which selector for me     ``compare``, ``CompareResult`` (:mod:`ucs.experiments.compare`)
 ========================  =============================================================================
 """
 
@@ -36,6 +37,7 @@ _EXPORTS: Dict[str, str] = {
     **dict.fromkeys(("load_dataset", "Dataset", "TestProtocol"), "ucs.data"),
     **dict.fromkeys(("Pipeline", "PipelineConfig", "PipelineResult"), "ucs.pipeline"),
     "SelectorIndex": "ucs.index",
+    **dict.fromkeys(("compare", "CompareResult"), "ucs.experiments.compare"),
 }
 
 __all__ = ["__version__", *_EXPORTS]

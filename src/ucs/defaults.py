@@ -18,7 +18,7 @@ from pathlib import Path
 __all__ = [
     "CLUSTERING_METHOD", "PCA_DIM", "N_ATOMS", "CODING", "RIDGE_ALPHA", "OMP_N_NONZERO", "DICT_BATCH_SIZE",
     "DICT_MAX_ITER", "DBSCAN_K", "DBSCAN_Q", "MIN_SAMPLES", "HDBSCAN_MIN_CLUSTER_SIZE",
-    "METHOD", "FIXED_METHOD", "ORDER", "MMR_LAMBDA", "MMR_FETCH_K", "LABEL_MODE", "LABEL_CAP", "TOPK_FLOOR", "ESTIMATOR", "LAM", "T", "BIN_SIZE", "ALPHA", "DESIGN", "CORPUS_PRIOR", "RELEVANCE", "DEFAULT_COVERAGE", "LAYER", "POOLING", "MAX_LENGTH", "GIANT_FRACTION", "BACKEND", "TEXT_SHARD_SIZE", "ROW_SHARD_SIZE", "FIT_SAMPLE_SIZE", "KNN", "default_cache_dir",
+    "METHOD", "FIXED_METHOD", "COMPARE_SELECTORS", "ORDER", "MMR_LAMBDA", "MMR_FETCH_K", "LABEL_MODE", "LABEL_CAP", "TOPK_FLOOR", "ESTIMATOR", "LAM", "T", "BIN_SIZE", "ALPHA", "DESIGN", "CORPUS_PRIOR", "RELEVANCE", "DEFAULT_COVERAGE", "LAYER", "POOLING", "MAX_LENGTH", "GIANT_FRACTION", "BACKEND", "TEXT_SHARD_SIZE", "ROW_SHARD_SIZE", "FIT_SAMPLE_SIZE", "KNN", "default_cache_dir",
 ]
 
 # ---------------------------------------------------------------- latent clustering (SPEC §2)
@@ -57,6 +57,9 @@ METHOD = "topk"
 #: The query-independent selector of one fixed prompt (DSPy's ``mode="fixed"``): VoteK, which VoteK+UCS does
 #: not beat (paper-mode main table at 200 queries: −0.2 on BANKING77, −4.7* on CLINC150).
 FIXED_METHOD = "votek"
+#: What ``ucs compare`` / :func:`ucs.compare` run when the caller names no selectors: TopK (the reference of every
+#: Δ), Random (the floor) and the relevance-keeping candidates of the beat-TopK work.
+COMPARE_SELECTORS = ("topk", "random", "mmr", "labelaware", "bsr")
 #: Order of a prompt's demonstrations: as the selector chose them (``selected``), or by similarity to the query
 #: (``similar_first`` / ``similar_last``, most similar next to the query).
 ORDER = "selected"

@@ -1,0 +1,313 @@
+"""Which selector should *my* prompts use? Every named selector on the same held-out queries, against TopK.
+
+:func:`compare` takes labelled examples, held-out queries (given, or a seeded share of the examples) and a
+*predictor* — any callable ``predictor(query, demonstrations) -> answer``, a LangChain ``Runnable``, a DSPy
+program, or a ucs backbone through :func:`backbone_predictor` — and runs each selector of a
+:class:`~ucs.index.SelectorIndex` over the same queries. It reports each selector's accuracy, its paired
+difference from TopK with the 95 % bootstrap interval over the same queries, the share of demonstrations that
+carry the query's own label, and the cost per query (selection and predictor, milliseconds). The
+recommendation is TopK unless another selector's interval lies above 0; it is saved as an index folder that
+:meth:`SelectorIndex.load` and the LangChain and DSPy integrations open. Every answer is appended to
+``records.jsonl`` as it comes, so a second call with the same inputs continues where the first stopped.
+
+Cost: one index fit per selector (``O(N·d)`` embeddings shared through the embedding cache), then
+``Q × S`` predictor calls for ``Q`` queries and ``S`` selectors.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import html
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from ucs import defaults as D
+from ucs.evaluation.records import RecordWriter, read_records
+from ucs.evaluation.report import label_agreement, paired_delta, summarize
+from ucs.experiments.predictors import as_predictor, predictor_identity
+from ucs.index import SelectorIndex
+from ucs.utils.io import atomic_write_json, atomic_write_text
+
+__all__ = ["CompareResult", "compare", "split_examples"]
+
+REFERENCE = "topk"
+
+
+@dataclass
+class CompareResult:
+    """The ranked comparison: ``rows`` (one per selector, best first), the ``recommended`` selector, the folder."""
+
+    rows: List[Dict[str, Any]]
+    recommended: str
+    n_queries: int
+    out: Optional[Path] = None
+    index_dir: Optional[Path] = None
+    info: Dict[str, Any] = field(default_factory=dict)
+
+    def to_html(self, records: Sequence[dict], queries: Sequence[Dict[str, Any]], pool: Sequence[Dict[str, Any]],
+                text_key: str, label_key: str, n_shown: int = 5) -> str:
+        """A self-contained page: the ranked table, then the first ``n_shown`` queries with each selector's
+        demonstrations (own-label ones marked) and answer."""
+        esc = html.escape
+        head = ["rank", "selector", "accuracy %", "Δ vs TopK [95 % CI]", "own-label %", "select ms", "predict ms"]
+        body = []
+        for i, r in enumerate(self.rows, 1):
+            acc = "—" if r["accuracy"] is None else f"{100 * r['accuracy']:.1f}"
+            d = "—" if r["delta"] is None else (f"{100 * r['delta']:+.1f} [{100 * r['delta_ci'][0]:+.1f}, "
+                                               f"{100 * r['delta_ci'][1]:+.1f}]")
+            share = "—" if r["own_label"] is None else f"{100 * r['own_label']:.1f}"
+            cells = [str(i), r["selector"], acc, d, share, f"{r['select_ms']:.2f}", f"{r['predict_ms']:.1f}"]
+            body.append("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in cells) + "</tr>")
+        parts = ["<!doctype html><meta charset='utf-8'><title>ucs compare</title>",
+                 "<style>body{font-family:sans-serif;max-width:60em;margin:auto}td,th{padding:2px 8px;"
+                 "border-bottom:1px solid #ddd}.own{font-weight:bold}</style>",
+                 f"<h1>Which selector? {self.n_queries} held-out queries</h1>",
+                 "<table><tr>" + "".join(f"<th>{esc(h)}</th>" for h in head) + "</tr>" + "".join(body) + "</table>",
+                 f"<p>Recommended: <b>{esc(self.recommended)}</b> ({esc(str(self.info.get('why', '')))})</p>"]
+        by = {(r["method"], int(r["query"])): r for r in records}
+        for q, ex in enumerate(queries[:n_shown]):
+            parts.append(f"<h2>{esc(str(ex[text_key]))} <small>({esc(str(ex[label_key]))})</small></h2><ul>")
+            for row in self.rows:
+                rec = by.get((row["selector"], q))
+                if rec is None:
+                    continue
+                demos = "; ".join(
+                    f"<span class='{'own' if str(pool[i][label_key]) == str(ex[label_key]) else ''}'>"
+                    f"{esc(str(pool[i][text_key]))} → {esc(str(pool[i][label_key]))}</span>" for i in rec["selected"])
+                mark = "✓" if rec["correct"] else "✗"
+                parts.append(f"<li><b>{esc(row['selector'])}</b> {mark} {esc(str(rec['prediction']))}: {demos}</li>")
+            parts.append("</ul>")
+        return "\n".join(parts) + "\n"
+
+    def to_markdown(self) -> str:
+        """The ranked table: accuracy, Δ against TopK [paired 95 % CI], own-label share, cost per query."""
+        lines = [f"{self.n_queries} held-out queries; Δ = selector minus TopK on the same queries [paired 95 % "
+                 "bootstrap interval]; * = the interval excludes 0.", "",
+                 "| rank | selector | accuracy % [95 % CI] | Δ vs TopK, points | own-label share % | select ms/query | "
+                 "predict ms/query |", "|---:|---|---|---|---:|---:|---:|"]
+        for i, r in enumerate(self.rows, 1):
+            acc = "—" if r["accuracy"] is None else f"{100 * r['accuracy']:.1f} [{100 * r['ci'][0]:.1f}, {100 * r['ci'][1]:.1f}]"
+            d = "—" if r["delta"] is None else (f"{100 * r['delta']:+.1f} [{100 * r['delta_ci'][0]:+.1f}, "
+                                               f"{100 * r['delta_ci'][1]:+.1f}]{'*' if r['significant'] else ''}")
+            share = "—" if r["own_label"] is None else f"{100 * r['own_label']:.1f}"
+            lines.append(f"| {i} | {r['selector']} | {acc} | {d} | {share} | {r['select_ms']:.2f} | "
+                         f"{r['predict_ms']:.1f} |")
+        if self.info.get("embed_ms") is not None:
+            lines += ["", f"Query embedding (once per query, shared by every selector): "
+                          f"{self.info['embed_ms']:.1f} ms/query."]
+        lines += ["", f"recommended: **{self.recommended}** ({self.info.get('why', '')})"]
+        if self.index_dir is not None:
+            lines.append(f"saved as an index: `{self.index_dir}` (SelectorIndex.load, UCSExampleSelector.load, "
+                         "UCSFewShot)")
+        return "\n".join(lines) + "\n"
+
+
+def split_examples(examples: Sequence[Dict[str, Any]], n_queries: int, seed: int = 0
+                   ) -> Tuple[List[Dict[str, Any]], List[Dict[str, Any]]]:
+    """``(pool, queries)``: ``n_queries`` examples drawn with ``seed`` become the queries, the rest the pool.
+
+    Raises ``ValueError`` when fewer than ``n_queries + 1`` examples are given."""
+    n = len(examples)
+    if n_queries < 1 or n_queries >= n:
+        raise ValueError(f"n_queries must be between 1 and {n - 1} (the examples hold {n}); got {n_queries}")
+    perm = np.random.default_rng(seed).permutation(n)
+    held = set(perm[:n_queries].tolist())
+    return ([dict(e) for i, e in enumerate(examples) if i not in held], [dict(examples[i]) for i in sorted(held)])
+
+
+def _check_inputs(examples: Sequence[Dict[str, Any]], text_key: str, label_key: str, where: str) -> None:
+    for i, e in enumerate(examples):
+        if not isinstance(e, dict) or text_key not in e or label_key not in e:
+            raise ValueError(f"{where}[{i}] must be a dict with the fields {text_key!r} and {label_key!r} "
+                             f"(set text_key= / label_key= to your field names); got {e!r:.120}")
+
+
+def _key(pool: Sequence[Dict[str, Any]], queries: Sequence[Dict[str, Any]], k: int, ident: str,
+         text_key: str, label_key: str) -> str:
+    h = hashlib.sha256()
+    for part in (pool, queries):
+        for e in part:
+            h.update(json.dumps([str(e[text_key]), str(e[label_key])], ensure_ascii=False).encode("utf-8"))
+        h.update(b"\x00")
+    h.update(json.dumps([k, ident, text_key, label_key]).encode("utf-8"))
+    return h.hexdigest()
+
+
+def _check_folder(out: Path, key: str) -> List[dict]:
+    """The records already in ``out`` (resume), after checking that they answer the same comparison."""
+    meta = out / "compare.json"
+    if meta.is_file():
+        old = json.loads(meta.read_text(encoding="utf-8")).get("key")
+        if old != key:
+            raise ValueError(f"out={str(out)!r} holds a comparison of other examples, queries, k or predictor; "
+                             "choose another folder or remove it")
+    return read_records(out / "records.jsonl") if (out / "records.jsonl").is_file() else []
+
+
+def _run_selector(name: str, index: SelectorIndex, queries: Sequence[Dict[str, Any]], query_emb: np.ndarray, k: int,
+                  predict: Callable, text_key: str, label_key: str, done: set, writer: Optional[RecordWriter],
+                  label_ids: Dict[str, int]) -> Tuple[List[dict], float, float]:
+    """Answer every query not in ``done`` with ``name``'s demonstrations (``query_emb``: the queries' embeddings,
+    (Q, d), computed once for every selector); returns the new records and the mean selection and predictor
+    milliseconds per query."""
+    recs, t_sel, t_pred = [], 0.0, 0.0
+    for q, ex in enumerate(queries):
+        if (name, 0, q) in done:
+            continue
+        t0 = time.perf_counter()
+        sel = index.select(str(ex[text_key]), k, query_embeddings=query_emb[q])
+        t1 = time.perf_counter()
+        correct, answer = predict(ex, sel.examples)
+        t2 = time.perf_counter()
+        t_sel, t_pred = t_sel + t1 - t0, t_pred + t2 - t1
+        rec = {"method": name, "seed": 0, "query": q, "correct": bool(correct), "prediction": answer,
+               "gold": str(ex[label_key]), "gold_id": label_ids[str(ex[label_key])],
+               "selected": [int(i) for i in sel.indices], "select_ms": 1e3 * (t1 - t0),
+               "predict_ms": 1e3 * (t2 - t1)}
+        recs.append(rec)
+        if writer is not None:
+            writer.write([rec])
+    n = max(len(recs), 1)
+    return recs, 1e3 * t_sel / n, 1e3 * t_pred / n
+
+
+def _rows(records: List[dict], selectors: Sequence[str], pool_label_ids: np.ndarray) -> List[Dict[str, Any]]:
+    summ = summarize(records, run_seeds=[0])["methods"]
+    share = label_agreement(records, pool_label_ids, run_seeds=[0])
+    ref = summ.get(REFERENCE)
+    rows = []
+    for m in selectors:
+        s = summ.get(m)
+        d = paired_delta(s, ref) if s is not None and ref is not None and m != REFERENCE else None
+        mine = [r for r in records if r["method"] == m]
+        rows.append({"selector": m, "accuracy": None if s is None else s["mean"], "ci": None if s is None else s["ci"],
+                     "delta": None if d is None else d["delta"], "delta_ci": None if d is None else d["ci"],
+                     "significant": bool(d is not None and (d["ci"][0] > 0 or d["ci"][1] < 0)),
+                     "own_label": (share.get(m) or {}).get("mean"),
+                     "select_ms": float(np.mean([r["select_ms"] for r in mine])) if mine else 0.0,
+                     "predict_ms": float(np.mean([r["predict_ms"] for r in mine])) if mine else 0.0,
+                     "n_queries": len(mine)})
+    rows.sort(key=lambda r: (-(r["accuracy"] if r["accuracy"] is not None else -1.0), r["selector"] != REFERENCE))
+    return rows
+
+
+def _recommend(rows: List[Dict[str, Any]]) -> Tuple[str, str]:
+    better = [r for r in rows if r["delta_ci"] is not None and r["delta_ci"][0] > 0]
+    if better:
+        best = max(better, key=lambda r: r["delta"])
+        return best["selector"], (f"{100 * best['delta']:+.1f} points over TopK, paired interval "
+                                  f"[{100 * best['delta_ci'][0]:+.1f}, {100 * best['delta_ci'][1]:+.1f}] above 0")
+    if any(r["selector"] == REFERENCE for r in rows):
+        return REFERENCE, "no selector's paired interval against TopK lies above 0, so the plain similarity stays"
+    return rows[0]["selector"], "TopK was not compared; the most accurate selector"
+
+
+def compare(
+    examples: Sequence[Dict[str, Any]],
+    predictor: Any,
+    *,
+    queries: Optional[Sequence[Dict[str, Any]]] = None,
+    selectors: Sequence[str] = D.COMPARE_SELECTORS,
+    k: int = 8,
+    n_queries: int = 200,
+    text_key: str = "text",
+    label_key: str = "label",
+    metric: Optional[Callable[[Any, Any], Any]] = None,
+    embedder: Any = None,
+    out: "str | Path | None" = None,
+    seed: int = 0,
+    cache_dir: "str | Path | None" = None,
+) -> CompareResult:
+    """Run each selector over the same held-out queries with ``predictor`` and rank them against TopK.
+
+    Parameters
+    ----------
+    examples : sequence of dict
+        Labelled examples (``text_key`` and ``label_key`` fields). Without ``queries``, ``n_queries`` of them
+        (drawn with ``seed``) become the held-out queries and the rest the pool the selectors choose from.
+    predictor : callable, LangChain Runnable or DSPy program
+        ``predictor(query_text, demonstrations) -> answer`` (demonstrations: the chosen example dicts), a
+        ``Runnable`` invoked with ``{"query": text, "examples": demonstrations}``, or a DSPy program whose
+        predictors get the demonstrations as ``demos`` and which is called with ``{text_key: text}``;
+        :func:`~ucs.experiments.predictors.backbone_predictor` makes one of a ucs backbone.
+    queries : sequence of dict, optional
+        Held-out labelled queries (then every example is in the pool).
+    selectors : sequence of str
+        Methods to compare (default :data:`ucs.defaults.COMPARE_SELECTORS`); TopK is the reference of every Δ.
+    metric : callable, optional
+        ``metric(query_example, answer) -> bool``; default: the answer (a string, a message's ``content``, or a
+        DSPy prediction's ``label_key`` field) equals the gold label up to case and surrounding spaces.
+    embedder : str or embedder, optional
+        Retrieval embedder of every index (default ``all-minilm-l6-v2``, through
+        :func:`ucs.embedding.load_retrieval_embedder`).
+    out : path, optional
+        Folder for ``records.jsonl`` (resumable), ``compare.md`` / ``compare.json`` and ``index/`` (the
+        recommended selector fitted on every example).
+
+    Returns
+    -------
+    CompareResult
+    """
+    _check_inputs(examples, text_key, label_key, "examples")
+    if queries is None:
+        pool, qs = split_examples(examples, n_queries, seed)
+    else:
+        _check_inputs(queries, text_key, label_key, "queries")
+        pool, qs = [dict(e) for e in examples], [dict(q) for q in queries][:n_queries]
+    from ucs.selectors.factory import canonical_method
+
+    selectors = list(dict.fromkeys(canonical_method(s) for s in selectors))
+    predict = as_predictor(predictor, text_key=text_key, label_key=label_key, metric=metric)
+    emb = _embedder(embedder)
+    labels = sorted({str(e[label_key]) for e in list(pool) + list(qs)})
+    label_ids = {y: i for i, y in enumerate(labels)}
+    key = _key(pool, qs, k, predictor_identity(predictor), text_key, label_key)
+    folder = None if out is None else Path(out)
+    records = _check_folder(folder, key) if folder is not None else []
+    if folder is not None:
+        folder.mkdir(parents=True, exist_ok=True)
+        atomic_write_json(folder / "compare.json", {"key": key, "selectors": selectors, "k": k,
+                                                    "n_queries": len(qs), "n_pool": len(pool)})
+    done = {(r["method"], int(r["seed"]), int(r["query"])) for r in records}
+    writer = RecordWriter(folder / "records.jsonl") if folder is not None else None
+    t0 = time.perf_counter()
+    query_emb = np.asarray(emb.embed([str(q[text_key]) for q in qs]), dtype=np.float32)
+    embed_ms = 1e3 * (time.perf_counter() - t0) / max(len(qs), 1)
+    try:
+        for name in selectors:
+            index = SelectorIndex(emb, method=name, input_keys=[text_key], output_key=label_key,
+                                  cache_dir=cache_dir, random_state=seed).fit(pool)
+            new, _, _ = _run_selector(name, index, qs, query_emb, k, predict, text_key, label_key, done, writer,
+                                      label_ids)
+            records += new
+    finally:
+        if writer is not None:
+            writer.close()
+    rows = _rows(records, selectors, np.asarray([label_ids[str(e[label_key])] for e in pool]))
+    best, why = _recommend(rows)
+    result = CompareResult(rows, best, len(qs), folder, info={"why": why, "n_pool": len(pool), "k": k,
+                                                              "embed_ms": embed_ms})
+    if folder is not None:
+        index = SelectorIndex(emb, method=best, input_keys=[text_key], output_key=label_key, cache_dir=cache_dir,
+                              random_state=seed).fit(list(pool) + list(qs))
+        index.save(folder / "index")
+        result.index_dir = folder / "index"
+        atomic_write_text(folder / "compare.md", result.to_markdown())
+        atomic_write_text(folder / "compare.html", result.to_html(records, qs, pool, text_key, label_key))
+        atomic_write_json(folder / "compare.json", {"key": key, "selectors": selectors, "k": k, "rows": rows,
+                                                    "recommended": best, "why": why, "n_queries": len(qs),
+                                                    "n_pool": len(pool)})
+    return result
+
+
+def _embedder(embedder: Any) -> Any:
+    if embedder is None or isinstance(embedder, str):
+        from ucs.embedding import load_retrieval_embedder
+
+        return load_retrieval_embedder(embedder or "all-minilm-l6-v2")
+    return embedder

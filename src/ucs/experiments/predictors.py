@@ -1,0 +1,134 @@
+"""What :func:`ucs.experiments.compare.compare` calls with each query and its demonstrations.
+
+A predictor answers one query given the chosen demonstrations. :func:`as_predictor` turns what the user has
+into ``predict(query_example, demonstrations) -> (correct, answer)``:
+
+* a plain callable ``f(query_text, demonstrations) -> answer``;
+* a LangChain ``Runnable`` (anything with ``invoke``), invoked with ``{"query": text, "examples": demos}``;
+* a DSPy program (anything with ``predictors()`` and ``__call__``): every predictor's ``demos`` become the
+  demonstrations (as ``dspy.Example`` s with the query field as input) for the call ``program(**{text_key: text})``;
+* :func:`backbone_predictor` wraps a ucs backbone (in-process or HTTP): the label with the highest
+  log-likelihood after the evaluation's prompt.
+
+Nothing here imports LangChain or DSPy: they are recognised by their methods, so neither is needed unless used.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from ucs.evaluation.prompts import INTENT_FORMAT
+
+__all__ = ["as_predictor", "backbone_predictor", "predictor_identity", "answer_text"]
+
+Predict = Callable[[Dict[str, Any], List[Dict[str, Any]]], Tuple[bool, Any]]
+
+
+def answer_text(answer: Any, label_key: str = "label") -> str:
+    """The text of an answer: a string, a chat message's ``content``, or a DSPy prediction's ``label_key``."""
+    if isinstance(answer, str):
+        return answer
+    content = getattr(answer, "content", None)
+    if isinstance(content, str):
+        return content
+    field = getattr(answer, label_key, None)
+    if field is not None:
+        return str(field)
+    if isinstance(answer, dict) and label_key in answer:
+        return str(answer[label_key])
+    return str(answer)
+
+
+def _same(answer: str, gold: str) -> bool:
+    return answer.strip().strip("\"'").rstrip(".").strip().casefold() == gold.strip().casefold()
+
+
+def _is_dspy_program(obj: Any) -> bool:
+    return callable(getattr(obj, "predictors", None)) and callable(obj) and not hasattr(obj, "invoke")
+
+
+def _dspy_call(program: Any, text_key: str) -> Callable[[str, List[Dict[str, Any]]], Any]:
+    import dspy
+
+    def call(text: str, demos: List[Dict[str, Any]]) -> Any:
+        examples = [dspy.Example(**d).with_inputs(text_key) for d in demos]
+        for p in program.predictors():
+            p.demos = list(examples)
+        return program(**{text_key: text})
+
+    return call
+
+
+def as_predictor(obj: Any, *, text_key: str = "text", label_key: str = "label",
+                 metric: Optional[Callable[[Any, Any], Any]] = None) -> Predict:
+    """``predict(query_example, demonstrations) -> (correct, answer text)`` for a callable, a LangChain
+    ``Runnable`` or a DSPy program (see the module docstring); ``metric(query_example, answer)`` decides
+    correctness when given (a DSPy program's metric gets a ``dspy.Example`` of the query), else the answer's text
+    equals the gold label up to case, quotes, a final period and surrounding spaces."""
+    if hasattr(obj, "invoke"):
+        def call(text: str, demos: List[Dict[str, Any]]) -> Any:
+            return obj.invoke({"query": text, "examples": demos})
+    elif _is_dspy_program(obj):
+        call = _dspy_call(obj, text_key)
+    elif callable(obj):
+        call = obj
+    else:
+        raise ValueError(f"predictor must be a callable f(query, demonstrations), a LangChain Runnable or a DSPy "
+                         f"program; got {type(obj).__name__}")
+    dspy_metric = metric is not None and _is_dspy_program(obj)
+
+    def predict(query: Dict[str, Any], demos: List[Dict[str, Any]]) -> Tuple[bool, Any]:
+        answer = call(str(query[text_key]), demos)
+        if metric is not None:
+            example = query
+            if dspy_metric:
+                import dspy
+
+                example = dspy.Example(**query).with_inputs(text_key)
+            return bool(metric(example, answer)), answer_text(answer, label_key)
+        text = answer_text(answer, label_key)
+        return _same(text, str(query[label_key])), text
+
+    return predict
+
+
+def predictor_identity(obj: Any) -> str:
+    """What keys a comparison folder to its predictor: a backbone's identity, else the object's type name."""
+    ident = getattr(obj, "identity", None)
+    if isinstance(ident, dict):
+        return repr(sorted(ident.items()))
+    return f"{type(obj).__module__}.{type(obj).__qualname__}:{getattr(obj, '__name__', '')}"
+
+
+class backbone_predictor:  # noqa: N801 - used like a function
+    """A ucs backbone as a predictor: the label whose continuation has the highest log-likelihood after the
+    evaluation's intent prompt (``INTENT_FORMAT``) with the demonstrations; one scoring call per query.
+
+    Parameters
+    ----------
+    backbone : LanguageModel
+        Anything with ``score_continuations(prefix, continuations)`` (in-process or HTTP).
+    labels : sequence of str
+        The label set the model chooses from.
+    label_key : str
+        The demonstrations' label field.
+    """
+
+    def __init__(self, backbone: Any, labels: Sequence[str], text_key: str = "text", label_key: str = "label") -> None:
+        self.backbone = backbone
+        self.labels = list(labels)
+        self.text_key = text_key
+        self.label_key = label_key
+
+    @property
+    def identity(self) -> Dict[str, Any]:
+        return {"backbone": repr(getattr(self.backbone, "identity", type(self.backbone).__name__)),
+                "labels": "\x1f".join(self.labels), "format": "intent-likelihood"}
+
+    def __call__(self, text: str, demos: List[Dict[str, Any]]) -> str:
+        pairs = [(str(d[self.text_key]), str(d[self.label_key])) for d in demos]
+        prompt = INTENT_FORMAT.render(pairs, text, self.labels)
+        scores = self.backbone.score_continuations(prompt, [INTENT_FORMAT.continuation(y) for y in self.labels])
+        return self.labels[int(np.argmax(scores))]

@@ -1,0 +1,143 @@
+"""ucs.compare and ``ucs compare``: every selector on the same held-out queries, ranked against TopK, with a real
+embedder, a real backbone, a real langchain-core Runnable and a real DSPy program."""
+
+from __future__ import annotations
+
+import csv
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "index"))
+
+from index_fixtures import banking_examples, embed_cache, minilm  # noqa: E402,F401
+
+pytestmark = pytest.mark.slow  # all-MiniLM-L6-v2, SmolLM2
+
+
+@pytest.fixture(scope="module")
+def small(banking_examples):
+    """The 600 BANKING77 examples restricted to their 6 most frequent labels (short label lists: cheap prompts)."""
+    examples, _ = banking_examples
+    counts = {}
+    for e in examples:
+        counts[e["label"]] = counts.get(e["label"], 0) + 1
+    top = set(sorted(counts, key=lambda y: (-counts[y], y))[:6])
+    return [e for e in examples if e["label"] in top]
+
+
+@pytest.fixture(scope="module")
+def smollm2():
+    pytest.importorskip("llama_cpp")
+    from ucs.models import load_backbone
+
+    m = load_backbone("smollm2", engine="llama", n_threads=2, context_length=1024).load()
+    yield m
+    m.close()
+
+
+def _vote(text, demos):
+    """The no-LM baseline as a predictor: the majority label of the demonstrations."""
+    labels = [d["label"] for d in demos]
+    return max(labels, key=lambda y: (labels.count(y), -labels.index(y)))
+
+
+def test_a_callable_is_ranked_against_topk_resumed_and_saved_as_an_index(small, minilm, tmp_path):
+    from ucs import SelectorIndex, compare
+
+    calls = []
+
+    def counted(text, demos):
+        calls.append(text)
+        return _vote(text, demos)
+
+    res = compare(small, counted, selectors=["random", "topk", "mmr"], k=6, n_queries=24, embedder=minilm,
+                  out=tmp_path / "c", cache_dir=tmp_path / "cache")
+    assert len(calls) == 3 * 24 and res.n_queries == 24
+    rows = {r["selector"]: r for r in res.rows}
+    assert rows["topk"]["delta"] is None and rows["random"]["delta"] < 0  # random demonstrations vote badly
+    assert rows["random"]["significant"] and rows["topk"]["own_label"] > rows["random"]["own_label"]
+    assert res.rows[0]["accuracy"] >= res.rows[-1]["accuracy"]  # ranked, best first
+    assert res.recommended in ("topk", "mmr")
+    index = SelectorIndex.load(tmp_path / "c" / "index", embedder=minilm)
+    assert index.method_ == res.recommended and len(index.examples_) == len(small)
+    assert "Δ vs TopK" in (tmp_path / "c" / "compare.md").read_text()
+    assert "<table>" in (tmp_path / "c" / "compare.html").read_text()
+    again = compare(small, counted, selectors=["random", "topk", "mmr"], k=6, n_queries=24, embedder=minilm,
+                    out=tmp_path / "c", cache_dir=tmp_path / "cache")
+    assert len(calls) == 3 * 24 and again.rows == res.rows  # resumed: nothing asked twice
+    with pytest.raises(ValueError, match="other examples, queries, k or predictor"):
+        compare(small, counted, selectors=["topk"], k=5, n_queries=24, embedder=minilm, out=tmp_path / "c")
+
+
+def test_a_real_backbone_through_a_langchain_runnable_and_as_a_predictor(small, minilm, smollm2, tmp_path):
+    pytest.importorskip("langchain_core")
+    from langchain_core.prompts import PromptTemplate
+    from langchain_core.runnables import RunnableLambda
+
+    from ucs import compare
+    from ucs.experiments.predictors import backbone_predictor
+
+    labels = sorted({e["label"] for e in small})
+    direct = backbone_predictor(smollm2, labels)
+    prompt = PromptTemplate.from_template("{query}")
+    seen = []
+
+    def answer(inputs):
+        seen.append(len(inputs["examples"]))
+        return direct(prompt.format(query=inputs["query"]), inputs["examples"])
+
+    chain = RunnableLambda(lambda d: d) | RunnableLambda(answer)
+    res = compare(small, chain, selectors=["topk", "random"], k=4, n_queries=12, embedder=minilm)
+    ref = compare(small, direct, selectors=["topk", "random"], k=4, n_queries=12, embedder=minilm)
+    assert seen == [4] * 24
+    assert [r["accuracy"] for r in res.rows] == [r["accuracy"] for r in ref.rows]
+    top = next(r for r in res.rows if r["selector"] == "topk")
+    assert top["accuracy"] > 0.5  # SmolLM2 with nearest-neighbour demonstrations on six intents
+
+
+def test_a_dspy_program_gets_the_demonstrations_and_its_metric_decides(small, minilm):
+    dspy = pytest.importorskip("dspy")
+    from dspy.utils.dummies import DummyLM
+
+    from ucs import compare
+
+    program = dspy.Predict("text -> label")
+    lm = DummyLM([{"label": small[0]["label"]}] * 20)
+    with dspy.context(lm=lm):
+        res = compare(small, program, selectors=["topk"], k=3, n_queries=10, embedder=minilm,
+                      metric=lambda ex, pred: pred.label == ex.label)
+    acc = res.rows[0]["accuracy"]
+    assert 0.0 <= acc <= 1.0
+    prompt = json.dumps(lm.history[-1]["messages"])
+    assert prompt.count("[[ ## label ## ]]") > 3  # the three demonstrations are in the prompt
+
+
+def test_cli_estimates_asks_and_runs_on_a_user_csv(small, minilm, tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from ucs.cli import app
+    import ucs.commands.compare as cmd
+
+    table = tmp_path / "mine.csv"
+    with open(table, "w", newline="", encoding="utf-8") as fh:
+        w = csv.writer(fh)
+        w.writerow(["utterance", "intent"])
+        for e in small:
+            w.writerow([e["text"] + ("\nsecond line" if len(e["text"]) % 7 == 0 else ""), e["label"]])
+    base = ["compare", str(table), "--text-column", "utterance", "--label-column", "intent", "--selectors",
+            "topk,random", "--k", "3", "--queries", "8", "--out", str(tmp_path / "o"), "--cache-dir",
+            str(tmp_path / "cache")]
+    r = CliRunner().invoke(app, base + ["--dry-run"])
+    assert r.exit_code == 0, r.output
+    assert "cost: 16 prompts (6 labels scored in each)" in r.output and not (tmp_path / "o").exists()
+    monkeypatch.setattr(cmd, "ASK_ABOVE_MINUTES", 0.0)
+    r = CliRunner().invoke(app, base)
+    assert r.exit_code == 2 and "pass --yes" in r.output
+    r = CliRunner().invoke(app, base + ["--yes"])
+    assert r.exit_code == 0, r.output
+    assert "recommended:" in r.output and (tmp_path / "o" / "index" / "index.json").is_file()
+    r = CliRunner().invoke(app, ["compare", str(table), "--selectors", "topk,nope", "--out", str(tmp_path / "x")])
+    assert r.exit_code == 2 and "--selectors" in r.output
