@@ -126,6 +126,8 @@ def register(app: typer.Typer) -> None:
         progress: bool = typer.Option(True, "--progress/--no-progress",
                                       help="Progress of embedding, clustering, MDL scoring and evaluation (stderr)."),
         print_config: bool = typer.Option(False, "--print-config", help="Print the resolved configuration and exit."),
+        dry_run: bool = typer.Option(False, "--dry-run", help="Print the cost (prompts, model calls, minutes measured "
+                                     "here on two prompts) and exit."),
         wait: bool = typer.Option(False, "--wait", help=WAIT_HELP),
         fresh: bool = typer.Option(False, "--fresh", "--overwrite", help=FRESH_HELP),
     ) -> None:
@@ -150,6 +152,11 @@ def register(app: typer.Typer) -> None:
                 typer.echo(note, err=True)
         if print_config:
             typer.echo(cfg.to_json())
+            raise typer.Exit()
+        if dry_run:
+            from ucs.experiments.cost import cost_lines, evaluation_cost
+
+            typer.echo("\n".join(cost_lines(evaluation_cost(cfg, limit=limit, cache_dir=cache_dir))))
             raise typer.Exit()
         from ucs.commands.distributed import _executor
 
