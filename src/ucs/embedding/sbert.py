@@ -14,6 +14,7 @@ from typing import Any, Dict, Optional, Sequence
 import numpy as np
 
 from ucs.embedding.base import sanitize_texts
+from ucs.embedding.threads import ThreadsSpec, limit_threads, resolve_query_threads
 from ucs.utils.optional import extra_install, require
 from ucs.utils.progress import advance
 
@@ -48,6 +49,11 @@ class SentenceTransformerEmbedder:
         Torch device (``"cpu"``, ``"cuda"``); sentence-transformers picks one when ``None``.
     revision : str, optional
         Hub revision (ignored for local directories, whose files are hashed instead).
+    query_threads : int, "auto" or None
+        torch / BLAS threads of :meth:`embed_queries` (a query at serving time); ``None`` reads
+        ``$UCS_QUERY_THREADS`` and defaults to 1 (see :mod:`ucs.embedding.threads`: one thread is the fastest
+        single-query embedding measured here, and more oversubscribe a busy machine). :meth:`embed` (pools,
+        batches) keeps torch's own setting.
 
     Notes
     -----
@@ -65,6 +71,7 @@ class SentenceTransformerEmbedder:
         max_length: Optional[int] = None,
         device: Optional[str] = None,
         revision: Optional[str] = None,
+        query_threads: ThreadsSpec = None,
     ) -> None:
         if not isinstance(batch_size, int) or batch_size < 1:
             raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
@@ -77,6 +84,8 @@ class SentenceTransformerEmbedder:
         self.max_length = max_length
         self.device = device
         self.revision = revision
+        self.query_threads = query_threads
+        resolve_query_threads(query_threads)  # a bad value fails here, not at the first query
         self._st = None
         self._revision_id: Optional[str] = None
 
@@ -159,6 +168,21 @@ class SentenceTransformerEmbedder:
                                                     show_progress_bar=False), dtype=np.float32))
             advance(len(chunk), kind="embed")
         return np.ascontiguousarray(np.concatenate(parts))
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        """:meth:`embed` for queries at serving time: ``(len(texts), dim)`` float32, the same vectors up to float
+        rounding, computed with at most ``query_threads`` torch / BLAS threads (restored afterwards). One short
+        text costs one forward pass, O(L²) for ``L`` tokens (measured latencies: ``benchmarks/index``)."""
+        n = resolve_query_threads(self.query_threads)
+        texts = sanitize_texts(texts)
+        self.load()
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        with limit_threads(n):
+            return np.ascontiguousarray(self._st.encode(texts, batch_size=self.batch_size,
+                                                        normalize_embeddings=self.normalize, convert_to_numpy=True,
+                                                        show_progress_bar=False), dtype=np.float32).reshape(
+                len(texts), -1)
 
     def embed_tokens(self, texts: Sequence[str]) -> "tuple[list, list]":
         """Contextual token embeddings of each text (the model's last layer, before pooling) and each token's

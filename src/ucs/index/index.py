@@ -312,8 +312,56 @@ class SelectorIndex:
     def embed_queries(self, queries: Sequence[Any]) -> np.ndarray:
         """Embeddings (Q, d) of queries given as strings or dicts with the ``input_keys`` (not cached on disk)."""
         self._check_fitted()
-        texts = [query_text(q, self.input_keys_) for q in queries]
-        return np.ascontiguousarray(self.get_embedder().embed(texts), dtype=np.float32)
+        return self._embed_query_texts([query_text(q, self.input_keys_) for q in queries])
+
+    def _embed_query_texts(self, texts: List[str]) -> np.ndarray:
+        """The embedder's ``embed_queries`` where it has one (serving-time thread limits, see
+        :mod:`ucs.embedding.threads`), else its ``embed``; (Q, d) float32."""
+        emb = self.get_embedder()
+        embed = getattr(emb, "embed_queries", None) or emb.embed
+        return np.ascontiguousarray(embed(texts), dtype=np.float32)
+
+    def warmup(self, query: Any = None, k: int = 4) -> "SelectorIndex":
+        """Load the embedder and run one query through embedding and selection, so the first real query does
+        not pay for loading the model (seconds) or for first-call initialisation.
+
+        Parameters
+        ----------
+        query : str or dict, optional
+            The probe query; default the first example's input text.
+        k : int
+            Demonstrations of the probe selection.
+
+        Returns
+        -------
+        self
+
+        Notes
+        -----
+        Costs one model load (when not loaded yet), one query embedding and one selection. Query-independent
+        methods only compute their (cached) shared selection; ``mdl`` skips the selection (it would score
+        prompts with the language model) and only embeds. An index loaded without its embedder, whose default
+        backbone is not the one it was built with, warms only the selection (on a stored embedding).
+        """
+        self._check_fitted()
+        probe = query if query is not None else example_text(self.examples_[0], self.input_keys_)
+        k = min(int(k), self.n_examples_)
+        if not self.selector_.query_dependent and self.base_ != "mdl":
+            self.select(None, k)
+            return self
+        try:
+            emb = self.get_embedder()
+        except ValueError:  # built with another embedder and loaded without it: queries come as embeddings
+            self.select(query_embeddings=self.embeddings_[0], k=k)
+            return self
+        load = getattr(emb, "load", None)
+        if callable(load):
+            load()
+        text = query_text(probe, self.input_keys_)
+        qe = self._embed_query_texts([text])
+        if self.base_ != "mdl":
+            self.select(text, k, query_embeddings=qe[0])
+        return self
 
     def select(
         self,
@@ -365,7 +413,7 @@ class SelectorIndex:
         if qe is None:
             if not texts:
                 raise ValueError(f"method={self.method_!r} is query-dependent; pass queries or query_embeddings")
-            qe = np.ascontiguousarray(self.get_embedder().embed(texts), dtype=np.float32)
+            qe = self._embed_query_texts(texts)
         if self.base_ == "bsr" and not texts:
             raise ValueError("method 'bsr' covers the query's tokens: pass the queries' texts, not only embeddings")
         result = sel.select(qe, k, query_texts=texts if self.base_ in ("mdl", "bsr") else None, order=order)
@@ -401,7 +449,8 @@ class SelectorIndex:
         return save_index(self, Path(directory))
 
     @classmethod
-    def load(cls, directory: PathLike, embedder: Any = None, lm: Any = None) -> "SelectorIndex":
+    def load(cls, directory: PathLike, embedder: Any = None, lm: Any = None, *,
+             warmup: bool = True) -> "SelectorIndex":
         """Load an index written by :meth:`save`, verifying every stored file.
 
         Parameters
@@ -411,8 +460,13 @@ class SelectorIndex:
             backbone is used when the index was built with it; otherwise pass ``query_embeddings``.
         lm : LanguageModel, optional
             The MDL scorer (required for ``mdl`` indexes).
+        warmup : bool, default=True
+            Call :meth:`warmup` before returning: the embedder is loaded and one query runs here, so the first
+            request is as fast as the others. ``False`` returns at once (the model then loads on the first
+            query; e.g. when every query will come as ``query_embeddings``).
         """
-        return load_index(cls, Path(directory), embedder=embedder, lm=lm)
+        index = load_index(cls, Path(directory), embedder=embedder, lm=lm)
+        return index.warmup() if warmup else index
 
     def __repr__(self) -> str:
         fitted = f", n_examples={self.n_examples_}, n_clusters={self.n_clusters_}" if hasattr(self, "selector_") else ""

@@ -141,6 +141,14 @@ class UCSFewShot(Teleprompter):
                              **{k: v for k, v in self.index_kwargs.items() if k in ("clusterer", "prior", "cache_dir")})
         return base.fit(index.examples_).select(None, int(self.k))
 
+    def warmup(self) -> "UCSFewShot":
+        """Warm the index of the last :meth:`compile` (:meth:`ucs.SelectorIndex.warmup`: the embedder loaded and
+        one query embedded and selected), so a per-call program's first input is not the slow one."""
+        if not hasattr(self, "index_"):
+            raise ValueError("UCSFewShot has no index yet; call compile(program, trainset=...) first")
+        self.index_.warmup(k=min(int(self.k), self.index_.n_examples_))
+        return self
+
     @staticmethod
     def attach(program: Any, index: SelectorIndex, k: int = 4, trainset: Optional[Sequence[Any]] = None) -> Any:
         """Make ``program`` pick its demonstrations per input from ``index`` (wraps ``program.forward``).

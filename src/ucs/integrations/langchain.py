@@ -141,7 +141,18 @@ class UCSExampleSelector(BaseExampleSelector):
         emb = self.index.get_embedder()
         if isinstance(emb, DocumentsEmbedder):
             return emb.embed_query(text)
-        return np.asarray(emb.embed([text]), dtype=np.float32)[0]
+        return self.index._embed_query_texts([text])[0]
+
+    def warmup(self) -> "UCSExampleSelector":
+        """Load the embedder and run one query through :meth:`select_examples` (the first example's input as the
+        prompt variables), so the application's first call is not the slow one; ``last_selection`` stays as it
+        was. :meth:`ucs.SelectorIndex.load` already warms an index it loads (``warmup=True``)."""
+        first = self.index.examples_[0]
+        keys = self.input_keys or list(self.index.input_keys_)
+        last = self.last_selection
+        self.select_examples({key: first.get(key, "") for key in keys})
+        self.last_selection = last
+        return self
 
     def _finish(self, sel: IndexSelection) -> List[Dict[str, Any]]:
         self.last_selection = sel
