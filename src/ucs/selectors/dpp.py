@@ -87,6 +87,8 @@ def greedy_map_dpp(
     dividing by zero.
     """
     q, c, _ = kernel.shape
+    if q == 1:  # one query (the per-call case): the same arithmetic with scalar indexing, bit for bit
+        return _greedy_map_one(kernel, budget, gain_fn, lam, log_floor)
     rows = np.arange(q)
     cis = np.zeros((q, budget, c))
     di2 = np.diagonal(kernel, axis1=1, axis2=2).copy()
@@ -122,6 +124,43 @@ def greedy_map_dpp(
             resid = el - np.einsum("qk,qkc->qc", ci_opt, cis[:, :k, :])
             pos = d_j[:, None] > 0
             eis = np.where(pos, resid / np.where(pos, d_j[:, None], 1.0), 0.0)  # no 0/0 warnings to silence
+            cis[:, k, :] = eis
+            di2 -= eis * eis
+    return order, step_scores
+
+
+def _greedy_map_one(
+    kernel: np.ndarray, budget: int, gain_fn=None, lam: float = 0.0, log_floor: float = 1e-12
+) -> Tuple[np.ndarray, np.ndarray]:
+    """:func:`greedy_map_dpp` for one query, ``kernel`` of shape (1, C, C): the same operations in the same order
+    (the same einsum contraction, so the same rounding) with Python scalars for the chosen position instead of
+    row-indexed arrays — about half the numpy calls of a step. O(C·budget²)."""
+    c = kernel.shape[1]
+    cis = np.zeros((1, budget, c))
+    di2 = np.diagonal(kernel, axis1=1, axis2=2).copy()
+    d = di2[0]
+    avail = np.ones(c, dtype=bool)
+    order = np.empty((1, budget), dtype=np.int64)
+    step_scores = np.empty((1, budget))
+    for k in range(budget):
+        masked = np.where(avail, d, -np.inf)
+        if gain_fn is None or k == 0:
+            t = int(np.argmax(masked))
+            step_scores[0, k] = masked[t]
+        else:
+            score = np.log(np.maximum(d, log_floor)) + lam * gain_fn.gains()[0]
+            score[~avail] = -np.inf
+            ties = np.flatnonzero(score == score.max())
+            t = int(ties[0] if ties.size == 1 else ties[np.argmax(masked[ties])])
+            step_scores[0, k] = score[t]
+        order[0, k] = t
+        avail[t] = False
+        if gain_fn is not None:
+            gain_fn.add(np.array([t]))
+        if k + 1 < budget:
+            d_j = np.sqrt(max(d[t], 0.0))
+            resid = kernel[0, t:t + 1, :] - np.einsum("qk,qkc->qc", cis[:, :k, t], cis[:, :k, :])
+            eis = resid / d_j if d_j > 0 else np.zeros_like(resid)
             cis[:, k, :] = eis
             di2 -= eis * eis
     return order, step_scores
