@@ -53,7 +53,9 @@ def high_water() -> int:
 
 
 def staged(fn: Callable[[], Any]) -> Tuple[Any, Dict[str, float]]:
-    """Run ``fn`` while sampling RSS; (result, {seconds, peak_gib, high_water_gib})."""
+    """Run ``fn`` while sampling RSS; (result, {seconds, cpu_seconds, peak_gib, high_water_gib}). CPU seconds (all
+    threads of this process) do not grow with other processes' load: on an idle 2-core machine a stage takes
+    between ``cpu/2`` (both cores busy) and ``cpu`` seconds."""
     peak = [rss()]
     stop = threading.Event()
 
@@ -63,15 +65,15 @@ def staged(fn: Callable[[], Any]) -> Tuple[Any, Dict[str, float]]:
 
     th = threading.Thread(target=sample, daemon=True)
     th.start()
-    t = time.perf_counter()
+    t, c = time.perf_counter(), time.process_time()
     try:
         out = fn()
     finally:
-        sec = time.perf_counter() - t
+        sec, cpu = time.perf_counter() - t, time.process_time() - c
         stop.set()
         th.join()
     peak[0] = max(peak[0], rss())
-    return out, {"seconds": sec, "peak_gib": peak[0] / 2**30, "high_water_gib": high_water() / 2**30}
+    return out, {"seconds": sec, "cpu_seconds": cpu, "peak_gib": peak[0] / 2**30, "high_water_gib": high_water() / 2**30}
 
 
 def embed(texts: List[str], dim: int, shard: int) -> np.ndarray:
@@ -96,10 +98,11 @@ def one_size(n: int, a: argparse.Namespace) -> Dict[str, Any]:
     params = {"method": D.DEFAULT_COVERAGE["clustering"], "random_state": 0}
     est, stages["cluster"] = staged(lambda: LatentClusterer(**params).fit(E))
     labels = est.labels_
-    _, stages[f"select {D.METHOD}"] = staged(lambda: make_selector(D.METHOD).fit(E).select(Q, a.budget))
-    prior = UCSPrior(labels, estimator=D.DEFAULT_COVERAGE["estimator"], lam=D.LAM)
-    _, stages["select dpp+ucs"] = staged(
-        lambda: make_selector("dpp+ucs", prior=prior).fit(E, cluster_ids=labels).select(Q, a.budget))
+    if a.select_max is None or n <= a.select_max:
+        _, stages[f"select {D.METHOD}"] = staged(lambda: make_selector(D.METHOD).fit(E).select(Q, a.budget))
+        prior = UCSPrior(labels, estimator=D.DEFAULT_COVERAGE["estimator"], lam=D.LAM)
+        _, stages["select dpp+ucs"] = staged(
+            lambda: make_selector("dpp+ucs", prior=prior).fit(E, cluster_ids=labels).select(Q, a.budget))
     from sklearn.metrics import adjusted_mutual_info_score
 
     return {"n": n, "load": load, "stages": stages, "k": int(est.n_clusters_),
@@ -114,17 +117,20 @@ def cpu_model() -> str:
 
 
 def table(results: List[Dict[str, Any]]) -> List[str]:
-    lines = ["| n | load at start | stage | s | peak RSS in stage GiB | process high-water GiB | notes |",
-             "|---:|---:|---|---:|---:|---:|---|"]
+    lines = ["| n | load at start | stage | wall s | CPU s | peak RSS in stage GiB | process high-water GiB | notes |",
+             "|---:|---:|---|---:|---:|---:|---:|---|"]
     for r in results:
         for name, s in r["stages"].items():
             note = f"k = {r['k']}, AMI vs planted topics {r['ami']:.3f}" if name == "cluster" else ""
-            lines.append(f"| {r['n']:,} | {r['load']} | {name} | {s['seconds']:.1f} | {s['peak_gib']:.2f} | "
+            lines.append(f"| {r['n']:,} | {r['load']} | {name} | {s['seconds']:.1f} | {s['cpu_seconds']:.1f} | "
+                         f"{s['peak_gib']:.2f} | "
                          f"{s['high_water_gib']:.2f} | {note} |")
-        topk = sum(s["seconds"] for k, s in r["stages"].items() if k != "select dpp+ucs")
-        dpp = sum(s["seconds"] for k, s in r["stages"].items() if k != f"select {D.METHOD}")
-        lines.append(f"| {r['n']:,} | | **end to end, {D.METHOD}** | **{topk:.1f}** | | | with DPP+UCS instead: "
-                     f"{dpp:.1f} s |")
+        if f"select {D.METHOD}" not in r["stages"]:
+            continue
+        topk = [sum(s[f] for k, s in r["stages"].items() if k != "select dpp+ucs") for f in ("seconds", "cpu_seconds")]
+        dpp = [sum(s[f] for k, s in r["stages"].items() if k != f"select {D.METHOD}") for f in ("seconds", "cpu_seconds")]
+        lines.append(f"| {r['n']:,} | | **end to end, {D.METHOD}** | **{topk[0]:.1f}** | **{topk[1]:.1f}** | | | "
+                     f"with DPP+UCS instead: {dpp[0]:.1f} s wall, {dpp[1]:.1f} s CPU |")
     return lines
 
 
@@ -136,6 +142,8 @@ def main() -> None:
     ap.add_argument("--queries", type=int, default=2000)
     ap.add_argument("--budget", type=int, default=10)
     ap.add_argument("--shard", type=int, default=D.ROW_SHARD_SIZE, help="rows embedded per call")
+    ap.add_argument("--select-max", type=int, default=None,
+                    help="skip the selection stages for pools larger than this (time them at smaller sizes)")
     ap.add_argument("--out", type=Path, default=None, help="write the markdown table here")
     a = ap.parse_args()
     results = []
