@@ -92,7 +92,7 @@ def one_size(n: int, a: argparse.Namespace) -> Dict[str, Any]:
     stages: Dict[str, Dict[str, float]] = {}
     (texts, topics), stages["texts"] = staged(lambda: make_planted_texts(n, n_clusters=a.topics, random_state=0))
     E, stages["embed"] = staged(lambda: embed(texts, a.dim, a.shard))
-    del texts
+    texts = []  # free the strings before clustering
     qtexts, _ = make_planted_texts(a.queries, n_clusters=a.topics, random_state=1)
     Q = embed([f"{t}|query" for t in qtexts], a.dim, a.shard)
     params = {"method": D.DEFAULT_COVERAGE["clustering"], "random_state": 0}
