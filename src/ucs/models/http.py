@@ -9,7 +9,7 @@ The model spec is the API's base URL, with the model after ``#`` when the server
   ``POST /completions`` per continuation with
   ``prompt = prefix + continuation``, ``echo=true``, ``logprobs=1``, ``max_tokens=1``, read by
   :func:`ucs.models.http_logprobs.continuation_logprob` (token boundaries are documented there). The ``k``
-  continuations of a prefix are in flight together (at most ``max_in_flight``). Before the first score the
+  continuations of a prefix are in flight together (at most ``max_in_flight``). With the first scores the
   endpoint's echo is checked once against its own generation log-probabilities (:meth:`HttpBackbone._probe`);
   an endpoint without prompt log-probabilities, or with misaligned ones, raises
   :class:`~ucs.models.http_logprobs.PromptLogprobsUnavailableError` naming the fix (``--mode generate``).
@@ -211,9 +211,10 @@ class HttpBackbone(ReducedScoresMixin):
             raise ValueError("prefix must not be empty: an endpoint gives the first token of a text no log-probability")
         if any(not c for c in conts):
             raise ValueError("continuations must not be empty")
-        if not self._probe(prefix) and self.warm_prefix:
+        if self.warm_prefix:
             self._post("completions", [{"model": self.model, "prompt": prefix, "max_tokens": 1, "temperature": 0.0}])
         logp, n_tok = self._score(prefix, conts)
+        self._probe(prefix)  # after the scores, so its requests never split this prefix's evaluation
         return ContinuationScores(logprob=np.asarray(logp, dtype=np.float64), n_tokens=np.asarray(n_tok, np.int64))
 
     def _score(self, prefix: str, conts: Sequence[str]) -> Tuple[List[float], List[int]]:
@@ -224,31 +225,30 @@ class HttpBackbone(ReducedScoresMixin):
                  for a, c in zip(answers, conts)]
         return [p[0] for p in pairs], [p[1] for p in pairs]
 
-    def _probe(self, prefix: str) -> bool:
+    def _probe(self, prefix: str) -> None:
         """Check once that echoed log-probabilities are the ones the server generates with: the greedy next token
         ``g`` of ``prefix`` and its log-probability come from a plain completion, then ``prefix + g`` is scored
         through the echo; the two numbers must agree. (llama-cpp-python's server pairs every echoed token with the
         distribution *after* it when the prompt does not start with the model's BOS token: wrong numbers that
-        look plausible.) Two requests, on at most :data:`_PROBE_ATTEMPTS` prefixes whose next token is visible.
-        Returns whether it sent the prefix alone (then it also served as the warm-up)."""
+        look plausible.) Two requests, on at most :data:`_PROBE_ATTEMPTS` prefixes whose next token is visible;
+        a failed check raises before the scores of that prefix are returned."""
         if self._probe_left <= 0:
-            return False
+            return
         self._probe_left -= 1
         payload = {"model": self.model, "prompt": prefix, "max_tokens": 1, "temperature": 0.0, "logprobs": 1}
         choice = _choice(self._post("completions", [payload], scoring=True)[0], self.where)
         text, lps = choice.get("text") or "", (choice.get("logprobs") or {}).get("token_logprobs") or []
         if not text or len(lps) != 1 or lps[0] is None:
-            return True
+            return
         (echoed,), (n,) = self._score(prefix, [text])
         if n != 1:
-            return False
+            return
         if abs(echoed - float(lps[0])) > _PROBE_TOL:
             raise MisalignedLogprobsError(
                 f"{self.where} echoes prompt log-probabilities that disagree with its own generation ({echoed:.3f} vs "
                 f"{float(lps[0]):.3f} nats for the same token; llama-cpp-python's server does this when the prompt "
                 f"does not start with the model's BOS token); {GENERATE_FIX}")
         self._probe_left = 0
-        return False
 
     # ------------------------------------------------------------------ generation
     def generate(self, prompts: Sequence[str], max_new_tokens: int = 16, temperature: float = 0.0,
