@@ -118,7 +118,7 @@ def kmeans_pool(
     Xfit = unit_rows(gather_rows(ex, sources, lengths, rows).astype(dtype, copy=False))
     timings["sample"] = time.perf_counter() - t
     t = time.perf_counter()
-    centers, fit_labels = fit_centers(Xfit, k, p["random_state"])
+    centers, fit_labels = fit_centers(Xfit, k, p["random_state"], impl=p.get("kmeans_impl", partition.KMEANS_IMPL))
     timings["kmeans_fit"] = time.perf_counter() - t
     del Xfit
     t = time.perf_counter()

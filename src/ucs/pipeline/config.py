@@ -18,6 +18,7 @@ from typing import Any, Dict, Mapping, Optional, Tuple
 from ucs import defaults as D
 from ucs.clustering.estimator import METHODS as CLUSTERINGS
 from ucs.clustering.estimator import RAW_METHODS
+from ucs.clustering.partition import KMEANS_IMPL
 from ucs.data import TestProtocol
 from ucs.data.table import TABLE_SUFFIXES
 from ucs.estimators import resolve_estimator_name
@@ -46,6 +47,8 @@ MODE_ALIASES = {"generate": "greedy", "generate-strict": "greedy-strict"}
 BACKBONE_RETRIEVAL = "backbone"
 #: What the latent clusters are computed on: the backbone's embeddings (the paper) or the retrieval embedder's.
 CLUSTER_SPACES = ("backbone", "retrieval")
+#: Clusterings that run k-means (``auto`` chooses among candidates that include it).
+KMEANS_FAMILY = ("kmeans", "dict_kmeans", "auto")
 #: Settings added after results were first published: left out of the results' key while at these values.
 LATE_DEFAULTS = {"n_clusters": None, "hdbscan_min_cluster_size": D.HDBSCAN_MIN_CLUSTER_SIZE,
                   "cluster_space": "backbone", "relevance": D.RELEVANCE, "mmr_lambda": D.MMR_LAMBDA,
@@ -371,6 +374,8 @@ class PipelineConfig:
             params["n_clusters"] = self.n_clusters
         if self.hdbscan_min_cluster_size != D.HDBSCAN_MIN_CLUSTER_SIZE:
             params["hdbscan_min_cluster_size"] = self.hdbscan_min_cluster_size
+        if self.clustering in KMEANS_FAMILY:  # the float32 Lloyd k-means: never a clustering cached by the old one
+            params["kmeans_impl"] = KMEANS_IMPL
         return params
 
     def prior_params(self, method: Optional[str] = None) -> Dict[str, Any]:
@@ -396,6 +401,10 @@ class PipelineConfig:
             if stage == "clusterer":
                 table = {**_CLUSTERER_FIELDS, "n_clusters": "n_clusters",
                          "hdbscan_min_cluster_size": "hdbscan_min_cluster_size", "random_state": "seed"}
+                if params.get("kmeans_impl", KMEANS_IMPL) != KMEANS_IMPL:
+                    raise ValueError(f"clusterer: kmeans_impl={params['kmeans_impl']!r} is not the pipeline's; "
+                                     f"a PipelineConfig runs {KMEANS_IMPL!r} (use LatentClusterer directly for another)")
+                params = {k: v for k, v in params.items() if k != "kmeans_impl"}
                 d.update(_translate(params, table, "clusterer"))
             elif stage == "prior":
                 table = {"estimator": "estimator", "lam": "lam", "design": "design", "corpus_prior": "corpus_prior",
