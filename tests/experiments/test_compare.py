@@ -5,14 +5,8 @@ from __future__ import annotations
 
 import csv
 import json
-import sys
-from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "index"))
-
-from index_fixtures import banking_examples, embed_cache, minilm  # noqa: E402,F401
 
 pytestmark = pytest.mark.slow  # all-MiniLM-L6-v2, SmolLM2
 
@@ -141,3 +135,32 @@ def test_cli_estimates_asks_and_runs_on_a_user_csv(small, minilm, tmp_path, monk
     assert "recommended:" in r.output and (tmp_path / "o" / "index" / "index.json").is_file()
     r = CliRunner().invoke(app, ["compare", str(table), "--selectors", "topk,nope", "--out", str(tmp_path / "x")])
     assert r.exit_code == 2 and "--selectors" in r.output
+
+
+def test_cli_against_a_local_openai_compatible_server(small, minilm, tmp_path):
+    """``ucs compare --model http://127.0.0.1:PORT/v1`` against llama-cpp-python's server serving SmolLM2: the same
+    ranking machinery over HTTP, prompts through ChatML (the server aligns echoed log-probabilities only for
+    prompts that start with the model's BOS token)."""
+    from ucs.models.http_server import local_llama_server, missing_server_modules
+
+    if missing_server_modules():
+        pytest.skip(f"llama-cpp-python's server extra is missing: {missing_server_modules()}")
+    pytest.importorskip("httpx")
+    from typer.testing import CliRunner
+
+    from ucs.cli import app
+    from ucs.utils.weights import smollm2_gguf_path
+
+    three = sorted({e["label"] for e in small})[:3]  # llama-cpp-python's server echoes slowly: 3 labels, 3 queries
+    table = tmp_path / "mine.jsonl"
+    table.write_text("".join(json.dumps(e) + "\n" for e in small if e["label"] in three), encoding="utf-8")
+    with local_llama_server(smollm2_gguf_path(), n_threads=2, log=tmp_path / "server.log") as url:
+        r = CliRunner().invoke(app, ["compare", str(table), "--model", url, "--chat-template", "chatml",
+                                     "--selectors", "topk,random", "--k", "1", "--queries", "3", "--yes", "--out",
+                                     str(tmp_path / "o"), "--cache-dir", str(tmp_path / "cache")])
+    assert r.exit_code == 0, r.output
+    assert "cost: 6 prompts (3 labels scored in each)" in r.output
+    saved = json.loads((tmp_path / "o" / "compare.json").read_text())
+    assert {row["selector"] for row in saved["rows"]} == {"topk", "random"}
+    assert all(row["n_queries"] == 3 for row in saved["rows"]) and saved["recommended"] in ("topk", "random")
+    assert (tmp_path / "o" / "index" / "index.json").is_file()

@@ -81,6 +81,9 @@ def register(app: typer.Typer) -> None:
         k: int = typer.Option(8, "--k", min=1, help="Demonstrations per prompt."),
         queries: int = typer.Option(200, "--queries", min=1, help="Held-out queries (the first N of --test-file)."),
         embedder: str = typer.Option("all-minilm-l6-v2", "--embedder", help="Retrieval embedder of every selector."),
+        chat_template: Optional[str] = typer.Option(
+            None, "--chat-template", help="chatml: render prompts through the ChatML template (served SmolLM2/Qwen; "
+            "llama-cpp-python's server needs prompts that start with the model's BOS token)."),
         out: Path = typer.Option(..., "--out", "-o", help="Results folder (rerun to resume)."),
         cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help="Embedding cache."),
         seed: int = typer.Option(0, "--seed", help="Seed of the held-out draw and of Random."),
@@ -105,8 +108,14 @@ def register(app: typer.Typer) -> None:
             except ValueError as exc:
                 raise typer.BadParameter(str(exc), param_hint="--queries") from None
         labels = sorted({r[label_column] for r in rows + held})
+        from ucs.evaluation.prompts import CHAT_TEMPLATES
+
+        if chat_template is not None and chat_template not in CHAT_TEMPLATES:
+            raise typer.BadParameter(f"choose one of {sorted(CHAT_TEMPLATES)}; got {chat_template!r}",
+                                     param_hint="--chat-template")
         backbone = load_backbone(model, engine=engine)
-        predictor = backbone_predictor(backbone, labels, text_key=text_column, label_key=label_column)
+        predictor = backbone_predictor(backbone, labels, text_key=text_column, label_key=label_column,
+                                       chat_template=chat_template)
         seconds = _measure(as_predictor(predictor, text_key=text_column, label_key=label_column), pool, held, k)
         n_prompts = len(held) * len(names)
         typer.echo(estimate_line(n_prompts, seconds, len(labels)))

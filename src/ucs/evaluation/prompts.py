@@ -122,6 +122,19 @@ def format_for_task(task: str) -> PromptFormat:
 ChatTemplate = Callable[[list], str]
 
 
+def chatml(messages: Sequence[Mapping[str, str]]) -> str:
+    """The ChatML chat template (SmolLM2, Qwen and others): ``<|im_start|>role\ncontent<|im_end|>`` per message,
+    then the assistant's turn opened. For models served over HTTP, where the tokenizer's own template is not at
+    hand (llama-cpp-python's server aligns echoed log-probabilities only for prompts that start with the model's
+    BOS token, ``<|im_start|>`` for SmolLM2)."""
+    body = "".join(f"<|im_start|>{m['role']}\n{m['content']}<|im_end|>\n" for m in messages)
+    return body + "<|im_start|>assistant\n"
+
+
+#: Chat templates by name (``--chat-template``).
+CHAT_TEMPLATES = {"chatml": chatml}
+
+
 def render_chat(
     fmt: PromptFormat,
     demos: Sequence[tuple[str, str]],

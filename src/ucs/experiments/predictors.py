@@ -19,7 +19,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ucs.evaluation.prompts import INTENT_FORMAT
+from ucs.evaluation.prompts import CHAT_TEMPLATES, INTENT_FORMAT, PromptBuilder
 
 __all__ = ["as_predictor", "backbone_predictor", "predictor_identity", "answer_text"]
 
@@ -114,21 +114,31 @@ class backbone_predictor:  # noqa: N801 - used like a function
         The label set the model chooses from.
     label_key : str
         The demonstrations' label field.
+    chat_template : str, callable or tokenizer, optional
+        Render the prompt through a chat template (``"chatml"``, a callable ``messages -> text`` or a tokenizer),
+        as a served model's own template would; ``None``: the plain intent prompt.
     """
 
-    def __init__(self, backbone: Any, labels: Sequence[str], text_key: str = "text", label_key: str = "label") -> None:
+    def __init__(self, backbone: Any, labels: Sequence[str], text_key: str = "text", label_key: str = "label",
+                 chat_template: Any = None) -> None:
         self.backbone = backbone
         self.labels = list(labels)
         self.text_key = text_key
         self.label_key = label_key
+        if isinstance(chat_template, str):
+            if chat_template not in CHAT_TEMPLATES:
+                raise ValueError(f"chat_template must be one of {sorted(CHAT_TEMPLATES)}, a callable messages -> text "
+                                 f"or a tokenizer; got {chat_template!r}")
+            chat_template = CHAT_TEMPLATES[chat_template]
+        self.builder = PromptBuilder(INTENT_FORMAT, self.labels, chat_template=chat_template)
+        self.continuations = [INTENT_FORMAT.continuation(y, chat=self.builder.chat) for y in self.labels]
 
     @property
     def identity(self) -> Dict[str, Any]:
         return {"backbone": repr(getattr(self.backbone, "identity", type(self.backbone).__name__)),
-                "labels": "\x1f".join(self.labels), "format": "intent-likelihood"}
+                "labels": "\x1f".join(self.labels), "format": "intent-likelihood", "chat": self.builder.chat}
 
     def __call__(self, text: str, demos: List[Dict[str, Any]]) -> str:
         pairs = [(str(d[self.text_key]), str(d[self.label_key])) for d in demos]
-        prompt = INTENT_FORMAT.render(pairs, text, self.labels)
-        scores = self.backbone.score_continuations(prompt, [INTENT_FORMAT.continuation(y) for y in self.labels])
+        scores = self.backbone.score_continuations(self.builder.render(pairs, text), self.continuations)
         return self.labels[int(np.argmax(scores))]

@@ -438,8 +438,8 @@ def _compared_methods(selectors: Sequence[str], against: Optional[str]) -> Tuple
 def _best_variant(grid: List[Dict[str, Any]], method: str, order: List[str]) -> Optional[str]:
     """The variant with ``method``'s largest gain over its reference (ties: the earlier), ``None`` if none ran."""
     rows = [r for r in grid if r["selector"] == method and r["gain"] is not None]
-    if not rows:
-        return None
+    if not rows or all(r["gain"] == 0.0 and r["same_label_delta"] in (0.0, None) for r in rows):
+        return None  # no variant changed it (the reference where only other selectors' settings vary)
     return max(rows, key=lambda r: (round(r["gain"], 12), -order.index(r["variant"])))["variant"]
 
 
@@ -470,7 +470,7 @@ def variants_markdown(result: TuneResult) -> str:
         mark = "**" if name == result.chosen["variant"] else ""
         lines.append(f"| {mark}{name}{mark} | {settings} | " + " | ".join(cells) + f" | {100 * gain:+.2f} |")
     lines += _relevance_lines(result)
-    per = ", ".join(f"{m}: `{v}`" for m, v in (result.chosen.get("by_method") or {}).items())
+    per = ", ".join(f"{m}: `{v}`" for m, v in (result.chosen.get("by_method") or {}).items() if v is not None)
     return "\n".join(lines + ["", f"chosen: `{result.chosen['variant']}`" + (f"; best per method: {per}" if per
                                                                           else ""), ""])
 
