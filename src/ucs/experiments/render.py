@@ -180,7 +180,8 @@ def _accuracy(exp: Experiment, cells: Sequence[Cell], results: Sequence[Dict[str
                 pairs = [(summaries.get(ds, bb, v.name, m), summaries.reference(ds, bb, v.name, m)) for ds in datasets]
                 row = ([] if single else [v.label or v.name]) + [m] + [accuracy_cell_text(a, b) for a, b in pairs]
                 lines.append("| " + " | ".join(row) + " |")
-                if summaries.compared(m):
+                is_reference = bool(vs_cell) and (v.name, m) == (vs_cell["variant"], vs_cell["method"])
+                if summaries.compared(m) and not is_reference:
                     verdicts[(v.label or v.name, m)] = [delta_verdict(a, b) for a, b in pairs]
         lines.append("")
         if exp.options.get("significance_summary"):
