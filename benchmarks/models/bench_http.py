@@ -7,7 +7,8 @@ with the same prompts and in the same run:
   ``tests/models/test_http_server.py``), prompts/s, and the largest |Δ| against the in-process scores;
 * generation: ``--gen-prompts`` prompts, 16 new tokens each, greedy, prompts/s;
 
-through the server at 1, 4 and 16 requests in flight, and in process. Writes ``benchmarks/models/RESULTS_http.md``.
+through the server at 1, 4 and 16 requests in flight, and in process before and after the server runs (on a shared
+machine the load drifts during a run). Writes ``benchmarks/models/RESULTS_http.md``.
 
     python benchmarks/models/bench_http.py --score-prompts 6 --gen-prompts 8 --threads 2
 """
@@ -33,6 +34,19 @@ from ucs.models.http_server import local_llama_server  # noqa: E402
 from ucs.utils.weights import smollm2_gguf_path  # noqa: E402
 
 IN_FLIGHT = (1, 4, 16)
+
+NOTES = """Reading the table:
+
+- Label scoring through llama-cpp-python's server is bound by the server, not the transport: it answers one request
+  at a time and, for `echo` with `logprobs`, sorts the whole 49,152-token vocabulary in Python for every echoed
+  token (measured in its `_create_completion`: about 20-90 ms per token on this machine, most of a request's time).
+  More requests in flight barely help; a server that batches concurrent requests (vLLM) is the one to use for
+  likelihood mode at scale.
+- Each scored prompt costs one warm-up request (the prompt alone) plus one echoed request per label.
+- Generation through the server is faster than in process here. Not investigated further: the server applies its
+  own sampling defaults (top-k 40, min-p 0.05, repetition penalty 1.1; the in-process engine samples with none of
+  them), so the two runs need not generate the same tokens or stop at the same place.
+- The last column checks the numbers: the server's label scores against the in-process engine's, same prompts."""
 
 
 def timed(fn: Callable[[], object]) -> "tuple[float, object]":
@@ -71,17 +85,20 @@ def main() -> None:
 
     local = load_backbone("smollm2", engine="llama", n_threads=args.threads).load()
     score_all(local, prompts[:1])  # warm-up
-    rows = {"in-process": measure(local, prompts, gen_prompts)}
-    local.close()
+    rows = {"in-process (before)": measure(local, prompts, gen_prompts)}
     with local_llama_server(gguf, n_threads=args.threads) as url:
         for k in IN_FLIGHT:
             remote = load_backbone(url, max_in_flight=k)
             rows[f"HTTP, {k} in flight"] = measure(remote, prompts, gen_prompts)
             remote.close()
-    ref = rows["in-process"]["scores"]
+    rows["in-process (after)"] = measure(local, prompts, gen_prompts)  # the machine is shared: load drifts
+    local.close()
+    load_end = Path("/proc/loadavg").read_text().split()[:3]
+    ref = rows["in-process (before)"]["scores"]
     lines = [
         "# HTTP backbone: throughput through llama-cpp-python's server, beside the in-process engine", "",
-        f"Machine: {cpu}, {shell('nproc')} cores; load average at start {' '.join(load_start)} (shared machine); "
+        f"Machine: {cpu}, {shell('nproc')} cores; load average at start {' '.join(load_start)}, at the end "
+        f"{' '.join(load_end)} (a shared machine: the in-process engine is measured before and after the server); "
         f"Python {sys.version.split()[0]}; {time.strftime('%Y-%m-%d')}. SmolLM2-135M-Instruct (Q4_1 GGUF), "
         f"{args.threads} llama.cpp threads in the server and in process; llama-cpp-python's server on 127.0.0.1 with "
         "flash attention (as the in-process engine scores).", "",
@@ -96,6 +113,7 @@ def main() -> None:
     for name, r in rows.items():
         delta = float(np.max(np.abs(r["scores"] - ref)))
         lines.append(f"| {name} | {r['score_pps']:.3f} | {r['gen_pps']:.3f} | {delta:.1e} |")
+    lines += ["", NOTES]
     Path(args.out).write_text("\n".join(lines) + "\n", encoding="utf-8")
     print("\n".join(lines))
 
