@@ -2,7 +2,7 @@
 
 Usage (benchmarks/clustering/RESULTS_default_scale.md quotes its output)::
 
-    PYTHONPATH=src python benchmarks/clustering/bench_kmeans_quality.py --data /work/shared/data --seeds 0 1 2
+    PYTHONPATH=src python benchmarks/clustering/bench_kmeans_quality.py --data ../shared/data --seeds 0 1 2
 
 Pools: planted synthetic clusters (:func:`ucs.clustering.synthetic.make_planted_embeddings`, 10,000 rows, 100 clusters)
 and the training pools of BANKING77, CLINC150 and HWU64 in the retrieval embedder's space (the default preset's
@@ -55,7 +55,8 @@ def pools(data: Path, names: List[str]) -> Dict[str, Tuple[np.ndarray, np.ndarra
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--data", type=Path, default=Path("/work/shared/data"))
+    ap.add_argument("--data", type=Path, default=Path(os.environ.get("UCS_DATA_DIR", "../shared/data")),
+                    help="Folder of the public data files (default $UCS_DATA_DIR, else ../shared/data).")
     ap.add_argument("--datasets", nargs="*", default=["banking77", "clinc150", "hwu64"])
     ap.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     ap.add_argument("--out", type=Path, default=None, help="write the markdown table here")

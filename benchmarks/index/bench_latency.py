@@ -30,6 +30,7 @@ import io
 import json
 import os
 import pstats
+import re
 import subprocess
 import sys
 import tempfile
@@ -188,9 +189,16 @@ def part_select(args: argparse.Namespace, out: Dict[str, Any]) -> None:
             pr.disable()
             buf = io.StringIO()
             pstats.Stats(pr, stream=buf).sort_stats("tottime").print_stats(8)
-            profiles[m] = buf.getvalue()
+            profiles[m] = _portable_paths(buf.getvalue())
         out["profiles"] = profiles
     out["select_pool"] = list(ix["dpp"].embeddings_.shape)
+
+
+def _portable_paths(text: str) -> str:
+    """A profile's file names without this machine's folders: the repository's relative to its root, installed
+    packages' from ``site-packages/``."""
+    root = str(Path(__file__).resolve().parents[2]) + "/"
+    return re.sub(r"\S*/site-packages/", "site-packages/", text.replace(root, ""))
 
 
 def main() -> None:
