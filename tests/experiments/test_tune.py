@@ -144,7 +144,11 @@ def test_tune_variants_against_topk_compares_every_selector_and_names_each_ones_
     res = tune_variants(cfg, tmp_path / "v", variants, val_fraction=0.2, val_seed=1, cache_dir=tmp_path / "c",
                         dataset=ds, backbone=bb, against="topk")
     assert {(r["variant"], r["selector"]) for r in res.grid} == {
-        (v, m) for v in variants for m in ("mmr", "labelaware")} | {("mmr9", "topk"), ("cap1", "topk")}
+        (v, m) for v in variants for m in ("mmr", "labelaware", "topk")}
+    for v in variants:  # every variant's criterion is the mean over the same rows (the first's TopK: gain 0)
+        gains = [r["gain"] for r in res.grid if r["variant"] == v]
+        assert len(gains) == 3 and res.info["mean_gain"][v] == pytest.approx(sum(gains) / 3)
+    assert next(r for r in res.grid if r["variant"] == "base" and r["selector"] == "topk")["gain"] == 0.0
     top = {r["base_accuracy"] for r in res.grid}
     assert len(top) == 1  # the reference is TopK as the first variant has it, for every row
     for r in res.grid:

@@ -377,7 +377,9 @@ def tune_variants(
         if against is not None and not first:
             ref = reference(compared[0])
             first = {"summary": summ.get(ref), "agree": agree.get(ref)}
-        rows = compared + ([reference(compared[0])] if against is not None and name != next(iter(variants)) else [])
+        # every variant scores the same rows (the first variant's reference against itself: gain 0), so the
+        # mean gains compare like with like
+        rows = compared + ([reference(compared[0])] if against is not None else [])
         for m in rows:
             ref_s, ref_a = ((first["summary"], first["agree"]) if against is not None
                             else (summ.get(reference(m)), agree.get(reference(m))))
