@@ -241,6 +241,29 @@ def test_cluster_space_retrieval_clusters_the_retrieval_embeddings(tmp_path):
     assert backbone_space._cluster_dir(42) != pipe._cluster_dir(42)  # separate cache entries
 
 
+def test_a_clustering_by_an_earlier_revision_of_the_kmeans_is_never_read_back(tmp_path, monkeypatch):
+    import importlib
+
+    pl = importlib.import_module("ucs.pipeline.pipeline")  # the module (the package also exports a `pipeline`)
+    from ucs.testing.doubles import DummyEmbedder
+
+    cfg = PipelineConfig(**{**SMALL, "clustering": "kmeans", "cluster_space": "retrieval",
+                            "retrieval_embedder": "dummy-retrieval"})
+
+    def pipe():
+        return Pipeline(cfg, backbone=DummyBackbone(), retrieval=DummyEmbedder(dim=24, seed=5),
+                        cache_dir=tmp_path / "c", progress=False)
+
+    now = pipe()
+    ids, here = now.cluster_ids(42), now._cluster_dir(42)
+    monkeypatch.setattr(pl, "LLOYD_REVISION", pl.LLOYD_REVISION - 1)
+    assert pipe()._cluster_dir(42) != here
+    monkeypatch.undo()
+    again = pipe()
+    assert again._cluster_dir(42) == here
+    np.testing.assert_array_equal(again.cluster_ids(42), ids)
+
+
 def test_coverage_page_reports_cluster_health(tmp_path):
     pipe = make(tmp_path, selectors=("dpp", "dpp+ucs"), clustering="kmeans")
     res = pipe.run()

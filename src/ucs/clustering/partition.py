@@ -9,16 +9,16 @@ density before two points join.
 from __future__ import annotations
 
 import math
-from typing import Optional
+from typing import Any, Dict, Optional
 
 import numpy as np
 from numpy.typing import NDArray
 
 from .graph import canonical_labels, remap_noise
-from .lloyd import assign, spherical_lloyd
+from .lloyd import assign, lloyd_kmeans
 
 __all__ = ["default_n_clusters", "spherical_kmeans", "hdbscan_labels", "KMEANS_FIT_MAX", "KMEANS_IMPL", "KMEANS_SETTINGS",
-           "LLOYD_MULTI_START_WORK", "lloyd_starts", "kmeans_fit_rows", "fit_centers", "check_kmeans_impl", "nearest_center", "canonical_partition"]
+           "LLOYD_MULTI_START_WORK", "LLOYD_REVISION", "lloyd_settings", "kmeans_fit_rows", "fit_centers", "check_kmeans_impl", "nearest_center", "canonical_partition"]
 
 #: Above this many rows k-means is fitted on a seeded sample of this size and every row is then
 #: assigned to its nearest centre (one matrix product); below it, on all rows.
@@ -26,20 +26,28 @@ KMEANS_FIT_MAX = 100_000
 #: The default k-means implementation (see :func:`spherical_kmeans`). The name is part of a clustering's
 #: parameters (``LatentClusterer(kmeans_impl=...)``), so a cache keyed by them tells the two apart.
 KMEANS_IMPL = "lloyd"
-#: Starts and iterations of each implementation (``n_init=None``: :func:`lloyd_starts`). Chosen by measurement
-#: for ``lloyd`` (benchmarks/clustering/RESULTS_default_scale.md): at most 15 iterations reach the AMI of 25–100;
-#: on a 100,000-row fitting sample one greedy k-means++ start matches scikit-learn's best of 3, on pools of
-#: ~10,000 rows it takes 3. ``sklearn`` keeps the settings it always had.
-KMEANS_SETTINGS = {"lloyd": {"n_init": None, "max_iter": 15}, "sklearn": {"n_init": 3, "max_iter": 100}}
-#: ``lloyd`` runs 3 starts while the fitting rows times the clusters is at most this (pools up to ~70,000 rows
-#: at ⌈√N⌉ clusters: a fraction of a second each), 1 start above it.
+#: Starts and iterations of each implementation (``n_init=None``: :func:`lloyd_settings`). Chosen by measurement
+#: for ``lloyd`` (benchmarks/clustering/RESULTS_default_scale.md). ``sklearn`` keeps the settings it always had.
+KMEANS_SETTINGS = {"lloyd": {"n_init": None, "max_iter": None}, "sklearn": {"n_init": 3, "max_iter": 100}}
+#: ``lloyd`` works like scikit-learn's ``KMeans`` while the fitting rows times the clusters is at most this (pools
+#: up to ~70,000 rows at ⌈√N⌉ clusters, a second or two): 3 starts, k-means++ over every row, iterations until no
+#: row moves (≤ 100). Above it: 1 start seeded on a sample of ``16 k`` rows, ≤ 15 iterations, stop once ≤ 0.1 % of
+#: the rows move — on a 100,000-row fitting sample that matches scikit-learn's best of 3 at a tenth of the work,
+#: while on ~10,000-row pools the sampled seeding lost 0.01 AMI (planted clusters) and the early stop 0.002.
 LLOYD_MULTI_START_WORK = 20_000_000
+#: Revision of the ``lloyd`` algorithm, part of the cache key of every clustering it makes (a clustering by an
+#: earlier revision is never read back as this one's). 2: Lloyd's means instead of normalised sums, every row
+#: seeded from and iterations to convergence on small pools.
+LLOYD_REVISION = 2
 
 
-def lloyd_starts(m: int, k: int) -> int:
-    """Starts of the ``lloyd`` k-means on ``m`` fitting rows and ``k`` clusters: 3 while ``m · k`` is at most
-    :data:`LLOYD_MULTI_START_WORK`, else 1."""
-    return 3 if m * k <= LLOYD_MULTI_START_WORK else 1
+def lloyd_settings(m: int, k: int) -> Dict[str, Any]:
+    """Keyword settings of :func:`ucs.clustering.lloyd.lloyd_kmeans` for ``m`` fitting rows and ``k`` clusters
+    (``n_init``, ``max_iter``, ``tol``, ``init_rows``): the small-pool regime while ``m · k`` is at most
+    :data:`LLOYD_MULTI_START_WORK`, the large one above it."""
+    if m * k <= LLOYD_MULTI_START_WORK:
+        return {"n_init": 3, "max_iter": 100, "tol": 0.0, "init_rows": m}
+    return {"n_init": 1, "max_iter": 15, "tol": 1e-3, "init_rows": None}
 
 
 def default_n_clusters(n: int) -> int:
@@ -82,7 +90,7 @@ def spherical_kmeans(
         Rows above which the centres are fitted on a seeded sample of ``fit_max`` rows (default
         :data:`KMEANS_FIT_MAX`, read when called).
     impl : {"lloyd", "sklearn"}
-        ``lloyd`` (default): spherical Lloyd on float32 GEMMs (:mod:`ucs.clustering.lloyd`). ``sklearn``:
+        ``lloyd`` (default): Lloyd on the unit rows in float32 GEMMs, normalised centres (:mod:`ucs.clustering.lloyd`). ``sklearn``:
         scikit-learn's Euclidean ``KMeans`` on the unit rows, centres normalised afterwards (the project's
         k-means before 2026-11; kept as the reference).
 
@@ -132,13 +140,14 @@ def fit_centers(
     the fitting rows' labels (m,) under them. ``impl``, ``n_init`` and ``max_iter`` as in :func:`spherical_kmeans`.
     Time ``O(n_init · iters · m k d)``."""
     settings = KMEANS_SETTINGS[check_kmeans_impl(impl)]
-    max_iter = settings["max_iter"] if max_iter is None else int(max_iter)
     X = np.ascontiguousarray(Xfit, dtype=np.float32)
-    if n_init is None:
-        n_init = settings["n_init"] if settings["n_init"] is not None else lloyd_starts(X.shape[0], int(k))
     if impl == "lloyd":
-        centers, labels, _ = spherical_lloyd(X, int(k), random_state, n_init=n_init, max_iter=max_iter)
+        kw = lloyd_settings(X.shape[0], int(k))
+        kw.update({key: int(v) for key, v in (("n_init", n_init), ("max_iter", max_iter)) if v is not None})
+        centers, labels, _ = lloyd_kmeans(X, int(k), random_state, **kw)
         return centers, labels
+    n_init = settings["n_init"] if n_init is None else int(n_init)
+    max_iter = settings["max_iter"] if max_iter is None else int(max_iter)
     from sklearn.cluster import KMeans
 
     seed = None if random_state is None else int(random_state)

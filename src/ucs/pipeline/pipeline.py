@@ -43,6 +43,7 @@ import numpy as np
 from ucs import defaults as D
 from ucs.clustering import JointLatentClusterer, LatentClusterer, cluster_health
 from ucs.clustering.estimator import EPS_METHODS
+from ucs.clustering.partition import LLOYD_REVISION
 from ucs.data import load_dataset
 from ucs.distributed import cluster_pool, embed_pool, get_executor, select_queries
 from ucs.distributed.executor import EXECUTORS, Executor, LocalExecutor
@@ -371,6 +372,8 @@ class Pipeline:
         if "emb_hash" not in self._memo:
             self._memo["emb_hash"] = hash_array(self.cluster_embeddings())
         spec: Dict[str, Any] = {"emb": self._memo["emb_hash"], "params": self.clusterer_params(seed)}
+        if spec["params"].get("kmeans_impl") == "lloyd":  # never a clustering by an earlier revision of it
+            spec["lloyd_revision"] = LLOYD_REVISION
         if self.config.joint_backbones:
             spec["joint"] = {"emb": [hash_array(E) for E in self.joint_embeddings()],
                              "joint_iter": self.config.joint_iter}
