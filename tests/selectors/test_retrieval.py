@@ -38,3 +38,21 @@ def test_k_above_pool_size_is_rejected():
 def test_zero_vectors_do_not_produce_nan():
     x = l2_normalize(np.zeros((3, 4)))
     assert np.all(x == 0)
+
+
+def test_large_pools_are_scanned_in_fewer_queries_per_block_with_the_same_result(monkeypatch):
+    import ucs.selectors._retrieval as R
+
+    rng = np.random.default_rng(3)
+    pool = l2_normalize(rng.standard_normal((5000, 16)))
+    pool[4000] = pool[17]  # an exact tie, resolved by the smaller index in every block shape
+    q = l2_normalize(pool[:300] + 0.05 * rng.standard_normal((300, 16)))
+    want = topk_cosine(q, pool, 12)
+    seen = []
+    real = R._topk_rows
+    monkeypatch.setattr(R, "_topk_rows", lambda s, k: seen.append(s.shape[0]) or real(s, k))
+    monkeypatch.setattr(R, "BLOCK_ELEMENTS", 7 * 5000 + 3)  # at most 7 queries a block
+    got = topk_cosine(q, pool, 12)
+    assert max(seen) == 7 and sum(seen) == 300
+    np.testing.assert_array_equal(got[0], want[0])
+    np.testing.assert_allclose(got[1], want[1], rtol=0, atol=1e-12)
