@@ -110,7 +110,7 @@ def part_langchain(args: argparse.Namespace, out: Dict[str, Any]) -> None:
         "langchain_semantic": lambda i: anchor.select_examples({"text": queries[i]}),
         "embed_only": lambda i: emb.embed_queries([queries[i]]),
     }
-    busy = busy_core()
+    busy = busy_core() if args.busy else None
     try:
         time.sleep(1.0)
         out["loadavg_langchain_start"] = list(os.getloadavg())
@@ -140,9 +140,10 @@ def part_langchain(args: argparse.Namespace, out: Dict[str, Any]) -> None:
         out["first_call"] = {m: stats(v) for m, v in first.items()}
         out["load_call"] = {m: stats(v) for m, v in load_s.items()}
     finally:
-        busy.terminate()
-        busy.wait()
-    out["busy_pid"] = busy.pid
+        if busy is not None:
+            busy.terminate()
+            busy.wait()
+    out["busy_pid"] = None if busy is None else busy.pid
 
 
 def part_select(args: argparse.Namespace, out: Dict[str, Any]) -> None:
@@ -211,6 +212,8 @@ def main() -> None:
     ap.add_argument("--out", default="benchmarks/index/results_latency.json")
     ap.add_argument("--markdown", default=None)
     ap.add_argument("--parts", nargs="+", default=["langchain", "select"])
+    ap.add_argument("--no-busy", dest="busy", action="store_false",
+                    help="start no busy child: another process already keeps one core busy (say which on the page)")
     args = ap.parse_args()
     out: Dict[str, Any] = {"command": " ".join(["python"] + sys.argv), "machine": machine(),
                            "proc_loadavg_start": Path("/proc/loadavg").read_text().strip()}
