@@ -63,6 +63,11 @@ COMPARE_SELECTORS = ("topk", "random", "mmr", "labelaware", "bsr")
 #: Order of a prompt's demonstrations: as the selector chose them (``selected``), or by similarity to the query
 #: (``similar_first`` / ``similar_last``, most similar next to the query).
 ORDER = "selected"
+#: How a served query is embedded (``SentenceTransformerEmbedder.embed_queries``): ``auto`` runs the model's
+#: transformer through ONNX Runtime when the ``onnx`` extra is installed and its vectors agree with torch's
+#: (cosine ≥ 0.999 on probe texts), else torch; ``torch`` / ``onnx`` force one. Pools are always embedded by torch.
+QUERY_BACKEND = "auto"
+QUERY_BACKENDS = ("auto", "torch", "onnx")
 
 # ---------------------------------------------------------------- relevance-keeping selectors
 #: MMR's ``λ`` and candidates fetched (LangChain's ``max_marginal_relevance_search`` defaults).

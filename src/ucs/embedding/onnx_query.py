@@ -1,0 +1,189 @@
+"""Query embeddings through ONNX Runtime, for one-query serving latency.
+
+sentence-transformers' own ONNX backend goes through Optimum, whose ONNX Runtime integration cannot be installed
+beside transformers 5; this module does the same job with the two libraries underneath it. The model's
+transformer is exported once with ``torch.onnx.export`` (the file cached under ``<cache>/onnx/``, keyed by the
+model's revision and the torch and ONNX Runtime versions), run by ``onnxruntime.InferenceSession`` with
+``threads`` intra-op threads, and pooled and normalised as the model's own modules do (``Pooling`` in ``mean`` or
+``cls`` mode, an optional ``Normalize``). Any other module layout, or a prompt the model adds to queries, is not
+exported: :func:`onnx_encoder` returns the reason instead, and the caller keeps torch.
+
+Every encoder is checked against torch before it is used: the cosine similarity of its vectors and the torch
+vectors of the same probe texts must be at least :data:`MIN_COSINE` (measured for all-MiniLM-L6-v2: 1.0 to float
+rounding, 2.8× faster on one thread; ``benchmarks/index/RESULTS_latency.md``).
+
+Pool embeddings never go through here: they stay on torch, so caches and evaluations are unchanged.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+import warnings
+from pathlib import Path
+from typing import Any, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+__all__ = ["MIN_COSINE", "PROBE_TEXTS", "OnnxQueryEncoder", "onnx_available", "onnx_encoder", "onnx_layout"]
+
+#: Least cosine similarity between an ONNX vector and the torch vector of the same text for the encoder to be used.
+MIN_COSINE = 0.999
+#: Texts the check embeds both ways (short and long, with punctuation and digits, as queries are).
+PROBE_TEXTS = (
+    "how do I top up my card?",
+    "My card still hasn't arrived after 2 weeks, what should I do now",
+    "set an alarm for 7:30 tomorrow morning",
+    "What's the exchange rate for EUR to USD — and is there a fee when I transfer 1,000 dollars abroad?",
+)
+#: Bumped when the exported graph or its inputs change, so an older export is never read back.
+EXPORT_VERSION = 1
+
+
+def onnx_available() -> bool:
+    """Whether ONNX Runtime and the ONNX package (which ``torch.onnx.export`` writes with) are importable."""
+    try:
+        import onnx  # noqa: F401
+        import onnxruntime  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def onnx_layout(st: Any) -> Union[Tuple[str, bool], str]:
+    """``(pooling, normalize)`` of a loaded ``SentenceTransformer`` whose query path this module can reproduce, or
+    the reason it cannot (a string): modules ``Transformer → Pooling(mean|cls) [→ Normalize]``, no query prompt."""
+    names = [type(m).__name__ for m in st]
+    if names not in (["Transformer", "Pooling"], ["Transformer", "Pooling", "Normalize"]):
+        return f"modules {names} (supported: Transformer, Pooling[, Normalize])"
+    mode = getattr(st[1], "pooling_mode", None)
+    if mode not in ("mean", "cls"):
+        return f"pooling mode {mode!r} (supported: 'mean', 'cls')"
+    if getattr(st, "default_prompt_name", None) or any((getattr(st, "prompts", None) or {}).values()):
+        return "the model adds a prompt to its inputs"
+    return str(mode), len(names) == 3
+
+
+class OnnxQueryEncoder:
+    """One exported transformer, its tokenizer and the model's pooling.
+
+    Parameters
+    ----------
+    path : path of the ``.onnx`` file
+    tokenizer : the model's (Hugging Face) tokenizer
+    pooling : ``"mean"`` (over the attention mask) or ``"cls"`` (first token)
+    normalize : ℓ2-normalise the pooled vectors
+    max_length : tokens per text (longer texts are truncated, as sentence-transformers does)
+    threads : ONNX Runtime intra-op threads
+
+    Notes
+    -----
+    :meth:`encode` costs one forward pass of the ``n`` texts padded to the longest, ``O(n · L²)``.
+    """
+
+    def __init__(self, path: "str | os.PathLike[str]", tokenizer: Any, pooling: str, normalize: bool,
+                 max_length: int, threads: int = 1) -> None:
+        import onnxruntime as ort
+
+        opts = ort.SessionOptions()
+        opts.intra_op_num_threads = int(threads)
+        opts.inter_op_num_threads = 1
+        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        self.session = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
+        self.inputs = [i.name for i in self.session.get_inputs()]
+        self.tokenizer, self.pooling, self.normalize = tokenizer, pooling, bool(normalize)
+        self.max_length, self.threads, self.path = int(max_length), int(threads), Path(path)
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        """``(len(texts), dim)`` float32 vectors."""
+        enc = self.tokenizer(list(texts), padding=True, truncation=True, max_length=self.max_length,
+                             return_tensors="np")
+        feed = {name: np.asarray(enc[name], dtype=np.int64) for name in self.inputs}
+        hidden = self.session.run(None, feed)[0]  # (n, L, d)
+        if self.pooling == "cls":
+            vec = hidden[:, 0, :]
+        else:
+            mask = np.asarray(enc["attention_mask"], dtype=np.float32)[:, :, None]
+            vec = (hidden * mask).sum(axis=1) / np.maximum(mask.sum(axis=1), 1e-9)
+        vec = np.asarray(vec, dtype=np.float32)
+        if self.normalize:
+            vec = vec / np.maximum(np.linalg.norm(vec, axis=1, keepdims=True), 1e-12)
+        return np.ascontiguousarray(vec, dtype=np.float32)
+
+
+def _export(st: Any, path: Path) -> None:
+    """Write the model's transformer to ``path`` (atomically: a temporary file, then a rename)."""
+    import torch
+
+    model, tok = st[0].auto_model, st[0].tokenizer
+    names = [n for n in ("input_ids", "attention_mask", "token_type_ids") if n in tok.model_input_names]
+
+    class _Hidden(torch.nn.Module):
+        def __init__(self, inner: Any) -> None:
+            super().__init__()
+            self.inner = inner
+
+        def forward(self, *args: Any) -> Any:
+            return self.inner(**dict(zip(names, args))).last_hidden_state
+
+    enc = tok([PROBE_TEXTS[1]], return_tensors="pt")
+    axes = {n: {0: "batch", 1: "tokens"} for n in names}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(suffix=".onnx", dir=path.parent)
+    os.close(fd)
+    try:
+        with torch.no_grad(), warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the tracer's notes on Python control flow it froze (shapes stay dynamic)
+            torch.onnx.export(_Hidden(model).eval(), tuple(enc[n] for n in names), tmp, input_names=names,
+                              output_names=["last_hidden_state"],
+                              dynamic_axes={**axes, "last_hidden_state": {0: "batch", 1: "tokens"}},
+                              opset_version=17, dynamo=False)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def _export_path(cache_dir: Path, revision: str) -> Path:
+    import onnxruntime
+    import torch
+
+    key = f"{revision}|torch {torch.__version__}|onnxruntime {onnxruntime.__version__}|v{EXPORT_VERSION}"
+    return cache_dir / "onnx" / f"{hashlib.sha256(key.encode()).hexdigest()[:24]}.onnx"
+
+
+def onnx_encoder(st: Any, revision: str, cache_dir: "str | os.PathLike[str]", threads: int = 1,
+                 torch_encode: Any = None) -> Union[OnnxQueryEncoder, str]:
+    """An :class:`OnnxQueryEncoder` for the loaded ``SentenceTransformer`` ``st``, checked against torch, or the
+    reason there is none (a string: not installed, a layout this module cannot reproduce, an export that failed, or
+    vectors that disagree with torch's).
+
+    ``revision`` identifies the weights (the export's cache key); ``torch_encode(texts) -> (n, d)`` gives the torch
+    vectors the check compares with. The export happens once per (weights, torch, ONNX Runtime) and takes about a
+    second for MiniLM; a damaged cached file is exported again.
+    """
+    if not onnx_available():
+        return "onnxruntime and onnx are not installed (pip install 'ucs[onnx]')"
+    layout = onnx_layout(st)
+    if isinstance(layout, str):
+        return layout
+    pooling, normalize = layout
+    path = _export_path(Path(cache_dir), revision)
+    enc: Optional[OnnxQueryEncoder] = None
+    for attempt in range(2):
+        try:
+            if attempt or not path.is_file():
+                _export(st, path)
+            enc = OnnxQueryEncoder(path, st[0].tokenizer, pooling, normalize, int(st.max_seq_length), threads)
+            break
+        except Exception as exc:  # noqa: BLE001 - any exporter or runtime failure means "keep torch"
+            if attempt:
+                return f"the ONNX export failed ({type(exc).__name__}: {str(exc).splitlines()[0][:200]})"
+    assert enc is not None
+    if torch_encode is not None:
+        a, b = enc.encode(PROBE_TEXTS), np.asarray(torch_encode(list(PROBE_TEXTS)), dtype=np.float64)
+        cos = np.sum(a * b, axis=1) / np.maximum(np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1), 1e-12)
+        if float(cos.min()) < MIN_COSINE:
+            return f"its vectors differ from torch's (least cosine {float(cos.min()):.5f} < {MIN_COSINE})"
+    return enc
