@@ -99,17 +99,23 @@ def part_langchain(args: argparse.Namespace, out: Dict[str, Any]) -> None:
     examples = [{"text": ds.pool.texts[i], "label": names[int(ds.pool.labels[i])]} for i in pick.tolist()]
     queries = [ds.test.texts[i] for i in rng.choice(len(ds.test), 1000, replace=False).tolist()]
     emb = load_retrieval_embedder("all-minilm-l6-v2").load()
+    emb_torch = load_retrieval_embedder("all-minilm-l6-v2", query_backend="torch").load()
     kw = dict(input_keys=["text"], cache_dir=args.cache_dir)
     ucs_topk = UCSExampleSelector.from_examples(examples, emb, k=8, method="topk", **kw)
+    ucs_topk_torch = UCSExampleSelector.from_examples(examples, emb_torch, k=8, method="topk", **kw)
     ucs_dpp = UCSExampleSelector.from_examples(examples, emb, k=8, method="dpp+ucs", **kw)
     anchor = SemanticSimilarityExampleSelector.from_examples(
-        examples, langchain_embeddings(emb), InMemoryVectorStore, k=8, input_keys=["text"])
+        examples, langchain_embeddings(emb_torch), InMemoryVectorStore, k=8, input_keys=["text"])
     paths = {
         "ucs_topk": lambda i: ucs_topk.select_examples({"text": queries[i]}),
         "ucs_dpp_ucs": lambda i: ucs_dpp.select_examples({"text": queries[i]}),
         "langchain_semantic": lambda i: anchor.select_examples({"text": queries[i]}),
         "embed_only": lambda i: emb.embed_queries([queries[i]]),
+        "ucs_topk_torch_queries": lambda i: ucs_topk_torch.select_examples({"text": queries[i]}),
+        "embed_only_torch": lambda i: emb_torch.embed_queries([queries[i]]),
     }
+    emb.embed_queries([queries[0]])
+    out["query_backend"] = {"default": emb.query_backend_, "why_not_onnx": emb.query_backend_reason_}
     busy = busy_core() if args.busy else None
     try:
         time.sleep(1.0)

@@ -63,3 +63,34 @@ def test_warmup_without_the_embedder_warms_the_selection_only(tmp_path, table_em
     assert emb.n_texts_embedded_ == 31
     assert with_emb.select("example 3", k=3).indices.tolist() == loaded.select(
         query_embeddings=emb.embed(["example 3"])[0], k=3).indices.tolist()
+
+
+def test_one_query_selects_on_the_query_threads_and_a_batch_on_all(minilm, banking_examples, embed_cache,
+                                                                    monkeypatch):
+    """The faiss scan and numpy of one served query run on ``query_threads`` (their OpenMP / BLAS pools otherwise
+    wait for a busy core); a batch of queries keeps every thread. Same selections either way."""
+    from threadpoolctl import threadpool_info
+
+    import ucs.index.index as ix_mod
+
+    examples, queries = banking_examples
+    index = SelectorIndex(minilm, "dpp+ucs", input_keys=["text"], output_key="label", cache_dir=embed_cache)
+    index.fit(examples[:200])
+    seen = []
+    real = index.selector_.select
+
+    def spy(*args, **kwargs):
+        seen.append(max((p["num_threads"] for p in threadpool_info()), default=1))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(index.selector_, "select", spy)
+    monkeypatch.setenv("UCS_QUERY_THREADS", "1")
+    one = index.select(queries[0], k=8)
+    many = index.select(queries[:3], k=8)
+    assert seen[0] == 1
+    assert many[0].indices.tolist() == one.indices.tolist()
+    limits = []
+    monkeypatch.setattr(ix_mod, "limit_threads", lambda n: limits.append(n) or __import__("contextlib").nullcontext())
+    index.select(queries[0], k=8)
+    index.select(queries[:3], k=8)
+    assert limits == [1, None]

@@ -12,6 +12,7 @@ import numpy as np
 from ucs import defaults as D
 from ucs.embedding.adapters import as_embedder
 from ucs.embedding.cache import EmbeddingCache
+from ucs.embedding.threads import limit_threads, resolve_query_threads
 from ucs.index.examples import check_examples, example_text, query_text, resolve_keys
 from ucs.index.placement import fit_clusters, place_rows, pool_representation, represent
 from ucs.index.search import SEARCHES, make_search
@@ -321,6 +322,10 @@ class SelectorIndex:
         embed = getattr(emb, "embed_queries", None) or emb.embed
         return np.ascontiguousarray(embed(texts), dtype=np.float32)
 
+    def _serving_threads(self) -> int:
+        """Threads of one query's selection: the embedder's ``query_threads`` (:mod:`ucs.embedding.threads`)."""
+        return resolve_query_threads(getattr(self.embedder, "query_threads", None))
+
     def warmup(self, query: Any = None, k: int = 4) -> "SelectorIndex":
         """Load the embedder and run one query through embedding and selection, so the first real query does
         not pay for loading the model (seconds) or for first-call initialisation.
@@ -416,7 +421,10 @@ class SelectorIndex:
             qe = self._embed_query_texts(texts)
         if self.base_ == "bsr" and not texts:
             raise ValueError("method 'bsr' covers the query's tokens: pass the queries' texts, not only embeddings")
-        result = sel.select(qe, k, query_texts=texts if self.base_ in ("mdl", "bsr") else None, order=order)
+        # one query at serving time: the faiss scan and numpy run on the query's threads too (their OpenMP / BLAS
+        # pools otherwise wait at barriers for a busy core: +12 ms a call with one of two cores busy)
+        with limit_threads(self._serving_threads() if qe.shape[0] == 1 else None):
+            result = sel.select(qe, k, query_texts=texts if self.base_ in ("mdl", "bsr") else None, order=order)
         rows = [self._wrap(result, r, texts[r] if texts else None, example_keys) for r in range(qe.shape[0])]
         return rows[0] if single else rows
 
