@@ -64,6 +64,22 @@ def rotate(paths: Dict[str, Callable[[int], Any]], n: int, warm: int = 10) -> Di
     return {k: stats(v) for k, v in times.items()}
 
 
+def solo(paths: Dict[str, Callable[[int], Any]], n: int, warm: int = 10) -> Dict[str, Dict[str, float]]:
+    """Each path alone over ``n`` queries (after ``warm``), one path after the other — what an application that
+    serves only that path sees (the rotation's other paths no longer evict its caches); median and p95."""
+    out = {}
+    for name, f in paths.items():
+        for i in range(warm):
+            f(i)
+        times = []
+        for i in range(n):
+            t = time.perf_counter()
+            f(warm + i)
+            times.append(time.perf_counter() - t)
+        out[name] = stats(times)
+    return out
+
+
 def busy_core() -> subprocess.Popen:
     """A child process that keeps one core busy until terminated."""
     return subprocess.Popen([sys.executable, "-c", "while True: pass"])
@@ -121,6 +137,7 @@ def part_langchain(args: argparse.Namespace, out: Dict[str, Any]) -> None:
         time.sleep(1.0)
         out["loadavg_langchain_start"] = list(os.getloadavg())
         out["langchain"] = rotate(paths, args.queries)
+        out["langchain_solo"] = solo(paths, args.queries)
         default_threads = load_retrieval_embedder("all-minilm-l6-v2", query_threads=len(os.sched_getaffinity(0)))
         default_threads.load()
         ucs_default = UCSExampleSelector.from_examples(examples, default_threads, k=8, method="topk", **kw)
