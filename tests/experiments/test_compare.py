@@ -4,6 +4,7 @@ embedder, a real backbone, a real langchain-core Runnable and a real DSPy progra
 from __future__ import annotations
 
 import csv
+import importlib.util
 import json
 
 import pytest
@@ -57,6 +58,26 @@ def test_a_callable_is_ranked_against_topk_resumed_and_saved_as_an_index(small, 
     assert res.recommended in ("topk", "mmr")
     index = SelectorIndex.load(tmp_path / "c" / "index", embedder=minilm)
     assert index.method_ == res.recommended and len(index.examples_) == len(small)
+    # the recommendation opens as it is in both frameworks; the packaged MiniLM is found without being named
+    query = {"text": small[0]["text"]}
+    want = index.select(query, k=6).indices.tolist()
+    assert SelectorIndex.load(tmp_path / "c" / "index").select(query, k=6).indices.tolist() == want
+    if importlib.util.find_spec("langchain_core") is not None:
+        from ucs.integrations.langchain import UCSExampleSelector
+
+        lc = UCSExampleSelector.load(tmp_path / "c" / "index", k=6)
+        assert [e["text"] for e in lc.select_examples(query)] == [index.examples_[i]["text"] for i in want]
+    if importlib.util.find_spec("dspy") is not None:
+        import dspy
+        from dspy.utils.dummies import DummyLM
+
+        from ucs.integrations.dspy import UCSFewShot
+
+        program = UCSFewShot.attach(dspy.Predict("text -> label"), SelectorIndex.load(tmp_path / "c" / "index"), k=6)
+        with dspy.context(lm=DummyLM([{"label": "x"}])):
+            program(text=query["text"])
+        assert program.ucs_selection.indices.tolist() == want
+        assert [d["text"] for d in program.demos] == [index.examples_[i]["text"] for i in want]
     assert "Δ vs TopK" in (tmp_path / "c" / "compare.md").read_text()
     assert "<table>" in (tmp_path / "c" / "compare.html").read_text()
     again = compare(small, counted, selectors=["random", "topk", "mmr"], k=6, n_queries=24, embedder=minilm,

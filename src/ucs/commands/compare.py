@@ -21,7 +21,7 @@ http://host:port/v1#model) picks the label with the highest likelihood after the
 measures two prompts and prints the cost (prompts, minutes on this machine) and asks when it is long (--yes skips
 the question; --dry-run stops there). Then a ranked table (accuracy, Δ vs TopK [paired 95 % CI], own-label
 share, ms per query), compare.md/.json/.html, and index/: the recommended selector fitted on every example,
-which SelectorIndex.load, UCSExampleSelector.load and UCSFewShot open. Rerun the same command to resume.
+which SelectorIndex.load, UCSExampleSelector.load and UCSFewShot.attach open. Rerun the same command to resume.
 """
 
 #: A run estimated longer than this many minutes asks before it starts (or needs --yes without a terminal).

@@ -102,8 +102,8 @@ class CompareResult:
                           f"{self.info['embed_ms']:.1f} ms/query."]
         lines += ["", f"recommended: **{self.recommended}** ({self.info.get('why', '')})"]
         if self.index_dir is not None:
-            lines.append(f"saved as an index: `{self.index_dir}` (SelectorIndex.load, UCSExampleSelector.load, "
-                         "UCSFewShot)")
+            lines.append(f"saved as an index: `{self.index_dir}` (SelectorIndex.load(dir), UCSExampleSelector.load(dir), "
+                         "UCSFewShot.attach(program, SelectorIndex.load(dir)))")
         return "\n".join(lines) + "\n"
 
 

@@ -186,8 +186,8 @@ class SelectorIndex:
         """The embedder (the default backbone is loaded here on first use; a LangChain-style ``Embeddings`` is
         wrapped in :class:`ucs.embedding.adapters.DocumentsEmbedder`, once)."""
         if self.embedder is None:
-            embedder = load_backbone()
             stored = getattr(self, "embedder_identity_", None)
+            embedder = _packaged_retrieval_embedder(stored) or load_backbone()
             if stored is not None and dict(embedder.identity) != stored:
                 raise ValueError(
                     f"this index was built with embedder {stored.get('model')!r}; pass it as "
@@ -479,3 +479,21 @@ class SelectorIndex:
     def __repr__(self) -> str:
         fitted = f", n_examples={self.n_examples_}, n_clusters={self.n_clusters_}" if hasattr(self, "selector_") else ""
         return f"SelectorIndex(method={self.method!r}{fitted})"
+
+
+def _packaged_retrieval_embedder(identity: Optional[Dict[str, Any]]) -> Any:
+    """The installed retrieval embedder (all-MiniLM-L6-v2, all-mpnet-base-v2) whose identity is ``identity``, so an
+    index built with one (``ucs compare``'s) opens without naming it; ``None`` for any other embedder or when its
+    weights are not installed."""
+    if not identity or identity.get("backend") != "sentence-transformers":
+        return None
+    from ucs.embedding.sbert import RETRIEVAL_MODELS, load_retrieval_embedder
+
+    for short, (_, hub_id) in RETRIEVAL_MODELS.items():
+        if identity.get("model") in (short, hub_id):
+            try:
+                emb = load_retrieval_embedder(short)
+                return emb if dict(emb.identity) == identity else None
+            except Exception:  # noqa: BLE001 - weights not installed: the caller's message names the fix
+                return None
+    return None

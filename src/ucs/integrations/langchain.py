@@ -87,6 +87,16 @@ class UCSExampleSelector(BaseExampleSelector):
         self.last_selection: Optional[IndexSelection] = None
 
     @classmethod
+    def load(cls, directory: Any, embedder: Any = None, k: int = 4, input_keys: Optional[List[str]] = None,
+             example_keys: Optional[List[str]] = None, order: str = D.ORDER, **load_kwargs: Any
+             ) -> "UCSExampleSelector":
+        """A selector over the index saved in ``directory`` (``SelectorIndex.save``, or ``ucs compare``'s
+        recommendation), loaded and verified by :meth:`ucs.SelectorIndex.load`; an index built with an installed
+        retrieval embedder (all-MiniLM-L6-v2, all-mpnet-base-v2) needs no ``embedder``."""
+        index = SelectorIndex.load(directory, embedder=embedder, **load_kwargs)
+        return cls(index, k=k, input_keys=input_keys, example_keys=example_keys, order=order)
+
+    @classmethod
     def from_examples(
         cls,
         examples: List[Dict[str, Any]],
