@@ -56,6 +56,9 @@ def test_a_callable_is_ranked_against_topk_resumed_and_saved_as_an_index(small, 
     assert rows["random"]["significant"] and rows["topk"]["own_label"] > rows["random"]["own_label"]
     assert res.rows[0]["accuracy"] >= res.rows[-1]["accuracy"]  # ranked, best first
     assert res.recommended in ("topk", "mmr")
+    for r in res.rows:  # this predictor IS the majority vote of its demonstrations: no gain over the no-LM vote
+        assert r["vote"] == pytest.approx(r["accuracy"]) and r["over_vote"] == pytest.approx(0.0)
+    assert "no-LM vote" in res.to_markdown()
     index = SelectorIndex.load(tmp_path / "c" / "index", embedder=minilm)
     assert index.method_ == res.recommended and len(index.examples_) == len(small)
     # the recommendation opens as it is in both frameworks; the packaged MiniLM is found without being named

@@ -28,7 +28,7 @@ import numpy as np
 
 from ucs import defaults as D
 from ucs.evaluation.records import RecordWriter, read_records
-from ucs.evaluation.report import label_agreement, paired_delta, summarize
+from ucs.evaluation.report import demonstration_vote, label_agreement, paired_delta, summarize
 from ucs.experiments.predictors import as_predictor, predictor_identity
 from ucs.index import SelectorIndex
 from ucs.utils.io import atomic_write_json, atomic_write_text
@@ -36,6 +36,15 @@ from ucs.utils.io import atomic_write_json, atomic_write_text
 __all__ = ["CompareResult", "compare", "split_examples"]
 
 REFERENCE = "topk"
+
+
+def _vote_cells(r: Dict[str, Any]) -> Tuple[str, str]:
+    """The no-LM vote (%) and the model's gain over it (points [95 % CI], ``*`` when it excludes 0)."""
+    if r.get("vote") is None:
+        return "—", "—"
+    lo, hi = r["over_vote_ci"]
+    star = "*" if lo > 0 or hi < 0 else ""
+    return f"{100 * r['vote']:.1f}", f"{100 * r['over_vote']:+.1f} [{100 * lo:+.1f}, {100 * hi:+.1f}]{star}"
 
 
 @dataclass
@@ -54,14 +63,16 @@ class CompareResult:
         """A self-contained page: the ranked table, then the first ``n_shown`` queries with each selector's
         demonstrations (own-label ones marked) and answer."""
         esc = html.escape
-        head = ["rank", "selector", "accuracy %", "Δ vs TopK [95 % CI]", "own-label %", "select ms", "predict ms"]
+        head = ["rank", "selector", "accuracy %", "Δ vs TopK [95 % CI]", "own-label %", "no-LM vote %",
+                "model − vote", "select ms", "predict ms"]
         body = []
         for i, r in enumerate(self.rows, 1):
             acc = "—" if r["accuracy"] is None else f"{100 * r['accuracy']:.1f}"
             d = "—" if r["delta"] is None else (f"{100 * r['delta']:+.1f} [{100 * r['delta_ci'][0]:+.1f}, "
                                                f"{100 * r['delta_ci'][1]:+.1f}]")
             share = "—" if r["own_label"] is None else f"{100 * r['own_label']:.1f}"
-            cells = [str(i), r["selector"], acc, d, share, f"{r['select_ms']:.2f}", f"{r['predict_ms']:.1f}"]
+            cells = [str(i), r["selector"], acc, d, share, *_vote_cells(r), f"{r['select_ms']:.2f}",
+                     f"{r['predict_ms']:.1f}"]
             body.append("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in cells) + "</tr>")
         parts = ["<!doctype html><meta charset='utf-8'><title>ucs compare</title>",
                  "<style>body{font-family:sans-serif;max-width:60em;margin:auto}td,th{padding:2px 8px;"
@@ -88,18 +99,21 @@ class CompareResult:
         """The ranked table: accuracy, Δ against TopK [paired 95 % CI], own-label share, cost per query."""
         lines = [f"{self.n_queries} held-out queries; Δ = selector minus TopK on the same queries [paired 95 % "
                  "bootstrap interval]; * = the interval excludes 0.", "",
-                 "| rank | selector | accuracy % [95 % CI] | Δ vs TopK, points | own-label share % | select ms/query | "
-                 "predict ms/query |", "|---:|---|---|---|---:|---:|---:|"]
+                 "| rank | selector | accuracy % [95 % CI] | Δ vs TopK, points | own-label share % | no-LM vote % | "
+                 "model − vote, points | select ms/query | predict ms/query |", "|---:|---|---|---|---:|---:|---|---:|---:|"]
         for i, r in enumerate(self.rows, 1):
             acc = "—" if r["accuracy"] is None else f"{100 * r['accuracy']:.1f} [{100 * r['ci'][0]:.1f}, {100 * r['ci'][1]:.1f}]"
             d = "—" if r["delta"] is None else (f"{100 * r['delta']:+.1f} [{100 * r['delta_ci'][0]:+.1f}, "
                                                f"{100 * r['delta_ci'][1]:+.1f}]{'*' if r['significant'] else ''}")
             share = "—" if r["own_label"] is None else f"{100 * r['own_label']:.1f}"
-            lines.append(f"| {i} | {r['selector']} | {acc} | {d} | {share} | {r['select_ms']:.2f} | "
+            vote, over = _vote_cells(r)
+            lines.append(f"| {i} | {r['selector']} | {acc} | {d} | {share} | {vote} | {over} | {r['select_ms']:.2f} | "
                          f"{r['predict_ms']:.1f} |")
         if self.info.get("embed_ms") is not None:
             lines += ["", f"Query embedding (once per query, shared by every selector): "
                           f"{self.info['embed_ms']:.1f} ms/query."]
+        lines += ["", "No-LM vote: the majority label of each prompt's own demonstrations, with no model (for TopK the "
+                  "k-nearest-neighbour vote); model − vote is the model's paired gain over it."]
         lines += ["", f"recommended: **{self.recommended}** ({self.info.get('why', '')})"]
         if self.index_dir is not None:
             lines.append(f"saved as an index: `{self.index_dir}` (SelectorIndex.load(dir), UCSExampleSelector.load(dir), "
@@ -179,6 +193,7 @@ def _run_selector(name: str, index: SelectorIndex, queries: Sequence[Dict[str, A
 def _rows(records: List[dict], selectors: Sequence[str], pool_label_ids: np.ndarray) -> List[Dict[str, Any]]:
     summ = summarize(records, run_seeds=[0])["methods"]
     share = label_agreement(records, pool_label_ids, run_seeds=[0])
+    vote = demonstration_vote(records, pool_label_ids, run_seeds=[0])
     ref = summ.get(REFERENCE)
     rows = []
     for m in selectors:
@@ -188,12 +203,20 @@ def _rows(records: List[dict], selectors: Sequence[str], pool_label_ids: np.ndar
         rows.append({"selector": m, "accuracy": None if s is None else s["mean"], "ci": None if s is None else s["ci"],
                      "delta": None if d is None else d["delta"], "delta_ci": None if d is None else d["ci"],
                      "significant": bool(d is not None and (d["ci"][0] > 0 or d["ci"][1] < 0)),
-                     "own_label": (share.get(m) or {}).get("mean"),
+                     "own_label": (share.get(m) or {}).get("mean"), **_vote_fields(s, vote.get(m)),
                      "select_ms": float(np.mean([r["select_ms"] for r in mine])) if mine else 0.0,
                      "predict_ms": float(np.mean([r["predict_ms"] for r in mine])) if mine else 0.0,
                      "n_queries": len(mine)})
     rows.sort(key=lambda r: (-(r["accuracy"] if r["accuracy"] is not None else -1.0), r["selector"] != REFERENCE))
     return rows
+
+
+def _vote_fields(model: Optional[Dict[str, Any]], vote: Optional[Dict[str, Any]]) -> Dict[str, Any]:
+    """The no-LM baseline of one selector: the majority label of its own demonstrations (``vote``, with its
+    interval) and the model's paired gain over it (``over_vote``, ``over_vote_ci``)."""
+    d = paired_delta(model, vote) if model is not None and vote is not None else None
+    return {"vote": None if vote is None else vote["mean"], "vote_ci": None if vote is None else vote["ci"],
+            "over_vote": None if d is None else d["delta"], "over_vote_ci": None if d is None else d["ci"]}
 
 
 def _recommend(rows: List[Dict[str, Any]]) -> Tuple[str, str]:
