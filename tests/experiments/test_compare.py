@@ -157,6 +157,9 @@ def test_cli_estimates_asks_and_runs_on_a_user_csv(small, minilm, tmp_path, monk
     r = CliRunner().invoke(app, base + ["--yes"])
     assert r.exit_code == 0, r.output
     assert "recommended:" in r.output and (tmp_path / "o" / "index" / "index.json").is_file()
+    r = CliRunner().invoke(app, base)  # the same command again: nothing is left, so nothing to ask
+    assert r.exit_code == 0, r.output
+    assert "cost: 0 prompts" in r.output and "(16 answered in" in r.output and "recommended:" in r.output
     r = CliRunner().invoke(app, ["compare", str(table), "--selectors", "topk,nope", "--out", str(tmp_path / "x")])
     assert r.exit_code == 2 and "--selectors" in r.output
 

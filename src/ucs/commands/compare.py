@@ -90,7 +90,7 @@ def register(app: typer.Typer) -> None:
         yes: bool = typer.Option(False, "--yes", "-y", help="Start a long comparison without asking."),
         dry_run: bool = typer.Option(False, "--dry-run", help="Print the cost estimate and stop."),
     ) -> None:
-        from ucs.experiments.compare import compare, split_examples
+        from ucs.experiments.compare import answered, compare, split_examples
         from ucs.experiments.predictors import as_predictor, backbone_predictor
         from ucs.models import load_backbone
         from ucs.pipeline.config import parse_methods
@@ -116,9 +116,12 @@ def register(app: typer.Typer) -> None:
         backbone = load_backbone(model, engine=engine)
         predictor = backbone_predictor(backbone, labels, text_key=text_column, label_key=label_column,
                                        chat_template=chat_template)
-        seconds = _measure(as_predictor(predictor, text_key=text_column, label_key=label_column), pool, held, k)
-        n_prompts = len(held) * len(names)
-        typer.echo(estimate_line(n_prompts, seconds, len(labels)))
+        done = answered(out, names, len(held))
+        n_prompts = len(held) * len(names) - done
+        seconds = _measure(as_predictor(predictor, text_key=text_column, label_key=label_column), pool, held, k) \
+            if n_prompts else 0.0
+        typer.echo(estimate_line(n_prompts, seconds, len(labels))
+                   + (f" ({done} answered in {out} already)" if done else ""))
         if dry_run:
             raise typer.Exit()
         _confirm(n_prompts * seconds / 60, yes)

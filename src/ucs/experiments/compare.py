@@ -163,6 +163,16 @@ def _check_folder(out: Path, key: str) -> List[dict]:
     return read_records(out / "records.jsonl") if (out / "records.jsonl").is_file() else []
 
 
+def answered(out: "str | Path | None", selectors: Sequence[str], n_queries: int) -> int:
+    """How many of the ``selectors × n_queries`` prompts ``out/records.jsonl`` already answers (a resumed run asks
+    only for the rest); 0 without a folder. O(records)."""
+    path = None if out is None else Path(out) / "records.jsonl"
+    if path is None or not path.is_file():
+        return 0
+    done = {(r.get("method"), int(r.get("query", -1))) for r in read_records(path)}
+    return sum((m, q) in done for m in selectors for q in range(int(n_queries)))
+
+
 def _run_selector(name: str, index: SelectorIndex, queries: Sequence[Dict[str, Any]], query_emb: np.ndarray, k: int,
                   predict: Callable, text_key: str, label_key: str, done: set, writer: Optional[RecordWriter],
                   label_ids: Dict[str, int]) -> Tuple[List[dict], float, float]:
