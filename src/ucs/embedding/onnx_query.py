@@ -10,7 +10,7 @@ exported: :func:`onnx_encoder` returns the reason instead, and the caller keeps 
 
 Every encoder is checked against torch before it is used: the cosine similarity of its vectors and the torch
 vectors of the same probe texts must be at least :data:`MIN_COSINE` (measured for all-MiniLM-L6-v2: 1.0 to float
-rounding, 2.8× faster on one thread; ``benchmarks/index/RESULTS_latency.md``).
+rounding, 2.3–2.5× faster on one thread; ``benchmarks/index/RESULTS_latency.md``).
 
 Pool embeddings never go through here: they stay on torch, so caches and evaluations are unchanged.
 """

@@ -57,7 +57,7 @@ class SentenceTransformerEmbedder:
         batches) keeps torch's own setting.
     query_backend : {"auto", "torch", "onnx"}
         Engine of :meth:`embed_queries` (default ``ucs.defaults.QUERY_BACKEND``): ``onnx`` runs the transformer
-        through ONNX Runtime (:mod:`ucs.embedding.onnx_query`: exported once, checked against torch, 2.8× faster
+        through ONNX Runtime (:mod:`ucs.embedding.onnx_query`: exported once, checked against torch, 2.3–2.5× faster
         for one query), ``torch`` keeps sentence-transformers, ``auto`` takes ONNX when the ``onnx`` extra is
         installed and the check passes. After the first query, ``query_backend_`` says which one runs and
         ``query_backend_reason_`` why ONNX does not (``None`` when it does).

@@ -100,15 +100,16 @@ class CompareResult:
         lines = [f"{self.n_queries} held-out queries; Δ = selector minus TopK on the same queries [paired 95 % "
                  "bootstrap interval]; * = the interval excludes 0.", "",
                  "| rank | selector | accuracy % [95 % CI] | Δ vs TopK, points | own-label share % | no-LM vote % | "
-                 "model − vote, points | select ms/query | predict ms/query |", "|---:|---|---|---|---:|---:|---|---:|---:|"]
+                 "model − vote, points | select ms/query | predict ms/query |",
+                 "|---:|---|---|---|---:|---:|---|---:|---:|"]
         for i, r in enumerate(self.rows, 1):
             acc = "—" if r["accuracy"] is None else f"{100 * r['accuracy']:.1f} [{100 * r['ci'][0]:.1f}, {100 * r['ci'][1]:.1f}]"
             d = "—" if r["delta"] is None else (f"{100 * r['delta']:+.1f} [{100 * r['delta_ci'][0]:+.1f}, "
                                                f"{100 * r['delta_ci'][1]:+.1f}]{'*' if r['significant'] else ''}")
             share = "—" if r["own_label"] is None else f"{100 * r['own_label']:.1f}"
             vote, over = _vote_cells(r)
-            lines.append(f"| {i} | {r['selector']} | {acc} | {d} | {share} | {vote} | {over} | {r['select_ms']:.2f} | "
-                         f"{r['predict_ms']:.1f} |")
+            lines.append(f"| {i} | {r['selector']} | {acc} | {d} | {share} | {vote} | {over} | "
+                         f"{r['select_ms']:.2f} | {r['predict_ms']:.1f} |")
         if self.info.get("embed_ms") is not None:
             lines += ["", f"Query embedding (once per query, shared by every selector): "
                           f"{self.info['embed_ms']:.1f} ms/query."]
@@ -116,8 +117,8 @@ class CompareResult:
                   "k-nearest-neighbour vote); model − vote is the model's paired gain over it."]
         lines += ["", f"recommended: **{self.recommended}** ({self.info.get('why', '')})"]
         if self.index_dir is not None:
-            lines.append(f"saved as an index: `{self.index_dir}` (SelectorIndex.load(dir), UCSExampleSelector.load(dir), "
-                         "UCSFewShot.attach(program, SelectorIndex.load(dir)))")
+            lines.append(f"saved as an index: `{self.index_dir}` (SelectorIndex.load(dir), "
+                         "UCSExampleSelector.load(dir), UCSFewShot.attach(program, SelectorIndex.load(dir)))")
         return "\n".join(lines) + "\n"
 
 
