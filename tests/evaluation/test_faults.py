@@ -50,7 +50,9 @@ def _run(sample, out, **kw):
                     protocol=TestProtocol(test_size=40), batch_size=3, progress=False, **kw)
 
 
-def _start(tmp_path, out, delay=0.03):
+def _start(tmp_path, out, delay=0.1):
+    """The scripted run in a child process, ``delay`` seconds per model call: 80 calls, so 0.1 s leaves the parent
+    ~7 s after the 30th record to interrupt it (0.03 s left ~2 s, which a loaded machine could miss)."""
     script = tmp_path / f"run_{out.name}.py"
     script.write_text(_SCRIPT.format(src=str(SRC), tests=str(Path(__file__).parent), delay=delay, out=str(out)))
     return subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
