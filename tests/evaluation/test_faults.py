@@ -89,6 +89,9 @@ def test_ctrl_c_records_interrupted_and_the_resume_completes(sample, tmp_path):
         if proc.poll() is None:
             proc.kill()
     manifest = json.loads((out / "manifest.json").read_text())
+    if manifest["status"] == "complete":  # the signal reached the child only after its last record: still whole?
+        _assert_complete_and_identical(sample, out, tmp_path)
+        pytest.xfail("the scripted run finished before Ctrl-C reached it (seen in the full suite on a loaded machine)")
     assert manifest["status"] == "interrupted" and "stopped_at" in manifest
     assert read_holder(out) == {}  # the lock file is emptied on the way out
     n_before = len(read_records(out / "records.jsonl"))
