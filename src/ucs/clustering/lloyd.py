@@ -160,10 +160,15 @@ def update_centers(
         C[empty[: worst.size]] = X[worst]
         counts[empty[: worst.size]] = 1.0
     if normalize:
-        norms = np.sqrt(np.einsum("ij,ij->i", C, C))
-        C /= np.maximum(norms, np.float32(1e-12))[:, None]
+        _normalize_rows(C)
     else:
         C /= np.maximum(counts, np.float32(1.0))[:, None]
+    return C
+
+
+def _normalize_rows(C: NDArray[np.float32]) -> NDArray[np.float32]:
+    """Scale the rows of ``C`` to unit ℓ2 norm in place (zero rows stay zero) and return it."""
+    C /= np.maximum(np.sqrt(np.einsum("ij,ij->i", C, C)), np.float32(1e-12))[:, None]
     return C
 
 
@@ -239,7 +244,6 @@ def lloyd_kmeans(
         if best_run is None or run[1] > best_run[1]:
             best_run = run
     assert best_run is not None
-    C = best_run[0]
-    C /= np.maximum(np.sqrt(np.einsum("ij,ij->i", C, C)), np.float32(1e-12))[:, None]
+    C = _normalize_rows(best_run[0])
     labels, sim = assign(X, C)
     return C, labels, float(sim.mean(dtype=np.float64))
