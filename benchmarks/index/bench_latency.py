@@ -19,7 +19,9 @@ Parts
   and ``warmup=False``, then the first ``select_examples``.
 - ``select``: ``SelectorIndex.select(query_embeddings=q, k=8)`` for TopK, DPP and DPP+UCS on the 15,000 CLINC150
   in-scope training utterances (15,000 × 384, MiniLM) against the OpenICL 0.1.8 DPP re-implementation of
-  ``bench_index.py`` (50 candidates, k = 8), same query embeddings, rotated; 1 BLAS / OpenMP thread.
+  ``bench_index.py`` (50 candidates, k = 8), same query embeddings, rotated; 1 BLAS / OpenMP thread. TopK and DPP
+  again with ``candidate_search="hnsw"`` (faiss HNSW, M = 32, efSearch 128), and how often their selections equal
+  the exact ones.
 """
 
 from __future__ import annotations
@@ -186,24 +188,30 @@ def part_select(args: argparse.Namespace, out: Dict[str, Any]) -> None:
     emb = load_retrieval_embedder("all-minilm-l6-v2")
     kw = dict(input_keys=["text"], output_key="intent", cache_dir=args.cache_dir, random_state=0)
     ix = {}
-    for m in ("topk", "dpp", "dpp+ucs"):
-        saved = Path(args.cache_dir) / "latency_indexes" / m.replace("+", "_")
+    for m, search in [("topk", "exact"), ("dpp", "exact"), ("dpp+ucs", "exact"), ("topk", "hnsw"), ("dpp", "hnsw")]:
+        name = m if search == "exact" else f"{m}@hnsw"
+        saved = Path(args.cache_dir) / "latency_indexes" / name.replace("+", "_").replace("@", "_")
         if (saved / "index.json").exists():
-            ix[m] = SelectorIndex.load(saved, embedder=emb, warmup=False)
+            ix[name] = SelectorIndex.load(saved, embedder=emb, warmup=False)
         else:
-            ix[m] = SelectorIndex(emb, m, **kw).fit(examples)
-            ix[m].save(saved)
+            ix[name] = SelectorIndex(emb, m, candidate_search=search, **kw).fit(examples)
+            ix[name].save(saved)
     Q = np.ascontiguousarray(emb.embed(qtexts), dtype=np.float32)
     openicl = OpenICLDPP(ix["dpp"].embeddings_, candidate_num=50, ice_num=8)
     with threadpool_limits(limits=1):
         out["loadavg_select_start"] = list(os.getloadavg())
-        out["select"] = rotate({
+        paths = {
             "openicl_dpp": lambda i: openicl(Q[i % len(Q)]),
             "ucs_topk": lambda i: ix["topk"].select(query_embeddings=Q[i % len(Q)], k=8),
             "ucs_dpp": lambda i: ix["dpp"].select(query_embeddings=Q[i % len(Q)], k=8),
             "ucs_dpp_ucs": lambda i: ix["dpp+ucs"].select(query_embeddings=Q[i % len(Q)], k=8),
-        }, args.queries - 10)
+            "ucs_topk_hnsw": lambda i: ix["topk@hnsw"].select(query_embeddings=Q[i % len(Q)], k=8),
+            "ucs_dpp_hnsw": lambda i: ix["dpp@hnsw"].select(query_embeddings=Q[i % len(Q)], k=8),
+        }
+        out["select"] = rotate(paths, args.queries - 10)  # each call after the other paths evicted its caches
+        out["select_solo"] = solo(paths, args.queries - 10)  # each path alone: an index that serves one selector
         out["loadavg_select_end"] = list(os.getloadavg())
+        out["hnsw_agreement"] = {m: _agreement(ix[m], ix[f"{m}@hnsw"], Q) for m in ("topk", "dpp")}
         profiles = {}
         for m in ("topk", "dpp"):
             pr = cProfile.Profile()
@@ -216,6 +224,18 @@ def part_select(args: argparse.Namespace, out: Dict[str, Any]) -> None:
             profiles[m] = _portable_paths(buf.getvalue())
         out["profiles"] = profiles
     out["select_pool"] = list(ix["dpp"].embeddings_.shape)
+
+
+def _agreement(exact: Any, approx: Any, Q: np.ndarray) -> Dict[str, float]:
+    """How often the approximate (HNSW) index chooses what the exact one does, over the rows of ``Q``: the mean share
+    of the k chosen demonstrations in common, and the share of queries with the identical ordered selection."""
+    common, same = [], []
+    for q in Q:
+        a = list(exact.select(query_embeddings=q, k=8).indices)
+        b = list(approx.select(query_embeddings=q, k=8).indices)
+        common.append(len(set(a) & set(b)) / len(a))
+        same.append(a == b)
+    return {"mean_common": float(np.mean(common)), "identical": float(np.mean(same)), "queries": int(len(Q))}
 
 
 def _portable_paths(text: str) -> str:

@@ -30,13 +30,20 @@ def test_bad_environment_names_the_variable(monkeypatch):
 
 def test_limit_sets_and_restores_torch_threads():
     torch = pytest.importorskip("torch")
+    from threadpoolctl import threadpool_info, threadpool_limits
+
     before = torch.get_num_threads()
+    pools = [p["num_threads"] for p in threadpool_info()]
     with limit_threads(1):
         assert torch.get_num_threads() == 1
-        from threadpoolctl import threadpool_info
-
         assert all(p["num_threads"] == 1 for p in threadpool_info())
     assert torch.get_num_threads() == before
+    assert [p["num_threads"] for p in threadpool_info()] == pools
+    with threadpool_limits(limits=1):  # pools already at the limit are left alone, and stay as they were
+        with limit_threads(1):
+            assert all(p["num_threads"] == 1 for p in threadpool_info())
+        assert all(p["num_threads"] == 1 for p in threadpool_info())
+    assert [p["num_threads"] for p in threadpool_info()] == pools
 
 
 def test_embed_queries_equals_embed_on_one_thread(minilm_unloaded):

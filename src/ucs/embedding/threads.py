@@ -89,7 +89,9 @@ def limit_threads(n: Optional[int]) -> Iterator[None]:
     """Run the block with at most ``n`` torch intra-op and BLAS/OpenMP threads, then restore the previous counts.
 
     ``None`` changes nothing. torch is only touched when it is already imported; the threadpoolctl controller is
-    built once (on the first call, so it sees the libraries loaded by then) and reused.
+    built once (on the first call, so it sees the libraries loaded by then) and reused, and only the pools whose
+    count differs from ``n`` are set and restored (reading a pool's count costs ≈ 0.3 µs; threadpoolctl's own
+    ``limit`` re-reads every library's full description, ≈ 17 µs, which was 5 % of a one-query selection).
     """
     if n is None:
         yield
@@ -98,10 +100,17 @@ def limit_threads(n: Optional[int]) -> Iterator[None]:
     old = torch.get_num_threads() if torch is not None else None
     if torch is not None and old != n:
         torch.set_num_threads(n)
+    changed = []
     try:
-        with _threadpools().limit(limits=n):
-            yield
+        for lib in _threadpools().lib_controllers:
+            before = lib.get_num_threads()
+            if before != n:
+                lib.set_num_threads(n)
+                changed.append((lib, before))
+        yield
     finally:
+        for lib, before in reversed(changed):
+            lib.set_num_threads(before)
         if torch is not None and old != n:
             torch.set_num_threads(old)
 
