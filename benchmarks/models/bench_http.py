@@ -37,15 +37,19 @@ IN_FLIGHT = (1, 4, 16)
 
 NOTES = """Reading the table:
 
-- Label scoring through llama-cpp-python's server is bound by the server, not the transport: it answers one request
+- Label scoring through llama-cpp-python's server is bound by the server (about 50× slower than in process
+  on a quiet machine), not the transport: it answers one request
   at a time and, for `echo` with `logprobs`, sorts the whole 49,152-token vocabulary in Python for every echoed
   token (measured in its `_create_completion`: about 20-90 ms per token on this machine, most of a request's time).
   More requests in flight barely help; a server that batches concurrent requests (vLLM) is the one to use for
   likelihood mode at scale.
 - Each scored prompt costs one warm-up request (the prompt alone) plus one echoed request per label.
-- Generation through the server is faster than in process here. Not investigated further: the server applies its
-  own sampling defaults (top-k 40, min-p 0.05, repetition penalty 1.1; the in-process engine samples with none of
-  them), so the two runs need not generate the same tokens or stop at the same place.
+- Generation through the server runs at about the in-process rate (the request is one prompt and a few new
+  tokens; the server answers one request at a time, so more in flight only queue there). The two need not generate
+  the same tokens or stop at the same place: the server applies its own sampling defaults (top-k 40, min-p 0.05,
+  repetition penalty 1.1; the in-process engine samples with none of them).
+- The load matters more than the transport for everything in process: on a loaded machine (1-minute load 3-7,
+  2026-11-29 earlier) the same in-process scoring ran at 0.25-0.75 prompts/s and the server at 0.07-0.08.
 - The last column checks the numbers: the server's label scores against the in-process engine's, same prompts."""
 
 
@@ -76,6 +80,8 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=2, help="llama.cpp threads, server and in-process alike")
     ap.add_argument("--data-dir", default=str(ROOT.parent / "shared" / "data"))
     ap.add_argument("--out", default=str(HERE / "RESULTS_http.md"))
+    ap.add_argument("--load-note", default="a shared machine: the in-process engine is measured before and after the "
+                    "server", help="what the page says about the machine's load during the run")
     args = ap.parse_args()
     load_start = Path("/proc/loadavg").read_text().split()[:3]
     cpu = shell("lscpu | sed -n 's/^Model name: *//p'")
@@ -98,7 +104,7 @@ def main() -> None:
     lines = [
         "# HTTP backbone: throughput through llama-cpp-python's server, beside the in-process engine", "",
         f"Machine: {cpu}, {shell('nproc')} cores; load average at start {' '.join(load_start)}, at the end "
-        f"{' '.join(load_end)} (a shared machine: the in-process engine is measured before and after the server); "
+        f"{' '.join(load_end)} ({args.load_note}); "
         f"Python {sys.version.split()[0]}; {time.strftime('%Y-%m-%d')}. SmolLM2-135M-Instruct (Q4_1 GGUF), "
         f"{args.threads} llama.cpp threads in the server and in process; llama-cpp-python's server on 127.0.0.1 with "
         "flash attention (as the in-process engine scores).", "",
