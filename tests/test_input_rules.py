@@ -84,3 +84,41 @@ def test_order_puts_the_most_similar_demonstration_first_or_last(method):
         assert (steps <= 1e-12).all() if order == "similar_first" else (steps >= -1e-12).all()
     with pytest.raises(ValueError, match="order must be one of"):
         sel.select(queries, 6, order="random")
+
+
+@pytest.mark.parametrize("method", ["topk", "dpp", "mmr", "labelaware"])
+def test_vote_last_groups_by_label_with_the_most_frequent_label_next_to_the_query(method):
+    from ucs.selectors.factory import make_selector
+
+    rng = np.random.default_rng(3)
+    pool, queries = rng.normal(size=(90, 10)), rng.normal(size=(6, 10))
+    labels = [f"intent_{i % 4}" for i in range(90)]
+    sel = make_selector(method, random_state=0).fit(pool, labels=labels)
+    base = sel.select(queries, 7)
+    s = sel.select(queries, 7, order="vote_last")
+    assert [sorted(r) for r in s.indices.tolist()] == [sorted(r) for r in base.indices.tolist()]  # same sets
+    qn = queries / np.linalg.norm(queries, axis=1, keepdims=True)
+    for row in s.indices:
+        labs = [labels[i] for i in row]
+        runs = [labs[0]] + [b for a, b in zip(labs, labs[1:]) if a != b]
+        assert len(runs) == len(set(runs))  # each label's demonstrations stand together
+        counts = [labs.count(lab) for lab in runs]
+        assert counts == sorted(counts)  # the most frequent label last
+    for q, row in enumerate(s.indices):
+        sims = sel.pool_[row] @ qn[q]
+        labs = np.array([labels[i] for i in row])
+        for lab in set(labs.tolist()):
+            assert (np.diff(sims[labs == lab]) >= -1e-12).all()
+    np.testing.assert_array_equal(s.indices, sel.select(queries, 7, order="vote_last").indices)  # deterministic
+
+
+def test_vote_last_needs_labels_and_breaks_count_ties_by_similarity():
+    from ucs.selectors.base import vote_last_order
+    from ucs.selectors.factory import make_selector
+
+    # two labels with two demonstrations each: the pair with the larger summed similarity goes last
+    perm = vote_last_order(["a", "b", "a", "b", "c"], np.array([0.9, 0.8, 0.1, 0.7, 0.95]))
+    assert perm.tolist() == [4, 2, 0, 3, 1]  # c (one), then a (0.1 + 0.9 = 1.0), then b (1.5); most similar last
+    sel = make_selector("topk").fit(np.eye(4))
+    with pytest.raises(ValueError, match="labels="):
+        sel.select(np.eye(4)[:1], 2, order="vote_last")

@@ -61,7 +61,8 @@ FIXED_METHOD = "votek"
 #: Δ), Random (the floor) and the relevance-keeping candidates of the beat-TopK work.
 COMPARE_SELECTORS = ("topk", "random", "mmr", "labelaware", "bsr")
 #: Order of a prompt's demonstrations: as the selector chose them (``selected``), or by similarity to the query
-#: (``similar_first`` / ``similar_last``, most similar next to the query).
+#: (``similar_first`` / ``similar_last``, most similar next to the query), or grouped by label with the label most
+#: frequent among them last (``vote_last``).
 ORDER = "selected"
 #: How a served query is embedded (``SentenceTransformerEmbedder.embed_queries``): ``auto`` runs the model's
 #: transformer through ONNX Runtime when the ``onnx`` extra is installed and its vectors agree with torch's

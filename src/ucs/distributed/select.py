@@ -132,7 +132,7 @@ def select_queries(
         Needed by selectors that score text (MDL).
     exclude_query_texts : bool, default=False
         Never offer a query a pool item with its own text (``Selector.select``'s, for evaluations).
-    order : {"selected", "similar_first", "similar_last"}
+    order : {"selected", "similar_first", "similar_last", "vote_last"}
         The demonstrations' order in each prompt (``Selector.select``'s).
     num_actors : int, optional
         Workers holding a selector copy (default one per CPU).

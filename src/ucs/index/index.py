@@ -390,9 +390,10 @@ class SelectorIndex:
             Embeddings of the queries, computed by the caller with the same embedder (skips embedding).
         example_keys : sequence of str, optional
             Return only these fields of each example.
-        order : {"selected", "similar_first", "similar_last"}
+        order : {"selected", "similar_first", "similar_last", "vote_last"}
             The demonstrations' order: as chosen, or by similarity to the query with the most similar first or
-            last (next to the query). Query-dependent methods only.
+            last (next to the query), or grouped by label with the most frequent label last (``vote_last``).
+            Query-dependent methods only.
 
         Returns
         -------

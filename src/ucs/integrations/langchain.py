@@ -56,9 +56,9 @@ class UCSExampleSelector(BaseExampleSelector):
         the index's input keys, or every variable the prompt passes when the index embeds every field.
     example_keys : list of str, optional
         Fields of each example to return (default: all).
-    order : {"selected", "similar_first", "similar_last"}
+    order : {"selected", "similar_first", "similar_last", "vote_last"}
         The demonstrations' order in the prompt: as chosen, or by similarity with the most similar first or last
-        (next to the query).
+        (next to the query), or grouped by label with the most frequent label last (``vote_last``).
 
     Attributes
     ----------

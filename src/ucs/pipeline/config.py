@@ -154,7 +154,8 @@ class PipelineConfig:
         kept before coverage chooses the rest). Defaults in :mod:`ucs.defaults`.
     order : str
         Demonstration order in every prompt of a query-dependent selector: ``selected`` (as chosen),
-        ``similar_first`` or ``similar_last`` (by cosine similarity to the query).
+        ``similar_first`` or ``similar_last`` (by cosine similarity to the query), or ``vote_last`` (grouped by
+        label, the label most frequent among the demonstrations last; ``ucs.selectors.base.vote_last_order``).
     clustering, pca_dim, dict_n_atoms, dict_coding, dict_ridge_alpha, dict_omp_nonzeros, dict_tau,
     dict_max_iter, dict_batch_size, dbscan_k, dbscan_q, min_samples, standardize, n_clusters,
     hdbscan_min_cluster_size

@@ -15,7 +15,7 @@ from ucs.selectors._retrieval import DEFAULT_BLOCK, l2_normalize, topk_cosine
 from ucs.selectors.prior import UCSPrior
 from ucs.selectors.selection import Selection
 
-__all__ = ["Selector", "check_embeddings", "check_budget", "check_random_state"]
+__all__ = ["Selector", "check_embeddings", "check_budget", "check_random_state", "vote_last_order"]
 
 
 def check_embeddings(x: Any, name: str, dim: Optional[int] = None, allow_empty: bool = False) -> np.ndarray:
@@ -74,7 +74,38 @@ def _check_positive_float(value: Any, name: str, strict: bool = True) -> float:
 _REGISTRY: Dict[str, type] = {}
 
 #: Orders of a prompt's demonstrations that :meth:`Selector.select` can return.
-ORDERS = ("selected", "similar_first", "similar_last")
+ORDERS = ("selected", "similar_first", "similar_last", "vote_last")
+
+
+def vote_last_order(labels: Sequence[Any], sims: np.ndarray) -> np.ndarray:
+    """The ``vote_last`` order of one prompt's demonstrations: grouped by label, the groups in ascending order of
+    their vote — how many demonstrations carry the label, ties by their summed similarity to the query — so the
+    label the demonstrations vote for most comes last, next to the query; inside a group, most similar last.
+
+    Why: small models copy the label distribution they are shown and favour the labels nearest the query (the
+    majority-label and recency biases of Zhao et al., 2021, "Calibrate Before Use"); on our own pages the majority
+    label of TopK's neighbours is right more often than the model reading them, and the most similar demonstration
+    last helps (docs/results/beyond_topk.md). This order puts the neighbours' own vote where the model looks last.
+
+    Parameters
+    ----------
+    labels : sequence of length B
+        Each demonstration's label (hashable).
+    sims : ndarray (B,)
+        Each demonstration's cosine similarity to the query.
+
+    Returns
+    -------
+    ndarray (B,) of int64
+        The permutation (positions into ``labels``). O(B log B).
+    """
+    sims = np.asarray(sims, dtype=np.float64)
+    groups: Dict[Any, int] = {}
+    gid = np.array([groups.setdefault(lab, len(groups)) for lab in labels], dtype=np.int64)
+    count = np.bincount(gid, minlength=len(groups))[gid]
+    total = np.bincount(gid, weights=sims, minlength=len(groups))[gid]
+    # lexsort: the last key is the primary one; the group id keeps a group contiguous when two tie exactly
+    return np.lexsort((np.arange(len(gid)), sims, gid, total, count)).astype(np.int64)
 
 
 @functools.lru_cache(maxsize=None)
@@ -277,13 +308,20 @@ class Selector:
 
     def _reorder(self, idx: np.ndarray, scores: np.ndarray, queries: np.ndarray, order: str
                  ) -> Tuple[np.ndarray, np.ndarray]:
-        """Each row of ``idx`` (and its ``scores``) sorted by cosine similarity to its query. O(Q·B·d)."""
+        """Each row of ``idx`` (and its ``scores``) reordered by cosine similarity to its query (``similar_*``) or
+        grouped by label (``vote_last``, :func:`vote_last_order`). O(Q·B·d)."""
         if order not in ORDERS:
             raise ValueError(f"order must be one of {ORDERS}; got {order!r}")
         if not self.query_dependent or idx.shape[1] == 0:
             return idx, scores
         sims = np.einsum("qbd,qd->qb", self.pool_[idx], queries)
-        perm = np.argsort(-sims if order == "similar_first" else sims, axis=1, kind="stable")
+        if order == "vote_last":
+            if self.labels_ is None:
+                raise ValueError("order='vote_last' groups demonstrations by label: fit the selector with "
+                                 "labels=... (SelectorIndex and the integrations pass the examples' output key)")
+            perm = np.stack([vote_last_order([self.labels_[i] for i in row], s) for row, s in zip(idx, sims)])
+        else:
+            perm = np.argsort(-sims if order == "similar_first" else sims, axis=1, kind="stable")
         return np.take_along_axis(idx, perm, axis=1), np.take_along_axis(scores, perm, axis=1)
 
     def _choose_among_candidates(
@@ -346,10 +384,11 @@ class Selector:
             Evaluation on a test split: a query-dependent selector never offers a pool item whose text is the
             query's own (needs ``query_texts`` and a fit with ``texts``). Off for applications, where an
             example equal to the query is the best demonstration there is.
-        order : {"selected", "similar_first", "similar_last"}
+        order : {"selected", "similar_first", "similar_last", "vote_last"}
             The order of each prompt's demonstrations: as the selector chose them (default), or by cosine
             similarity to the query, most similar first or most similar last (next to the query, where small
-            models read it last). Query-dependent selectors only; scores follow their demonstrations.
+            models read it last), or grouped by label with the most frequent label last (:func:`vote_last_order`;
+            needs a fit with ``labels``). Query-dependent selectors only; scores follow their demonstrations.
 
         Returns
         -------
