@@ -164,9 +164,25 @@ def test_tune_variants_against_topk_compares_every_selector_and_names_each_ones_
     assert sel["label_cap"] == 1 and sel["order"] == "similar_last"
     page = (tmp_path / "v" / "variants.md").read_text()
     assert "over `topk`" in page and "best per method: mmr:" in page
-    with pytest.raises(ValueError, match="other than against"):
-        tune_variants(cfg.replace(selectors=("topk",)), tmp_path / "w", variants, dataset=ds, backbone=bb,
-                      cache_dir=tmp_path / "c", against="topk")
+
+
+def test_tune_variants_against_the_reference_alone_compares_its_own_forms(tmp_path):
+    from ucs.experiments.tune import parse_variants, tune_variants
+
+    ds = load_dataset("sample")
+    bb = Recording()
+    cfg = PipelineConfig(**{**CFG, "selectors": ("topk",)})
+    variants = parse_variants("base:order=selected;last:order=similar_last;vote:order=vote_last")
+    res = tune_variants(cfg, tmp_path / "v", variants, val_fraction=0.2, val_seed=1, cache_dir=tmp_path / "c",
+                        dataset=ds, backbone=bb, against="topk")
+    assert [(r["variant"], r["selector"]) for r in res.grid] == [(v, "topk") for v in variants]
+    assert res.grid[0]["gain"] == 0.0 and len({r["base_accuracy"] for r in res.grid}) == 1
+    for r in res.grid:
+        assert r["gain"] == pytest.approx(r["accuracy"] - r["base_accuracy"])
+        assert res.info["mean_gain"][r["variant"]] == pytest.approx(r["gain"])
+    orders = [json.loads((tmp_path / "v" / "variants" / v / "pipeline" / "config.json").read_text())["order"]
+              for v in variants]
+    assert orders == ["selected", "similar_last", "vote_last"]
 
 
 @pytest.mark.parametrize("bad", ["", "noname", "x:clustering", ":a=1"])

@@ -349,7 +349,8 @@ def tune_variants(
     methods against their base selectors (evaluated in every variant folder, answered from the shared answer
     store), or, with ``against`` (e.g. ``"topk"``), every other method against that one reference **as the first
     variant has it** — so a variant that changes the reference's own settings (``order=similar_last``) also
-    scores the reference itself against its first form. The criterion is the mean over the compared methods of each variant's accuracy **gain over its reference**;
+    scores the reference itself against its first form (with ``selectors`` naming only the reference, that is
+    all it compares: e.g. TopK's demonstration orders). The criterion is the mean over the compared methods of each variant's accuracy **gain over its reference**;
     ties go to the earlier variant, so list the configuration's own settings first. ``chosen["by_method"]``
     also names each method's own best variant (for settings that concern one selector, such as
     ``mmr_lambda``). The test split is never read.
@@ -379,7 +380,8 @@ def tune_variants(
             first = {"summary": summ.get(ref), "agree": agree.get(ref)}
         # every variant scores the same rows (the first variant's reference against itself: gain 0), so the
         # mean gains compare like with like
-        rows = compared + ([reference(compared[0])] if against is not None else [])
+        rows = compared + ([reference(compared[0])] if against is not None and reference(compared[0]) not in compared
+                           else [])
         for m in rows:
             ref_s, ref_a = ((first["summary"], first["agree"]) if against is not None
                             else (summ.get(reference(m)), agree.get(reference(m))))
@@ -431,10 +433,8 @@ def _compared_methods(selectors: Sequence[str], against: Optional[str]) -> Tuple
     ref = parse_methods(against)
     if len(ref) != 1:
         raise ValueError(f"against must name one method, e.g. 'topk'; got {against!r}")
-    compared = [m for m in selectors if m != ref[0]]
-    if not compared:
-        raise ValueError(f"selectors must include methods other than against={ref[0]!r}; got {list(selectors)}")
-    return compared, lambda m: ref[0]
+    compared = [m for m in selectors if m != ref[0]] or [ref[0]]  # the reference alone: its variants' forms
+    return compared, lambda m: ref[0]                                # against its first variant's (e.g. order)
 
 
 def _best_variant(grid: List[Dict[str, Any]], method: str, order: List[str]) -> Optional[str]:
