@@ -32,6 +32,7 @@ from ucs import defaults as D
 from ucs.embedding.base import POOLINGS, l2_normalize, sanitize_text, sanitize_texts
 from ucs.lm.base import ContinuationScores, ReducedScoresMixin, check_generation_args
 from ucs.lm.prefix_tree import build_trie, move_trailing_spaces
+from ucs.models.hf_prefix import PrefixBlocks, cache_arg as _cache_arg, supports_prefix_blocks
 from ucs.utils.cpu import bf16_cpu_warning
 from ucs.utils.optional import InvalidModelFileError, MissingDependencyError, extra_install, require
 from ucs.utils.progress import advance
@@ -104,13 +105,17 @@ class TransformersBackbone(ReducedScoresMixin):
         Keep a float32 safetensors copy of GGUF models in the ucs cache.
     seed : int, default=0
         Default sampling seed for :meth:`generate`.
+    prefix_cache_tokens : int, default=8192
+        Prompt tokens whose attention keys and values label scoring keeps for the next prompts
+        (:mod:`ucs.models.hf_prefix`; models whose layers all attend to the full context); ``0`` turns it off.
 
     Notes
     -----
     Embedding ``n`` texts: O(n · L · layers) compute with length-sorted batches (little padding);
     memory O(batch_size · L · d) activations. Scoring ``k`` continuations over a prefix of ``P``
     tokens with an ``m``-node trie: one forward pass over ``P + m`` positions (attention mask
-    O((P + m)²)) plus the LM head at ``≤ m + 1`` positions.
+    O((P + m)²)) plus the LM head at ``≤ m + 1`` positions; with a cached run of ``L`` prompt tokens
+    (the instruction and label list every prompt of a dataset opens with) the pass covers ``P − L + m``.
     """
 
     engine = "transformers"
@@ -132,6 +137,7 @@ class TransformersBackbone(ReducedScoresMixin):
         trust_remote_code: bool = False,
         cache_converted: bool = True,
         seed: int = 0,
+        prefix_cache_tokens: int = 8192,
     ) -> None:
         if pooling not in POOLINGS:
             raise ValueError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
@@ -157,6 +163,12 @@ class TransformersBackbone(ReducedScoresMixin):
         self.trust_remote_code = trust_remote_code
         self.cache_converted = cache_converted
         self.seed = seed
+        if isinstance(prefix_cache_tokens, bool) or not isinstance(prefix_cache_tokens, (int, np.integer)) \
+                or prefix_cache_tokens < 0:
+            raise ValueError(f"prefix_cache_tokens must be an integer >= 0 (0 turns the cache off); "
+                             f"got {prefix_cache_tokens!r}")
+        self.prefix_cache_tokens = int(prefix_cache_tokens)
+        self._prefix = None
         self._model = None
         self._tok = None
         self._revision_id: Optional[str] = None
@@ -451,19 +463,30 @@ class TransformersBackbone(ReducedScoresMixin):
         pos = np.concatenate([np.arange(P), P + trie.depth])
         need_rows = np.concatenate([[P - 1], P + np.nonzero(trie.has_children())[0]])
         dev = self._device
-        masks = self._masks(allowed, pos)
-        inp = torch.tensor([p_tok + trie.tokens.tolist()], dtype=torch.long, device=dev)
+        store = self._prefix_store()
+        L, past = store.prefix(p_tok) if store is not None else (0, None)
+        masks = self._masks(allowed, pos) if past is None else torch.from_numpy(allowed[L:])[None, None]
+        inp = torch.tensor([(p_tok + trie.tokens.tolist())[L:]], dtype=torch.long, device=dev)
+        cache = {} if past is None else {_cache_arg(self._model): past}
         with torch.inference_mode():
             res = self._model(
                 input_ids=inp, attention_mask={k_: v.to(dev) for k_, v in masks.items()} if isinstance(masks, dict)
-                else masks.to(dev), position_ids=torch.tensor(pos[None], device=dev), use_cache=False,
-                logits_to_keep=torch.tensor(need_rows, device=dev))
+                else masks.to(dev), position_ids=torch.tensor(pos[None, L:], device=dev), use_cache=past is not None,
+                logits_to_keep=torch.tensor(need_rows - L, device=dev), **cache)
             logp_rows = torch.log_softmax(res.logits[0].float(), dim=-1)
         row_of = {int(r): q for q, r in enumerate(need_rows)}
         src_row = np.array([row_of[P - 1 if trie.parent[i] < 0 else P + int(trie.parent[i])] for i in range(m)])
         node_lp = logp_rows[torch.tensor(src_row), torch.tensor(trie.tokens)].double().cpu().numpy()
         logp = np.array([node_lp[p].sum() for p in trie.paths], dtype=np.float64)
         return ContinuationScores(logprob=logp, n_tokens=n_tok)
+
+    def _prefix_store(self) -> Optional[PrefixBlocks]:
+        """The prefix-block cache of label scoring (built on first use, shared with an ``unnormalized`` twin), or
+        ``None`` when it is off or the model has sliding-window layers."""
+        owner = self._twin_of or self
+        if owner._prefix is None and owner.prefix_cache_tokens and supports_prefix_blocks(self._model):
+            owner._prefix = PrefixBlocks(self._model, owner.prefix_cache_tokens)
+        return owner._prefix
 
     def _masks(self, allowed: np.ndarray, pos: np.ndarray):
         """Boolean 4D masks (True = attend) for SDPA; a dict per layer type for sliding-window models."""
