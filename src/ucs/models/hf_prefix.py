@@ -8,8 +8,9 @@ reads its longest cached run of whole blocks and computes only the rest (the lab
 
 Results do not depend on which prompts came before: block ``j`` of a prompt is always computed the same way (one
 forward pass over exactly its ``BLOCK`` tokens, attending to blocks ``0 … j−1``), whether found in the cache or
-computed now, and where the cached run stops depends only on the prompt's own length. Only models whose every
-layer attends to the full context use it (sliding-window layers keep a window, not a prefix); the others run the
+computed now, and where the cached run stops depends only on the prompt's own length. Full and sliding-window
+attention layers (Gemma-3) qualify: every layer's keys and values are kept for every position and the window is
+set by the attention mask, as in the single pass; models with recurrent or linear-attention layers run the
 single pass.
 
 Memory: ``2 · layers · kv_heads · head_dim · 4`` bytes a token in float32 (SmolLM2-135M: 46 KB, a block 2.9 MB);
@@ -21,7 +22,7 @@ from __future__ import annotations
 import functools
 import threading
 from collections import OrderedDict
-from typing import Any, List, Optional, Sequence, Tuple
+from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -32,10 +33,11 @@ BLOCK = 64
 
 
 def supports_prefix_blocks(model: Any) -> bool:
-    """Whether every attention layer of ``model`` sees the whole context (no sliding window, no recurrent state)."""
+    """Whether every layer of ``model`` is full or sliding-window attention (keys and values of every position,
+    the window set by the mask), not a recurrent or linear-attention state that a block cannot hold."""
     cfg = getattr(model.config, "text_config", model.config)
     types = set(getattr(cfg, "layer_types", None) or ["full_attention"])
-    return types == {"full_attention"} and not getattr(cfg, "sliding_window", None)
+    return types <= {"full_attention", "sliding_attention"}
 
 
 class PrefixBlocks:
@@ -47,6 +49,9 @@ class PrefixBlocks:
         Loaded, in evaluation mode; :func:`supports_prefix_blocks` must hold.
     max_tokens : int
         Tokens kept at most (whole blocks); ``0`` keeps none.
+    masks : callable
+        ``masks(allowed (T, T), positions (T,), start)`` → the model's attention mask(s) for the queries from
+        ``start`` on (the backbone's own, so sliding-window layers get their window).
 
     Notes
     -----
@@ -56,8 +61,9 @@ class PrefixBlocks:
     run into one cache object O(L · layers · kv width).
     """
 
-    def __init__(self, model: Any, max_tokens: int) -> None:
+    def __init__(self, model: Any, max_tokens: int, masks: Callable[[np.ndarray, np.ndarray, int], Any]) -> None:
         self.model = model
+        self.masks = masks
         self.max_blocks = max(0, int(max_tokens) // BLOCK)
         self._blocks: "OrderedDict[bytes, List[Tuple[Any, Any]]]" = OrderedDict()
         self._lock = threading.Lock()
@@ -92,10 +98,12 @@ class PrefixBlocks:
         """Keys and values of one block: a forward pass over its tokens attending to the blocks before it."""
         import torch
 
-        past = _cache_of(before) if before else _cache_of([])
+        past = _cache_of(before)
+        end = start + BLOCK
+        masks = self.masks(np.tril(np.ones((end, end), dtype=bool)), np.arange(end), start)
         with torch.inference_mode():
-            self.model(input_ids=torch.tensor(block_tokens[None]), position_ids=torch.arange(
-                start, start + BLOCK)[None], use_cache=True, logits_to_keep=1, **{cache_arg(self.model): past})
+            self.model(input_ids=torch.tensor(block_tokens[None]), attention_mask=masks, position_ids=torch.arange(
+                start, end)[None], use_cache=True, logits_to_keep=1, **{cache_arg(self.model): past})
         return [(k[:, :, -BLOCK:].clone(), v[:, :, -BLOCK:].clone()) for k, v in _layers_of(past)]
 
 
