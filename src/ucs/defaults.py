@@ -18,7 +18,7 @@ from pathlib import Path
 __all__ = [
     "CLUSTERING_METHOD", "PCA_DIM", "N_ATOMS", "CODING", "RIDGE_ALPHA", "OMP_N_NONZERO", "DICT_BATCH_SIZE",
     "DICT_MAX_ITER", "DBSCAN_K", "DBSCAN_Q", "MIN_SAMPLES", "HDBSCAN_MIN_CLUSTER_SIZE",
-    "METHOD", "FIXED_METHOD", "COMPARE_SELECTORS", "ORDER", "MMR_LAMBDA", "MMR_FETCH_K", "LABEL_MODE", "LABEL_CAP", "TOPK_FLOOR", "ESTIMATOR", "LAM", "T", "BIN_SIZE", "ALPHA", "DESIGN", "CORPUS_PRIOR", "RELEVANCE", "DEFAULT_COVERAGE", "LAYER", "POOLING", "MAX_LENGTH", "GIANT_FRACTION", "BACKEND", "TEXT_SHARD_SIZE", "ROW_SHARD_SIZE", "FIT_SAMPLE_SIZE", "KNN", "default_cache_dir",
+    "METHOD", "FIXED_METHOD", "COMPARE_SELECTORS", "ORDER", "APPLICATION_ORDER", "application_order", "MMR_LAMBDA", "MMR_FETCH_K", "LABEL_MODE", "LABEL_CAP", "TOPK_FLOOR", "ESTIMATOR", "LAM", "T", "BIN_SIZE", "ALPHA", "DESIGN", "CORPUS_PRIOR", "RELEVANCE", "DEFAULT_COVERAGE", "LAYER", "POOLING", "MAX_LENGTH", "GIANT_FRACTION", "BACKEND", "TEXT_SHARD_SIZE", "ROW_SHARD_SIZE", "FIT_SAMPLE_SIZE", "KNN", "default_cache_dir",
 ]
 
 # ---------------------------------------------------------------- latent clustering (SPEC §2)
@@ -64,6 +64,13 @@ COMPARE_SELECTORS = ("topk", "random", "mmr", "labelaware", "bsr")
 #: (``similar_first`` / ``similar_last``, most similar next to the query), or grouped by label with the label most
 #: frequent among them last (``vote_last``).
 ORDER = "selected"
+#: The order an application gets when it names none — ``SelectorIndex.select``, ``UCSExampleSelector``,
+#: ``UCSFewShot`` and ``ucs prompts``: ``vote_last`` where the examples carry labels (an output key), else
+#: :data:`ORDER` (see :func:`application_order`). Chosen on validation splits of the pools, no test query read
+#: (TopK's order: +7.0 [+3.0, +11.5]* over its own on BANKING77, docs/results/float32/validation_beyond_topk_order.md),
+#: and measured on 500 test queries (+2.6 [+0.6, +4.8]*, docs/results/beyond_topk.md). Evaluations and the
+#: :class:`~ucs.selectors.base.Selector` API keep :data:`ORDER`, so every committed result keeps its meaning.
+APPLICATION_ORDER = "vote_last"
 #: How a served query is embedded (``SentenceTransformerEmbedder.embed_queries``): ``auto`` runs the model's
 #: transformer through ONNX Runtime when the ``onnx`` extra is installed and its vectors agree with torch's
 #: (cosine ≥ 0.999 on probe texts), else torch; ``torch`` / ``onnx`` force one. Pools are always embedded by torch.
@@ -134,6 +141,12 @@ POOLING = "mean"
 #: Tokens a backbone embeds per text when its caller does not say. The pipeline passes the paper's 256
 #: (:attr:`ucs.pipeline.PipelineConfig.embed_max_length`).
 MAX_LENGTH = 512
+
+def application_order(has_labels: bool) -> str:
+    """The order of :data:`APPLICATION_ORDER` where the examples have labels, else :data:`ORDER` (grouping by
+    label needs labels)."""
+    return APPLICATION_ORDER if has_labels else ORDER
+
 
 # ---------------------------------------------------------------- folders
 def default_cache_dir() -> Path:

@@ -25,7 +25,7 @@ def _option_default(command: str, name: str, sub: str = None):
     ("cluster", None, "method", D.DEFAULT_COVERAGE["clustering"]),
     ("distributed", "select", "method", D.METHOD),
     ("distributed", "select", "estimator", D.DEFAULT_COVERAGE["estimator"]),
-    ("prompts", None, "order", D.ORDER),
+    ("prompts", None, "order", None),  # None: ucs.defaults.application_order, resolved by the index
 ])
 def test_every_commands_default_is_the_librarys(command, sub, option, expected):
     assert _option_default(command, option, sub) == expected
@@ -47,7 +47,7 @@ def test_demonstration_order_and_selector_settings_default_to_the_librarys():
     from ucs.pipeline import PipelineConfig
     from ucs.selectors import LabelAwareSelector, MMRSelector, Selector, TopKSelector
 
-    assert inspect.signature(SelectorIndex.select).parameters["order"].default == D.ORDER
+    assert inspect.signature(SelectorIndex.select).parameters["order"].default is None  # application_order
     assert inspect.signature(Selector.select).parameters["order"].default == D.ORDER
     cfg = PipelineConfig()
     assert (cfg.order, cfg.mmr_lambda, cfg.mmr_fetch_k, cfg.label_mode, cfg.label_cap, cfg.topk_floor) == (
@@ -56,4 +56,24 @@ def test_demonstration_order_and_selector_settings_default_to_the_librarys():
     assert (LabelAwareSelector().mode, LabelAwareSelector().max_per_label) == (D.LABEL_MODE, D.LABEL_CAP)
     assert TopKSelector().floor == D.TOPK_FLOOR
     lc = pytest.importorskip("ucs.integrations.langchain")
-    assert inspect.signature(lc.UCSExampleSelector.__init__).parameters["order"].default == D.ORDER
+    assert inspect.signature(lc.UCSExampleSelector.__init__).parameters["order"].default is None
+
+
+def test_an_application_gets_vote_last_where_its_examples_have_labels_and_the_selectors_order_where_not():
+    import numpy as np
+
+    from ucs import SelectorIndex
+    from ucs.testing.doubles import DummyEmbedder
+
+    assert D.application_order(True) == D.APPLICATION_ORDER == "vote_last"
+    assert D.application_order(False) == D.ORDER
+    intents = ["card", "refund", "card", "card", "refund", "top up", "card", "refund"]
+    examples = [{"text": f"{w} question {i}", "intent": w} for i, w in enumerate(intents)]
+    labelled = SelectorIndex(DummyEmbedder(dim=32), "topk", input_keys=["text"], output_key="intent").fit(examples)
+    default = labelled.select("card question", k=6)
+    assert default.indices.tolist() == labelled.select("card question", k=6, order="vote_last").indices.tolist()
+    labels = [default.examples[i]["intent"] for i in range(6)]
+    assert labels[-1] == max(set(labels), key=lambda w: (labels.count(w), w == labels[-1]))  # the majority last
+    plain = SelectorIndex(DummyEmbedder(dim=32), "topk", input_keys=["text"]).fit(examples)
+    np.testing.assert_array_equal(plain.select("card question", k=6).indices,
+                                  plain.select("card question", k=6, order=D.ORDER).indices)

@@ -112,8 +112,9 @@ def test_a_real_backbone_through_a_langchain_runnable_and_as_a_predictor(small, 
     ref = compare(small, direct, selectors=["topk", "random"], k=4, n_queries=12, embedder=minilm)
     assert seen == [4] * 24
     assert [r["accuracy"] for r in res.rows] == [r["accuracy"] for r in ref.rows]
-    top = next(r for r in res.rows if r["selector"] == "topk")
-    assert top["accuracy"] > 0.5  # SmolLM2 with nearest-neighbour demonstrations on six intents
+    acc = {r["selector"]: r["accuracy"] for r in res.rows}
+    # SmolLM2 on six intents: nearest-neighbour demonstrations well above chance (1/6) and above random ones
+    assert acc["topk"] >= 0.5 and acc["topk"] > acc["random"], acc
 
 
 def test_a_dspy_program_gets_the_demonstrations_and_its_metric_decides(small, minilm):

@@ -73,7 +73,7 @@ def register(app: typer.Typer) -> None:
             "(default: the index's, or the embedded SmolLM2 backbone)."),
         fmt: str = typer.Option("text", "--format", help="text | chat (OpenAI-style messages)."),
         template: Optional[Path] = typer.Option(None, "--template", exists=True, dir_okay=False, help="A Jinja template."),
-        order: str = typer.Option(D.ORDER, "--order", help="selected | similar_first | similar_last | vote_last (grouped by label, the most frequent last)."),
+        order: Optional[str] = typer.Option(None, "--order", help="selected | similar_first | similar_last | vote_last (grouped by label, the most frequent last); default vote_last where the examples have labels, else selected (ucs.defaults.application_order)."),
         cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help="Embedding cache."),
     ) -> None:
         from ucs.index import SelectorIndex

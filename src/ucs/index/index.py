@@ -375,7 +375,7 @@ class SelectorIndex:
         *,
         query_embeddings: Optional[np.ndarray] = None,
         example_keys: Optional[Sequence[str]] = None,
-        order: str = D.ORDER,
+        order: Optional[str] = None,
     ) -> Union[IndexSelection, List[IndexSelection]]:
         """The ``k`` demonstrations for each query.
 
@@ -390,10 +390,11 @@ class SelectorIndex:
             Embeddings of the queries, computed by the caller with the same embedder (skips embedding).
         example_keys : sequence of str, optional
             Return only these fields of each example.
-        order : {"selected", "similar_first", "similar_last", "vote_last"}
+        order : {"selected", "similar_first", "similar_last", "vote_last"}, optional
             The demonstrations' order: as chosen, or by similarity to the query with the most similar first or
             last (next to the query), or grouped by label with the most frequent label last (``vote_last``).
-            Query-dependent methods only.
+            Default :func:`ucs.defaults.application_order`: ``vote_last`` when the index has an output key,
+            else ``selected``. Query-dependent methods only.
 
         Returns
         -------
@@ -424,6 +425,8 @@ class SelectorIndex:
             raise ValueError("method 'bsr' covers the query's tokens: pass the queries' texts, not only embeddings")
         # one query at serving time: the faiss scan and numpy run on the query's threads too (their OpenMP / BLAS
         # pools otherwise wait at barriers for a busy core: +12 ms a call with one of two cores busy)
+        if order is None:
+            order = D.application_order(sel.labels_ is not None)
         with limit_threads(self._serving_threads() if qe.shape[0] == 1 else None):
             result = sel.select(qe, k, query_texts=texts if self.base_ in ("mdl", "bsr") else None, order=order)
         rows = [self._wrap(result, r, texts[r] if texts else None, example_keys) for r in range(qe.shape[0])]

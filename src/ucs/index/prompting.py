@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence
 
-from ucs import defaults as D
 from ucs.evaluation.prompts import INTENT_FORMAT
 
 __all__ = ["prompt_records", "FORMATS"]
@@ -43,7 +42,7 @@ def _render(demos: Sequence[tuple], query: str, labels: Sequence[str], fmt: str,
 
 
 def prompt_records(index: Any, queries: Iterable[str], k: int, *, text_key: str, label_key: str,
-                   fmt: str = "text", template: Any = None, order: str = D.ORDER,
+                   fmt: str = "text", template: Any = None, order: Optional[str] = None,
                    batch_size: int = 512) -> Iterator[Dict[str, Any]]:
     """One record per query, in input order: ``{"query", "demonstrations", "prompt" | "messages"}``.
 

@@ -56,9 +56,10 @@ class UCSExampleSelector(BaseExampleSelector):
         the index's input keys, or every variable the prompt passes when the index embeds every field.
     example_keys : list of str, optional
         Fields of each example to return (default: all).
-    order : {"selected", "similar_first", "similar_last", "vote_last"}
+    order : {"selected", "similar_first", "similar_last", "vote_last"}, optional
         The demonstrations' order in the prompt: as chosen, or by similarity with the most similar first or last
-        (next to the query), or grouped by label with the most frequent label last (``vote_last``).
+        (next to the query), or grouped by label with the most frequent label last (``vote_last``). Default
+        :func:`ucs.defaults.application_order`: ``vote_last`` when the examples have an output key.
 
     Attributes
     ----------
@@ -72,7 +73,7 @@ class UCSExampleSelector(BaseExampleSelector):
         k: int = 4,
         input_keys: Optional[List[str]] = None,
         example_keys: Optional[List[str]] = None,
-        order: str = D.ORDER,
+        order: Optional[str] = None,
     ) -> None:
         if not isinstance(index, SelectorIndex):
             raise ValueError(f"index must be a fitted ucs.SelectorIndex; got {type(index).__name__}")
@@ -88,7 +89,7 @@ class UCSExampleSelector(BaseExampleSelector):
 
     @classmethod
     def load(cls, directory: Any, embedder: Any = None, k: int = 4, input_keys: Optional[List[str]] = None,
-             example_keys: Optional[List[str]] = None, order: str = D.ORDER, **load_kwargs: Any
+             example_keys: Optional[List[str]] = None, order: Optional[str] = None, **load_kwargs: Any
              ) -> "UCSExampleSelector":
         """A selector over the index saved in ``directory`` (``SelectorIndex.save``, or ``ucs compare``'s
         recommendation), loaded and verified by :meth:`ucs.SelectorIndex.load`; an index built with an installed
