@@ -67,8 +67,9 @@ ORDER = "selected"
 #: The order an application gets when it names none — ``SelectorIndex.select``, ``UCSExampleSelector``,
 #: ``UCSFewShot`` and ``ucs prompts``: ``vote_last`` where the examples carry labels (an output key), else
 #: :data:`ORDER` (see :func:`application_order`). Chosen on validation splits of the pools, no test query read
-#: (TopK's order: +7.0 [+3.0, +11.5]* over its own on BANKING77, docs/results/float32/validation_beyond_topk_order.md),
-#: and measured on 500 test queries (+2.6 [+0.6, +4.8]*, docs/results/beyond_topk.md). Evaluations and the
+#: (over TopK's own order: BANKING77 +7.0*, HWU64 +6.0*, CLINC150 +0.0; docs/results/float32/
+#: validation_beyond_topk_order.md), and measured on 500 test queries (BANKING77 +2.6 [+0.6, +4.8]*, HWU64
+#: +4.6 [+2.2, +6.8]*; docs/results/beyond_topk.md). Evaluations and the
 #: :class:`~ucs.selectors.base.Selector` API keep :data:`ORDER`, so every committed result keeps its meaning.
 APPLICATION_ORDER = "vote_last"
 #: How a served query is embedded (``SentenceTransformerEmbedder.embed_queries``): ``auto`` runs the model's
