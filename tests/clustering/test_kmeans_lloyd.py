@@ -146,13 +146,13 @@ def test_kmeanspp_picks_distinct_rows_and_the_fit_is_consistent():
     assert np.array_equal(c2, centers) and np.array_equal(l2, labels)
 
 
-def test_small_pools_are_fitted_like_scikit_learn_and_large_samples_with_one_sampled_start():
+def test_small_pools_are_fitted_with_ten_full_starts_and_large_samples_with_one_sampled_start():
     from ucs.clustering.partition import LLOYD_MULTI_START_WORK, lloyd_settings
 
     small, large = lloyd_settings(10_003, 101), lloyd_settings(100_000, 1000)
-    assert small == {"n_init": 3, "max_iter": 100, "tol": 0.0, "init_rows": 10_003}
+    assert small == {"n_init": 10, "max_iter": 100, "tol": 0.0, "init_rows": 10_003}
     assert large == {"n_init": 1, "max_iter": 15, "tol": 1e-3, "init_rows": None}
-    assert lloyd_settings(LLOYD_MULTI_START_WORK, 1)["n_init"] == 3
+    assert lloyd_settings(LLOYD_MULTI_START_WORK, 1)["n_init"] == 10
     assert lloyd_settings(LLOYD_MULTI_START_WORK + 1, 1)["n_init"] == 1
 
 

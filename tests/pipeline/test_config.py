@@ -135,3 +135,10 @@ def test_stages_use_the_classes_names_and_read_back():
         PipelineConfig.from_stages({"clusterer": {"n_atom": 3}})
     with pytest.raises(ValueError, match="unknown stage"):
         PipelineConfig.from_stages({"retriever": {}})
+
+
+def test_the_kmeans_revision_enters_the_key_of_runs_that_cluster_with_it():
+    from ucs.clustering.partition import LLOYD_REVISION
+
+    assert PipelineConfig(clustering="kmeans").key_dict()["lloyd_revision"] == LLOYD_REVISION
+    assert "lloyd_revision" not in PipelineConfig(clustering="dict_dbscan").key_dict()  # the paper's runs keep theirs

@@ -98,7 +98,7 @@ class LatentClusterer(ClusterMixin, BaseEstimator):
         Seeds PCA, the dictionary fit and k-means; the same seed gives bit-identical labels.
     kmeans_impl : {"lloyd", "sklearn"}, default="lloyd"
         k-means of the k-means methods. ``lloyd``: Lloyd on float32 matrix products, greedy
-        k-means++ (3 starts on small pools, 1 on large ones), at most 15 iterations (:mod:`ucs.clustering.lloyd`; 1,000,000 × 128 in seconds).
+        k-means++ (10 starts on small pools, 1 on large ones), at most 15 iterations (:mod:`ucs.clustering.lloyd`; 1,000,000 × 128 in seconds).
         ``sklearn``: scikit-learn's ``KMeans`` (best of 3 starts), the implementation before 2026-11, whose
         labels differ; kept as the reference. Centres are fitted on a seeded sample of 100,000 rows above that.
 

@@ -18,7 +18,7 @@ from typing import Any, Dict, Mapping, Optional, Tuple
 from ucs import defaults as D
 from ucs.clustering.estimator import METHODS as CLUSTERINGS
 from ucs.clustering.estimator import RAW_METHODS
-from ucs.clustering.partition import KMEANS_IMPL
+from ucs.clustering.partition import KMEANS_IMPL, LLOYD_REVISION
 from ucs.data import TestProtocol
 from ucs.data.table import TABLE_SUFFIXES
 from ucs.estimators import resolve_estimator_name
@@ -495,4 +495,7 @@ class PipelineConfig:
         if not self.joint_backbones:  # single-source runs keep the key they had before joint clustering existed
             d.pop("joint_backbones", None)
             d.pop("joint_iter", None)
+        if self.clustering in KMEANS_FAMILY and KMEANS_IMPL == "lloyd" and LLOYD_REVISION >= 3:
+            # a run folder never mixes selections made on two revisions' clusters (revisions ≤ 2 keep their key)
+            d["lloyd_revision"] = LLOYD_REVISION
         return d
