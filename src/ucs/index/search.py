@@ -15,6 +15,7 @@ from typing import Optional, Tuple
 import numpy as np
 
 from ucs.selectors._retrieval import _topk_rows
+from ucs.utils.arrays import take_rows
 
 __all__ = ["SEARCHES", "ExactSearch", "HNSWSearch", "make_search"]
 
@@ -113,7 +114,7 @@ def _order(idx: np.ndarray, sims: np.ndarray, c: int) -> Tuple[np.ndarray, np.nd
     sims = sims.astype(np.float64)
     idx = idx.astype(np.int64)
     order = np.lexsort((idx, -sims), axis=1)[:, :c]
-    return np.take_along_axis(idx, order, axis=1), np.take_along_axis(sims, order, axis=1)
+    return take_rows(idx, order), take_rows(sims, order)
 
 
 class HNSWSearch:

@@ -7,6 +7,7 @@ from typing import Tuple
 import numpy as np
 
 from ucs.utils.arrays import l2_normalize as _l2_normalize
+from ucs.utils.arrays import take_rows
 
 __all__ = ["l2_normalize", "topk_cosine"]
 
@@ -73,7 +74,7 @@ def _topk_rows(sims: np.ndarray, k: int) -> Tuple[np.ndarray, np.ndarray]:
     if k < n:
         # Everything strictly above the k-th largest value is in; fill with the smallest indices that tie it.
         part = np.argpartition(sims, n - k, axis=1)[:, n - k :]  # no negated copy of the block
-        kth = np.min(np.take_along_axis(sims, part, axis=1), axis=1, keepdims=True)
+        kth = np.min(take_rows(sims, part), axis=1, keepdims=True)
         cols = np.sort(part, axis=1)
         n_geq = (sims >= kth).sum(axis=1)
         tied_rows = np.nonzero(n_geq > k)[0]
@@ -87,9 +88,9 @@ def _topk_rows(sims: np.ndarray, k: int) -> Tuple[np.ndarray, np.ndarray]:
             cols[tied_rows] = np.nonzero(keep)[1].reshape(tied_rows.size, k)
     else:
         cols = np.broadcast_to(np.arange(n), (b, n))
-    vals = np.take_along_axis(sims, cols, axis=1)
+    vals = take_rows(sims, cols)
     # stable sort by decreasing similarity keeps ascending index among ties
     order = np.argsort(-vals, axis=1, kind="stable")
-    cols = np.take_along_axis(cols, order, axis=1)
-    vals = np.take_along_axis(vals, order, axis=1)
+    cols = take_rows(cols, order)
+    vals = take_rows(vals, order)
     return cols.astype(np.int64, copy=False), vals

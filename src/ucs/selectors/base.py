@@ -14,6 +14,7 @@ from ucs.estimators.spectrum import validate_cluster_ids
 from ucs.selectors._retrieval import DEFAULT_BLOCK, l2_normalize, topk_cosine
 from ucs.selectors.prior import UCSPrior
 from ucs.selectors.selection import Selection
+from ucs.utils.arrays import take_rows
 
 __all__ = ["Selector", "check_embeddings", "check_budget", "check_random_state", "vote_last_order"]
 
@@ -322,7 +323,7 @@ class Selector:
             perm = np.stack([vote_last_order([self.labels_[i] for i in row], s) for row, s in zip(idx, sims)])
         else:
             perm = np.argsort(-sims if order == "similar_first" else sims, axis=1, kind="stable")
-        return np.take_along_axis(idx, perm, axis=1), np.take_along_axis(scores, perm, axis=1)
+        return take_rows(idx, perm), take_rows(scores, perm)
 
     def _choose_among_candidates(
         self, queries: np.ndarray, budget: int, c: int,

@@ -8,6 +8,7 @@ import numpy as np
 
 from ucs.selectors.base import Selector, _check_int, _check_positive_float
 from ucs.selectors.prior import UCSPrior
+from ucs.utils.arrays import take_rows
 
 __all__ = ["DPPSelector", "dpp_kernel", "greedy_map_dpp"]
 
@@ -235,9 +236,8 @@ class DPPSelector(Selector):
             state = None if self.prior is None else self.prior.greedy(cand, budget)
             order, step_scores = greedy_map_dpp(kernel, budget, gain_fn=state, lam=lam, log_floor=self.log_floor)
             # OpenICL returns the chosen items ordered by relevance, descending
-            rel_chosen = np.take_along_axis(rel, order, axis=1)
-            by_rel = np.argsort(-rel_chosen, axis=1, kind="stable")
-            order = np.take_along_axis(order, by_rel, axis=1)
-            idx_out[s:e] = np.take_along_axis(cand, order, axis=1)
-            score_out[s:e] = np.take_along_axis(step_scores, by_rel, axis=1)
+            by_rel = np.argsort(-take_rows(rel, order), axis=1, kind="stable")
+            order = take_rows(order, by_rel)
+            idx_out[s:e] = take_rows(cand, order)
+            score_out[s:e] = take_rows(step_scores, by_rel)
         return idx_out, score_out, {}

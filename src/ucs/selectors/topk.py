@@ -9,6 +9,7 @@ import numpy as np
 from ucs import defaults as D
 from ucs.selectors.base import Selector, _check_int
 from ucs.selectors.prior import UCSPrior
+from ucs.utils.arrays import take_rows
 
 __all__ = ["TopKSelector"]
 
@@ -82,4 +83,4 @@ class TopKSelector(Selector):
             score_out[:, step] = score[rows, pos]
             avail[rows, pos] = False
             state.add(pos)
-        return np.take_along_axis(cand, pos_out, axis=1), score_out, {}
+        return take_rows(cand, pos_out), score_out, {}
