@@ -83,9 +83,24 @@ def test_a_callable_is_ranked_against_topk_resumed_and_saved_as_an_index(small, 
         assert [d["text"] for d in program.demos] == [index.examples_[i]["text"] for i in want]
     assert "Δ vs TopK" in (tmp_path / "c" / "compare.md").read_text()
     assert "<table>" in (tmp_path / "c" / "compare.html").read_text()
-    again = compare(small, counted, selectors=["random", "topk", "mmr"], k=6, n_queries=24, embedder=minilm,
-                    out=tmp_path / "c", cache_dir=tmp_path / "cache")
+    embedded = []
+    real_embed = minilm.embed
+    saved = (tmp_path / "c" / "index" / "index.json").stat().st_mtime_ns
+
+    def counting_embed(texts, *a, **kw):
+        embedded.append(len(texts))
+        return real_embed(texts, *a, **kw)
+
+    minilm.embed = counting_embed
+    try:
+        again = compare(small, counted, selectors=["random", "topk", "mmr"], k=6, n_queries=24, embedder=minilm,
+                        out=tmp_path / "c", cache_dir=tmp_path / "cache")
+    finally:
+        del minilm.embed
     assert len(calls) == 3 * 24 and again.rows == res.rows  # resumed: nothing asked twice
+    # ... nothing embedded or fitted again either: the saved index is verified and kept
+    assert embedded == [] and (tmp_path / "c" / "index" / "index.json").stat().st_mtime_ns == saved
+    assert again.info["embed_ms"] == pytest.approx(res.info["embed_ms"])
     with pytest.raises(ValueError, match="other examples, queries, k or predictor"):
         compare(small, counted, selectors=["topk"], k=5, n_queries=24, embedder=minilm, out=tmp_path / "c")
 

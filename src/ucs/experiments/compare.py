@@ -164,6 +164,23 @@ def _check_folder(out: Path, key: str) -> List[dict]:
     return read_records(out / "records.jsonl") if (out / "records.jsonl").is_file() else []
 
 
+def _meta(folder: Optional[Path]) -> Dict[str, Any]:
+    """What the folder's ``compare.json`` said before this call (empty without one)."""
+    meta = None if folder is None else folder / "compare.json"
+    return json.loads(meta.read_text(encoding="utf-8")) if meta is not None and meta.is_file() else {}
+
+
+def _saved_index_holds(path: Path, emb: Any, best: str, before: Dict[str, Any]) -> bool:
+    """Whether ``path`` already holds the recommended index of this comparison: the previous call finished with the
+    same recommendation (``before``, checked against the same key) and the index loads with every file verified."""
+    if before.get("recommended") != best or not (path / "index.json").is_file():
+        return False
+    try:
+        return SelectorIndex.load(path, embedder=emb, warmup=False).method_ == best
+    except (ValueError, OSError):  # damaged or partial: fitted again
+        return False
+
+
 def answered(out: "str | Path | None", selectors: Sequence[str], n_queries: int) -> int:
     """How many of the ``selectors × n_queries`` prompts ``out/records.jsonl`` already answers (a resumed run asks
     only for the rest); 0 without a folder. O(records)."""
@@ -303,17 +320,21 @@ def compare(
     key = _key(pool, qs, k, predictor_identity(predictor), text_key, label_key)
     folder = None if out is None else Path(out)
     records = _check_folder(folder, key) if folder is not None else []
+    before = _meta(folder)
     if folder is not None:
         folder.mkdir(parents=True, exist_ok=True)
         atomic_write_json(folder / "compare.json", {"key": key, "selectors": selectors, "k": k,
                                                     "n_queries": len(qs), "n_pool": len(pool)})
     done = {(r["method"], int(r["seed"]), int(r["query"])) for r in records}
-    writer = RecordWriter(folder / "records.jsonl") if folder is not None else None
-    t0 = time.perf_counter()
-    query_emb = np.asarray(emb.embed([str(q[text_key]) for q in qs]), dtype=np.float32)
-    embed_ms = 1e3 * (time.perf_counter() - t0) / max(len(qs), 1)
+    todo = [n for n in selectors if any((n, 0, q) not in done for q in range(len(qs)))]
+    embed_ms = before.get("embed_ms")
+    if todo:  # a finished comparison resumed embeds nothing and fits no index
+        t0 = time.perf_counter()
+        query_emb = np.asarray(emb.embed([str(q[text_key]) for q in qs]), dtype=np.float32)
+        embed_ms = 1e3 * (time.perf_counter() - t0) / max(len(qs), 1)
+    writer = RecordWriter(folder / "records.jsonl") if folder is not None and todo else None
     try:
-        for name in selectors:
+        for name in todo:
             index = SelectorIndex(emb, method=name, input_keys=[text_key], output_key=label_key,
                                   cache_dir=cache_dir, random_state=seed).fit(pool)
             new, _, _ = _run_selector(name, index, qs, query_emb, k, predict, text_key, label_key, done, writer,
@@ -327,15 +348,16 @@ def compare(
     result = CompareResult(rows, best, len(qs), folder, info={"why": why, "n_pool": len(pool), "k": k,
                                                               "embed_ms": embed_ms})
     if folder is not None:
-        index = SelectorIndex(emb, method=best, input_keys=[text_key], output_key=label_key, cache_dir=cache_dir,
-                              random_state=seed).fit(list(pool) + list(qs))
-        index.save(folder / "index")
+        if not _saved_index_holds(folder / "index", emb, best, before):
+            index = SelectorIndex(emb, method=best, input_keys=[text_key], output_key=label_key,
+                                  cache_dir=cache_dir, random_state=seed).fit(list(pool) + list(qs))
+            index.save(folder / "index")
         result.index_dir = folder / "index"
         atomic_write_text(folder / "compare.md", result.to_markdown())
         atomic_write_text(folder / "compare.html", result.to_html(records, qs, pool, text_key, label_key))
         atomic_write_json(folder / "compare.json", {"key": key, "selectors": selectors, "k": k, "rows": rows,
                                                     "recommended": best, "why": why, "n_queries": len(qs),
-                                                    "n_pool": len(pool)})
+                                                    "n_pool": len(pool), "embed_ms": embed_ms})
     return result
 
 
