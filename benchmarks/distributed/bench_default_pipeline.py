@@ -16,8 +16,17 @@ For each pool size ``n``:
    ``ucs.defaults.METHOD`` (TopK) and, for comparison, DPP+UCS with the default estimator
    (``DEFAULT_COVERAGE["estimator"]``) and λ = ``ucs.defaults.LAM``; each fitted on the pool, then one call.
 
-Time is wall-clock; memory is this process's resident set sampled every 20 ms during each stage (peak) and the
-process's high-water mark so far. The 1-minute load average is read at the start of every size.
+With ``--sharded DIR`` the pool never exists in memory as one array: **texts** draws only the topics
+(:func:`~ucs.distributed.synthetic.planted_topics`), **embed** builds each ``--shard`` of rows' strings and
+embeddings and writes them to ``DIR/shard_*.npy``, **cluster** is :func:`ucs.distributed.kmeans_pool` over those files
+(the same fitting sample and centres as the local path; each shard memory-mapped for the assignment), and **select**
+runs the default selector on each memory-mapped shard and keeps every query's best ``budget`` over the shards
+(similarity descending, then pool index: the ranking of one scan over the whole pool; only DPP+UCS, which needs the
+whole pool's candidates and clusters at once, is left out). This is how the 10⁷-row size is run.
+
+Time is wall-clock; memory is this process's resident set sampled every 20 ms during each stage (peak; pages of a
+memory-mapped shard count while they are mapped) and the process's high-water mark so far. The 1-minute load average
+is read at the start of every size.
 """
 
 from __future__ import annotations
@@ -35,7 +44,7 @@ import numpy as np
 
 from ucs import defaults as D
 from ucs.clustering import LatentClusterer
-from ucs.distributed.synthetic import PlantedEmbedder, make_planted_texts
+from ucs.distributed.synthetic import PlantedEmbedder, make_planted_texts, planted_texts, planted_topics
 from ucs.selectors import UCSPrior
 from ucs.selectors.factory import make_selector
 
@@ -109,6 +118,57 @@ def one_size(n: int, a: argparse.Namespace) -> Dict[str, Any]:
             "ami": float(adjusted_mutual_info_score(topics, labels)), "cluster_timings": est.timings_}
 
 
+def one_size_sharded(n: int, a: argparse.Namespace) -> Dict[str, Any]:
+    """:func:`one_size` with the pool in ``.npy`` shards under ``a.sharded`` (see the module docstring)."""
+    from sklearn.metrics import adjusted_mutual_info_score
+
+    from ucs.distributed import kmeans_pool
+
+    load = open("/proc/loadavg").read().split()[0]
+    root = Path(a.sharded) / f"n{n}"
+    root.mkdir(parents=True, exist_ok=True)
+    stages: Dict[str, Dict[str, float]] = {}
+    topics, stages["texts"] = staged(lambda: planted_topics(n, n_clusters=a.topics, random_state=0))
+    paths, stages["embed"] = staged(lambda: embed_shards(topics, a.dim, a.shard, root))
+    qtexts, _ = make_planted_texts(a.queries, n_clusters=a.topics, random_state=1)
+    Q = embed([f"{t}|query" for t in qtexts], a.dim, a.shard)
+    params = {"method": D.DEFAULT_COVERAGE["clustering"], "random_state": 0}
+    est, stages["cluster"] = staged(lambda: kmeans_pool([str(p) for p in paths], params, executor="local"))
+    _, stages[f"select {D.METHOD}"] = staged(lambda: select_shards(paths, Q, a.budget))
+    return {"n": n, "load": load, "stages": stages, "k": int(est.n_clusters_),
+            "ami": float(adjusted_mutual_info_score(topics, est.labels_)), "cluster_timings": est.timings_}
+
+
+def embed_shards(topics: np.ndarray, dim: int, shard: int, root: Path) -> List[Path]:
+    """Each ``shard`` rows' texts embedded and ℓ2-normalised into ``root/shard_XXXXX.npy``; only one shard's strings
+    and embeddings are in memory at a time."""
+    emb = PlantedEmbedder(dim=dim, seed=0)
+    paths = []
+    for s in range(0, len(topics), shard):
+        block = emb.embed(planted_texts(topics[s : s + shard], start=s))
+        block /= np.maximum(np.linalg.norm(block, axis=1, keepdims=True), 1e-12)
+        paths.append(root / f"shard_{s // shard:05d}.npy")
+        np.save(paths[-1], block)
+    return paths
+
+
+def select_shards(paths: List[Path], Q: np.ndarray, budget: int) -> Tuple[np.ndarray, np.ndarray]:
+    """The default selector's ``budget`` demonstrations of every query over all shards: its choice on each
+    memory-mapped shard, merged by similarity descending then pool index. Returns (indices, scores), (Q, budget)."""
+    best_i = np.empty((Q.shape[0], 0), dtype=np.int64)
+    best_s = np.empty((Q.shape[0], 0))
+    offset = 0
+    for p in paths:
+        shard = np.load(p, mmap_mode="r")
+        sel = make_selector(D.METHOD).fit(shard).select(Q, budget)
+        cand_i = np.concatenate([best_i, sel.indices + offset], axis=1)
+        cand_s = np.concatenate([best_s, sel.scores], axis=1)
+        order = np.lexsort((cand_i, -cand_s), axis=1)[:, :budget]
+        best_i, best_s = np.take_along_axis(cand_i, order, 1), np.take_along_axis(cand_s, order, 1)
+        offset += shard.shape[0]
+    return best_i, best_s
+
+
 def cpu_model() -> str:
     for line in Path("/proc/cpuinfo").read_text().splitlines():
         if line.startswith("model name"):
@@ -144,15 +204,18 @@ def main() -> None:
     ap.add_argument("--shard", type=int, default=D.ROW_SHARD_SIZE, help="rows embedded per call")
     ap.add_argument("--select-max", type=int, default=None,
                     help="skip the selection stages for pools larger than this (time them at smaller sizes)")
+    ap.add_argument("--sharded", type=Path, default=None,
+                    help="keep the pool in .npy shards under this folder (the 10^7 path; see the module docstring)")
     ap.add_argument("--out", type=Path, default=None, help="write the markdown table here")
     a = ap.parse_args()
     results = []
     for n in a.n:
-        results.append(one_size(n, a))
+        results.append(one_size_sharded(n, a) if a.sharded else one_size(n, a))
         print("\n".join(table(results[-1:])), flush=True)
     head = [f"- machine: {cpu_model()}, nproc {os.cpu_count()}; Python {sys.version.split()[0]}",
             f"- command: `PYTHONPATH=src python benchmarks/distributed/bench_default_pipeline.py --n "
-            f"{' '.join(map(str, a.n))} --queries {a.queries} --budget {a.budget}`",
+            f"{' '.join(map(str, a.n))} --queries {a.queries} --budget {a.budget}"
+            f"{' --sharded DIR' if a.sharded else ''}`",
             f"- sizes: n × {a.dim} float32 planted embeddings ({a.topics} topics), {a.queries} queries, budget {a.budget}",
             ""]
     text = "\n".join(head + table(results)) + "\n"

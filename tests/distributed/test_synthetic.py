@@ -24,3 +24,11 @@ def test_planted_topics_are_recoverable():
     assert adjusted_rand_score(topics, pred) > 0.9
     counts = np.bincount(topics, minlength=10)
     assert counts[0] > counts[-1]  # Zipf sizes
+
+
+def test_planted_texts_built_shard_by_shard_equal_the_whole_pool():
+    from ucs.distributed.synthetic import make_planted_texts, planted_texts, planted_topics
+
+    texts, topics = make_planted_texts(1000, n_clusters=30, random_state=3)
+    assert np.array_equal(planted_topics(1000, n_clusters=30, random_state=3), topics)
+    assert planted_texts(topics[:400]) + planted_texts(topics[400:], start=400) == texts

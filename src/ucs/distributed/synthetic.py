@@ -18,7 +18,7 @@ from numpy.typing import NDArray
 
 from ucs.embedding.base import sanitize_texts
 
-__all__ = ["PlantedEmbedder", "make_planted_texts"]
+__all__ = ["PlantedEmbedder", "make_planted_texts", "planted_topics", "planted_texts"]
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 
@@ -53,12 +53,23 @@ def _gaussians(seeds: NDArray[np.uint64], dim: int) -> NDArray[np.float64]:
 
 def make_planted_texts(n: int, n_clusters: int = 1000, zipf_a: float = 1.1, random_state: int = 0) -> Tuple[List[str], NDArray[np.int64]]:
     """``n`` texts ``"topic <c>|item <i>"`` with Zipf(``zipf_a``) topic sizes; returns ``(texts, topics)``."""
+    topics = planted_topics(n, n_clusters, zipf_a, random_state)
+    return planted_texts(topics), topics
+
+
+def planted_topics(n: int, n_clusters: int = 1000, zipf_a: float = 1.1, random_state: int = 0) -> NDArray[np.int64]:
+    """The topic of each of :func:`make_planted_texts`'s ``n`` texts, without the strings (8 bytes a row), shape (n,)."""
     if n < 1 or n_clusters < 1:
         raise ValueError("n and n_clusters must be positive integers")
     rng = np.random.default_rng(random_state)
     w = 1.0 / np.arange(1, n_clusters + 1, dtype=np.float64) ** zipf_a
-    topics = rng.choice(n_clusters, size=n, p=w / w.sum()).astype(np.int64)
-    return [f"topic {c}|item {i}" for i, c in enumerate(topics)], topics
+    return rng.choice(n_clusters, size=n, p=w / w.sum()).astype(np.int64)
+
+
+def planted_texts(topics: NDArray[np.int64], start: int = 0) -> List[str]:
+    """The texts of rows ``start, start + 1, ...`` of :func:`make_planted_texts` given their topics: a pool built shard
+    by shard holds only one shard's strings at a time."""
+    return [f"topic {c}|item {i}" for i, c in enumerate(topics.tolist(), start)]
 
 
 class PlantedEmbedder:
