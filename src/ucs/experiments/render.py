@@ -53,8 +53,9 @@ def _header(exp: Experiment, cells: Sequence[Cell], preset: str, results: Sequen
     if exp.description:
         lines += ["", exp.description]
     lines += ["", f"Each cell's configuration, data hashes and package versions: `{exp.name}.manifest.json`.", ""]
-    pending = [f"{c.dataset} / {c.variant.name}: {', '.join(r['pending'])}" for c, r in zip(cells, results)
-               if r.get("pending")]
+    several = len({c.backbone for c in cells}) > 1
+    pending = [f"{c.dataset} / {c.backbone + ' / ' if several else ''}{c.variant.name}: {', '.join(r['pending'])}"
+               for c, r in zip(cells, results) if r.get("pending")]
     if pending:
         lines += ["**Under way.** Not every method has answered every query yet; these show as \"—\" (the "
                   "manifest's command without `--render-only` resumes them): " + "; ".join(pending) + ".", ""]
