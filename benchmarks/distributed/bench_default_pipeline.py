@@ -47,6 +47,7 @@ from ucs.clustering import LatentClusterer
 from ucs.distributed.synthetic import PlantedEmbedder, make_planted_texts, planted_texts, planted_topics
 from ucs.selectors import UCSPrior
 from ucs.selectors.factory import make_selector
+from ucs.utils.arrays import take_rows
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
 
@@ -164,7 +165,7 @@ def select_shards(paths: List[Path], Q: np.ndarray, budget: int) -> Tuple[np.nda
         cand_i = np.concatenate([best_i, sel.indices + offset], axis=1)
         cand_s = np.concatenate([best_s, sel.scores], axis=1)
         order = np.lexsort((cand_i, -cand_s), axis=1)[:, :budget]
-        best_i, best_s = np.take_along_axis(cand_i, order, 1), np.take_along_axis(cand_s, order, 1)
+        best_i, best_s = take_rows(cand_i, order), take_rows(cand_s, order)
         offset += shard.shape[0]
     return best_i, best_s
 

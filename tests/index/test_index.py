@@ -57,6 +57,7 @@ def test_add_examples_then_select_equals_a_fresh_fit(tmp_path, table_embedder, m
     for x, y in zip(a, b):
         np.testing.assert_array_equal(x.indices, y.indices)
         assert x.phi == y.phi and x.clusters_covered == y.clusters_covered
+        assert x.clusters_covered == len(set(x.cluster_ids.tolist()))  # the selector's count after the refit
         assert x.examples == y.examples
 
 
@@ -175,6 +176,7 @@ def test_query_independent_and_small_pools(tmp_path):
     idx = SelectorIndex(DummyEmbedder(dim=16), "votek+ucs", cache_dir=tmp_path).fit(ex)
     a, b = idx.select("anything", k=5), idx.select(None, k=5)
     np.testing.assert_array_equal(a.indices, b.indices)
+    assert a.clusters_covered == len(set(a.cluster_ids.tolist()))
     assert len(idx.select(["x", "y", "z"], k=5)) == 3
     for n in (1, 2, 5):
         small = SelectorIndex(DummyEmbedder(dim=16), "dpp+ucs", cache_dir=tmp_path).fit(ex[:n])

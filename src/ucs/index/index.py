@@ -444,13 +444,17 @@ class SelectorIndex:
         idx = result.indices[r if result.query_dependent else 0]
         phi = result.phi[r] if result.phi is not None else self.coverage_prior_.batched().phi_subsets(idx[None, :])[0]
         cids = self.cluster_ids_[idx]
+        row = r if result.query_dependent else 0
+        # the selector was fitted on this index's cluster ids, so its count is the index's
+        covered = (int(result.clusters_covered[row]) if result.clusters_covered is not None
+                   else int(np.unique(cids).size))
         if example_keys is None:
             exs = [dict(self.examples_[i]) for i in idx]
         else:
             exs = [{k: self.examples_[i][k] for k in example_keys if k in self.examples_[i]} for i in idx]
         return IndexSelection(
             examples=exs, indices=idx, scores=result.scores[r if result.query_dependent else 0],
-            cluster_ids=cids, phi=float(phi), clusters_covered=int(np.unique(cids).size),
+            cluster_ids=cids, phi=float(phi), clusters_covered=covered,
             method=self.method_, query=text,
         )
 
