@@ -70,5 +70,12 @@ def test_budget_drops_demonstrations_from_the_end():
     assert built.n_tokens <= budget
     tiny = PromptBuilder(INTENT_FORMAT, LABELS, _count, 3).build(demos, "q")
     assert (tiny.n_demos, tiny.n_dropped, tiny.fits) == (0, 10, False)
+    # orders that put the most relevant last drop from the start: the last four are kept, in their order
+    last = PromptBuilder(INTENT_FORMAT, LABELS, _count, budget).build(demos, "q", drop_from="start")
+    assert (last.n_demos, last.n_dropped, last.dropped_from) == (4, 6, "start")
+    assert last.text == INTENT_FORMAT.render(demos[6:], "q", LABELS)
+    assert last.shown(list(range(10))) == [6, 7, 8, 9] and built.shown(list(range(10))) == [0, 1, 2, 3]
+    with pytest.raises(ValueError, match="drop_from"):
+        PromptBuilder(INTENT_FORMAT, LABELS, _count, budget).build(demos, "q", drop_from="middle")
     with pytest.raises(ValueError, match="count_tokens"):
         PromptBuilder(INTENT_FORMAT, LABELS, None, 100)

@@ -407,3 +407,28 @@ def test_lenient_generation_runs_also_report_the_strict_reading(sample, tmp_path
         assert strict["oracle"]["mean"] == 0.0 and strict["oracle"]["runs"]["42"]["unmatched"] == 10
         assert "strict matcher" in (tmp_path / "results.md").read_text()
         assert json.loads((tmp_path / "results.json").read_text())["strict_matcher"]["oracle"]["mean"] == 0.0
+
+
+@pytest.mark.parametrize("drop_from", ["end", "start"])
+def test_a_cut_prompt_keeps_the_side_its_order_puts_relevance(sample, tmp_path, drop_from):
+    # the fake model answers with the last demonstration's label, so the answer says which side was kept
+    res = evaluate(sample, make_lm(context_length=150), ["random"], two_methods(sample, budget=10), tmp_path,
+                   mode="greedy", protocol=TestProtocol(test_size=6, run_seeds=(1,)), progress=False,
+                   drop_from=drop_from)
+    recs = read_records(res.records_path)
+    labels = sample.pool.labels
+    assert all(0 < r["n_dropped"] < 10 for r in recs)
+    for r in recs:
+        shown = r["selected"][r["n_dropped"]:] if drop_from == "start" else r["selected"][:r["n_demos"]]
+        assert r["parsed_id"] == int(labels[shown[-1]])
+        assert r.get("dropped_from", "end") == drop_from
+    # the no-LM vote counts the demonstrations the prompt holds, not the whole selection
+    from ucs.evaluation.prompts import shown_demonstrations
+    from ucs.evaluation.report import majority_label
+
+    want = np.mean([majority_label(labels[shown_demonstrations(r["selected"], r["n_dropped"], drop_from)])
+                    == r["gold_id"] for r in recs])
+    assert res.summary["vote"]["random"]["mean"] == pytest.approx(want)
+    with pytest.raises(ValueError, match="drop_from"):
+        evaluate(sample, make_lm(), ["random"], two_methods(sample), tmp_path / "bad", drop_from="middle",
+                 progress=False)

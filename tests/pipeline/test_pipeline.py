@@ -297,3 +297,20 @@ def test_projection_shows_the_space_the_clusters_were_computed_in(tmp_path, spac
     np.testing.assert_array_equal(got, projection_2d(pipe.cluster_embeddings()))
     other = pipe.pool_embeddings() if space == "retrieval" else pipe.retrieval_pool()
     assert not np.array_equal(got, projection_2d(other))
+
+
+@pytest.mark.parametrize("order, kept", [("similar_first", "first"), ("similar_last", "last")])
+def test_a_cut_prompt_keeps_the_most_similar_demonstrations_in_either_order(tmp_path, order, kept):
+    # a context that holds only part of the ten: similar_last drops from the start, so both orders keep the
+    # same most similar demonstrations
+    cfg = PipelineConfig(**{**SMALL, "selectors": ("topk",), "order": order, "budget": 10, "n_runs": 1})
+    pipe = Pipeline(cfg, backbone=DummyBackbone(context_length=160), cache_dir=tmp_path / "cache",
+                    out_dir=tmp_path / "out", progress=False)
+    pipe.run()
+    recs = [json.loads(x) for x in (tmp_path / "out" / "records.jsonl").read_text().splitlines()]
+    assert recs and all(0 < r["n_dropped"] < 10 for r in recs)
+    for r in recs:
+        shown = r["selected"][: r["n_demos"]] if kept == "first" else r["selected"][r["n_dropped"]:]
+        nearest = r["selected"] if kept == "first" else r["selected"][::-1]
+        assert sorted(shown) == sorted(nearest[: r["n_demos"]])
+        assert r.get("dropped_from", "end") == ("end" if kept == "first" else "start")

@@ -141,6 +141,7 @@ def batch_records(plan: EvaluationPlan, method: str, seed: int, run: int, built:
             "selected": demos,
             "n_demos": b.n_demos,
             "n_dropped": b.n_dropped,
+            **({"dropped_from": "start"} if b.n_dropped and b.dropped_from == "start" else {}),
             "prompt_fits": b.fits,
             "raw_output": o,
             "parsed": None if p is None else labels[p],

@@ -18,7 +18,7 @@ import numpy as np
 from ucs.data.dataset import Dataset
 from ucs.data.splits import TestProtocol
 from ucs.evaluation.predict import PredictionMode, get_mode
-from ucs.evaluation.prompts import BuiltPrompt, PromptBuilder, PromptFormat, format_for_task
+from ucs.evaluation.prompts import DROP_SIDES, BuiltPrompt, PromptBuilder, PromptFormat, format_for_task
 
 __all__ = ["EvaluationPlan", "model_identity", "plan_evaluation"]
 
@@ -53,6 +53,7 @@ class EvaluationPlan:
     run_seeds : tuple of int
     batch_size : int
     key : dict                        the manifest's resume key.
+    drop_from : {"end", "start"}      where a too-long prompt loses demonstrations (:meth:`PromptBuilder.build`).
     """
 
     dataset: Dataset
@@ -67,6 +68,7 @@ class EvaluationPlan:
     run_seeds: tuple
     batch_size: int
     key: dict
+    drop_from: str = "end"
 
     @property
     def n_queries(self) -> int:
@@ -94,7 +96,7 @@ class EvaluationPlan:
         idx = row.tolist()
         ds = self.dataset
         demos = [(ds.pool.texts[i], ds.label_names[int(ds.pool.labels[i])]) for i in idx]
-        return q, self.builder.build(demos, self.query_texts[q]), idx
+        return q, self.builder.build(demos, self.query_texts[q], self.drop_from), idx
 
 
 def _check_args(methods: Sequence[str], batch_size: int, limit: Optional[int]) -> None:
@@ -136,12 +138,15 @@ def plan_evaluation(
     max_context: Optional[int] = None,
     model_identity_: Optional[dict] = None,
     config: Optional[dict] = None,
+    drop_from: str = "end",
 ) -> EvaluationPlan:
     """Check the arguments of :func:`ucs.evaluation.evaluate` and fix everything but the answers.
 
     Cost: one protocol draw, one ``count_tokens`` per label; O(T) for the test-index hash.
     """
     _check_args(methods, batch_size, limit)
+    if drop_from not in DROP_SIDES:
+        raise ValueError(f"drop_from must be one of {DROP_SIDES}; got {drop_from!r}")
     protocol = protocol or TestProtocol()
     pm = get_mode(mode)
     fmt = prompt_format or format_for_task(dataset.task)
@@ -177,5 +182,5 @@ def plan_evaluation(
         query_texts=list(eval_ds.test.texts[:n_q]), gold=eval_ds.test.labels[:n_q], continuations=continuations,
         builder=PromptBuilder(fmt, dataset.label_names, getattr(lm, "count_tokens", None), budget, chat_template),
         matcher=pm.make_matcher(fmt.answer_marker) if pm.kind == "generate" else None,
-        run_seeds=tuple(protocol.run_seeds), batch_size=batch_size, key=key,
+        run_seeds=tuple(protocol.run_seeds), batch_size=batch_size, key=key, drop_from=drop_from,
     )

@@ -32,8 +32,10 @@ __all__ = [
     "REASONING_FORMAT",
     "format_for_task",
     "BuiltPrompt",
+    "DROP_SIDES",
     "PromptBuilder",
     "render_chat",
+    "shown_demonstrations",
 ]
 
 
@@ -173,9 +175,10 @@ def _template_callable(chat_template: Any) -> ChatTemplate:
 class BuiltPrompt:
     """A rendered prompt and what the budget did to it.
 
-    ``n_demos`` demonstrations were kept (the first ones of the selection), ``n_dropped`` were removed from
-    the end to fit ``max_tokens``; ``n_tokens`` is the prompt's token count (``None`` without a counter);
-    ``fits`` is False when even the prompt without demonstrations exceeds the budget.
+    ``n_demos`` demonstrations were kept, ``n_dropped`` were removed to fit ``max_tokens`` from the end of the
+    selection (``dropped_from="end"``: the first ones kept) or from its start (``"start"``: the last ones kept);
+    ``n_tokens`` is the prompt's token count (``None`` without a counter); ``fits`` is False when even the
+    prompt without demonstrations exceeds the budget.
     """
 
     text: str
@@ -183,6 +186,24 @@ class BuiltPrompt:
     n_dropped: int
     n_tokens: int | None
     fits: bool
+    dropped_from: str = "end"
+
+    def shown(self, demos: Sequence[Any]) -> list:
+        """The items of ``demos`` (the selection the prompt was built from) that the prompt holds."""
+        return shown_demonstrations(demos, self.n_dropped, self.dropped_from)
+
+
+#: Where a too-long prompt loses demonstrations: from the end of the selection (its first ones kept: the
+#: selectors' own order, most relevant first) or from its start (orders that put the most relevant last).
+DROP_SIDES = ("end", "start")
+
+
+def shown_demonstrations(demos: Sequence[Any], n_dropped: int, dropped_from: str = "end") -> list:
+    """The demonstrations a prompt holds after ``n_dropped`` were removed from ``dropped_from``. O(B)."""
+    demos = list(demos)
+    if n_dropped <= 0:
+        return demos
+    return demos[n_dropped:] if dropped_from == "start" else demos[: len(demos) - n_dropped]
 
 
 class PromptBuilder:
@@ -203,7 +224,9 @@ class PromptBuilder:
     Notes
     -----
     When a prompt is too long, demonstrations are dropped from the **end** of the selection (the selector's
-    order is kept for the rest). The number kept is found by binary search over the prefix length, so a
+    order is kept for the rest), or from its **start** with ``build(..., drop_from="start")`` — for orders that
+    put the most relevant demonstration last, next to the query (``similar_last``, ``vote_last``), so the
+    budget still keeps the most relevant ones. The number kept is found by binary search over its length, so a
     selection of B demonstrations costs O(log B) token counts instead of O(B).
     """
 
@@ -234,27 +257,30 @@ class PromptBuilder:
             return render_chat(self.fmt, demos, query, self.label_names, self.chat_template)
         return self.fmt.render(demos, query, self.label_names)
 
-    def build(self, demos: Sequence[tuple[str, str]], query: str) -> BuiltPrompt:
-        """Render ``demos`` + ``query``, dropping trailing demonstrations until the prompt fits."""
+    def build(self, demos: Sequence[tuple[str, str]], query: str, drop_from: str = "end") -> BuiltPrompt:
+        """Render ``demos`` + ``query``, dropping demonstrations from ``drop_from`` (``"end"`` or ``"start"`` of
+        the selection) until the prompt fits."""
+        if drop_from not in DROP_SIDES:
+            raise ValueError(f"drop_from must be one of {DROP_SIDES}; got {drop_from!r}")
         demos = list(demos)
         full = self.render(demos, query)
         if self.max_tokens is None or self.count_tokens is None:
             n = self.count_tokens(full) if self.count_tokens is not None else None
-            return BuiltPrompt(full, len(demos), 0, n, True)
+            return BuiltPrompt(full, len(demos), 0, n, True, drop_from)
         n_full = self.count_tokens(full)
         if n_full <= self.max_tokens:
-            return BuiltPrompt(full, len(demos), 0, n_full, True)
+            return BuiltPrompt(full, len(demos), 0, n_full, True, drop_from)
         cache: dict[int, tuple[str, int]] = {len(demos): (full, n_full)}
 
         def measure(k: int) -> tuple[str, int]:
             if k not in cache:
-                text = self.render(demos[:k], query)
+                text = self.render(shown_demonstrations(demos, len(demos) - k, drop_from), query)
                 cache[k] = (text, self.count_tokens(text))
             return cache[k]
 
         if measure(0)[1] > self.max_tokens:
             text, n = measure(0)
-            return BuiltPrompt(text, 0, len(demos), n, False)
+            return BuiltPrompt(text, 0, len(demos), n, False, drop_from)
         k = longest_fitting_prefix(len(demos), lambda j: measure(j)[1] <= self.max_tokens)
         text, n = measure(k)
-        return BuiltPrompt(text, k, len(demos) - k, n, True)
+        return BuiltPrompt(text, k, len(demos) - k, n, True, drop_from)

@@ -12,6 +12,7 @@ import numpy as np
 from ucs.evaluation.manifest import TEST_DOUBLE_NOTE
 from ucs.evaluation.matching import Matcher, get_matcher
 from ucs.evaluation.metrics import bootstrap_ci, mean_std, paired_bootstrap_ci
+from ucs.evaluation.prompts import shown_demonstrations
 from ucs.utils.io import atomic_write_json, atomic_write_text
 
 __all__ = ["summarize", "rematch", "strict_matcher_summary", "paired_delta", "label_agreement", "to_markdown",
@@ -141,11 +142,14 @@ def _demonstration_stat(records: Iterable[dict], pool_labels: Sequence[int] | np
                         field: str, run_seeds: Sequence[int] | None, n_boot: int, confidence: float,
                         bootstrap_seed: int) -> dict:
     """:func:`_per_query_stat` of ``per_prompt(demonstration labels, gold id)`` over the records that have a gold
-    label id and demonstrations."""
+    label id and demonstrations — those the prompt holds (:func:`shown_demonstrations`: a prompt cut to fit
+    the context holds only part of its selection)."""
     labels = np.asarray(pool_labels)
 
     def value(r: dict) -> Optional[float]:
-        gold, sel = r.get("gold_id"), r.get("selected")
+        gold = r.get("gold_id")
+        sel = shown_demonstrations(r.get("selected") or [], int(r.get("n_dropped") or 0),
+                                   r.get("dropped_from", "end"))
         return None if gold is None or not sel else float(per_prompt(labels[np.asarray(sel)], int(gold)))
 
     return _per_query_stat(records, value, field, run_seeds, n_boot, confidence, bootstrap_seed)

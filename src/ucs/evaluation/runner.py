@@ -140,6 +140,7 @@ def evaluate(
     n_boot: int = 2000,
     answer_store: "str | os.PathLike[str] | None" = None,
     wait: bool = False,
+    drop_from: str = "end",
 ) -> EvaluationResult:
     """Evaluate ``methods`` on ``dataset`` with ``lm``; resumable, one JSON record per (method, run, query).
 
@@ -169,8 +170,8 @@ def evaluate(
     chat_template : callable or tokenizer, optional
         Render prompts through a chat template.
     max_context : int, optional
-        Context size in tokens; default ``lm.context_length``. Demonstrations are dropped from the end of a
-        prompt that exceeds it (minus the answer budget) and the number dropped is recorded.
+        Context size in tokens; default ``lm.context_length``. Demonstrations are dropped from a prompt that
+        exceeds it (minus the answer budget) and the number dropped is recorded (see ``drop_from``).
     model_identity : dict, optional
         Overrides ``lm.identity`` in the manifest.
     config : dict, optional
@@ -188,6 +189,11 @@ def evaluate(
         When another process is evaluating into ``out_dir`` (it holds the folder's lock,
         :func:`~ucs.utils.lock.folder_lock`), wait for it instead of raising
         :class:`~ucs.utils.lock.FolderLockedError`.
+    drop_from : {"end", "start"}
+        Which demonstrations a too-long prompt loses: the last of the selection (``"end"``, default: selectors
+        put the most relevant first) or the first (``"start"``: for selections ordered with the most relevant
+        last, ``similar_last`` and ``vote_last``). Records of prompts that lost demonstrations from the start
+        carry ``"dropped_from": "start"``, so the no-LM vote and relevance count what the prompt holds.
 
     Returns
     -------
@@ -206,7 +212,7 @@ def evaluate(
     """
     plan = plan_evaluation(dataset, lm, methods, mode=mode, protocol=protocol, limit=limit, batch_size=batch_size,
                            prompt_format=prompt_format, chat_template=chat_template, max_context=max_context,
-                           model_identity_=model_identity, config=config)
+                           model_identity_=model_identity, config=config, drop_from=drop_from)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     manifest = open_manifest(out, plan.key, methods, plan.run_seeds, plan.key["protocol"]["test_seed"], limit)
@@ -285,9 +291,8 @@ def _finish(plan: EvaluationPlan, out: Path, manifest: dict, n_new: int, n_boot:
                        "split": split_description(plan.dataset)}
     if is_test_double(plan.key.get("model")):
         summary["test_double"] = True
-    if plan.dataset.task == "intent":  # the no-LM baseline: what each prompt's demonstrations vote
-        summary["vote"] = demonstration_vote(shown, plan.dataset.pool.labels, run_seeds=plan.run_seeds,
-                                             n_boot=n_boot)
+    # the no-LM baseline: the answer each prompt's demonstrations vote for (intent labels, BBEH answers)
+    summary["vote"] = demonstration_vote(shown, plan.dataset.pool.labels, run_seeds=plan.run_seeds, n_boot=n_boot)
     summary["mode"] = plan.mode.name
     summary["n_queries_requested"] = plan.n_queries
     write_report(out, summary, title=f"{plan.dataset.name} — mode {plan.mode.name}")

@@ -63,6 +63,7 @@ from ucs.pipeline.diagnostics import coverage_markdown, coverage_stats, label_ag
 from ucs.pipeline.layout import ArtifactLayout
 from ucs.pipeline.run_files import append_timings, write_run_files
 from ucs.selectors import UCSPrior
+from ucs.selectors.base import LAST_ORDERS
 from ucs.selectors.factory import make_selector
 from ucs.utils.integrity import load_checked_npy, save_checked_npy
 from ucs.utils.io import atomic_write_json, atomic_write_text, hash_array
@@ -580,6 +581,7 @@ class Pipeline:
             mode=self.config.mode, protocol=self.config.protocol(), limit=limit,
             batch_size=self.config.icl_batch_size, config={"pipeline": self.config.key_dict()},
             progress=self.progress, answer_store=self.layout.answers_dir if self.reuse_answers else None,
+            drop_from="start" if self.config.order in LAST_ORDERS else "end",
         )
         self._timed("evaluate", t0)
         n_q = int(result.summary.get("n_queries_requested", 0))

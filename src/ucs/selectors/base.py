@@ -76,6 +76,9 @@ _REGISTRY: Dict[str, type] = {}
 
 #: Orders of a prompt's demonstrations that :meth:`Selector.select` can return.
 ORDERS = ("selected", "similar_first", "similar_last", "vote_last")
+#: The orders that put the most relevant demonstration last, next to the query: a prompt cut to fit a context
+#: drops demonstrations from their start (``ucs.evaluation.prompts.PromptBuilder.build``).
+LAST_ORDERS = ("similar_last", "vote_last")
 
 
 def vote_last_order(labels: Sequence[Any], sims: np.ndarray) -> np.ndarray:
