@@ -432,3 +432,18 @@ def test_a_cut_prompt_keeps_the_side_its_order_puts_relevance(sample, tmp_path, 
     with pytest.raises(ValueError, match="drop_from"):
         evaluate(sample, make_lm(), ["random"], two_methods(sample), tmp_path / "bad", drop_from="middle",
                  progress=False)
+
+
+def test_reasoning_tasks_get_the_no_lm_vote_too(sample, tmp_path):
+    # on a free-form task the "label" is the answer: the vote is the answer most demonstrations give
+    import dataclasses
+
+    reasoning = dataclasses.replace(sample, task="reasoning")
+    res = evaluate(reasoning, make_lm(), ["oracle", "random"], two_methods(reasoning), tmp_path, mode="greedy",
+                   protocol=TestProtocol(test_size=8, run_seeds=(1,)), progress=False)
+    from ucs.evaluation.report import majority_label
+
+    assert set(res.summary["vote"]) == {"oracle", "random"}
+    recs = [r for r in read_records(res.records_path) if r["method"] == "oracle"]
+    want = np.mean([majority_label(reasoning.pool.labels[r["selected"]]) == r["gold_id"] for r in recs])
+    assert res.summary["vote"]["oracle"]["mean"] == pytest.approx(want) and len(recs) == 8

@@ -201,8 +201,7 @@ def read_accuracy(cell: Cell, ctx: CellContext) -> Dict[str, Any]:
         coverage = {m: table[m] for m in done if m in table}
         shown = [r for r in records if r["method"] in done]
         agreement = label_agreement(shown, pipe.dataset.pool.labels, run_seeds=seeds)
-        if pipe.dataset.task == "intent":
-            vote = demonstration_vote(shown, pipe.dataset.pool.labels, run_seeds=seeds)
+        vote = demonstration_vote(shown, pipe.dataset.pool.labels, run_seeds=seeds)
     res = {"dir": str(out), "n_queries": n_q, "n_drawn": _n_drawn(cell, ctx), "methods": done,
            "coverage": coverage, "label_agreement": agreement, "vote": vote,
            "strict_matcher": _strict_summaries(cell, ctx, [r for r in records if r["method"] in done]),
