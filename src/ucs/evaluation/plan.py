@@ -18,7 +18,7 @@ import numpy as np
 from ucs.data.dataset import Dataset
 from ucs.data.splits import TestProtocol
 from ucs.evaluation.predict import PredictionMode, get_mode
-from ucs.evaluation.prompts import DROP_SIDES, BuiltPrompt, PromptBuilder, PromptFormat, format_for_task
+from ucs.evaluation.prompts import BuiltPrompt, PromptBuilder, PromptFormat, check_drop_from, format_for_task
 
 __all__ = ["EvaluationPlan", "model_identity", "plan_evaluation"]
 
@@ -145,8 +145,7 @@ def plan_evaluation(
     Cost: one protocol draw, one ``count_tokens`` per label; O(T) for the test-index hash.
     """
     _check_args(methods, batch_size, limit)
-    if drop_from not in DROP_SIDES:
-        raise ValueError(f"drop_from must be one of {DROP_SIDES}; got {drop_from!r}")
+    check_drop_from(drop_from)
     protocol = protocol or TestProtocol()
     pm = get_mode(mode)
     fmt = prompt_format or format_for_task(dataset.task)

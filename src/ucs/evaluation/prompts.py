@@ -34,6 +34,7 @@ __all__ = [
     "BuiltPrompt",
     "DROP_SIDES",
     "PromptBuilder",
+    "check_drop_from",
     "render_chat",
     "shown_demonstrations",
 ]
@@ -198,6 +199,13 @@ class BuiltPrompt:
 DROP_SIDES = ("end", "start")
 
 
+def check_drop_from(drop_from: str) -> str:
+    """``drop_from`` if it is one of :data:`DROP_SIDES`, else a ValueError naming the choices."""
+    if drop_from not in DROP_SIDES:
+        raise ValueError(f"drop_from must be one of {DROP_SIDES}; got {drop_from!r}")
+    return drop_from
+
+
 def shown_demonstrations(demos: Sequence[Any], n_dropped: int, dropped_from: str = "end") -> list:
     """The demonstrations a prompt holds after ``n_dropped`` were removed from ``dropped_from``. O(B)."""
     demos = list(demos)
@@ -260,8 +268,7 @@ class PromptBuilder:
     def build(self, demos: Sequence[tuple[str, str]], query: str, drop_from: str = "end") -> BuiltPrompt:
         """Render ``demos`` + ``query``, dropping demonstrations from ``drop_from`` (``"end"`` or ``"start"`` of
         the selection) until the prompt fits."""
-        if drop_from not in DROP_SIDES:
-            raise ValueError(f"drop_from must be one of {DROP_SIDES}; got {drop_from!r}")
+        check_drop_from(drop_from)
         demos = list(demos)
         full = self.render(demos, query)
         if self.max_tokens is None or self.count_tokens is None:

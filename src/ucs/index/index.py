@@ -441,10 +441,10 @@ class SelectorIndex:
         return cached[1]
 
     def _wrap(self, result: Any, r: int, text: Optional[str], example_keys: Optional[Sequence[str]]) -> IndexSelection:
-        idx = result.indices[r if result.query_dependent else 0]
+        row = r if result.query_dependent else 0
+        idx = result.indices[row]
         phi = result.phi[r] if result.phi is not None else self.coverage_prior_.batched().phi_subsets(idx[None, :])[0]
         cids = self.cluster_ids_[idx]
-        row = r if result.query_dependent else 0
         # the selector was fitted on this index's cluster ids, so its count is the index's
         covered = (int(result.clusters_covered[row]) if result.clusters_covered is not None
                    else int(np.unique(cids).size))
@@ -453,7 +453,7 @@ class SelectorIndex:
         else:
             exs = [{k: self.examples_[i][k] for k in example_keys if k in self.examples_[i]} for i in idx]
         return IndexSelection(
-            examples=exs, indices=idx, scores=result.scores[r if result.query_dependent else 0],
+            examples=exs, indices=idx, scores=result.scores[row],
             cluster_ids=cids, phi=float(phi), clusters_covered=covered,
             method=self.method_, query=text,
         )
