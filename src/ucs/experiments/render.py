@@ -8,6 +8,7 @@ import numpy as np
 
 from ucs.evaluation.report import paired_delta
 from ucs.experiments.spec import Cell, Experiment
+from ucs.experiments.verdict import PairVerdict, verdict_section
 from ucs.pipeline.config import parse_method
 from ucs.pipeline.diagnostics import coverage_markdown
 
@@ -198,7 +199,36 @@ def _accuracy(exp: Experiment, cells: Sequence[Cell], results: Sequence[Dict[str
             if any(r.get("label_agreement") for r in results):
                 lines += _label_agreement_table(_Summaries(exp, cells, results, variants, key="label_agreement"),
                                                 cells, bb, variants, datasets, single)
+    if vs_cell and exp.options.get("verdict"):
+        ref = exp.options["verdict"].get("reference", vs_cell["method"])
+        lines += verdict_section(_verdict_rows(exp, cells, results, variants), ref)
     return lines
+
+
+def _verdict_rows(exp: Experiment, cells: Sequence[Cell], results: Sequence[Dict[str, Any]],
+                  variants: Sequence[Any]) -> Dict[Tuple[str, str], List[PairVerdict]]:
+    """Every row compared with the page's reference cell: its verdicts on each (dataset, backbone) pair, the
+    model against the no-LM vote counted ``"better"`` only when it is above both the row's own vote and the
+    reference's k-NN vote (:mod:`ucs.experiments.verdict`)."""
+    accs = _Summaries(exp, cells, results, variants)
+    votes = _Summaries(exp, cells, results, variants, key="vote")
+    ref_v, ref_m = accs.vs_cell["variant"], accs.vs_cell["method"]
+    datasets = list(dict.fromkeys(c.dataset for c in cells))
+    rows: Dict[Tuple[str, str], List[PairVerdict]] = {}
+    for bb in dict.fromkeys(c.backbone for c in cells):
+        for v in variants:
+            for m in _variant_methods(cells, v.name, bb):
+                if (v.name, m) == (ref_v, ref_m):
+                    continue
+                for ds in datasets:
+                    acc = accs.get(ds, bb, v.name, m)
+                    own, knn = votes.get(ds, bb, v.name, m), votes.get(ds, bb, ref_v, ref_m)
+                    vs = [delta_verdict(acc, x) for x in (own, knn) if x]
+                    vote = None if not vs or None in vs else "better" if set(vs) == {"better"} else \
+                        "worse" if "worse" in vs else "noise"
+                    rows.setdefault((v.label or v.name, m), []).append(
+                        PairVerdict(ds, bb, delta_verdict(acc, accs.reference(ds, bb, v.name, m)), vote))
+    return rows
 
 
 def _strict_matcher_table(summaries: _Summaries, cells: Sequence[Cell], bb: str, variants: Sequence[Any],
