@@ -59,8 +59,8 @@ def row_sentence(setting: str, method: str, pairs: Sequence[PairVerdict], ref: s
     better = [p for p in measured if p.acc == "better"]
     worse = [p for p in measured if p.acc == "worse"]
     n_noise = len(measured) - len(better) - len(worse)
-    parts = [f"- **{setting}** (`{method}`): {_headline(len(better), len(worse), n_noise, ref)}"]
-    detail = []
+    head = f"- **{setting}** (`{method}`): {_headline(len(better), len(worse), n_noise, ref)}"
+    detail: List[str] = []
     if better:
         detail.append(f"better on {_where(better)}")
     if worse:
@@ -76,7 +76,7 @@ def row_sentence(setting: str, method: str, pairs: Sequence[PairVerdict], ref: s
     missing = [p for p in pairs if p.acc is None]
     if missing:
         detail.append(f"not measured yet: {_where(missing)}")
-    return parts[0] + (" (" + "; ".join(detail) + ")." if detail else ".")
+    return head + (" (" + "; ".join(detail) + ")." if detail else ".")
 
 
 def clears_bar(pairs: Sequence[PairVerdict]) -> Optional[bool]:
