@@ -204,7 +204,7 @@ def run_experiment(
         "cells": cell_entries,
         "results": [_manifest_result(r) for r in results],
     }
-    mf = atomic_write_json(out / f"{exp.name}.manifest.json", manifest)
+    mf = atomic_write_json(out / f"{exp.name}.manifest.json", manifest, inline_scalar_lists=True)
     return ExperimentRun(exp, cells, results, md, mf, png)
 
 

@@ -29,6 +29,7 @@ __all__ = [
     "atomic_write_bytes",
     "atomic_write_text",
     "atomic_write_json",
+    "dumps_json",
     "atomic_save_npy",
     "atomic_save_npz",
     "load_npy",
@@ -68,9 +69,37 @@ def atomic_write_text(path: PathLike, text: str) -> Path:
     return atomic_write_bytes(path, text.encode("utf-8"))
 
 
-def atomic_write_json(path: PathLike, obj: Any, indent: int = 2) -> Path:
-    """Write ``obj`` as JSON atomically (keys sorted, so equal objects give equal files)."""
+def atomic_write_json(path: PathLike, obj: Any, indent: int = 2, inline_scalar_lists: bool = False) -> Path:
+    """Write ``obj`` as JSON atomically (keys sorted, so equal objects give equal files).
+
+    ``inline_scalar_lists=True`` writes each list of scalars on one line (:func:`dumps_json`): the
+    same JSON value, about half the bytes for files that hold per-query vectors.
+    """
+    if inline_scalar_lists:
+        return atomic_write_text(path, dumps_json(obj, indent=indent))
     return atomic_write_text(path, json.dumps(obj, indent=indent, sort_keys=True, default=json_default) + "\n")
+
+
+def dumps_json(obj: Any, indent: int = 2) -> str:
+    """``obj`` as indented JSON with sorted keys, each list of scalars on one line, ending in a newline.
+
+    ``json.loads`` of the result equals ``json.loads(json.dumps(obj, default=json_default))``: only the
+    whitespace differs from ``json.dumps(obj, indent=indent, sort_keys=True)``. O(size of ``obj``).
+    """
+    plain = json.loads(json.dumps(obj, default=json_default))
+
+    def enc(x: Any, level: int) -> str:
+        pad, end = " " * (indent * (level + 1)), " " * (indent * level)
+        if isinstance(x, dict) and x:
+            items = [f"{pad}{json.dumps(k)}: {enc(x[k], level + 1)}" for k in sorted(x)]
+            return "{\n" + ",\n".join(items) + "\n" + end + "}"
+        if isinstance(x, list) and any(isinstance(v, (dict, list)) for v in x):
+            return "[\n" + ",\n".join(pad + enc(v, level + 1) for v in x) + "\n" + end + "]"
+        if isinstance(x, list):
+            return "[" + ", ".join(json.dumps(v) for v in x) + "]"
+        return json.dumps(x)
+
+    return enc(plain, 0) + "\n"
 
 
 def atomic_save_npy(path: PathLike, array: np.ndarray) -> Path:
