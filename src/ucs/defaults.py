@@ -68,8 +68,9 @@ ORDER = "selected"
 #: ``UCSFewShot`` and ``ucs prompts``: ``vote_last`` where the examples carry labels (an output key), else
 #: :data:`ORDER` (see :func:`application_order`). Chosen on validation splits of the pools, no test query read
 #: (over TopK's own order: BANKING77 +7.0*, HWU64 +6.0*, CLINC150 +0.0; docs/results/float32/
-#: validation_beyond_topk_order.md), and measured on 500 test queries (BANKING77 +2.6 [+0.6, +4.8]*, HWU64
-#: +4.6 [+2.2, +6.8]*; docs/results/beyond_topk.md). Evaluations and the
+#: validation_beyond_topk_order.md), and measured on 500 test queries (SmolLM2-135M: BANKING77 +2.6 [+0.6, +4.8]*,
+#: HWU64 +4.6 [+2.2, +6.8]*, CLINC150 +0.6; Gemma-3-270M: +1.2, +6.6 [+4.2, +9.0]*, +2.4 [+0.8, +4.2]*; never
+#: below TopK; docs/results/beyond_topk.md). Evaluations and the
 #: :class:`~ucs.selectors.base.Selector` API keep :data:`ORDER`, so every committed result keeps its meaning.
 APPLICATION_ORDER = "vote_last"
 #: How a served query is embedded (``SentenceTransformerEmbedder.embed_queries``): ``auto`` runs the model's
