@@ -238,3 +238,52 @@ def test_selections_of_older_runs_are_range_checked_and_adopted(sample, tmp_path
         again = _run(sample, out)
     assert again.summary["methods"] == first.summary["methods"]
     assert all(s.is_file() for s in sides)  # adopted (or recomputed) files carry a checksum again
+
+
+class _OneByOneLM(type(make_lm())):
+    """make_lm's double, declared to generate one prompt at a time, that stops (Ctrl-C) on call ``stop_at``."""
+
+    generates_one_at_a_time = True
+
+    def __init__(self, stop_at=None, **kw):
+        base = make_lm()
+        super().__init__(answers=base.answers, context_length=base.context_length, **kw)
+        self.stop_at, self.sizes = stop_at, []
+
+    def generate(self, prompts, *args, **kwargs):
+        self.sizes.append(len(prompts))
+        if self.stop_at is not None and len(self.sizes) >= self.stop_at:
+            raise KeyboardInterrupt
+        return super().generate(prompts, *args, **kwargs)
+
+
+def _greedy(sample, out, lm, **kw):
+    return evaluate(sample, lm, ["oracle", "random"], two_methods(sample), out, mode="greedy",
+                    protocol=TestProtocol(test_size=20), batch_size=8, progress=False, **kw)
+
+
+def test_slow_one_by_one_answers_are_recorded_before_their_batch_ends(sample, tmp_path, monkeypatch):
+    import ucs.evaluation.runner as runner
+
+    monkeypatch.setattr(runner, "RECORD_EVERY_S", 0.0)  # every prompt "slow": parts stay one prompt long
+    out = tmp_path / "stopped"
+    lm = _OneByOneLM(stop_at=5)
+    with pytest.raises(KeyboardInterrupt):
+        _greedy(sample, out, lm)
+    assert lm.sizes == [1] * 5
+    assert len(read_records(out / "records.jsonl")) == 4  # the 4 answered prompts of the unfinished batch of 8
+    res = _greedy(sample, out, _OneByOneLM())
+    assert res.n_new_records == 2 * 3 * 20 - 4
+    ref = _greedy(sample, tmp_path / "reference", make_lm())  # whole batches, never interrupted
+    assert sorted(read_records(out / "records.jsonl"), key=_key) == sorted(read_records(ref.records_path), key=_key)
+
+
+def test_fast_answers_grow_to_whole_batches_and_served_models_keep_them(sample, tmp_path):
+    fast = _OneByOneLM()
+    _greedy(sample, tmp_path / "fast", fast)
+    assert fast.sizes[:4] == [1, 2, 4, 1] and max(fast.sizes) == 8  # doubling, capped by the batch, then whole
+    served = make_lm()  # no generates_one_at_a_time: a batch is one call, as a server answers it concurrently
+    calls = []
+    served.generate = lambda prompts, *a, _g=served.generate, **k: calls.append(len(prompts)) or _g(prompts, *a, **k)
+    _greedy(sample, tmp_path / "served", served)
+    assert calls[:3] == [8, 8, 4]

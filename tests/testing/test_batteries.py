@@ -69,6 +69,24 @@ class _OneSeedPerCall(DummyLM):
         return [DummyLM.generate(self, [p], max_new_tokens, temperature, top_p, stop, seed)[0] for p in prompts]
 
 
+class _BatchAwareOneAtATime(DummyLM):
+    """Declares generates_one_at_a_time, but its greedy answers depend on the batch they came in."""
+
+    generates_one_at_a_time = True
+
+    def generate(self, prompts, max_new_tokens=16, temperature=0.0, top_p=1.0, stop=None, seed=None):
+        out = DummyLM.generate(self, prompts, max_new_tokens, temperature, top_p, stop, seed)
+        return [o + str(len(prompts)) for o in out]
+
+
+class _OneAtATime(DummyLM):
+    generates_one_at_a_time = True
+
+
+def test_a_true_one_at_a_time_declaration_passes():
+    assert check_language_model(_OneAtATime(), ["one_at_a_time"]) == ["one_at_a_time"]
+
+
 @pytest.mark.parametrize("obj, battery, check, match", [
     (_BatchDependent(dim=8), check_embedder, "rows_independent", "batch"),
     (_Float64(dim=8), check_embedder, "shape", "float32"),
@@ -77,6 +95,7 @@ class _OneSeedPerCall(DummyLM):
     (_SumOnly(), check_language_model, "scores", "Not equal to tolerance"),
     (_Loose(), check_language_model, "generate", "accepted"),
     (_OneSeedPerCall(), check_language_model, "sample_seeds", "alone with seed"),
+    (_BatchAwareOneAtATime(), check_language_model, "one_at_a_time", "a batch gave"),
 ])
 def test_batteries_catch_broken_implementations(obj, battery, check, match):
     with pytest.raises(AssertionError, match=match):

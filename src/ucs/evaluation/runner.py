@@ -2,7 +2,7 @@
 
 For every (method, run seed, test query) the runner renders the prompt from the method's selection, asks the
 LM, matches the answer and appends **one JSON line** to ``records.jsonl`` (flushed and synced after each
-batch). Re-running with the same configuration skips what is recorded and recomputes nothing else, so a
+batch, or after each answered part of it where prompts are asked one by one: :func:`answers_separately`). Re-running with the same configuration skips what is recorded and recomputes nothing else, so a
 killed run resumes without repeating or losing a record. ``manifest.json`` (written atomically) holds the
 configuration, package versions, model identity, data hashes and seeds; a resume with a different
 configuration is refused, naming the differing fields. The folder is locked while a run writes to it
@@ -24,6 +24,7 @@ from __future__ import annotations
 import functools
 import inspect
 import os
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
@@ -58,7 +59,8 @@ from ucs.utils.lock import folder_lock
 from ucs.utils.progress import progress_enabled, stage
 
 __all__ = ["SelectionFn", "EvaluationResult", "evaluate", "package_versions", "platform_info", "prompt_hash",
-           "selection_path", "ConfigurationMismatchError", "config_differences", "read_manifest"]
+           "selection_path", "ConfigurationMismatchError", "config_differences", "read_manifest",
+           "answers_separately", "RECORD_EVERY_S"]
 
 #: ``select(method, seed, query_texts) -> (Q, B) int array of pool indices``.
 SelectionFn = Callable[[str, int, Sequence[str]], Any]
@@ -252,25 +254,58 @@ def _answer_store(plan: EvaluationPlan, answer_store: Any, existing: Sequence[di
     return store
 
 
+#: In the deterministic modes a batch whose prompts the LM answers one after another is asked in parts, each
+#: part's records written as soon as it is answered; a part grows (doubling, up to the batch) while answering it
+#: takes less than this many seconds, so slow prompts are recorded one by one and fast ones a batch at a time.
+RECORD_EVERY_S = 1.0
+
+
+def answers_separately(plan: EvaluationPlan, lm: Any) -> bool:
+    """Whether splitting a batch changes neither the answers nor the number of model calls: a deterministic mode
+    whose prompts are asked one by one anyway (label likelihood: one scoring per prompt), or generation with an
+    LM that declares ``generates_one_at_a_time`` (the local backends; a served model answers a batch's prompts
+    concurrently, so it keeps whole batches)."""
+    if plan.mode.sampled:
+        return False
+    return plan.mode.kind != "generate" or bool(getattr(lm, "generates_one_at_a_time", False))
+
+
 def _run_batches(plan: EvaluationPlan, lm: Any, book: AnswerBook, writer: RecordWriter, method: str, seed: int,
                  run: int, sel: np.ndarray, pending: Sequence[int], bar: Any) -> int:
     """Answer and record ``pending`` queries of (``method``, ``seed``) batch by batch; returns records written.
 
     In sampled modes the whole batch is built, so each prompt keeps its position and sample seed; its recorded
-    or stored prompts are reused and only its missing records are written.
+    or stored prompts are reused and only its missing records are written. Where :func:`answers_separately`
+    holds, a batch is asked in parts of adaptive size (:data:`RECORD_EVERY_S`), so an interruption loses at
+    most the part in flight: one prompt when prompts are slow.
     """
     pending_set = set(pending)
-    n = 0
+    split = answers_separately(plan, lm)
+    size, n = 1, 0
     for batch in plan.batches(pending):
         run_on = batch if plan.mode.sampled else [q for q in batch if q in pending_set]
-        built = [plan.build(sel, q) for q in run_on]
-        answers = answer_batch(plan, lm, [b[1].text for b in built], book, seed, batch[0])
-        recs = batch_records(plan, method, seed, run, built, answers, pending_set)
-        writer.write(recs)
-        book.remember(recs)
-        n += len(recs)
-        bar.advance(len(recs), reused=sum(1 for r in recs if r.get("reused")))
+        i = 0
+        while i < len(run_on):
+            part = run_on[i:i + size] if split else run_on
+            t0 = time.perf_counter()
+            n += _answer_part(plan, lm, book, writer, (method, seed, run), sel, part, batch[0], pending_set, bar)
+            i += len(part)
+            if split and time.perf_counter() - t0 < RECORD_EVERY_S:
+                size = min(2 * size, plan.batch_size)
     return n
+
+
+def _answer_part(plan: EvaluationPlan, lm: Any, book: AnswerBook, writer: RecordWriter, who: tuple,
+                 sel: np.ndarray, queries: Sequence[int], start: int, pending_set: "set[int]", bar: Any) -> int:
+    """Build, answer and record ``queries`` (part of the batch starting at ``start``); returns records written."""
+    method, seed, run = who
+    built = [plan.build(sel, q) for q in queries]
+    answers = answer_batch(plan, lm, [b[1].text for b in built], book, seed, start)
+    recs = batch_records(plan, method, seed, run, built, answers, pending_set)
+    writer.write(recs)
+    book.remember(recs)
+    bar.advance(len(recs), reused=sum(1 for r in recs if r.get("reused")))
+    return len(recs)
 
 
 def _finish(plan: EvaluationPlan, out: Path, manifest: dict, n_new: int, n_boot: int) -> EvaluationResult:

@@ -75,6 +75,10 @@ class LanguageModel(Protocol):
     returns, for every continuation, the log-probability of its tokens given ``prefix``
     (``reduction="sum"``) or the per-token mean (``"mean"``); ``score_continuations_detailed``
     returns both together with the token counts. The prefix is tokenised once and shared.
+
+    Optional: a class attribute ``generates_one_at_a_time = True`` says that ``generate`` answers its prompts
+    one after another, so a batch asked in parts costs the same; the evaluation runner then records each part
+    as soon as it is answered (:func:`ucs.evaluation.runner.answers_separately`).
     """
 
     @property

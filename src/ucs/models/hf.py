@@ -119,6 +119,8 @@ class TransformersBackbone(ReducedScoresMixin):
     """
 
     engine = "transformers"
+    #: ``generate`` answers its prompts one after another (the runner may ask a batch in parts).
+    generates_one_at_a_time = True
 
     def __init__(
         self,

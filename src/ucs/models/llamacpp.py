@@ -94,6 +94,8 @@ class LlamaCppBackbone(ReducedScoresMixin):
     """
 
     engine = "llama"
+    #: ``generate`` answers its prompts one after another (the runner may ask a batch in parts).
+    generates_one_at_a_time = True
 
     def __init__(
         self,

@@ -155,6 +155,17 @@ def check_lm_sample_seeds(lm: Any) -> None:
         assert alone == [batch[i]], f"prompt {i} sampled alone with seed s + {i} gave {alone!r}, in the call {batch[i]!r}"
 
 
+def check_lm_one_at_a_time(lm: Any) -> None:
+    """Where ``generates_one_at_a_time`` is declared: a greedy call over several prompts gives what each prompt
+    asked alone gives (what lets the runner ask a batch in parts and record each part as it is answered)."""
+    if not getattr(lm, "generates_one_at_a_time", False):
+        return
+    prompts = [_PREFIX, "Q: 1 + 1 =\nA:", _PREFIX + " card"]
+    together = lm.generate(prompts, max_new_tokens=4, temperature=0.0)
+    alone = [lm.generate([p], max_new_tokens=4, temperature=0.0)[0] for p in prompts]
+    assert list(together) == alone, f"generates_one_at_a_time, but a batch gave {together!r}, alone {alone!r}"
+
+
 def check_lm_tokens(lm: Any) -> None:
     """``count_tokens`` is a positive int growing with the text; ``context_length`` a positive int."""
     n1, n2 = lm.count_tokens("hello"), lm.count_tokens("hello " * 20)
@@ -166,6 +177,7 @@ LM_CHECKS: Dict[str, Callable[[Any], None]] = {
     "scores": check_lm_scores,
     "scores_per_continuation": check_lm_scores_per_continuation,
     "generate": check_lm_generate,
+    "one_at_a_time": check_lm_one_at_a_time,
     "sample_seeds": check_lm_sample_seeds,
     "tokens": check_lm_tokens,
 }
