@@ -2,8 +2,9 @@
 
 For every (method, run seed, test query) the runner renders the prompt from the method's selection, asks the
 LM, matches the answer and appends **one JSON line** to ``records.jsonl`` (flushed and synced after each
-batch, or after each answered part of it where prompts are asked one by one: :func:`answers_separately`). Re-running with the same configuration skips what is recorded and recomputes nothing else, so a
-killed run resumes without repeating or losing a record. ``manifest.json`` (written atomically) holds the
+batch, or after each answered part of it where prompts are asked one by one: :func:`answers_separately`).
+Re-running with the same configuration skips what is recorded and recomputes nothing else, so a killed run
+resumes without repeating or losing a record. ``manifest.json`` (written atomically) holds the
 configuration, package versions, model identity, data hashes and seeds; a resume with a different
 configuration is refused, naming the differing fields. The folder is locked while a run writes to it
 (:func:`~ucs.utils.lock.folder_lock`), and a run stopped by Ctrl-C or SIGTERM records ``"status":
