@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -236,3 +237,98 @@ def test_other_clustering_methods_fit_add_save_load(tmp_path, table_embedder, me
     loaded = SelectorIndex.load(idx.save(tmp_path / "ix"), embedder=emb)
     np.testing.assert_array_equal(loaded.select("c3 item 0", k=5).indices, before.indices)
     assert loaded.refit().n_clusters_ >= 1
+
+
+_BAD_VALUES = [
+    (None, "NoneType None, not"), ("", "is empty"), ("   ", "only whitespace"), (["a"], "list"),
+    ({"a": 1}, "dict"), (True, "bool"), (float("nan"), "nan"),
+]
+
+
+@pytest.mark.parametrize("value, what", _BAD_VALUES, ids=lambda v: repr(v)[:12])
+def test_a_bad_label_is_refused_naming_the_example_and_key(tmp_path, value, what):
+    ex = [{"q": f"question {i}", "a": f"label{i % 3}"} for i in range(10)]
+    bad = [dict(e) for e in ex[:4]]
+    bad[2]["a"] = value
+    def make():
+        return SelectorIndex(DummyEmbedder(dim=16), "topk", output_key="a", cache_dir=tmp_path)
+
+    with pytest.raises(ValueError, match=rf"example 2, field 'a' \(output_key\) .*{re.escape(what)}"):
+        make().fit(bad + ex[4:])
+    idx = make().fit(ex)
+    with pytest.raises(ValueError, match=rf"example 2, field 'a' \(output_key\) .*{re.escape(what)}"):
+        idx.add_examples(bad)
+    assert idx.n_examples_ == 10 and all(e["a"] is not value for e in idx.examples_)  # nothing was added
+
+
+@pytest.mark.parametrize("value, what", [(None, "NoneType"), ("", "is empty"), (" \n", "only whitespace"),
+                                         (3, "int 3, not text"), (["x"], "list")], ids=lambda v: repr(v)[:12])
+def test_a_bad_input_text_is_refused_naming_the_example_and_key(tmp_path, value, what):
+    ex = [{"q": f"question {i}", "a": f"label{i % 3}"} for i in range(6)]
+    bad = [dict(e) for e in ex[:3]]
+    bad[1]["q"] = value
+    def make():
+        return SelectorIndex(DummyEmbedder(dim=16), "topk", input_keys=["q"], output_key="a",
+                             cache_dir=tmp_path)
+
+    with pytest.raises(ValueError, match=rf"example 1, field 'q' .*{re.escape(what)}"):
+        make().fit(bad + ex)
+    with pytest.raises(ValueError, match=rf"example 1, field 'q' .*{re.escape(what)}"):
+        make().fit(ex).add_examples(bad)
+
+
+def test_integer_class_ids_and_numeric_answers_round_trip_through_save_and_load(tmp_path):
+    ids = np.arange(12) % 3  # numpy integers, as a user's label array gives them
+    ex = [{"q": f"question {i}", "a": ids[i]} for i in range(12)]
+    emb = DummyEmbedder(dim=16)
+    idx = SelectorIndex(emb, "labelaware", output_key="a", cache_dir=tmp_path).fit(ex)
+    idx.add_examples([{"q": "question 12", "a": 2}, {"q": "question 13", "a": np.int32(1)}])
+    assert [e["a"] for e in idx.examples_] == [*(ids.tolist()), 2, 1]
+    assert all(type(e["a"]) is int for e in idx.examples_)  # numpy integers are stored as the ints they equal
+    assert type(ex[0]["a"]) is np.int64  # the caller's dicts are left as they were
+    loaded = SelectorIndex.load(idx.save(tmp_path / "ix"), embedder=emb)
+    assert loaded.examples_ == idx.examples_ and all(type(e["a"]) is int for e in loaded.examples_)
+    s = loaded.select("question 4", k=3)
+    assert s.examples == idx.select("question 4", k=3).examples
+    assert all(type(e["a"]) is int for e in s.examples)
+    answers = [{"q": f"sum {i}", "a": [0.5, 12.25, -3.0][i % 3]} for i in range(9)]
+    num = SelectorIndex(emb, "topk", output_key="a", cache_dir=tmp_path).fit(answers)
+    assert SelectorIndex.load(num.save(tmp_path / "num"), embedder=emb).examples_ == answers
+
+
+def test_loading_an_index_saved_with_a_null_label_is_refused(tmp_path):
+    """An index written before labels were checked (its files consistent, one label null) is not used."""
+    from ucs.utils.integrity import seal_record
+    from ucs.utils.io import hash_file
+
+    ex = [{"q": f"question {i}", "a": str(i % 3)} for i in range(8)]
+    idx = SelectorIndex(DummyEmbedder(dim=16), "topk", output_key="a", cache_dir=tmp_path).fit(ex)
+    d = idx.save(tmp_path / "ix")
+    stored = json.loads((d / "examples.json").read_text())
+    stored[5]["a"] = None
+    (d / "examples.json").write_text(json.dumps(stored))
+    man = json.loads((d / "index.json").read_text())
+    man["files"]["examples.json"] = hash_file(d / "examples.json")
+    (d / "index.json").write_text(json.dumps(seal_record(man)))
+    with pytest.raises(ValueError, match=r"examples.json: example 5, field 'a' \(output_key\) is NoneType"):
+        SelectorIndex.load(d, embedder=DummyEmbedder(dim=16))
+
+
+def test_set_method_refits_only_the_selector(tmp_path):
+    ex = [{"q": f"question {i % 7} variant {i}", "a": f"label{i % 4}"} for i in range(40)]
+    emb = DummyEmbedder(dim=16)
+    idx = SelectorIndex(emb, "topk", output_key="a", cache_dir=tmp_path).fit(ex)
+    fresh = SelectorIndex(emb, "mmr", output_key="a", cache_dir=tmp_path).fit(ex)
+    topk = idx.select("question 3", k=5).indices
+    embedded, clusters = emb.n_texts_embedded_, idx.cluster_ids_.copy()
+    assert idx.set_method("MMR").method_ == "mmr"
+    assert emb.n_texts_embedded_ == embedded  # nothing re-embedded, nothing re-clustered
+    assert np.array_equal(idx.cluster_ids_, clusters)
+    mmr = idx.select("question 3", k=5).indices
+    np.testing.assert_array_equal(mmr, fresh.select("question 3", k=5).indices)
+    assert mmr.tolist() != topk.tolist()  # the premise: the two methods choose differently here
+    with pytest.raises(ValueError, match="unknown method"):
+        idx.set_method("nope")
+    with pytest.raises(ValueError, match="pass lm="):
+        idx.set_method("mdl")
+    assert idx.method_ == "mmr" and idx.select("question 3", k=5).indices.tolist() == mmr.tolist()

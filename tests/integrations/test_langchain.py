@@ -91,6 +91,25 @@ def test_async_path_and_add_example(tmp_path):
     assert out[0] == {"input": "bright", "output": "dark"}
 
 
+def test_an_example_without_a_label_or_input_is_refused_on_every_add_path(tmp_path):
+    labelled = [dict(e) for e in ANTONYMS]
+    labelled[3]["output"] = None
+    with pytest.raises(ValueError, match=r"example 3, field 'output' \(output_key\) is NoneType"):
+        _fake_selector(tmp_path, output_key="output").index.fit(labelled)
+    with pytest.raises(ValueError, match=r"example 3, field 'output' \(output_key\) is NoneType"):
+        UCSExampleSelector.from_examples(labelled, DeterministicFakeEmbedding(size=64), input_keys=["input"],
+                                         output_key="output", cache_dir=tmp_path)
+    sel = _fake_selector(tmp_path, output_key="output")
+    with pytest.raises(ValueError, match=r"example 0, field 'output' \(output_key\) is list"):
+        sel.add_example({"input": "wet", "output": ["dry"], "note": "weather"})
+    with pytest.raises(ValueError, match=r"example 0, field 'output' \(output_key\) is only whitespace"):
+        _run(sel.aadd_example({"input": "wet", "output": "  ", "note": "weather"}))
+    with pytest.raises(ValueError, match=r"example 0, field 'input' is NoneType"):
+        sel.add_example({"input": None, "output": "dry", "note": "weather"})
+    assert sel.index.n_examples_ == len(ANTONYMS)  # nothing was added
+    assert all(e["output"] for e in sel.select_examples({"input": "wet"}))
+
+
 @pytest.mark.slow  # loads all-MiniLM-L6-v2
 def test_real_minilm_in_chat_template_equals_index_select(minilm, banking_examples, embed_cache):
     examples, queries = banking_examples

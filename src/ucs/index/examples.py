@@ -4,10 +4,13 @@ the label or answer."""
 from __future__ import annotations
 
 import json
+import math
+import numbers
 from collections.abc import Mapping
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-__all__ = ["check_examples", "check_text", "resolve_keys", "example_text", "query_text", "check_json_examples"]
+__all__ = ["check_examples", "check_text", "check_label", "resolve_keys", "example_text", "query_text",
+           "check_json_examples"]
 
 
 def check_examples(examples: Any, name: str = "examples") -> List[Dict[str, Any]]:
@@ -27,7 +30,10 @@ def resolve_keys(
 ) -> Tuple[Tuple[str, ...], Optional[str]]:
     """The fields to embed and the label field, checked against every example.
 
-    ``input_keys=None`` means every field of the first example except ``output_key``, in its order.
+    ``input_keys=None`` means every field of the first example except ``output_key``, in its order. Every
+    input value must be text (:func:`check_text`) and every ``output_key`` value a label
+    (:func:`check_label`); a numpy label is replaced, in ``examples`` (the caller's copies), by the Python
+    number it equals.
     """
     if isinstance(input_keys, str):
         input_keys = (input_keys,)
@@ -47,6 +53,8 @@ def resolve_keys(
             raise ValueError(f"example {i} has no field(s) {missing}; every example needs {list(need)}")
         for k in keys:
             check_text(ex[k], f"example {i}, field {k!r}")
+        if output_key is not None:
+            ex[output_key] = check_label(ex[output_key], f"example {i}, field {output_key!r} (output_key)")
     return keys, output_key
 
 
@@ -59,6 +67,30 @@ def check_text(value: Any, where: str) -> str:
         raise ValueError(f"{where} is {'empty' if not value else 'only whitespace'}; give every example a non-empty "
                          "text, or leave the example out")
     return value
+
+
+def check_label(value: Any, where: str) -> Any:
+    """``value`` as a label: a string with a non-blank character, an integer (a class id) or a finite float
+    (a numeric answer); numpy integers and floats come back as the Python ``int`` / ``float`` they equal, so
+    that an index saves them as JSON and loads them back equal. ``None``, blank strings, booleans (``True``
+    equals ``1`` in Python, so two labels would merge), NaN / infinity, lists, dicts and other objects raise
+    a ``ValueError`` naming ``where``."""
+    if isinstance(value, str):
+        if not value.strip():
+            what = "empty" if not value else "only whitespace"
+            raise ValueError(f"{where} is {what}; give every example a non-empty label, or leave the example "
+                             "out")
+        return value
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):  # numpy's bool_ is not Integral
+        return int(value)
+    if isinstance(value, numbers.Real) and not isinstance(value, bool):
+        if not math.isfinite(float(value)):
+            raise ValueError(f"{where} is {float(value)!r}; a label must be a finite number or a non-empty "
+                             "text")
+        return float(value)
+    shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
+    raise ValueError(f"{where} is {type(value).__name__} {shown}, not a label; give every example a "
+                     "non-empty string or an integer class id")
 
 
 def example_text(example: Mapping, input_keys: Sequence[str]) -> str:

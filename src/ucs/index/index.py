@@ -227,6 +227,30 @@ class SelectorIndex:
         self._check_fitted()
         return self._cluster_and_fit()
 
+    def set_method(self, method: str) -> "SelectorIndex":
+        """Select with ``method`` from now on: only the selector is refit, on the stored embeddings and
+        clusters (no embedding, no clustering), so the selections are those of an index fitted on the same
+        examples with that method. The index's own method, in any spelling, changes nothing. The
+        ``selector_params`` of the old method are dropped (another class takes others); ``prior`` is kept.
+        An unknown method, or ``mdl`` without ``lm``, raises ``ValueError``; a failure leaves the index as it
+        was.
+
+        Returns
+        -------
+        self
+        """
+        self._check_fitted()
+        if canonical_method(method) == self.method_:  # the same method in another spelling: nothing to refit
+            return self
+        old = (self.method, self.selector_params, self.method_, self.base_, self.ucs_)
+        self.method, self.selector_params = method, None
+        try:  # the selector is replaced only once the new one is fitted
+            self._check_params()
+            return self._fit_selector()
+        except Exception:
+            self.method, self.selector_params, self.method_, self.base_, self.ucs_ = old
+            raise
+
     def _cluster_and_fit(self) -> "SelectorIndex":
         self.clusterer_, self.cluster_ids_ = fit_clusters(self.clusterer, self.embeddings_, self.random_state)
         self.rep_ = (None if self.clusterer_ is None

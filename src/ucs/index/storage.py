@@ -25,7 +25,7 @@ import numpy as np
 from ucs._version import __version__
 from ucs.clustering import LatentClusterer, load_clusterer, save_clusterer
 from ucs.embedding.adapters import as_embedder
-from ucs.index.examples import check_json_examples
+from ucs.index.examples import check_json_examples, resolve_keys
 from ucs.utils.integrity import seal_record, sealed_record_ok
 from ucs.utils.io import atomic_write_bytes, atomic_write_json, atomic_write_text, hash_file
 
@@ -110,6 +110,19 @@ def _verify(d: Path, manifest: Dict[str, Any]) -> None:
             )
 
 
+def _checked_examples(d: Path, examples: Any, p: Dict[str, Any]) -> Any:
+    """The stored examples, each with text inputs and a label (an index saved before labels were checked may
+    hold ``None`` or a list there: it is refused rather than prompting with it)."""
+    if not isinstance(examples, list) or not all(isinstance(e, dict) for e in examples):
+        raise IndexIntegrityError(f"{d / 'examples.json'} does not hold a list of examples; save the index "
+                                  "again")
+    try:
+        resolve_keys(examples, p["input_keys"], p["output_key"])
+    except ValueError as exc:
+        raise ValueError(f"{d / 'examples.json'}: {exc}. Fix that example and fit the index again") from None
+    return examples
+
+
 def load_index(cls: type, d: Path, embedder: Any = None, lm: Any = None) -> Any:
     """Rebuild a :class:`SelectorIndex` from ``d`` (verified), refitting only the cheap selector state."""
     manifest = _read_manifest(d, cls.FORMAT)
@@ -136,7 +149,7 @@ def load_index(cls: type, d: Path, embedder: Any = None, lm: Any = None) -> Any:
     index._check_params()
     index.embedder_identity_ = ident
     index.input_keys_, index.output_key_ = tuple(p["input_keys"]), p["output_key"]
-    index.examples_ = json.loads((d / "examples.json").read_text(encoding="utf-8"))
+    index.examples_ = _checked_examples(d, json.loads((d / "examples.json").read_text(encoding="utf-8")), p)
     with np.load(d / "arrays.npz", allow_pickle=False) as z:
         arrays = {k: z[k] for k in z.files}
     index.embeddings_ = np.ascontiguousarray(arrays["embeddings"], dtype=np.float32)
