@@ -77,6 +77,9 @@ def _files(root: Path) -> dict:
         "unknown_config.json": json.dumps({"no_such_setting": 1}),
         "badvalue_config.json": json.dumps({"budget": -4}),
         "tune_out_file": "a file where a folder is expected\n",
+        "empty.txt": "",
+        "unclosed.j2": "{% for d in demonstrations %}{{ d.text }}\n",
+        "undefined.j2": "{{ querry }}\n",
     }.items():
         p = root / name
         p.write_text(text, encoding="utf-8")
@@ -301,8 +304,35 @@ TUNE = [
      "--variants"),
 ]
 
+_PR = "prompts {good.csv} {texts.txt} --out {out}.jsonl "
+PROMPTS = [
+    ("examples-missing", "prompts {missing.csv} {texts.txt} --out {out}.jsonl", "EXAMPLES"),
+    ("examples-not-an-index", "prompts {dir} {texts.txt} --out {out}.jsonl", "EXAMPLES"),
+    ("examples-not-utf8", "prompts {latin1.csv} {texts.txt} --out {out}.jsonl", "EXAMPLES"),
+    ("queries-missing", "prompts {good.csv} {missing} --out {out}.jsonl", "QUERIES"),
+    ("queries-dir", "prompts {good.csv} {dir} --out {out}.jsonl", "QUERIES"),
+    ("queries-empty", "prompts {good.csv} {empty.txt} --out {out}.jsonl", "QUERIES"),
+    ("queries-not-utf8", "prompts {good.csv} {latin1.txt} --out {out}.jsonl", "QUERIES"),
+    ("queries-binary", "prompts {good.csv} {pool.npy} --out {out}.jsonl", "QUERIES"),
+    ("queries-jsonl-list", "prompts {good.csv} {list.jsonl} --out {out}.jsonl", "--query-column"),
+    ("query-column-missing", "prompts {good.csv} {good.csv} --query-column nope --out {out}.jsonl",
+     "--query-column"),
+    ("out-suffix", "prompts {good.csv} {texts.txt} --out {out}.txt", "--out"),
+    ("out-folder-missing", "prompts {good.csv} {texts.txt} --out {missing}/p.jsonl", "--out"),
+    ("out-is-dir", "prompts {good.csv} {texts.txt} --out {dir}", "--out"),
+    ("format", _PR + "--format nope", "--format"),
+    ("order", _PR + "--order nope", "--order"),
+    ("k-negative", _PR + "--k -1", "--k"),
+    ("method", _PR + "--method nope", "--method"),
+    ("template-missing", _PR + "--template {missing}", "--template"),
+    ("template-syntax", _PR + "--template {unclosed.j2}", "--template"),
+    ("template-undefined", _PR + "--template {undefined.j2}", "--template"),
+    ("template-not-utf8", _PR + "--template {latin1.txt}", "--template"),
+]
+
 CASES = {"select": SELECT, "coverage": COVERAGE, "cluster": CLUSTER, "embed": EMBED, "distributed": DISTRIBUTED,
-         "evaluate": EVALUATE, "demo": DEMO, "reproduce": REPRODUCE, "tune": TUNE}
+         "evaluate": EVALUATE, "demo": DEMO, "reproduce": REPRODUCE, "tune": TUNE,
+         "prompts": PROMPTS}
 PARAMS = [pytest.param(cmd, argv, param, id=f"{cmd}-{cid}") for cmd, cases in CASES.items()
           for cid, argv, param in cases]
 
@@ -356,7 +386,8 @@ def test_the_message_is_at_most_two_lines(files):
 def test_battery_size():
     assert len(PARAMS) >= 100
     assert {c for c, _, _ in (p.values for p in PARAMS)} >= {
-        "select", "coverage", "cluster", "embed", "distributed", "evaluate", "demo", "reproduce", "tune"}
+        "select", "coverage", "cluster", "embed", "distributed", "evaluate", "demo", "reproduce", "tune",
+        "prompts"}
 
 
 
