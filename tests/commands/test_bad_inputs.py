@@ -252,6 +252,11 @@ EVALUATE = [
     ("cache-dir-is-file", _EV + "--cache-dir {texts.txt}", "--cache-dir"),
     ("model-missing-gguf", "evaluate --dataset sample --retrieval backbone --model {missing}.gguf --out {out}",
      "--model"),
+    *[(f"model-url-{cid}", f"evaluate --dataset sample --retrieval backbone --model {url} --out {{out}}",
+       "--model") for cid, url in [
+        ("port-range", "http://127.0.0.1:99999/v1#m"), ("port-word", "http://127.0.0.1:abc/v1#m"),
+        ("no-host", "http:///v1#m"), ("scheme", "ftp://127.0.0.1:8080/v1#m"),
+        ("option", "http://127.0.0.1:8080/v1#m?connect_timeout=0")]],
 ]
 _DEMO = "demo --model dummy "
 DEMO = [

@@ -1,14 +1,20 @@
 """The HTTP backbone's orchestration against a tiny local stub server: retries (429, 5xx, timeouts, refused
-connections), the no-logprobs error, the API key kept out of repr / identity / manifests, the model spec, and the
-echo parser on hand-written answers. The numbers themselves are tested against a real server in test_http_server.py.
+connections), the connect timeout, the no-logprobs error, the API key and a URL's password kept out of every
+message, log line, CLI output and file (even when the server repeats them), the model spec and its malformed
+forms, and the echo parser on hand-written answers. The numbers themselves are tested against a real server in
+test_http_server.py.
 """
 
 from __future__ import annotations
 
+import base64
 import json
+import logging
+import re
 import socket
 import threading
 import time
+import warnings
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
@@ -18,6 +24,7 @@ pytest.importorskip("httpx", reason="the HTTP backbone needs the 'http' extra: p
 from ucs.models import load_backbone  # noqa: E402
 from ucs.models.http import HttpBackbone, parse_endpoint  # noqa: E402
 from ucs.models.http_client import EndpointError, EndpointUnreachableError  # noqa: E402
+from ucs.models.http_spec import CONNECT_TIMEOUT_ENV, DEFAULT_CONNECT_TIMEOUT  # noqa: E402
 from ucs.models.http_logprobs import (MisalignedLogprobsError, PromptLogprobsUnavailableError,  # noqa: E402
                                       continuation_logprob)
 
@@ -25,7 +32,8 @@ KEY = "sk-test-SECRET-1234567890"
 
 
 class Stub:
-    """A local server answering each POST with the next scripted ``(status, body, delay_s)``; records requests."""
+    """A local server answering each POST with the next scripted ``(status, body, delay_s)``; records the
+    requests. A callable ``body`` is called with the request's headers (a server that repeats them)."""
 
     def __init__(self, script):
         self.script = list(script)
@@ -39,6 +47,7 @@ class Stub:
             def _answer(self, body_in):
                 stub.requests.append((self.path, dict(self.headers), body_in))
                 status, body, delay = stub.script.pop(0) if len(stub.script) > 1 else stub.script[0]
+                body = body(dict(self.headers)) if callable(body) else body
                 time.sleep(delay)
                 data = json.dumps(body).encode()
                 try:
@@ -127,16 +136,85 @@ def test_a_timeout_is_retried(stub_factory):
     m.close()
 
 
-def test_a_refused_connection_is_retried_then_reported():
+def _free_port():
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    m = _model(f"http://127.0.0.1:{port}/v1", max_retries=2)
+        return sock.getsockname()[1]
+
+
+def test_a_refused_connection_is_retried_then_reported(stub_factory):
+    # once the server has answered, a refused connection (a server restarting) gets every retry
+    s = stub_factory([(200, _completion("x"), 0)])
+    m = _model(s.url, max_retries=2)
+    assert m.generate(["hi"]) == ["x"]
+    s.close()
     t0 = time.perf_counter()
     with pytest.raises(EndpointUnreachableError, match="after 3 attempts"):
         m.generate(["hi"])
     assert time.perf_counter() - t0 >= 0.01 + 0.02  # two backoff waits
     m.close()
+
+
+def test_nothing_listening_fails_fast():
+    # before any answer, a refused connection is retried once: not the whole backoff (0.5+1+2+4+8 s)
+    m = HttpBackbone(f"http://127.0.0.1:{_free_port()}/v1#m")
+    t0 = time.perf_counter()
+    with pytest.raises(EndpointUnreachableError, match="after 2 attempts") as info:
+        m.generate(["hi"])
+    assert time.perf_counter() - t0 < 0.5 + 2.0
+    assert "ConnectError" in str(info.value) and "connect timeout 5 s" in str(info.value)
+    m.close()
+
+
+def _unanswered_port(stack):
+    """A port whose connections are never accepted: a listener with backlog 0, its queue filled by sockets
+    kept open, so the kernel drops further connection requests and a client waits for its connect timeout."""
+    lsn = socket.socket()
+    stack.append(lsn)
+    lsn.bind(("127.0.0.1", 0))
+    lsn.listen(0)
+    for _ in range(8):
+        c = socket.socket()
+        c.setblocking(False)
+        stack.append(c)
+        c.connect_ex(lsn.getsockname())
+    time.sleep(0.2)
+    return lsn.getsockname()[1]
+
+
+def test_the_connect_timeout_bounds_a_connection_that_hangs():
+    held = []
+    try:
+        port = _unanswered_port(held)
+        m = HttpBackbone(f"http://127.0.0.1:{port}/v1#m?connect_timeout=0.5", backoff=0.05)
+        t0 = time.perf_counter()
+        with pytest.raises(EndpointUnreachableError, match="ConnectTimeout"):
+            m.generate(["hi"])
+        # two attempts of 0.5 s and one backoff of 0.05 s, far from the read timeout of 600 s
+        assert 0.9 <= time.perf_counter() - t0 < 1.05 + 2.0
+        m.close()
+    finally:
+        for sock in held:
+            sock.close()
+
+
+def test_the_connect_timeout_comes_from_the_keyword_the_spec_or_the_environment(monkeypatch):
+    monkeypatch.delenv(CONNECT_TIMEOUT_ENV, raising=False)
+
+    def connect(spec, **kw):
+        return load_backbone(spec, **kw)._transport.connect_timeout
+
+    assert connect("http://h:1/v1#m") == DEFAULT_CONNECT_TIMEOUT
+    assert connect("http://h:1/v1#m?connect_timeout=2") == 2.0
+    assert connect("http://h:1/v1#m?connect_timeout=2", connect_timeout=3) == 3.0
+    monkeypatch.setenv(CONNECT_TIMEOUT_ENV, "1.5")
+    assert connect("http://h:1/v1#m") == 1.5
+    assert connect("http://h:1/v1#?connect_timeout=2") == 2.0
+    m = load_backbone("http://h:1/v1#m?timeout=1200&connect_timeout=2")
+    assert (m._transport.timeout, m._transport.connect_timeout, m.model) == (1200.0, 2.0, "m")
+    monkeypatch.setenv(CONNECT_TIMEOUT_ENV, "soon")
+    with pytest.raises(ValueError, match=CONNECT_TIMEOUT_ENV):
+        load_backbone("http://h:1/v1#m")
 
 
 def test_an_endpoint_without_prompt_logprobs_names_generate_mode(stub_factory):
@@ -176,7 +254,8 @@ def test_the_model_comes_from_the_models_route(stub_factory):
 def test_model_spec_spelling():
     assert parse_endpoint("http://127.0.0.1:8080/v1#llama3:8b") == ("http://127.0.0.1:8080/v1", "llama3:8b")
     assert parse_endpoint("https://api.example.com/v1/") == ("https://api.example.com/v1", None)
-    with pytest.raises(ValueError, match="endpoint URL"):
+    assert parse_endpoint("http://[::1]:8080/v1#m?connect_timeout=2") == ("http://[::1]:8080/v1", "m")
+    with pytest.raises(ValueError, match="no host"):
         parse_endpoint("http:///v1")
     m = load_backbone("http://h:1/v1#m", engine="llama", layer="last", pooling="mean", n_gpu_layers=3)
     assert isinstance(m, HttpBackbone) and m.model == "m"
@@ -187,6 +266,121 @@ def test_the_pipeline_resolves_an_endpoint_backbone():
 
     m = load_backbone_for(PipelineConfig(backbone="http://127.0.0.1:9/v1#served"))
     assert isinstance(m, HttpBackbone) and m.identity["host"] == "127.0.0.1:9"
+
+
+MALFORMED = [
+    ("http://127.0.0.1:99999/v1#m", "port must be a number from 1 to 65535, got '99999'"),
+    ("http://127.0.0.1:abc/v1#m", "got 'abc'"),
+    ("http://127.0.0.1:0/v1#m", "got '0'"),
+    ("http:///v1#m", "names no host"),
+    ("http://:8080/v1#m", "names no host"),
+    ("ftp://127.0.0.1:8080/v1#m", "starts with http:// or https://"),
+    ("htp://127.0.0.1:8080/v1#m", "starts with http:// or https://"),
+    ("http:/127.0.0.1:8080/v1#m", "starts with http:// or https://"),
+    ("http://[::1/v1#m", "is not a URL"),
+    ("http://my host:8080/v1#m", "is not a host name"),
+    ("http://h:8080/v1?model=m", "takes no query string"),
+    ("http://h:8080/v1#m?retries=3", "unknown option 'retries'"),
+    ("http://h:8080/v1#m?connect_timeout=0", "connect_timeout must be a number of seconds > 0"),
+    ("http://h:8080/v1#m?timeout=soon", "timeout must be a number of seconds > 0"),
+]
+
+
+@pytest.mark.parametrize("spec, says", MALFORMED)
+def test_a_malformed_spec_is_a_clear_error_naming_the_option(spec, says):
+    with pytest.raises(ValueError, match=re.escape(says)) as info:
+        load_backbone(spec)
+    assert str(info.value).startswith("--model ") and "\n" not in str(info.value)
+    secret = "al1ce:S3CRET-PW"
+    with pytest.raises(ValueError) as info:
+        load_backbone(spec.replace("://", f"://{secret}@", 1) if "://" in spec else spec)
+    assert "S3CRET" not in str(info.value)
+
+
+# ---------------------------------------------------------------- credentials never shown
+PASSWORD = "Hunter2-PASSWORD-xyz"
+
+
+def _echo_header(headers):
+    """An error answer that repeats the request's credentials, as some servers and proxies do."""
+    auth = headers.get("Authorization", "")
+    return {"error": f"invalid api key: {auth}", "headers": headers, "raw": f"Authorization: {auth}"}
+
+
+def _secrets(auth_header):
+    basic = base64.b64encode(f"alice:{PASSWORD}".encode()).decode()
+    return [KEY, KEY[8:], PASSWORD, basic, auth_header.split()[-1] if auth_header else KEY]
+
+
+@pytest.mark.parametrize("status", [401, 500, 200])
+@pytest.mark.parametrize("given", ["key", "password"])
+def test_a_server_repeating_the_credentials_never_shows_them(stub_factory, monkeypatch, caplog, status, given):
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    body = _echo_header if status != 200 else (lambda h: {"no": "choices", "echo": _echo_header(h)})
+    s = stub_factory([(status, body, 0)])
+    url = s.url.replace("http://", f"http://alice:{PASSWORD}@") if given == "password" else s.url
+    m = HttpBackbone(url + "#stub-model", max_retries=2, backoff=0.01)
+    caplog.set_level(logging.DEBUG)
+    with warnings.catch_warnings(record=True) as caught, pytest.raises(ValueError) as info:
+        warnings.simplefilter("always")
+        m.generate(["hi"])
+    sent = s.requests[0][1]["Authorization"]
+    basic = base64.b64encode(f"alice:{PASSWORD}".encode()).decode()
+    assert sent == (f"Bearer {KEY}" if given == "key" else f"Basic {basic}")  # the URL's user wins
+    assert len(s.requests) == (3 if status == 500 else 1)
+    shown = [str(info.value), repr(info.value), caplog.text, *(str(w.message) for w in caught), repr(m),
+             str(m.identity), repr(m._transport)]
+    assert "***" in str(info.value)
+    for text in shown:
+        assert not any(secret in text for secret in _secrets(sent)), text
+    m.close()
+
+
+def test_a_configuration_written_with_a_masked_url_runs_again(stub_factory, monkeypatch):
+    from ucs.pipeline import PipelineConfig
+
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    s = stub_factory([(200, _completion("x"), 0)])
+    url = s.url.replace("http://", f"http://alice:{PASSWORD}@") + "#stub-model"
+    written = PipelineConfig(backbone=url).to_json()
+    assert PASSWORD not in written and "http://***@127.0.0.1" in written
+    again = PipelineConfig.from_json(written)
+    m = load_backbone(again.backbone, backoff=0.01)
+    assert m.generate(["hi"]) == ["x"] and s.requests[0][1]["Authorization"] == f"Bearer {KEY}"
+    assert PipelineConfig(backbone=url).key_dict() == again.key_dict()  # the same resume key
+    m.close()
+
+
+def test_a_urls_password_is_masked_in_the_unreachable_error(caplog):
+    caplog.set_level(logging.DEBUG)
+    m = HttpBackbone(f"http://alice:{PASSWORD}@127.0.0.1:{_free_port()}/v1#m", backoff=0.01)
+    with pytest.raises(EndpointUnreachableError) as info:
+        m.generate(["hi"])
+    assert "retrying" in caplog.text and "http://127.0.0.1" in str(info.value)
+    assert PASSWORD not in str(info.value) + caplog.text and "alice" not in str(info.value) + caplog.text
+    m.close()
+
+
+def test_the_cli_never_shows_or_writes_the_credentials(stub_factory, monkeypatch, tmp_path):
+    from typer.testing import CliRunner
+
+    from ucs.cli import app
+
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    monkeypatch.setenv("UCS_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("UCS_DEBUG", raising=False)
+    s = stub_factory([(401, _echo_header, 0)])
+    url = s.url.replace("http://", f"http://alice:{PASSWORD}@") + "#stub-model"
+    out = tmp_path / "run"
+    argv = ["evaluate", "--dataset", "sample", "--model", url, "--retrieval", "backbone", "--selectors",
+            "random", "--runs", "1", "--test-size", "4", "--mode", "generate", "--out", str(out)]
+    res = CliRunner().invoke(app, argv)
+    assert res.exit_code == 2 and "Traceback" not in res.output, res.output
+    assert s.requests and "***" in res.output, res.output
+    texts = [res.output] + [p.read_text(errors="replace") for p in tmp_path.rglob("*") if p.is_file()]
+    sent = s.requests[0][1]["Authorization"]
+    for text in texts:
+        assert not any(secret in text for secret in _secrets(sent)), text[:500]
 
 
 # ---------------------------------------------------------------- the echo parser on hand-written answers

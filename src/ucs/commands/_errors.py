@@ -13,6 +13,9 @@ into at most two lines on stderr — ``Error: <parameter>: <what is wrong>`` and
 and exit code 2. The parameter is the option whose value the message or the failing file names (``--out``,
 ``--pool`` ...). ``KeyboardInterrupt`` (Ctrl-C, and SIGTERM while a command runs) prints one line and exits
 with 130. ``ucs --debug <command>`` or ``UCS_DEBUG=1`` re-raises instead, so the traceback shows.
+
+Every message and warning line it prints passes through :func:`ucs.utils.redact.redact` last, so an API key,
+an ``Authorization`` header or a URL's password that reached a message is shown as ``***``.
 """
 
 from __future__ import annotations
@@ -29,6 +32,8 @@ from pathlib import Path
 from typing import Any, Callable, List, Optional, Tuple
 
 import typer
+
+from ucs.utils.redact import redact
 
 __all__ = ["guard", "guard_app", "set_debug", "debug_enabled", "DEBUG_ENV", "EXIT_USER_ERROR"]
 
@@ -184,7 +189,7 @@ def _format(message: str, param: Optional[str], fix: str) -> str:
     first = message.splitlines()[0] if message else "invalid input"
     if param and not first.startswith(param):
         first = f"{param}: {first}"
-    return f"Error: {first}\n  fix: {fix} (--debug shows the traceback)"
+    return redact(f"Error: {first}\n  fix: {fix} (--debug shows the traceback)")
 
 
 #: The exceptions module of the Click that Typer runs on: Typer ≥ 0.29 vendors Click (``typer._click``), older
@@ -208,9 +213,9 @@ def _show_warning(message: Any, category: type, filename: str, lineno: int, file
     from ucs.utils.optional import EngineFallbackWarning
 
     if issubclass(category, (DamagedFileWarning, EngineFallbackWarning, DatasetWarning)):
-        typer.echo(f"warning: {message}", err=True)
+        typer.echo(redact(f"warning: {message}"), err=True)
     else:
-        _PYTHON_SHOWWARNING(message, category, filename, lineno, file, line)
+        _PYTHON_SHOWWARNING(redact(message), category, filename, lineno, file, line)
 
 
 _PYTHON_SHOWWARNING = warnings.showwarning

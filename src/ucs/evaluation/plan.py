@@ -19,20 +19,22 @@ from ucs.data.dataset import Dataset
 from ucs.data.splits import TestProtocol
 from ucs.evaluation.predict import PredictionMode, get_mode
 from ucs.evaluation.prompts import BuiltPrompt, PromptBuilder, PromptFormat, check_drop_from, format_for_task
+from ucs.utils.redact import redact, redact_obj
 
 __all__ = ["EvaluationPlan", "model_identity", "plan_evaluation"]
 
 
 def model_identity(lm: Any, given: Optional[dict]) -> dict:
-    """``given``, else the LM's ``identity`` (a dict, JSON-normalised), else its ``repr``."""
+    """``given``, else the LM's ``identity`` (a dict, JSON-normalised), else its ``repr``; credentials masked
+    (:func:`ucs.utils.redact.redact`: a model URL's password or key never reaches a manifest)."""
     if given is not None:
-        return dict(given)
+        return redact_obj(dict(given), registered=False)
     ident = getattr(lm, "identity", None)
     if callable(ident):
         ident = ident()
     if isinstance(ident, dict):
-        return json.loads(json.dumps(ident, default=str))
-    return {"repr": repr(lm)}
+        return redact_obj(json.loads(json.dumps(ident, default=str)), registered=False)
+    return {"repr": redact(repr(lm), registered=False)}
 
 
 @dataclass(frozen=True)

@@ -127,9 +127,11 @@ class CellContext:
 
 def eval_dir_for(work_dir: "str | Path", cell: Cell) -> Path:
     """The runner folder shared by every accuracy / coverage cell with this cell's resume key."""
-    key = json.dumps(cell.config.key_dict(), sort_keys=True, default=str)
+    key_dict = cell.config.key_dict()
+    key = json.dumps(key_dict, sort_keys=True, default=str)
     h = hashlib.sha256(key.encode()).hexdigest()[:12]
-    return Path(work_dir) / "evals" / f"{_safe(cell.dataset)}__{_safe(cell.backbone)}__{h}"
+    backbone = _safe(key_dict["backbone"])  # a model URL without credentials or client options
+    return Path(work_dir) / "evals" / f"{_safe(cell.dataset)}__{backbone}__{h}"
 
 
 def query_texts_for(cfg: Any, dataset: Any, limit: Optional[int]) -> List[str]:

@@ -11,6 +11,7 @@ from ucs.experiments.spec import Cell, Experiment
 from ucs.experiments.verdict import PairVerdict, verdict_section
 from ucs.pipeline.config import parse_method
 from ucs.pipeline.diagnostics import coverage_markdown
+from ucs.utils.redact import redact
 
 __all__ = ["render", "accuracy_cell_text", "delta_verdict"]
 
@@ -508,4 +509,4 @@ def render(exp: Experiment, cells: Sequence[Cell], results: Sequence[Dict[str, A
         lines += _health(exp, cells, results, png)
     elif exp.kind == "runtime":
         lines += _runtime(exp, cells, results)
-    return "\n".join(lines).rstrip() + "\n"
+    return redact("\n".join(lines).rstrip() + "\n")  # a backbone URL's password never reaches the page

@@ -182,7 +182,7 @@ def run_experiment(
         entry = {
             **cell.describe(),
             "dir": _rel(Path(res.get("dir", ctx.cell_dir(cell)))),
-            "config": cell.config.to_dict(),
+            "config": cell.config.public_dict(),
             "data": {"name": ds.name, "fingerprint": ds.fingerprint(), "source": dict(ds.source)},
             "computed_in_this_invocation": bool(res.get("computed")),
         }

@@ -92,8 +92,9 @@ class Cell:
 
     def describe(self) -> Dict[str, Any]:
         c = self.config
-        return {"cell": self.id, "dataset": self.dataset, "backbone": self.backbone, "variant": self.variant.name,
-                "methods": list(self.methods), "test_size": c.test_size, "runs": c.n_runs, "mode": c.mode}
+        return {"cell": self.id, "dataset": self.dataset, "backbone": c.public_dict()["backbone"],
+                "variant": self.variant.name, "methods": list(self.methods), "test_size": c.test_size,
+                "runs": c.n_runs, "mode": c.mode}
 
 
 @dataclass(frozen=True)
@@ -238,6 +239,7 @@ class Experiment:
                         cfg = PipelineConfig.from_dict(d)
                     except (TypeError, ValueError) as exc:
                         raise ValueError(f"{self.name} / {v.name}: {exc}") from None
-                    cid = "__".join(_safe(x) for x in (ds, bb, v.name))
+                    shown = cfg.key_dict()["backbone"]  # a model URL without credentials or client options
+                    cid = "__".join(_safe(x) for x in (ds, shown, v.name))
                     cells.append(Cell(self.name, cid, ds, bb, v, cfg, methods, opts))
         return cells

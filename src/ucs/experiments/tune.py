@@ -85,7 +85,8 @@ class TuneResult:
                  f"- validation: {self.info.get('n_val_queries')} queries held out of the pool "
                  f"(fraction {self.info.get('val_fraction')}, seed {self.info.get('val_seed')}); selectors choose "
                  f"from the remaining {self.info.get('n_pool')} items; the test split is never read",
-                 f"- backbone `{self.config.backbone}`, mode `{self.config.mode}`, {self.config.n_runs} run(s); "
+                 f"- backbone `{self.config.public_dict()['backbone']}`, mode `{self.config.mode}`, "
+                 f"{self.config.n_runs} run(s); "
                  "criterion: mean accuracy; ties go to the configuration's own (paper default) values", ""]
 
         for sel in dict.fromkeys(r["selector"] for r in self.grid):
@@ -219,7 +220,7 @@ def tune(
             "q_grid": list(q_grid), "lam_grid": list(lam_grid), "selectors": list(methods)}
     result = TuneResult(grid, chosen, tuned, out, info)
     atomic_write_json(out / "tune.json", {"info": info, "grid": grid, "chosen": chosen,
-                                          "config": config.to_dict()})
+                                          "config": config.public_dict()})
     atomic_write_json(out / "chosen.json", chosen)
     tuned.to_json(out / "tuned_config.json")
     atomic_write_text(out / "tune.md", result.to_markdown())
@@ -398,7 +399,7 @@ def tune_variants(
             "n_val_queries": int(max((r["n_queries"] or 0) for r in grid)), "mean_gain": scores}
     result = TuneResult(grid, chosen, tuned, out, info)
     atomic_write_json(out / "variants.json", {"info": info, "grid": grid, "chosen": chosen,
-                                              "config": config.to_dict()})
+                                              "config": config.public_dict()})
     tuned.to_json(out / "tuned_config.json")
     atomic_write_text(out / "variants.md", variants_markdown(result))
     return result
@@ -454,7 +455,8 @@ def variants_markdown(result: TuneResult) -> str:
              f"- validation: {info['n_val_queries']} queries held out of the pool (fraction {info['val_fraction']}, "
              f"seed {info['val_seed']}); selectors choose from the remaining {info['n_pool']} items; the test split "
              "is never read",
-             f"- backbone `{result.config.backbone}`, mode `{result.config.mode}`, {result.config.n_runs} run(s); "
+             f"- backbone `{result.config.public_dict()['backbone']}`, mode `{result.config.mode}`, "
+             f"{result.config.n_runs} run(s); "
              f"criterion: mean gain of the compared methods over {ref}; ties go to the earlier variant", "",
              f"accuracy % of each method (gain over {ref} on the same queries, with its paired 95 % bootstrap "
              "interval)", "",

@@ -19,14 +19,19 @@ The model spec is the API's base URL, with the model after ``#`` when the server
 
 The API key is read from the environment variable ``api_key_env`` (default ``OPENAI_API_KEY``) and sent only in the
 ``Authorization`` header: :attr:`HttpBackbone.identity` (which keys the answer and embedding stores), manifests,
-messages and ``repr`` hold the model id and the server's host, never the key.
+messages and ``repr`` hold the model id and the server's host, never the key. The key and a URL's password are
+registered with :func:`ucs.utils.redact.register_secret`, so every message built from a server's answer is
+masked too.
+
+The spec is parsed in :mod:`ucs.models.http_spec` (options after ``#model?``, e.g. ``connect_timeout``).
 """
 
 from __future__ import annotations
 
+import base64
 import os
 from typing import Any, Dict, List, Optional, Sequence, Tuple
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 import numpy as np
 
@@ -36,6 +41,9 @@ from ucs.lm.prefix_tree import move_trailing_spaces
 from ucs.models.http_client import EndpointError, HttpTransport, host_of
 from ucs.models.http_logprobs import (GENERATE_FIX, MisalignedLogprobsError, PromptLogprobsUnavailableError,
                                      continuation_logprob)
+from ucs.models.http_spec import (CONNECT_TIMEOUT_ENV, DEFAULT_CONNECT_TIMEOUT, is_endpoint,
+                                  parse_endpoint_spec)
+from ucs.utils.redact import redact, register_secret, register_secret_env
 
 __all__ = ["HttpBackbone", "parse_endpoint", "is_endpoint", "APIS"]
 
@@ -47,20 +55,39 @@ _PROBE_TOL = 1e-2
 _EMBED_CHUNK = 64
 
 
-def is_endpoint(spec: object) -> bool:
-    """True for a model spec that names a server (``http://…`` or ``https://…``)."""
-    return isinstance(spec, str) and spec.lower().startswith(("http://", "https://"))
-
-
 def parse_endpoint(spec: str) -> Tuple[str, Optional[str]]:
-    """``"http://h:8080/v1#my-model"`` → ``("http://h:8080/v1", "my-model")``; no ``#`` → model ``None``."""
-    base, _, model = spec.partition("#")
+    """``"http://h:8080/v1#my-model"`` → ``("http://h:8080/v1", "my-model")``; no ``#`` → model ``None``
+    (:func:`ucs.models.http_spec.parse_endpoint_spec` also returns the options after ``#model?``)."""
+    ep = parse_endpoint_spec(spec)
+    return ep.base_url, ep.model
+
+
+def _connect_timeout(given: Optional[float], from_url: Optional[float]) -> float:
+    """The keyword, else the spec's ``connect_timeout``, else :data:`CONNECT_TIMEOUT_ENV`, else 5 s."""
+    if given is not None:
+        return float(given)
+    if from_url is not None:
+        return from_url
+    env = os.environ.get(CONNECT_TIMEOUT_ENV, "").strip()
+    if not env:
+        return DEFAULT_CONNECT_TIMEOUT
+    try:
+        value = float(env)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value < float("inf"):
+        raise ValueError(f"{CONNECT_TIMEOUT_ENV}={env!r} must be a number of seconds > 0 (or unset for "
+                         f"{DEFAULT_CONNECT_TIMEOUT:g} s)")
+    return value
+
+
+def _register_url_credentials(base: str) -> None:
+    """Mask a URL's password, and the ``Basic`` header made of it, wherever they would be shown."""
     parts = urlsplit(base)
-    if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
-        raise ValueError(f"model {spec!r} is not an endpoint URL: write it as http(s)://host:port/v1#model-name")
-    if parts.query:
-        raise ValueError(f"model {spec!r}: the endpoint URL takes no query string; put the model after '#'")
-    return base.rstrip("/"), (model or None)
+    if parts.password:
+        user, password = unquote(parts.username or ""), unquote(parts.password)
+        register_secret(password)
+        register_secret(base64.b64encode(f"{user}:{password}".encode("utf-8")).decode("ascii"))
 
 
 class HttpBackbone(ReducedScoresMixin):
@@ -78,10 +105,15 @@ class HttpBackbone(ReducedScoresMixin):
         Environment variable holding the API key (none needed for local servers).
     max_in_flight : int, default=4
         Requests on the wire at once.
-    timeout : float, default=600
-        Seconds per request attempt.
+    timeout : float, optional
+        Seconds per request attempt (reading a slow generation included): the keyword, else the spec's
+        ``#model?timeout=``, else 600.
+    connect_timeout : float, optional
+        Seconds to wait for a connection to the server: the keyword, else the spec's
+        ``#model?connect_timeout=``, else the environment variable ``UCS_HTTP_CONNECT_TIMEOUT``, else 5.
     max_retries : int, default=5
-        Further attempts after HTTP 429/5xx, connection errors and timeouts (exponential backoff).
+        Further attempts after HTTP 429/5xx, connection errors and timeouts (exponential backoff). Until the
+        server has answered once, a failed connection is retried only once (nothing listening fails fast).
     backoff : float, default=0.5
         First wait of the backoff, in seconds (doubled per attempt, capped at 30 s).
     context_length : int, optional
@@ -109,10 +141,14 @@ class HttpBackbone(ReducedScoresMixin):
     engine = "http"
 
     def __init__(self, base_url: str, model: Optional[str] = None, name: Optional[str] = None, *,
-                 api_key_env: str = "OPENAI_API_KEY", max_in_flight: int = 4, timeout: float = 600.0,
+                 api_key_env: str = "OPENAI_API_KEY", max_in_flight: int = 4, timeout: Optional[float] = None,
                  max_retries: int = 5, backoff: float = 0.5, context_length: Optional[int] = None,
-                 normalize: bool = False, api: str = "completions", seed: int = 0, warm_prefix: bool = True) -> None:
-        base, from_url = parse_endpoint(base_url)
+                 normalize: bool = False, api: str = "completions", seed: int = 0, warm_prefix: bool = True,
+                 connect_timeout: Optional[float] = None) -> None:
+        spec = parse_endpoint_spec(base_url)
+        base, from_url = spec.base_url, spec.model
+        timeout = float(spec.options.get("timeout", 600.0)) if timeout is None else timeout
+        connect_timeout = _connect_timeout(connect_timeout, spec.options.get("connect_timeout"))
         for pname, val in (("max_in_flight", max_in_flight), ("max_retries", max_retries + 1)):
             if not isinstance(val, (int, np.integer)) or val < 1:
                 raise ValueError(f"{pname} must be a positive integer, got {val!r}")
@@ -120,8 +156,9 @@ class HttpBackbone(ReducedScoresMixin):
             raise ValueError(f"context_length must be a positive integer or None, got {context_length!r}")
         if api not in APIS:
             raise ValueError(f"api must be one of {APIS}, got {api!r}")
-        if not timeout > 0 or not backoff >= 0:
-            raise ValueError(f"timeout must be > 0 and backoff >= 0, got {timeout!r} and {backoff!r}")
+        if not timeout > 0 or not connect_timeout > 0 or not backoff >= 0:
+            raise ValueError(f"timeout and connect_timeout must be > 0 and backoff >= 0, got {timeout!r}, "
+                             f"{connect_timeout!r} and {backoff!r}")
         self.base_url = base
         self._model = model or from_url
         self.api_key_env = api_key_env
@@ -130,8 +167,11 @@ class HttpBackbone(ReducedScoresMixin):
         self.api = api
         self.seed = int(seed)
         self.warm_prefix = bool(warm_prefix)
-        self._transport = HttpTransport(base, os.environ.get(api_key_env) or None, int(max_in_flight),
-                                        float(timeout), int(max_retries), float(backoff))
+        api_key = os.environ.get(api_key_env) or None
+        register_secret_env(api_key_env)
+        _register_url_credentials(base)
+        self._transport = HttpTransport(base, api_key, int(max_in_flight), float(timeout), int(max_retries),
+                                        float(backoff), connect_timeout=float(connect_timeout))
         self._probe_left = _PROBE_ATTEMPTS
         self._dim: Optional[int] = None
         self._tokenize_route: Optional[Tuple[str, str]] = None
@@ -151,8 +191,9 @@ class HttpBackbone(ReducedScoresMixin):
         if self._model is None:
             listed = [str(m.get("id")) for m in self._transport.get("models").get("data", []) if m.get("id")]
             if len(listed) != 1:
-                raise ValueError(f"the endpoint {self.base_url} serves {len(listed)} models {listed[:10]}: name one "
-                                 f"as --model {self.base_url}#<model>")
+                shown = redact(self.base_url)
+                raise ValueError(redact(f"the endpoint {shown} serves {len(listed)} models {listed[:10]}: "
+                                        f"name one as --model {shown}#<model>"))
             self._model = listed[0]
         return self
 
@@ -170,7 +211,8 @@ class HttpBackbone(ReducedScoresMixin):
         self._transport.close()
 
     def __repr__(self) -> str:
-        return f"HttpBackbone({host_of(self.base_url)!r}, model={self._model!r}, max_in_flight={self.max_in_flight})"
+        return (f"HttpBackbone({host_of(self.base_url)!r}, model={self._model!r}, "
+                f"max_in_flight={self.max_in_flight})")
 
     # ------------------------------------------------------------------ tokens
     @property
@@ -183,7 +225,8 @@ class HttpBackbone(ReducedScoresMixin):
         root = self.base_url[: -len("/v1")] if self.base_url.endswith("/v1") else self.base_url
         routes = [self._tokenize_route] if self._tokenize_route else [("extras/tokenize", "input"), ("tokenize", "prompt")]
         for path, field in routes:
-            transport = HttpTransport(root, None, 1, self._transport.timeout, 0)
+            transport = HttpTransport(root, None, 1, self._transport.timeout, 0,
+                                      connect_timeout=self._transport.connect_timeout)
             try:
                 out = transport.post_many(path, [{"model": self.model, field: sanitize_text(text)}])[0]
             except EndpointError as exc:
@@ -317,5 +360,5 @@ class HttpBackbone(ReducedScoresMixin):
 def _choice(answer: Dict[str, Any], where: str) -> Dict[str, Any]:
     choices = answer.get("choices") if isinstance(answer, dict) else None
     if not choices or not isinstance(choices[0], dict):
-        raise ValueError(f"{where} answered without choices: {str(answer)[:200]}")
+        raise ValueError(f"{where} answered without choices: {redact(str(answer))[:200]}")
     return choices[0]

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Dict, Optional, Union
 
+from ucs.models.http_spec import looks_like_url, parse_endpoint_spec
 from ucs.utils.optional import EngineFallbackWarning, MissingDependencyError
 
 __all__ = ["BACKBONES", "ENGINES", "DEFAULT_ENGINE", "BackboneSpec", "load_backbone", "resolve_model"]
@@ -101,17 +102,20 @@ def load_backbone(name: Union[str, Path] = "smollm2", engine: Optional[str] = No
         :class:`~ucs.models.hf.TransformersBackbone` (``layer``, ``pooling``, ``normalize``,
         ``max_length``, ``device``, ``dtype``, ``device_map`` …).
 
-    An endpoint URL, ``http(s)://host:port/v1`` or ``http(s)://host:port/v1#<model>``, gives a
-    :class:`~ucs.models.http.HttpBackbone` (any OpenAI-compatible server; ``engine`` is then ignored, and of the
-    keyword arguments only ``normalize``, ``context_length`` and its own options are used).
+    An endpoint URL, ``http(s)://host:port/v1`` or ``http(s)://host:port/v1#<model>`` (client options after
+    ``#<model>?``, e.g. ``connect_timeout=2``), gives a :class:`~ucs.models.http.HttpBackbone` (any
+    OpenAI-compatible server; ``engine`` is then ignored, and of the keyword arguments only ``normalize``,
+    ``context_length`` and its own options are used). Anything written like a URL is parsed as one
+    (:mod:`ucs.models.http_spec`), so a malformed one raises ``ValueError`` naming ``--model`` and the fix.
 
     Notes
     -----
     Construction is cheap (the engine probe runs once per llama.cpp build and CPU, then is read from the cache);
     weights load on first use (or ``.load()``).
     """
-    if _is_endpoint(name):
-        return _http_backbone(str(name), kwargs)
+    if looks_like_url(name):
+        parse_endpoint_spec(str(name))  # a malformed URL: a clear error here, before httpx is needed
+        return _http_backbone(str(name).strip(), kwargs)
     chosen = DEFAULT_ENGINE if engine is None else engine
     if chosen not in ENGINES:
         raise ValueError(f"engine must be one of {ENGINES}, got {engine!r}")
@@ -130,13 +134,9 @@ def load_backbone(name: Union[str, Path] = "smollm2", engine: Optional[str] = No
     return TransformersBackbone(src, **kwargs)
 
 
-def _is_endpoint(name: Union[str, Path]) -> bool:
-    return isinstance(name, str) and name.lower().startswith(("http://", "https://"))
-
-
 #: Keyword arguments of :func:`load_backbone` that an :class:`~ucs.models.http.HttpBackbone` takes.
 _HTTP_KEYS = ("normalize", "context_length", "api_key_env", "max_in_flight", "timeout", "max_retries", "backoff",
-              "api", "seed", "warm_prefix")
+              "api", "seed", "warm_prefix", "connect_timeout")
 
 
 def _http_backbone(url: str, kwargs: Dict[str, Any]):
@@ -147,7 +147,7 @@ def _http_backbone(url: str, kwargs: Dict[str, Any]):
 
 
 #: Options of the llama.cpp engine that the transformers engine does not take (dropped on a fallback).
-_LLAMA_ONLY = ("n_threads", "n_gpu_layers", "batch_tokens")
+_LLAMA_ONLY = ("n_threads", "n_gpu_layers", "batch_tokens", "prefix_reuse")
 
 
 def _llama_crashes(model: str) -> bool:

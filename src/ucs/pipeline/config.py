@@ -23,6 +23,7 @@ from ucs.data import TestProtocol
 from ucs.data.table import TABLE_SUFFIXES
 from ucs.estimators import resolve_estimator_name
 from ucs.evaluation.predict import MODES
+from ucs.models.http_spec import public_spec
 from ucs.pipeline.presets import get_preset
 from ucs.selectors.base import ORDERS
 from ucs.selectors.labelaware import MODES as LABEL_MODES
@@ -110,6 +111,14 @@ def _check_float(value: Any, name: str, low: float = 0.0, strict: bool = False, 
     if value < low or (strict and value == low) or (high is not None and value >= high):
         rng = f"{'>' if strict else '>='} {low}" + (f" and < {high}" if high is not None else "")
         raise ValueError(f"{name} must be {rng}; got {value!r}")
+
+
+def _public_models(d: Mapping[str, Any], keep_options: bool) -> Dict[str, Any]:
+    """The model-spec fields of a configuration dict as they may be written down (see :meth:`public_dict`)."""
+    out: Dict[str, Any] = {k: public_spec(d[k], keep_options) for k in ("backbone", "mdl_scorer") if k in d}
+    if "joint_backbones" in d:
+        out["joint_backbones"] = [public_spec(b, keep_options) for b in d["joint_backbones"]]
+    return out
 
 
 @dataclass(frozen=True)
@@ -441,8 +450,19 @@ class PipelineConfig:
         d["joint_backbones"] = list(self.joint_backbones)
         return d
 
+    def public_dict(self) -> Dict[str, Any]:
+        """:meth:`to_dict` as it may be written to a file: the model specs (``backbone``, ``mdl_scorer``,
+        ``joint_backbones``) with credentials masked (:func:`ucs.models.http_spec.public_spec`). A
+        configuration read back from it has no password in its URLs: the key comes from the environment
+        (``OPENAI_API_KEY``)."""
+        d = self.to_dict()
+        d.update(_public_models(d, keep_options=True))
+        return d
+
     def to_json(self, path: "str | Path | None" = None) -> str:
-        text = json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n"
+        """The configuration as JSON (written atomically to ``path`` when given); credentials masked
+        (:meth:`public_dict`)."""
+        text = json.dumps(self.public_dict(), indent=2, sort_keys=True) + "\n"
         if path is not None:
             atomic_write_text(path, text)
         return text
@@ -498,4 +518,5 @@ class PipelineConfig:
         if self.clustering in KMEANS_FAMILY and KMEANS_IMPL == "lloyd" and LLOYD_REVISION >= 3:
             # a run folder never mixes selections made on two revisions' clusters (revisions ≤ 2 keep their key)
             d["lloyd_revision"] = LLOYD_REVISION
+        d.update(_public_models(d, keep_options=False))  # no credentials, no client options (timeouts)
         return d

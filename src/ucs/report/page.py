@@ -17,6 +17,7 @@ from ucs.report.data import RunData, RunFolderError, load_run
 from ucs.report.figures import MAX_SCATTER_POINTS, figures_for
 from ucs.report.tables import (GIANT_FRACTION, accuracy_rows, coverage_rows, delta_rows, health_rows, pct, settings_rows,
                                summary_rows, test_double_note, timing_rows)
+from ucs.utils.redact import redact_obj
 
 __all__ = ["build_report", "write_report", "REPORT_NAME", "browser_data"]
 
@@ -98,8 +99,8 @@ def _render(run: RunData, title: Optional[str], max_points: int) -> str:
         "title": title or f"ucs report — {run.dataset_name}",
         "double_note": test_double_note(run),
         "run": run,
-        "summary_rows": summary_rows(run),
-        "settings_rows": settings_rows(run),
+        "summary_rows": redact_obj(summary_rows(run)),  # a model URL's credentials (runs made before they
+        "settings_rows": redact_obj(settings_rows(run)),  # were masked on disk) never reach the page
         "accuracy": acc,
         "deltas": deltas,
         "confidence": int(round(100 * float(run.summary.get("confidence", 0.95)))),
