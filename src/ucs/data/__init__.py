@@ -17,6 +17,7 @@ from ucs.data.dataset import (
     encode_labels,
     validate,
 )
+from ucs.data.hwu64_parse import PARSE_FORMS, load_hwu64_parse, parse_annotation
 from ucs.data.public import EXPECTED_COUNTS, load_banking77, load_clinc150, load_hwu64
 from ucs.data.registry import available_datasets, load_dataset
 from ucs.data.sample import load_sample, sample_path
@@ -28,6 +29,7 @@ __all__ = [
     "DEFAULT_TEST_SIZE",
     "EXPECTED_COUNTS",
     "PAPER_RUN_SEEDS",
+    "PARSE_FORMS",
     "Dataset",
     "DatasetError",
     "DatasetWarning",
@@ -43,8 +45,10 @@ __all__ = [
     "load_clinc150",
     "load_dataset",
     "load_hwu64",
+    "load_hwu64_parse",
     "load_sample",
     "load_table",
+    "parse_annotation",
     "pool_test_split",
     "read_table",
     "sample_path",

@@ -8,6 +8,7 @@ from typing import Any, Callable
 
 from ucs.data.bbeh import BBEH_TASKS, load_bbeh
 from ucs.data.dataset import Dataset
+from ucs.data.hwu64_parse import load_hwu64_parse
 from ucs.data.public import load_banking77, load_clinc150, load_hwu64
 from ucs.data.sample import load_sample
 from ucs.data.table import TABLE_SUFFIXES, load_table
@@ -18,6 +19,7 @@ _FILE_LOADERS: dict[str, Callable[..., Dataset]] = {
     "banking77": load_banking77,
     "clinc150": load_clinc150,
     "hwu64": load_hwu64,
+    "hwu64_parse": load_hwu64_parse,
 }
 _ALIASES = {
     "banking": "banking77",
@@ -56,7 +58,7 @@ def load_dataset(
     Parameters
     ----------
     name : str
-        One of :func:`available_datasets` (``banking77``, ``clinc150``, ``hwu64``,
+        One of :func:`available_datasets` (``banking77``, ``clinc150``, ``hwu64``, ``hwu64_parse``,
         ``bbeh_causal_understanding``, ``bbeh_object_properties``, ``bbeh_shuffled_objects``, ``sample``;
         case-insensitive, the ``bbeh_`` prefix optional), or the path of a ``.csv``/``.tsv``/``.jsonl``
         file (options are passed to :func:`~ucs.data.load_table`).
@@ -66,7 +68,8 @@ def load_dataset(
     source : {"files", "hub"}
         ``"hub"`` loads the intent datasets from the Hugging Face hub (needs the ``data`` extra and network).
     **options
-        Loader options: ``pool_fraction``/``split_seed`` (BBEH), ``fold`` (HWU64), ``merge_validation``,
+        Loader options: ``pool_fraction``/``split_seed`` (BBEH), ``fold`` (HWU64), ``form`` (``hwu64_parse``:
+        ``"call"`` or ``"json"``), ``merge_validation``,
         ``revision``, ``loader`` (hub).
 
     Raises
