@@ -101,7 +101,7 @@ def test_a_callable_is_ranked_against_topk_resumed_and_saved_as_an_index(small, 
     # ... nothing embedded or fitted again either: the saved index is verified and kept
     assert embedded == [] and (tmp_path / "c" / "index" / "index.json").stat().st_mtime_ns == saved
     assert again.info["embed_ms"] == pytest.approx(res.info["embed_ms"])
-    with pytest.raises(ValueError, match="other examples, queries, k or predictor"):
+    with pytest.raises(ValueError, match="other inputs .differs in: k: 6 → 5"):
         compare(small, counted, selectors=["topk"], k=5, n_queries=24, embedder=minilm, out=tmp_path / "c")
 
 

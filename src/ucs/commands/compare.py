@@ -6,11 +6,12 @@ import random
 import sys
 import time
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 import typer
 
 from ucs import defaults as D
+from ucs.commands._runs import FRESH_HELP, WAIT_HELP, run_folder
 
 HELP = """Rank selectors for YOUR model on YOUR labelled examples, against TopK, with paired intervals.
 
@@ -21,21 +22,59 @@ http://host:port/v1#model) picks the label with the highest likelihood after the
 measures two prompts and prints the cost (prompts, minutes on this machine) and asks when it is long (--yes skips
 the question; --dry-run stops there). Then a ranked table (accuracy, Δ vs TopK [paired 95 % CI], own-label
 share, ms per query), compare.md/.json/.html, and index/: the recommended selector fitted on every example,
-which SelectorIndex.load, UCSExampleSelector.load and UCSFewShot.attach open. Rerun the same command to resume.
+which SelectorIndex.load, UCSExampleSelector.load and UCSFewShot.attach open. Rerun the same command to resume;
+--out of other inputs (examples, queries, --k, --seed, model, embedder) or of another command is refused
+(--fresh moves it aside). Blank texts or labels and a table of one label are refused before anything is
+written; held-out queries also among the examples are counted and warned about, and a query is never shown
+an example with exactly its own text.
 """
 
 #: A run estimated longer than this many minutes asks before it starts (or needs --yes without a terminal).
 ASK_ABOVE_MINUTES = 5.0
 
 
-def _rows(path: Path, text_column: str, label_column: str, param: str) -> List[Dict[str, str]]:
+_LINE = "\x00line"  # the read rows' line numbers, under a name no table has
+
+
+def _read(path: Path, text_column: str, label_column: str, param: str) -> List[Dict[str, str]]:
+    """The rows of a table, each with a non-blank text and label (a blank one is refused with its file and
+    line: a CSV's header is line 1)."""
     from ucs.data.table import read_table
 
     try:
-        table = read_table(path, text_column, label_column)
+        table = read_table(path, text_column, label_column, line_column=_LINE)
     except (OSError, ValueError) as exc:
         raise typer.BadParameter(str(exc), param_hint=param) from None
+    for text, line in zip(table[text_column], table[_LINE]):
+        if not text.strip():
+            raise typer.BadParameter(f"{path}, line {line}: the text (column {text_column!r}) is "
+                                     f"{'empty' if not text else 'only whitespace'}; give every row a text, or "
+                                     "remove the row", param_hint=param)
     return [{text_column: str(t), label_column: str(y)} for t, y in zip(table[text_column], table[label_column])]
+
+
+def _inputs(examples: Path, test_file: Optional[Path], text_column: str, label_column: str, queries: int,
+            seed: int) -> Tuple[List[Dict[str, str]], List[Dict[str, str]]]:
+    """``(pool, held-out queries)`` read and checked before anything is loaded or written."""
+    from ucs.experiments.compare import split_examples
+
+    rows = _read(examples, text_column, label_column, "EXAMPLES")
+    labels = sorted({r[label_column] for r in rows})
+    if len(labels) < 2:
+        raise typer.BadParameter(f"{examples} holds one distinct label ({labels[0]!r}) in the label column "
+                                 f"{label_column!r}; a comparison needs at least two labels (with one, every "
+                                 "selector scores 100 %): add examples of other labels, or check --label-column",
+                                 param_hint="EXAMPLES")
+    if test_file is not None:
+        if test_file.resolve() == examples.resolve():
+            raise typer.BadParameter(f"{test_file} is EXAMPLES itself, so every query would be among the "
+                                     "examples; give held-out rows, or no --test-file (then --queries rows of "
+                                     "EXAMPLES are held out)", param_hint="--test-file")
+        return rows, _read(test_file, text_column, label_column, "--test-file")[:queries]
+    try:
+        return split_examples(rows, queries, seed)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--queries") from None
 
 
 def _measure(predict: Any, pool: List[Dict[str, str]], queries: List[Dict[str, str]], k: int) -> float:
@@ -89,44 +128,97 @@ def register(app: typer.Typer) -> None:
         seed: int = typer.Option(0, "--seed", help="Seed of the held-out draw and of Random."),
         yes: bool = typer.Option(False, "--yes", "-y", help="Start a long comparison without asking."),
         dry_run: bool = typer.Option(False, "--dry-run", help="Print the cost estimate and stop."),
+        wait: bool = typer.Option(False, "--wait", help=WAIT_HELP),
+        fresh: bool = typer.Option(False, "--fresh", help=FRESH_HELP),
     ) -> None:
-        from ucs.experiments.compare import answered, compare, split_examples
-        from ucs.experiments.predictors import as_predictor, backbone_predictor
-        from ucs.models import load_backbone
+        from ucs.experiments.compare import answered, comparison_key, query_overlap, warn_overlap
         from ucs.pipeline.config import parse_methods
 
         try:
             names = list(parse_methods(selectors))
         except ValueError as exc:
             raise typer.BadParameter(str(exc), param_hint="--selectors") from None
-        rows = _rows(examples, text_column, label_column, "EXAMPLES")
-        if test_file is not None:
-            pool, held = rows, _rows(test_file, text_column, label_column, "--test-file")[:queries]
-        else:
-            try:
-                pool, held = split_examples(rows, queries, seed)
-            except ValueError as exc:
-                raise typer.BadParameter(str(exc), param_hint="--queries") from None
-        labels = sorted({r[label_column] for r in rows + held})
-        from ucs.evaluation.prompts import CHAT_TEMPLATES
-
-        if chat_template is not None and chat_template not in CHAT_TEMPLATES:
-            raise typer.BadParameter(f"choose one of {sorted(CHAT_TEMPLATES)}; got {chat_template!r}",
-                                     param_hint="--chat-template")
-        backbone = load_backbone(model, engine=engine)
-        predictor = backbone_predictor(backbone, labels, text_key=text_column, label_key=label_column,
-                                       chat_template=chat_template)
-        done = answered(out, names, len(held))
+        _check_chat_template(chat_template)
+        pool, held = _inputs(examples, test_file, text_column, label_column, queries, seed)
+        _check_out(out, None, fresh)
+        warn_overlap(query_overlap(pool, held, text_column), len(held))
+        labels = sorted({r[label_column] for r in pool + held})
+        predictor, emb = _predictor(model, engine, labels, text_column, label_column, chat_template, embedder)
+        key = comparison_key(pool, held, k=k, seed=seed, predictor=predictor, embedder=emb, text_key=text_column,
+                             label_key=label_column)
+        _check_out(out, key, fresh)
+        done = 0 if fresh else answered(out, names, len(held))
         n_prompts = len(held) * len(names) - done
-        seconds = _measure(as_predictor(predictor, text_key=text_column, label_key=label_column), pool, held, k) \
-            if n_prompts else 0.0
+        seconds = _measure(_as_predictor(predictor, text_column, label_column), pool, held, k) if n_prompts else 0.0
         typer.echo(estimate_line(n_prompts, seconds, len(labels))
                    + (f" ({done} answered in {out} already)" if done else ""))
         if dry_run:
             raise typer.Exit()
         _confirm(n_prompts * seconds / 60, yes)
-        result = compare(pool, predictor, queries=held, selectors=names, k=k, n_queries=len(held),
-                         text_key=text_column, label_key=label_column, embedder=embedder, out=out, seed=seed,
-                         cache_dir=cache_dir)
+        result = _run(pool, held, predictor, emb, names, k, text_column, label_column, out, seed, cache_dir,
+                      wait, fresh)
         typer.echo(result.to_markdown())
         typer.echo(f"results: {out / 'compare.md'} (+ compare.json, compare.html, records.jsonl)")
+
+
+def _check_chat_template(chat_template: Optional[str]) -> None:
+    from ucs.evaluation.prompts import CHAT_TEMPLATES
+
+    if chat_template is not None and chat_template not in CHAT_TEMPLATES:
+        raise typer.BadParameter(f"choose one of {sorted(CHAT_TEMPLATES)}; got {chat_template!r}",
+                                 param_hint="--chat-template")
+
+
+def _predictor(model: str, engine: Optional[str], labels: List[str], text_column: str, label_column: str,
+               chat_template: Optional[str], embedder: str) -> Tuple[Any, Any]:
+    """The model as a predictor over ``labels``, and the retrieval embedder (both keep the folder's key)."""
+    from ucs.embedding import load_retrieval_embedder
+    from ucs.experiments.predictors import backbone_predictor
+    from ucs.models import load_backbone
+    from ucs.pipeline.backbones import plugin_backbone
+
+    backbone = plugin_backbone(model) or load_backbone(model, engine=engine)
+    predictor = backbone_predictor(backbone, labels, text_key=text_column, label_key=label_column,
+                                   chat_template=chat_template)
+    try:
+        emb = load_retrieval_embedder(embedder)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--embedder") from None
+    return predictor, emb
+
+
+def _as_predictor(predictor: Any, text_column: str, label_column: str) -> Any:
+    from ucs.experiments.predictors import as_predictor
+
+    return as_predictor(predictor, text_key=text_column, label_key=label_column)
+
+
+def _check_out(out: Path, key: Optional[Dict[str, Any]], fresh: bool) -> None:
+    """Refuse (naming ``--out``, writing nothing) a file, another command's run folder, or a comparison of other
+    inputs (the differing fields named; ``key=None``: not checked yet); with ``--fresh`` only a file."""
+    from ucs.experiments.compare import check_folder
+
+    if out.exists() and not out.is_dir():
+        raise typer.BadParameter(f"{out} is a file; give a folder for the results", param_hint="--out")
+    if fresh:  # the old contents are moved aside, not used
+        return
+    try:
+        check_folder(out, key)
+    except ValueError as exc:
+        raise typer.BadParameter(f"{exc}", param_hint="--out") from None
+
+
+def _run(pool: List[Dict[str, str]], held: List[Dict[str, str]], predictor: Any, emb: Any, names: List[str],
+         k: int, text_column: str, label_column: str, out: Path, seed: int, cache_dir: Optional[Path],
+         wait: bool, fresh: bool) -> Any:
+    """The comparison, in ``out`` held under its lock (``--fresh`` moves the old contents aside first)."""
+    import warnings
+
+    from ucs.data.dataset import DatasetWarning
+    from ucs.experiments.compare import compare
+
+    with run_folder(out, wait=wait, fresh=fresh, kind="ucs compare"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", DatasetWarning)  # the overlap was warned about before the estimate
+        return compare(pool, predictor, queries=held, selectors=names, k=k, n_queries=len(held),
+                       text_key=text_column, label_key=label_column, embedder=emb, out=out, seed=seed,
+                       cache_dir=cache_dir)

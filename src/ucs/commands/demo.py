@@ -190,7 +190,8 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         import contextlib
 
-        with run_folder(out, wait=wait, fresh=fresh) if out is not None else contextlib.nullcontext():
+        with run_folder(out, wait=wait, fresh=fresh, kind="ucs evaluate / ucs demo") if out is not None \
+                else contextlib.nullcontext():
             run_demo(dataset, None if data_dir is None else str(data_dir), model, engine, selectors, queries, budget,
                      runs, lam, dbscan_q, estimator, out, cache_dir, clustering=clustering,
                      test_file=None if test_file is None else str(test_file))

@@ -162,7 +162,7 @@ def register(app: typer.Typer) -> None:
 
         ex = _executor(executor, address, num_cpus)
         try:
-            with run_folder(out, wait=wait, fresh=fresh), \
+            with run_folder(out, wait=wait, fresh=fresh, kind="ucs evaluate / ucs demo"), \
                     Pipeline(cfg, cache_dir=cache_dir, out_dir=out, progress=progress, executor=ex,
                              shard_size=shard_size, knn=knn) as pipe:
                 result = pipe.run(out, limit=limit)

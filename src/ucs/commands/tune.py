@@ -95,7 +95,7 @@ def register(app: typer.Typer) -> None:
             from ucs.experiments.tune import parse_variants, tune_variants, variants_markdown
 
             named = parse_variants(variants)
-            with run_folder(out, wait=wait, fresh=fresh):
+            with run_folder(out, wait=wait, fresh=fresh, kind="ucs tune"):
                 result = tune_variants(cfg, out, named, val_fraction=val_fraction, val_seed=val_seed, limit=limit,
                                        cache_dir=cache_dir, progress=progress, against=against)
             typer.echo(variants_markdown(result))
@@ -105,7 +105,7 @@ def register(app: typer.Typer) -> None:
             raise typer.BadParameter("compares selectors with --variants only; add --variants 'NAME:KEY=VALUE;...'",
                                      param_hint="--against")
         q_values, lam_values = _floats(q_grid, "--q-grid"), _floats(lam_grid, "--lam-grid")
-        with run_folder(out, wait=wait, fresh=fresh):
+        with run_folder(out, wait=wait, fresh=fresh, kind="ucs tune"):
             result = tune(cfg, out, q_grid=q_values, lam_grid=lam_values,
                           val_fraction=val_fraction, val_seed=val_seed, limit=limit, cache_dir=cache_dir,
                           progress=progress)

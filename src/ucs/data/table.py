@@ -26,18 +26,23 @@ def read_table(
     label_column: str = "label",
     extra_columns: Sequence[str] = (),
     delimiter: str | None = None,
-) -> dict[str, list[str]]:
+    line_column: str | None = None,
+) -> dict[str, list]:
     """Read the named columns of a ``.csv``/``.tsv`` (quoted, header row) or ``.jsonl`` file as strings.
 
     ``.json`` may hold a list of objects. Raises :class:`~ucs.data.DatasetError` naming the file and line
-    when a column is missing, a line is not a JSON object, or a label is empty.
+    when a column is missing, a line is not a JSON object, or a label is empty. With ``line_column``, the
+    result also holds each row's line in the file under that name (an ``int``; a CSV's header is line 1, a
+    row whose quoted field spans lines has its last line; a ``.json`` list's rows are numbered from 1), for
+    messages that point the user at a row.
     """
     path = Path(path)
     if not path.is_file():
         raise MissingDataError(f"the table file {path} does not exist" if not path.exists() else
                                f"{path} is a folder; give a {'/'.join(TABLE_SUFFIXES)} file")
     columns = (text_column, label_column, *extra_columns)
-    out: dict[str, list[str]] = {c: [] for c in columns}
+    out: dict[str, list] = {c: [] for c in columns}
+    lines: list[int] = []
     suffix = path.suffix.lower()
     if suffix in (".csv", ".tsv"):
         delim = delimiter or ("\t" if suffix == ".tsv" else ",")
@@ -45,6 +50,7 @@ def read_table(
             _check_label(path, line, label_column, row[label_column])
             for c in columns:
                 out[c].append(row[c])
+            lines.append(line)
     elif suffix in (".jsonl", ".json"):
         rows = _json_rows(path)
         for line, obj in rows:
@@ -59,8 +65,11 @@ def read_table(
                     raise DatasetError(f"{path}, line {line}: {c!r} must be a string or number, got {v!r}")
                 out[c].append(str(v))
             _check_label(path, line, label_column, out[label_column][-1])
+            lines.append(line)
     else:
         raise DatasetError(f"{path}: unsupported file type {suffix!r}; use one of {TABLE_SUFFIXES}")
+    if line_column is not None:
+        out[line_column] = lines
     return out
 
 

@@ -8,7 +8,13 @@ difference from TopK with the 95 % bootstrap interval over the same queries, the
 carry the query's own label, and the cost per query (selection and predictor, milliseconds). The
 recommendation is TopK unless another selector's interval lies above 0; it is saved as an index folder that
 :meth:`SelectorIndex.load` and the LangChain and DSPy integrations open. Every answer is appended to
-``records.jsonl`` as it comes, so a second call with the same inputs continues where the first stopped.
+``records.jsonl`` as it comes, so a second call with the same inputs continues where the first stopped; a folder
+keyed to other inputs (examples, queries, ``k``, ``seed``, predictor, embedder) or holding another command's run is
+refused before anything is written there.
+
+Like an evaluation, a comparison never offers a query an example with exactly its own text (query-dependent
+selectors; the copies move behind every other candidate), and it counts and warns about
+(:class:`~ucs.data.DatasetWarning`) held-out queries whose text is also among the examples.
 
 Cost: one index fit per selector (``O(N·d)`` embeddings shared through the embedding cache), then
 ``Q × S`` predictor calls for ``Q`` queries and ``S`` selectors.
@@ -20,6 +26,7 @@ import hashlib
 import html
 import json
 import time
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
@@ -27,13 +34,17 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from ucs import defaults as D
+from ucs.data.dataset import DatasetWarning, normalize_text
+from ucs.evaluation.manifest import config_differences
 from ucs.evaluation.records import RecordWriter, read_records
 from ucs.evaluation.report import demonstration_vote, label_agreement, paired_delta, summarize
 from ucs.experiments.predictors import as_predictor, predictor_identity
 from ucs.index import SelectorIndex
 from ucs.utils.io import atomic_write_json, atomic_write_text
+from ucs.utils.lock import LOCK_NAME
 
-__all__ = ["CompareResult", "compare", "split_examples"]
+__all__ = ["CompareResult", "check_folder", "compare", "comparison_key", "query_overlap", "split_examples",
+           "split_indices", "warn_overlap"]
 
 REFERENCE = "topk"
 
@@ -122,45 +133,130 @@ class CompareResult:
         return "\n".join(lines) + "\n"
 
 
+def split_indices(n: int, n_queries: int, seed: int = 0) -> Tuple[List[int], List[int]]:
+    """``(pool positions, query positions)`` of :func:`split_examples` for ``n`` examples, each ascending.
+
+    Raises ``ValueError`` when ``n_queries`` is not between 1 and ``n - 1``."""
+    if n_queries < 1 or n_queries >= n:
+        raise ValueError(f"n_queries must be between 1 and {n - 1} (the examples hold {n}); got {n_queries}")
+    perm = np.random.default_rng(seed).permutation(n)
+    held = sorted(perm[:n_queries].tolist())
+    chosen = set(held)
+    return [i for i in range(n) if i not in chosen], held
+
+
 def split_examples(examples: Sequence[Dict[str, Any]], n_queries: int, seed: int = 0
                    ) -> Tuple[List[Dict[str, Any]], List[Dict[str, Any]]]:
     """``(pool, queries)``: ``n_queries`` examples drawn with ``seed`` become the queries, the rest the pool.
 
     Raises ``ValueError`` when fewer than ``n_queries + 1`` examples are given."""
-    n = len(examples)
-    if n_queries < 1 or n_queries >= n:
-        raise ValueError(f"n_queries must be between 1 and {n - 1} (the examples hold {n}); got {n_queries}")
-    perm = np.random.default_rng(seed).permutation(n)
-    held = set(perm[:n_queries].tolist())
-    return ([dict(e) for i, e in enumerate(examples) if i not in held], [dict(examples[i]) for i in sorted(held)])
+    pool_idx, held_idx = split_indices(len(examples), n_queries, seed)
+    return [dict(examples[i]) for i in pool_idx], [dict(examples[i]) for i in held_idx]
 
 
 def _check_inputs(examples: Sequence[Dict[str, Any]], text_key: str, label_key: str, where: str) -> None:
+    """Every item a dict with a non-blank text and label (checked before any folder is made)."""
     for i, e in enumerate(examples):
         if not isinstance(e, dict) or text_key not in e or label_key not in e:
             raise ValueError(f"{where}[{i}] must be a dict with the fields {text_key!r} and {label_key!r} "
                              f"(set text_key= / label_key= to your field names); got {e!r:.120}")
+        for key in (text_key, label_key):
+            if e[key] is None or not str(e[key]).strip():
+                raise ValueError(f"{where}[{i}][{key!r}] is empty; give every example and query a non-empty "
+                                 "text and label, or leave it out")
 
 
-def _key(pool: Sequence[Dict[str, Any]], queries: Sequence[Dict[str, Any]], k: int, ident: str,
-         text_key: str, label_key: str) -> str:
+def _check_labels(labels: Sequence[str]) -> None:
+    if not labels:
+        raise ValueError("no examples were given; a comparison needs labelled examples with at least two labels")
+    if len(labels) < 2:
+        raise ValueError(f"the examples and queries hold one distinct label ({labels[0]!r}); a comparison needs at "
+                         "least two labels (with one, every selector scores 100 %): check the label column")
+
+
+def query_overlap(pool: Sequence[Dict[str, Any]], queries: Sequence[Dict[str, Any]], text_key: str = "text"
+                  ) -> Dict[str, int]:
+    """How many ``queries`` have their text among the ``pool``'s: ``exact``, and ``normalized`` (after case,
+    spacing and punctuation are normalised, :func:`ucs.data.dataset.normalize_text`; includes the exact ones).
+    O(N + Q)."""
+    texts = {str(e[text_key]) for e in pool}
+    norm = {normalize_text(t) for t in texts}
+    return {"exact": sum(str(q[text_key]) in texts for q in queries),
+            "normalized": sum(normalize_text(str(q[text_key])) in norm for q in queries)}
+
+
+def warn_overlap(overlap: Dict[str, int], n_queries: int) -> None:
+    """A :class:`~ucs.data.DatasetWarning` with the counts of :func:`query_overlap`, when any query is a copy."""
+    if overlap.get("normalized"):
+        warnings.warn(f"{overlap['normalized']} of {n_queries} held-out queries are also among the examples "
+                      f"({overlap['exact']} exactly, the rest after normalising case, spacing and punctuation); "
+                      "a query is never offered an example with exactly its own text, but near copies raise the "
+                      "accuracies", DatasetWarning, stacklevel=2)
+
+
+def _digest(rows: Sequence[Dict[str, Any]], text_key: str, label_key: str) -> str:
     h = hashlib.sha256()
-    for part in (pool, queries):
-        for e in part:
-            h.update(json.dumps([str(e[text_key]), str(e[label_key])], ensure_ascii=False).encode("utf-8"))
-        h.update(b"\x00")
-    h.update(json.dumps([k, ident, text_key, label_key]).encode("utf-8"))
-    return h.hexdigest()
+    for e in rows:
+        h.update(json.dumps([str(e[text_key]), str(e[label_key])], ensure_ascii=False).encode("utf-8"))
+    return f"{len(rows)} rows, sha256 {h.hexdigest()[:12]}"
 
 
-def _check_folder(out: Path, key: str) -> List[dict]:
-    """The records already in ``out`` (resume), after checking that they answer the same comparison."""
+def comparison_key(pool: Sequence[Dict[str, Any]], queries: Sequence[Dict[str, Any]], *, k: int, seed: int,
+                   predictor: Any, embedder: Any, text_key: str = "text", label_key: str = "label"
+                   ) -> Dict[str, Any]:
+    """What a comparison folder's answers depend on (its ``compare.json`` ``key``): the examples and queries
+    (digests), ``k``, ``seed``, the predictor's and the embedder's identities, the fields, and the rules of
+    selection (demonstration order, the query's own text excluded). Selectors are not in it: another selector
+    adds to a folder."""
+    emb = getattr(embedder, "identity", None)
+    return {"format": 2, "examples": _digest(pool, text_key, label_key),
+            "queries": _digest(queries, text_key, label_key), "k": int(k), "seed": int(seed),
+            "predictor": predictor_identity(predictor),
+            "embedder": json.dumps(emb, sort_keys=True, default=str) if emb is not None else type(embedder).__name__,
+            "text_key": text_key, "label_key": label_key, "order": D.application_order(True),
+            "exclude_query_texts": True}
+
+
+#: What other commands leave in their output folders (a comparison never writes into such a folder).
+_OTHER_RUNS = {"manifest.json": "ucs evaluate / ucs demo", "results.json": "ucs evaluate / ucs demo",
+               "tune.json": "ucs tune", "variants.json": "ucs tune", "tuned_config.json": "ucs tune"}
+
+
+def check_folder(out: "str | Path", key: Optional[Dict[str, Any]]) -> List[dict]:
+    """The records already in ``out`` (resume), after checking that they answer the comparison keyed ``key``.
+
+    Raises ``ValueError`` when ``out`` is a file, holds another command's run or other files, holds a comparison
+    with another key (the differing fields are named; ``key=None`` checks only the rest) or a damaged
+    ``compare.json``. Writes nothing."""
+    out = Path(out)
+    if not out.exists():
+        return []
+    if not out.is_dir():
+        raise ValueError(f"{out} is a file; give a folder for the comparison's results")
     meta = out / "compare.json"
-    if meta.is_file():
+    if not meta.is_file():
+        found = sorted(p.name for p in out.iterdir() if p.name != LOCK_NAME)
+        if found:
+            whose = sorted({_OTHER_RUNS[n] for n in found if n in _OTHER_RUNS})
+            kind = f"a run of {' and '.join(whose)}" if whose else "files of another kind"
+            raise ValueError(f"{out} holds {kind} ({', '.join(found[:4])}), not a comparison; nothing was written "
+                             "there: choose another folder (a new or empty one)")
+        return []
+    try:
         old = json.loads(meta.read_text(encoding="utf-8")).get("key")
-        if old != key:
-            raise ValueError(f"out={str(out)!r} holds a comparison of other examples, queries, k or predictor; "
-                             "choose another folder or remove it")
+    except (ValueError, UnicodeDecodeError, AttributeError):
+        raise ValueError(f"{meta} is damaged; choose another folder, or move this one aside (ucs compare "
+                         "--fresh)") from None
+    if key is None:
+        return []
+    if not isinstance(old, dict):
+        raise ValueError(f"{out} holds a comparison made by an earlier ucs, keyed differently; choose another "
+                         "folder, or move this one aside (ucs compare --fresh)")
+    diffs = config_differences(old, key)
+    if diffs:
+        shown = "; ".join(diffs[:4]) + (f"; and {len(diffs) - 4} more" if len(diffs) > 4 else "")
+        raise ValueError(f"{out} holds a comparison with other inputs (differs in: {shown}); choose another "
+                         "folder, or move this one aside (ucs compare --fresh)")
     return read_records(out / "records.jsonl") if (out / "records.jsonl").is_file() else []
 
 
@@ -202,20 +298,34 @@ def _run_selector(name: str, index: SelectorIndex, queries: Sequence[Dict[str, A
         if (name, 0, q) in done:
             continue
         t0 = time.perf_counter()
-        sel = index.select(str(ex[text_key]), k, query_embeddings=query_emb[q])
+        chosen, demos = _select(index, str(ex[text_key]), k, query_emb[q])
         t1 = time.perf_counter()
-        correct, answer = predict(ex, sel.examples)
+        correct, answer = predict(ex, demos)
         t2 = time.perf_counter()
         t_sel, t_pred = t_sel + t1 - t0, t_pred + t2 - t1
         rec = {"method": name, "seed": 0, "query": q, "correct": bool(correct), "prediction": answer,
                "gold": str(ex[label_key]), "gold_id": label_ids[str(ex[label_key])],
-               "selected": [int(i) for i in sel.indices], "select_ms": 1e3 * (t1 - t0),
+               "selected": chosen, "select_ms": 1e3 * (t1 - t0),
                "predict_ms": 1e3 * (t2 - t1)}
         recs.append(rec)
         if writer is not None:
             writer.write([rec])
     n = max(len(recs), 1)
     return recs, 1e3 * t_sel / n, 1e3 * t_pred / n
+
+
+def _select(index: SelectorIndex, text: str, k: int, query_emb: np.ndarray) -> Tuple[List[int], List[dict]]:
+    """``index.select(text, k)`` under the evaluation's rule: a query-dependent selector never offers the query an
+    example with exactly its own text (its copies move behind every other candidate); returns the chosen
+    positions and examples."""
+    sel = index.selector_
+    if not sel.query_dependent and index.base_ != "mdl":  # one shared set, the same for every query
+        shared = index.select(text, k, query_embeddings=query_emb)
+        return [int(i) for i in shared.indices], shared.examples
+    result = sel.select(query_emb[None, :], k, query_texts=[text], exclude_query_texts=True,
+                        order=D.application_order(sel.labels_ is not None))
+    chosen = [int(i) for i in result.indices[0]]
+    return chosen, [dict(index.examples_[i]) for i in chosen]
 
 
 def _rows(records: List[dict], selectors: Sequence[str], pool_label_ids: np.ndarray) -> List[Dict[str, Any]]:
@@ -313,18 +423,23 @@ def compare(
     from ucs.selectors.factory import canonical_method
 
     selectors = list(dict.fromkeys(canonical_method(s) for s in selectors))
+    labels = sorted({str(e[label_key]) for e in list(pool) + list(qs)})
+    _check_labels(labels)
+    label_ids = {y: i for i, y in enumerate(labels)}
     predict = as_predictor(predictor, text_key=text_key, label_key=label_key, metric=metric)
     emb = _embedder(embedder)
-    labels = sorted({str(e[label_key]) for e in list(pool) + list(qs)})
-    label_ids = {y: i for i, y in enumerate(labels)}
-    key = _key(pool, qs, k, predictor_identity(predictor), text_key, label_key)
+    overlap = query_overlap(pool, qs, text_key)
+    warn_overlap(overlap, len(qs))
+    key = comparison_key(pool, qs, k=k, seed=seed, predictor=predictor, embedder=emb, text_key=text_key,
+                         label_key=label_key)
     folder = None if out is None else Path(out)
-    records = _check_folder(folder, key) if folder is not None else []
+    records = check_folder(folder, key) if folder is not None else []
     before = _meta(folder)
     if folder is not None:
         folder.mkdir(parents=True, exist_ok=True)
-        atomic_write_json(folder / "compare.json", {"key": key, "selectors": selectors, "k": k,
-                                                    "n_queries": len(qs), "n_pool": len(pool)})
+        atomic_write_json(folder / "compare.json", {"key": key, "selectors": selectors, "k": k, "seed": seed,
+                                                    "n_queries": len(qs), "n_pool": len(pool),
+                                                    "queries_in_examples": overlap})
     done = {(r["method"], int(r["seed"]), int(r["query"])) for r in records}
     todo = [n for n in selectors if any((n, 0, q) not in done for q in range(len(qs)))]
     embed_ms = before.get("embed_ms")
@@ -346,7 +461,7 @@ def compare(
     rows = _rows(records, selectors, np.asarray([label_ids[str(e[label_key])] for e in pool]))
     best, why = _recommend(rows)
     result = CompareResult(rows, best, len(qs), folder, info={"why": why, "n_pool": len(pool), "k": k,
-                                                              "embed_ms": embed_ms})
+                                                              "embed_ms": embed_ms, "queries_in_examples": overlap})
     if folder is not None:
         if not _saved_index_holds(folder / "index", emb, best, before):
             index = SelectorIndex(emb, method=best, input_keys=[text_key], output_key=label_key,
@@ -355,9 +470,10 @@ def compare(
         result.index_dir = folder / "index"
         atomic_write_text(folder / "compare.md", result.to_markdown())
         atomic_write_text(folder / "compare.html", result.to_html(records, qs, pool, text_key, label_key))
-        atomic_write_json(folder / "compare.json", {"key": key, "selectors": selectors, "k": k, "rows": rows,
-                                                    "recommended": best, "why": why, "n_queries": len(qs),
-                                                    "n_pool": len(pool), "embed_ms": embed_ms})
+        atomic_write_json(folder / "compare.json", {"key": key, "selectors": selectors, "k": k, "seed": seed,
+                                                    "rows": rows, "recommended": best, "why": why,
+                                                    "n_queries": len(qs), "n_pool": len(pool), "embed_ms": embed_ms,
+                                                    "queries_in_examples": overlap})
     return result
 
 

@@ -10,7 +10,7 @@ from ucs.embedding import load_retrieval_embedder
 from ucs.embedding.base import l2_normalize
 from ucs.models import load_backbone
 
-__all__ = ["BACKBONE_PLUGINS", "load_backbone_for", "load_retrieval_for", "backbone_kwargs"]
+__all__ = ["BACKBONE_PLUGINS", "load_backbone_for", "load_retrieval_for", "backbone_kwargs", "plugin_backbone"]
 
 #: Entry-point group of backbones provided by installed packages: ``name = "module:factory"``; the factory is
 #: called with no argument, or ``seed=n`` for the name ``<name>-<n>``. ucs itself registers ``dummy``
@@ -66,6 +66,12 @@ def load_backbone_for(config: Any) -> Any:
     if config.engine is not None:
         kwargs["engine"] = config.engine
     return load_backbone(config.backbone, **kwargs)
+
+
+def plugin_backbone(name: str) -> Any:
+    """The backbone an installed plug-in registers as ``name`` (``dummy``, or ``dummy-<n>`` seeded with ``n``;
+    any case), else ``None``: how commands that take ``--model`` without a configuration resolve the doubles."""
+    return _plugin_backbone(str(name).lower())
 
 
 def _plugin_backbone(name: str) -> Any:
