@@ -80,6 +80,8 @@ def _files(root: Path) -> dict:
         "empty.txt": "",
         "unclosed.j2": "{% for d in demonstrations %}{{ d.text }}\n",
         "undefined.j2": "{{ querry }}\n",
+        "one_label.csv": "text,label\n" + "".join(f"row {i},a\n" for i in range(10)),
+        "blank_text.csv": "text,label\nrow 1,a\nrow 2,b\n  ,a\nrow 4,b\n",
     }.items():
         p = root / name
         p.write_text(text, encoding="utf-8")
@@ -89,6 +91,12 @@ def _files(root: Path) -> dict:
     (root / "latin1.txt").write_bytes("caf\xe9\n".encode("latin-1"))
     f["latin1.txt"] = str(root / "latin1.txt")
     (root / "dir").mkdir()
+    (root / "evaluated").mkdir()  # another command's run folder
+    (root / "evaluated" / "manifest.json").write_text('{"key": {}}', encoding="utf-8")
+    f["evaluated"] = str(root / "evaluated")
+    (root / "compared").mkdir()  # a `ucs compare` folder
+    (root / "compared" / "compare.json").write_text('{"key": {}}', encoding="utf-8")
+    f["compared"] = str(root / "compared")
     f["dir"] = str(root / "dir")
     f["missing"] = str(root / "missing.npy")
     f["missing.csv"] = str(root / "missing.csv")
@@ -250,6 +258,7 @@ EVALUATE = [
     ("out-is-file", "evaluate --model dummy --retrieval backbone --out {texts.txt}", "--out"),
     ("out-unwritable", "evaluate --model dummy --retrieval backbone --out {unwritable}", "--out"),
     ("cache-dir-is-file", _EV + "--cache-dir {texts.txt}", "--cache-dir"),
+    ("out-holds-compare-run", _EV.replace("{out}", "{compared}"), "--out"),
     ("model-missing-gguf", "evaluate --dataset sample --retrieval backbone --model {missing}.gguf --out {out}",
      "--model"),
     *[(f"model-url-{cid}", f"evaluate --dataset sample --retrieval backbone --model {url} --out {{out}}",
@@ -308,6 +317,32 @@ TUNE = [
     ("variants-bad-value", _TUNE + "--selectors dpp+ucs --variants ok:estimator=binomial;bad:estimator=zzz",
      "--variants"),
 ]
+_CMP = "compare --model dummy --out {out} "
+COMPARE = [
+    ("examples-missing", _CMP + "{missing.csv}", "EXAMPLES"),
+    ("examples-is-dir", _CMP + "{dir}", "EXAMPLES"),
+    ("examples-no-label-column", _CMP + "{no_label.csv}", "EXAMPLES"),
+    ("examples-empty-label", _CMP + "{empty_label.csv}", "EXAMPLES"),
+    ("examples-empty-label-jsonl", _CMP + "{empty_label.jsonl}", "EXAMPLES"),
+    ("examples-blank-text", _CMP + "{blank_text.csv} --queries 1", "EXAMPLES"),
+    ("examples-one-label", _CMP + "{one_label.csv} --queries 2", "EXAMPLES"),
+    ("examples-ragged", _CMP + "{ragged.csv}", "EXAMPLES"),
+    ("examples-bad-jsonl", _CMP + "{bad.jsonl}", "EXAMPLES"),
+    ("examples-not-utf8", _CMP + "{latin1.csv}", "EXAMPLES"),
+    ("examples-suffix", _CMP + "{table.xlsx}", "EXAMPLES"),
+    ("label-column", _CMP + "{good.csv} --label-column nope", "EXAMPLES"),
+    ("queries-zero", _CMP + "{good.csv} --queries 0", "--queries"),
+    ("queries-all-rows", _CMP + "{good.csv} --queries 20", "--queries"),
+    ("k-zero", _CMP + "{good.csv} --k 0", "--k"),
+    ("selectors", _CMP + "{good.csv} --selectors topk,nope", "--selectors"),
+    ("chat-template", _CMP + "{good.csv} --chat-template nope", "--chat-template"),
+    ("test-file-missing", _CMP + "{good.csv} --test-file {missing.csv}", "--test-file"),
+    ("test-file-empty-label", _CMP + "{good.csv} --test-file {empty_label.csv}", "--test-file"),
+    ("test-file-blank-text", _CMP + "{good.csv} --test-file {blank_text.csv}", "--test-file"),
+    ("test-file-is-examples", _CMP + "{good.csv} --test-file {good.csv}", "--test-file"),
+    ("out-is-file", "compare --model dummy {good.csv} --queries 4 --out {texts.txt}", "--out"),
+    ("out-holds-evaluate-run", "compare --model dummy {good.csv} --queries 4 --out {evaluated}", "--out"),
+]
 
 _PR = "prompts {good.csv} {texts.txt} --out {out}.jsonl "
 PROMPTS = [
@@ -337,7 +372,7 @@ PROMPTS = [
 
 CASES = {"select": SELECT, "coverage": COVERAGE, "cluster": CLUSTER, "embed": EMBED, "distributed": DISTRIBUTED,
          "evaluate": EVALUATE, "demo": DEMO, "reproduce": REPRODUCE, "tune": TUNE,
-         "prompts": PROMPTS}
+         "compare": COMPARE, "prompts": PROMPTS}
 PARAMS = [pytest.param(cmd, argv, param, id=f"{cmd}-{cid}") for cmd, cases in CASES.items()
           for cid, argv, param in cases]
 
@@ -363,8 +398,8 @@ def _run(argv):
 
 
 @pytest.mark.parametrize("command, template, param", PARAMS)
-def test_bad_input_is_a_clean_error(command, template, param, files):
-    res = _run(_argv(template, files))
+def test_bad_input_is_a_clean_error(command, template, param, files, tmp_path):
+    res = _run(_argv(template, {**files, "out": str(tmp_path / "out")}))  # no case sees another's output
     out = res.output
     assert res.exception is None or isinstance(res.exception, SystemExit), f"uncaught {res.exception!r}\n{out}"
     assert "Traceback" not in out, out
@@ -392,7 +427,7 @@ def test_battery_size():
     assert len(PARAMS) >= 100
     assert {c for c, _, _ in (p.values for p in PARAMS)} >= {
         "select", "coverage", "cluster", "embed", "distributed", "evaluate", "demo", "reproduce", "tune",
-        "prompts"}
+        "compare", "prompts"}
 
 
 
