@@ -38,6 +38,7 @@ from ucs.data.dataset import DatasetWarning, normalize_text
 from ucs.evaluation.manifest import config_differences
 from ucs.evaluation.records import RecordWriter, read_records
 from ucs.evaluation.report import demonstration_vote, label_agreement, paired_delta, summarize
+from ucs.experiments.generate import answer_scoring, copy_fields, score_summary
 from ucs.experiments.predictors import as_predictor, predictor_identity
 from ucs.index import SelectorIndex
 from ucs.utils.io import atomic_write_json, atomic_write_text
@@ -50,12 +51,22 @@ REFERENCE = "topk"
 
 
 def _vote_cells(r: Dict[str, Any]) -> Tuple[str, str]:
-    """The no-LM vote (%) and the model's gain over it (points [95 % CI], ``*`` when it excludes 0)."""
-    if r.get("vote") is None:
-        return "—", "—"
-    lo, hi = r["over_vote_ci"]
+    """The no-LM baseline (%): the vote, or the copy of a scored comparison, and the model's gain over it
+    (points [95 % CI], ``*`` when it excludes 0)."""
+    base = "copy" if r.get("copy") is not None else "vote"
+    if r.get(base) is None or r.get(f"over_{base}_ci") is None:
+        return ("—" if r.get(base) is None else f"{100 * r[base]:.1f}"), "—"
+    lo, hi = r[f"over_{base}_ci"]
     star = "*" if lo > 0 or hi < 0 else ""
-    return f"{100 * r['vote']:.1f}", f"{100 * r['over_vote']:+.1f} [{100 * lo:+.1f}, {100 * hi:+.1f}]{star}"
+    return f"{100 * r[base]:.1f}", f"{100 * r[f'over_{base}']:+.1f} [{100 * lo:+.1f}, {100 * hi:+.1f}]{star}"
+
+
+def _names(info: Dict[str, Any]) -> Tuple[str, str, str]:
+    """The score's, the baseline's and the gain's column names: accuracy and the no-LM vote for labels, the
+    metric's mean score and the copy baseline for a scored comparison."""
+    if info.get("metric"):
+        return f"{info['metric']} score %", "copy %", "model − copy"
+    return "accuracy %", "no-LM vote %", "model − vote"
 
 
 @dataclass
@@ -74,8 +85,9 @@ class CompareResult:
         """A self-contained page: the ranked table, then the first ``n_shown`` queries with each selector's
         demonstrations (own-label ones marked) and answer."""
         esc = html.escape
-        head = ["rank", "selector", "accuracy %", "Δ vs TopK [95 % CI]", "own-label %", "no-LM vote %",
-                "model − vote", "select ms", "predict ms"]
+        score, base, gain = _names(self.info)
+        head = ["rank", "selector", score, "Δ vs TopK [95 % CI]", "own-label %", base, gain, "select ms",
+                "predict ms"]
         body = []
         for i, r in enumerate(self.rows, 1):
             acc = "—" if r["accuracy"] is None else f"{100 * r['accuracy']:.1f}"
@@ -102,6 +114,8 @@ class CompareResult:
                     f"<span class='{'own' if str(pool[i][label_key]) == str(ex[label_key]) else ''}'>"
                     f"{esc(str(pool[i][text_key]))} → {esc(str(pool[i][label_key]))}</span>" for i in rec["selected"])
                 mark = "✓" if rec["correct"] else "✗"
+                if rec.get("score") is not None:  # a scored answer, with the copy baseline's
+                    mark = f"{rec['score']:.2f} (copy {esc(str(rec.get('copy')))}: {rec.get('copy_score') or 0:.2f})"
                 parts.append(f"<li><b>{esc(row['selector'])}</b> {mark} {esc(str(rec['prediction']))}: {demos}</li>")
             parts.append("</ul>")
         return "\n".join(parts) + "\n"
@@ -110,8 +124,8 @@ class CompareResult:
         """The ranked table: accuracy, Δ against TopK [paired 95 % CI], own-label share, cost per query."""
         lines = [f"{self.n_queries} held-out queries; Δ = selector minus TopK on the same queries [paired 95 % "
                  "bootstrap interval]; * = the interval excludes 0.", "",
-                 "| rank | selector | accuracy % [95 % CI] | Δ vs TopK, points | own-label share % | no-LM vote % | "
-                 "model − vote, points | select ms/query | predict ms/query |",
+                 "| rank | selector | {} [95 % CI] | Δ vs TopK, points | own-label share % | {} | {}, points | "
+                 "select ms/query | predict ms/query |".format(*_names(self.info)),
                  "|---:|---|---|---|---:|---:|---|---:|---:|"]
         for i, r in enumerate(self.rows, 1):
             acc = "—" if r["accuracy"] is None else f"{100 * r['accuracy']:.1f} [{100 * r['ci'][0]:.1f}, {100 * r['ci'][1]:.1f}]"
@@ -124,8 +138,12 @@ class CompareResult:
         if self.info.get("embed_ms") is not None:
             lines += ["", f"Query embedding (once per query, shared by every selector): "
                           f"{self.info['embed_ms']:.1f} ms/query."]
-        lines += ["", "No-LM vote: the majority label of each prompt's own demonstrations, with no model (for TopK the "
-                  "k-nearest-neighbour vote); model − vote is the model's paired gain over it."]
+        if self.info.get("metric"):
+            lines += ["", f"Copy: the answer of each prompt's demonstration most similar to the query, with no model, "
+                      f"scored with {self.info['metric']}; model − copy is the model's paired gain over it."]
+        else:
+            lines += ["", "No-LM vote: the majority label of each prompt's own demonstrations, with no model (for "
+                      "TopK the k-nearest-neighbour vote); model − vote is the model's paired gain over it."]
         lines += ["", f"recommended: **{self.recommended}** ({self.info.get('why', '')})"]
         if self.index_dir is not None:
             lines.append(f"saved as an index: `{self.index_dir}` (SelectorIndex.load(dir), "
@@ -202,14 +220,15 @@ def _digest(rows: Sequence[Dict[str, Any]], text_key: str, label_key: str) -> st
 
 
 def comparison_key(pool: Sequence[Dict[str, Any]], queries: Sequence[Dict[str, Any]], *, k: int, seed: int,
-                   predictor: Any, embedder: Any, text_key: str = "text", label_key: str = "label"
-                   ) -> Dict[str, Any]:
+                   predictor: Any, embedder: Any, text_key: str = "text", label_key: str = "label",
+                   metric: Optional[str] = None) -> Dict[str, Any]:
     """What a comparison folder's answers depend on (its ``compare.json`` ``key``): the examples and queries
     (digests), ``k``, ``seed``, the predictor's and the embedder's identities, the fields, and the rules of
     selection (demonstration order, the query's own text excluded). Selectors are not in it: another selector
-    adds to a folder."""
+    adds to a folder. ``metric``: the answer metric of a scored comparison (absent from a label comparison's key)."""
     emb = getattr(embedder, "identity", None)
-    return {"format": 2, "examples": _digest(pool, text_key, label_key),
+    extra = {} if metric is None else {"metric": str(metric)}
+    return {**extra, "format": 2, "examples": _digest(pool, text_key, label_key),
             "queries": _digest(queries, text_key, label_key), "k": int(k), "seed": int(seed),
             "predictor": predictor_identity(predictor),
             "embedder": json.dumps(emb, sort_keys=True, default=str) if emb is not None else type(embedder).__name__,
@@ -289,10 +308,11 @@ def answered(out: "str | Path | None", selectors: Sequence[str], n_queries: int)
 
 def _run_selector(name: str, index: SelectorIndex, queries: Sequence[Dict[str, Any]], query_emb: np.ndarray, k: int,
                   predict: Callable, text_key: str, label_key: str, done: set, writer: Optional[RecordWriter],
-                  label_ids: Dict[str, int]) -> Tuple[List[dict], float, float]:
+                  label_ids: Dict[str, int], scoring: Any = None) -> Tuple[List[dict], float, float]:
     """Answer every query not in ``done`` with ``name``'s demonstrations (``query_emb``: the queries' embeddings,
     (Q, d), computed once for every selector); returns the new records and the mean selection and predictor
-    milliseconds per query."""
+    milliseconds per query. ``scoring`` (:class:`~ucs.experiments.generate.AnswerScoring`) adds each answer's
+    score and the copy baseline's."""
     recs, t_sel, t_pred = [], 0.0, 0.0
     for q, ex in enumerate(queries):
         if (name, 0, q) in done:
@@ -307,6 +327,8 @@ def _run_selector(name: str, index: SelectorIndex, queries: Sequence[Dict[str, A
                "gold": str(ex[label_key]), "gold_id": label_ids[str(ex[label_key])],
                "selected": chosen, "select_ms": 1e3 * (t1 - t0),
                "predict_ms": 1e3 * (t2 - t1)}
+        if scoring is not None:
+            rec.update(scoring.fields(ex, answer, chosen, demos, index.embeddings_, query_emb[q]))
         recs.append(rec)
         if writer is not None:
             writer.write([rec])
@@ -328,10 +350,14 @@ def _select(index: SelectorIndex, text: str, k: int, query_emb: np.ndarray) -> T
     return chosen, [dict(index.examples_[i]) for i in chosen]
 
 
-def _rows(records: List[dict], selectors: Sequence[str], pool_label_ids: np.ndarray) -> List[Dict[str, Any]]:
-    summ = summarize(records, run_seeds=[0])["methods"]
+def _rows(records: List[dict], selectors: Sequence[str], pool_label_ids: np.ndarray, scored: bool = False
+          ) -> List[Dict[str, Any]]:
+    """One row per selector; ``scored``: the records' mean ``score`` and the copy baseline instead of the
+    accuracy and the no-LM vote."""
+    summ = score_summary(records) if scored else summarize(records, run_seeds=[0])["methods"]
     share = label_agreement(records, pool_label_ids, run_seeds=[0])
-    vote = demonstration_vote(records, pool_label_ids, run_seeds=[0])
+    vote = {} if scored else demonstration_vote(records, pool_label_ids, run_seeds=[0])
+    copied = score_summary(records, "copy_score") if scored else {}
     ref = summ.get(REFERENCE)
     rows = []
     for m in selectors:
@@ -342,6 +368,7 @@ def _rows(records: List[dict], selectors: Sequence[str], pool_label_ids: np.ndar
                      "delta": None if d is None else d["delta"], "delta_ci": None if d is None else d["ci"],
                      "significant": bool(d is not None and (d["ci"][0] > 0 or d["ci"][1] < 0)),
                      "own_label": (share.get(m) or {}).get("mean"), **_vote_fields(s, vote.get(m)),
+                     **(copy_fields(s, copied.get(m)) if scored else {}),
                      "select_ms": float(np.mean([r["select_ms"] for r in mine])) if mine else 0.0,
                      "predict_ms": float(np.mean([r["predict_ms"] for r in mine])) if mine else 0.0,
                      "n_queries": len(mine)})
@@ -400,9 +427,14 @@ def compare(
         Held-out labelled queries (then every example is in the pool).
     selectors : sequence of str
         Methods to compare (default :data:`ucs.defaults.COMPARE_SELECTORS`); TopK is the reference of every Δ.
-    metric : callable, optional
+    metric : callable, str or AnswerMetric, optional
         ``metric(query_example, answer) -> bool``; default: the answer (a string, a message's ``content``, or a
-        DSPy prediction's ``label_key`` field) equals the gold label up to case and surrounding spaces.
+        DSPy prediction's ``label_key`` field) equals the gold label up to case and surrounding spaces. A metric
+        name (``"exact"``, ``"f1"``, ``"json"``, ``"regex:PATTERN"``, ``"module:function"``,
+        :func:`~ucs.evaluation.answer_metrics.get_metric`) or an ``AnswerMetric`` scores free-form answers
+        instead: each record gets a ``score`` in [0, 1] and the copy baseline's (the answer of the chosen
+        demonstration nearest the query), the table the mean score and the model's gain over the copy, and
+        answers need only differ (all-distinct answers are fine).
     embedder : str or embedder, optional
         Retrieval embedder of every index (default ``all-minilm-l6-v2``, through
         :func:`ucs.embedding.load_retrieval_embedder`).
@@ -424,14 +456,16 @@ def compare(
 
     selectors = list(dict.fromkeys(canonical_method(s) for s in selectors))
     labels = sorted({str(e[label_key]) for e in list(pool) + list(qs)})
-    _check_labels(labels)
+    scoring = answer_scoring(metric, label_key)  # a metric name: free-form answers, scored in [0, 1]
+    _check_labels(labels) if scoring is None else scoring.check(labels)
     label_ids = {y: i for i, y in enumerate(labels)}
-    predict = as_predictor(predictor, text_key=text_key, label_key=label_key, metric=metric)
+    predict = as_predictor(predictor, text_key=text_key, label_key=label_key,
+                           metric=None if scoring is not None else metric)
     emb = _embedder(embedder)
     overlap = query_overlap(pool, qs, text_key)
     warn_overlap(overlap, len(qs))
     key = comparison_key(pool, qs, k=k, seed=seed, predictor=predictor, embedder=emb, text_key=text_key,
-                         label_key=label_key)
+                         label_key=label_key, metric=None if scoring is None else scoring.name)
     folder = None if out is None else Path(out)
     records = check_folder(folder, key) if folder is not None else []
     before = _meta(folder)
@@ -453,15 +487,16 @@ def compare(
             index = SelectorIndex(emb, method=name, input_keys=[text_key], output_key=label_key,
                                   cache_dir=cache_dir, random_state=seed).fit(pool)
             new, _, _ = _run_selector(name, index, qs, query_emb, k, predict, text_key, label_key, done, writer,
-                                      label_ids)
+                                      label_ids, scoring)
             records += new
     finally:
         if writer is not None:
             writer.close()
-    rows = _rows(records, selectors, np.asarray([label_ids[str(e[label_key])] for e in pool]))
+    rows = _rows(records, selectors, np.asarray([label_ids[str(e[label_key])] for e in pool]), scoring is not None)
     best, why = _recommend(rows)
     result = CompareResult(rows, best, len(qs), folder, info={"why": why, "n_pool": len(pool), "k": k,
-                                                              "embed_ms": embed_ms, "queries_in_examples": overlap})
+                                                              "embed_ms": embed_ms, "queries_in_examples": overlap,
+                                                              "metric": None if scoring is None else scoring.name})
     if folder is not None:
         if not _saved_index_holds(folder / "index", emb, best, before):
             index = SelectorIndex(emb, method=best, input_keys=[text_key], output_key=label_key,
