@@ -115,7 +115,8 @@ class CompareResult:
                     f"{esc(str(pool[i][text_key]))} → {esc(str(pool[i][label_key]))}</span>" for i in rec["selected"])
                 mark = "✓" if rec["correct"] else "✗"
                 if rec.get("score") is not None:  # a scored answer, with the copy baseline's
-                    mark = f"{rec['score']:.2f} (copy {esc(str(rec.get('copy')))}: {rec.get('copy_score') or 0:.2f})"
+                    copied = f"copy {esc(str(rec.get('copy')))}: {rec.get('copy_score') or 0:.2f}"
+                    mark = f"{rec['score']:.2f} ({copied})"
                 parts.append(f"<li><b>{esc(row['selector'])}</b> {mark} {esc(str(rec['prediction']))}: {demos}</li>")
             parts.append("</ul>")
         return "\n".join(parts) + "\n"
@@ -124,8 +125,8 @@ class CompareResult:
         """The ranked table: accuracy, Δ against TopK [paired 95 % CI], own-label share, cost per query."""
         lines = [f"{self.n_queries} held-out queries; Δ = selector minus TopK on the same queries [paired 95 % "
                  "bootstrap interval]; * = the interval excludes 0.", "",
-                 "| rank | selector | {} [95 % CI] | Δ vs TopK, points | own-label share % | {} | {}, points | "
-                 "select ms/query | predict ms/query |".format(*_names(self.info)),
+                 "| rank | selector | {} [95 % CI] | Δ vs TopK, points | own-label share % | {} | "
+                 "{}, points | select ms/query | predict ms/query |".format(*_names(self.info)),
                  "|---:|---|---|---|---:|---:|---|---:|---:|"]
         for i, r in enumerate(self.rows, 1):
             acc = "—" if r["accuracy"] is None else f"{100 * r['accuracy']:.1f} [{100 * r['ci'][0]:.1f}, {100 * r['ci'][1]:.1f}]"
@@ -139,11 +140,13 @@ class CompareResult:
             lines += ["", f"Query embedding (once per query, shared by every selector): "
                           f"{self.info['embed_ms']:.1f} ms/query."]
         if self.info.get("metric"):
-            lines += ["", f"Copy: the answer of each prompt's demonstration most similar to the query, with no model, "
-                      f"scored with {self.info['metric']}; model − copy is the model's paired gain over it."]
+            lines += ["", "Copy: the answer of each prompt's demonstration most similar to the query, with "
+                      f"no model, scored with {self.info['metric']}; model − copy is the model's paired gain "
+                      "over it."]
         else:
-            lines += ["", "No-LM vote: the majority label of each prompt's own demonstrations, with no model (for "
-                      "TopK the k-nearest-neighbour vote); model − vote is the model's paired gain over it."]
+            lines += ["", "No-LM vote: the majority label of each prompt's own demonstrations, with no model "
+                      "(for TopK the k-nearest-neighbour vote); model − vote is the model's paired gain over "
+                      "it."]
         lines += ["", f"recommended: **{self.recommended}** ({self.info.get('why', '')})"]
         if self.index_dir is not None:
             lines.append(f"saved as an index: `{self.index_dir}` (SelectorIndex.load(dir), "
@@ -225,7 +228,8 @@ def comparison_key(pool: Sequence[Dict[str, Any]], queries: Sequence[Dict[str, A
     """What a comparison folder's answers depend on (its ``compare.json`` ``key``): the examples and queries
     (digests), ``k``, ``seed``, the predictor's and the embedder's identities, the fields, and the rules of
     selection (demonstration order, the query's own text excluded). Selectors are not in it: another selector
-    adds to a folder. ``metric``: the answer metric of a scored comparison (absent from a label comparison's key)."""
+    adds to a folder. ``metric``: the answer metric of a scored comparison (absent from a label comparison's
+    key)."""
     emb = getattr(embedder, "identity", None)
     extra = {} if metric is None else {"metric": str(metric)}
     return {**extra, "format": 2, "examples": _digest(pool, text_key, label_key),
@@ -429,8 +433,8 @@ def compare(
         Methods to compare (default :data:`ucs.defaults.COMPARE_SELECTORS`); TopK is the reference of every Δ.
     metric : callable, str or AnswerMetric, optional
         ``metric(query_example, answer) -> bool``; default: the answer (a string, a message's ``content``, or a
-        DSPy prediction's ``label_key`` field) equals the gold label up to case and surrounding spaces. A metric
-        name (``"exact"``, ``"f1"``, ``"json"``, ``"regex:PATTERN"``, ``"module:function"``,
+        DSPy prediction's ``label_key`` field) equals the gold label up to case and surrounding spaces.
+        A metric name (``"exact"``, ``"f1"``, ``"json"``, ``"regex:PATTERN"``, ``"module:function"``,
         :func:`~ucs.evaluation.answer_metrics.get_metric`) or an ``AnswerMetric`` scores free-form answers
         instead: each record gets a ``score`` in [0, 1] and the copy baseline's (the answer of the chosen
         demonstration nearest the query), the table the mean score and the model's gain over the copy, and
@@ -492,11 +496,12 @@ def compare(
     finally:
         if writer is not None:
             writer.close()
-    rows = _rows(records, selectors, np.asarray([label_ids[str(e[label_key])] for e in pool]), scoring is not None)
+    rows = _rows(records, selectors, np.asarray([label_ids[str(e[label_key])] for e in pool]),
+                 scoring is not None)
     best, why = _recommend(rows)
-    result = CompareResult(rows, best, len(qs), folder, info={"why": why, "n_pool": len(pool), "k": k,
-                                                              "embed_ms": embed_ms, "queries_in_examples": overlap,
-                                                              "metric": None if scoring is None else scoring.name})
+    result = CompareResult(rows, best, len(qs), folder, info={
+        "why": why, "n_pool": len(pool), "k": k, "embed_ms": embed_ms, "queries_in_examples": overlap,
+        "metric": None if scoring is None else scoring.name})
     if folder is not None:
         if not _saved_index_holds(folder / "index", emb, best, before):
             index = SelectorIndex(emb, method=best, input_keys=[text_key], output_key=label_key,

@@ -1,16 +1,16 @@
 """Compare's generate mode: tasks whose answers are text, not labels, scored in [0, 1] with a copy baseline.
 
 * :class:`generating_predictor` makes a predictor of a ucs backbone that *writes* the answer: the project's
-  free-form prompt (:data:`~ucs.evaluation.prompts.REASONING_FORMAT`: an instruction line, the demonstrations as
-  ``Q: …`` / ``A: …`` pairs, then the query) continued greedily up to ``max_new_tokens`` and cut at the end of
-  the answer's line;
+  free-form prompt (:data:`~ucs.evaluation.prompts.REASONING_FORMAT`: an instruction line, the
+  demonstrations as ``Q: …`` / ``A: …`` pairs, then the query) continued greedily up to ``max_new_tokens``
+  and cut at the end of the answer's line;
 * :class:`AnswerScoring` scores each answer against the query's reference with an
   :class:`~ucs.evaluation.answer_metrics.AnswerMetric` (``exact``, ``f1``, ``json``, ``regex:PATTERN``,
-  ``module:function``) and computes the **copy baseline** beside it: the answer of the chosen demonstration most
-  similar to the query (cosine of the retrieval embeddings, whatever order the prompt shows them in), scored with
-  the same metric — what the selection gives with no model;
-* :func:`score_summary` and :func:`copy_fields` turn those per-answer scores into a comparison's rows: the mean
-  score with its bootstrap interval over queries, and the model's paired gain over the copy baseline.
+  ``module:function``) and computes the **copy baseline** beside it: the answer of the chosen demonstration
+  most similar to the query (cosine of the retrieval embeddings, whatever order the prompt shows them in),
+  scored with the same metric — what the selection gives with no model;
+* :func:`score_summary` and :func:`copy_fields` turn those per-answer scores into a comparison's rows: the
+  mean score with its bootstrap interval over queries, and the model's paired gain over the copy baseline.
 
 Records of a scored comparison carry ``score`` (the model's answer, in [0, 1]), ``copy`` (the copied answer),
 ``copy_of`` (its pool position) and ``copy_score``; ``prediction`` is the generated answer and ``correct`` is
@@ -71,7 +71,8 @@ class generating_predictor:  # noqa: N801 - used like a function, as backbone_pr
     text_key, label_key : str
         The demonstrations' question and answer fields.
     chat_template : str, callable or tokenizer, optional
-        Render the prompt through a chat template (``"chatml"``, a callable ``messages -> text`` or a tokenizer).
+        Render the prompt through a chat template (``"chatml"``, a callable ``messages -> text`` or a
+        tokenizer).
     """
 
     def __init__(self, backbone: Any, max_new_tokens: int, text_key: str = "text", label_key: str = "label",
@@ -83,16 +84,16 @@ class generating_predictor:  # noqa: N801 - used like a function, as backbone_pr
         self.text_key, self.label_key = text_key, label_key
         if isinstance(chat_template, str):
             if chat_template not in CHAT_TEMPLATES:
-                raise ValueError(f"chat_template must be one of {sorted(CHAT_TEMPLATES)}, a callable messages -> text "
-                                 f"or a tokenizer; got {chat_template!r}")
+                raise ValueError(f"chat_template must be one of {sorted(CHAT_TEMPLATES)}, a callable "
+                                 f"messages -> text or a tokenizer; got {chat_template!r}")
             chat_template = CHAT_TEMPLATES[chat_template]
         self.builder = PromptBuilder(REASONING_FORMAT, [], chat_template=chat_template)
 
     @property
     def identity(self) -> Dict[str, Any]:
         return {"backbone": repr(getattr(self.backbone, "identity", type(self.backbone).__name__)),
-                "format": "reasoning-generate", "max_new_tokens": self.max_new_tokens, "chat": self.builder.chat,
-                "stop": "\x1f".join(GENERATE_STOP)}
+                "format": "reasoning-generate", "max_new_tokens": self.max_new_tokens,
+                "chat": self.builder.chat, "stop": "\x1f".join(GENERATE_STOP)}
 
     def prompt(self, text: str, demos: List[Dict[str, Any]]) -> str:
         """The prompt the model continues for ``text`` after ``demos``."""
@@ -106,7 +107,7 @@ class generating_predictor:  # noqa: N801 - used like a function, as backbone_pr
 
 
 class AnswerScoring:
-    """Scores of a comparison's answers with ``metric`` and the copy baseline beside each (module docstring)."""
+    """Scores of a comparison's answers with ``metric`` and the copy baseline of each (module docstring)."""
 
     def __init__(self, metric: AnswerMetric, label_key: str = "label") -> None:
         self.metric = metric
@@ -123,11 +124,12 @@ class AnswerScoring:
         if not answers:
             raise ValueError("no examples were given; a comparison needs examples with answers")
         if len(set(answers)) < 2:
-            raise ValueError(f"every example and query has the same answer ({answers[0]!r}); a comparison needs "
-                             "answers that differ: check the answer (label) column")
+            raise ValueError(f"every example and query has the same answer ({answers[0]!r}); a comparison "
+                             "needs answers that differ: check the answer (label) column")
 
-    def fields(self, query: Dict[str, Any], answer: str, chosen: Sequence[int], demos: Sequence[Dict[str, Any]],
-               pool_emb: np.ndarray, query_emb: np.ndarray) -> Dict[str, Any]:
+    def fields(self, query: Dict[str, Any], answer: str, chosen: Sequence[int],
+               demos: Sequence[Dict[str, Any]], pool_emb: np.ndarray, query_emb: np.ndarray
+               ) -> Dict[str, Any]:
         """``correct``, ``score``, ``copy``, ``copy_of``, ``copy_score`` of one answer; ``chosen``: the
         demonstrations' pool positions (rows of ``pool_emb``), ``demos`` the same examples."""
         gold = str(query[self.label_key])
@@ -152,15 +154,17 @@ def nearest(demo_emb: np.ndarray, query_emb: np.ndarray) -> int:
 
 def answer_scoring(metric: Any, label_key: str = "label") -> Optional[AnswerScoring]:
     """An :class:`AnswerScoring` for a metric name or :class:`AnswerMetric`; ``None`` for no metric or a
-    ``metric(example, answer) -> bool`` callable (the label comparison). Raises ``ValueError`` for a bad name."""
+    ``metric(example, answer) -> bool`` callable (the label comparison). Raises ``ValueError`` for a bad
+    name."""
     if isinstance(metric, str):
         metric = get_metric(metric)
     return AnswerScoring(metric, label_key) if isinstance(metric, AnswerMetric) else None
 
 
-def score_summary(records: Iterable[dict], field: str = "score", n_boot: int = 2000) -> Dict[str, Dict[str, Any]]:
-    """Per method, the mean of the records' ``field`` (``score`` or ``copy_score``) with its bootstrap interval
-    over queries, in the form of :func:`ucs.evaluation.report.summarize`'s methods (``mean``, ``ci``,
+def score_summary(records: Iterable[dict], field: str = "score", n_boot: int = 2000
+                  ) -> Dict[str, Dict[str, Any]]:
+    """Per method, the mean of the records' ``field`` (``score`` or ``copy_score``) with its bootstrap
+    interval over queries, in the form of :func:`ucs.evaluation.report.summarize`'s methods (``mean``, ``ci``,
     ``n_queries``, ``per_query``: ``query`` and ``accuracy``) so ``paired_delta`` compares two of them."""
     by: Dict[str, Dict[int, float]] = defaultdict(dict)
     for r in records:
