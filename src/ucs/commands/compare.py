@@ -11,6 +11,7 @@ from typing import Any, Dict, List, Optional, Tuple
 import typer
 
 from ucs import defaults as D
+from ucs.commands._compare_generate import MAX_NEW_TOKENS_HELP, METRIC_HELP, MODE_HELP
 from ucs.commands._runs import FRESH_HELP, WAIT_HELP, run_folder
 
 HELP = """Rank selectors for YOUR model on YOUR labelled examples, against TopK, with paired intervals.
@@ -26,7 +27,9 @@ which SelectorIndex.load, UCSExampleSelector.load and UCSFewShot.attach open. Re
 --out of other inputs (examples, queries, --k, --seed, model, embedder) or of another command is refused
 (--fresh moves it aside). Blank texts or labels and a table of one label are refused before anything is
 written; held-out queries also among the examples are counted and warned about, and a query is never shown
-an example with exactly its own text.
+an example with exactly its own text. --mode generate: the model writes each answer instead (tasks beyond
+labels: the label column holds the answer), scored in [0, 1] with --metric beside a no-model copy of the
+nearest demonstration's answer.
 """
 
 #: A run estimated longer than this many minutes asks before it starts (or needs --yes without a terminal).
@@ -130,7 +133,12 @@ def register(app: typer.Typer) -> None:
         dry_run: bool = typer.Option(False, "--dry-run", help="Print the cost estimate and stop."),
         wait: bool = typer.Option(False, "--wait", help=WAIT_HELP),
         fresh: bool = typer.Option(False, "--fresh", help=FRESH_HELP),
+        mode: str = typer.Option("likelihood", "--mode", help=MODE_HELP),
+        metric: Optional[str] = typer.Option(None, "--metric", help=METRIC_HELP),
+        max_new_tokens: Optional[int] = typer.Option(None, "--max-new-tokens", min=1,
+                                                     help=MAX_NEW_TOKENS_HELP),
     ) -> None:
+        from ucs.commands._compare_generate import check_mode, generate_estimate_line
         from ucs.experiments.compare import answered, comparison_key, query_overlap, warn_overlap
         from ucs.pipeline.config import parse_methods
 
@@ -139,24 +147,28 @@ def register(app: typer.Typer) -> None:
         except ValueError as exc:
             raise typer.BadParameter(str(exc), param_hint="--selectors") from None
         _check_chat_template(chat_template)
+        scorer = check_mode(mode, metric, max_new_tokens)  # None: likelihood mode
         pool, held = _inputs(examples, test_file, text_column, label_column, queries, seed)
         _check_out(out, None, fresh)
         warn_overlap(query_overlap(pool, held, text_column), len(held))
         labels = sorted({r[label_column] for r in pool + held})
-        predictor, emb = _predictor(model, engine, labels, text_column, label_column, chat_template, embedder)
+        gen = None if scorer is None else ([r[label_column] for r in pool], max_new_tokens)
+        predictor, emb = _predictor(model, engine, labels, text_column, label_column, chat_template, embedder,
+                                    gen)
         key = comparison_key(pool, held, k=k, seed=seed, predictor=predictor, embedder=emb, text_key=text_column,
-                             label_key=label_column)
+                             label_key=label_column, metric=None if scorer is None else scorer.name)
         _check_out(out, key, fresh)
         done = 0 if fresh else answered(out, names, len(held))
         n_prompts = len(held) * len(names) - done
         seconds = _measure(_as_predictor(predictor, text_column, label_column), pool, held, k) if n_prompts else 0.0
-        typer.echo(estimate_line(n_prompts, seconds, len(labels))
-                   + (f" ({done} answered in {out} already)" if done else ""))
+        line = (estimate_line(n_prompts, seconds, len(labels)) if scorer is None else
+                generate_estimate_line(n_prompts, seconds, predictor.max_new_tokens, scorer.name))
+        typer.echo(line + (f" ({done} answered in {out} already)" if done else ""))
         if dry_run:
             raise typer.Exit()
         _confirm(n_prompts * seconds / 60, yes)
         result = _run(pool, held, predictor, emb, names, k, text_column, label_column, out, seed, cache_dir,
-                      wait, fresh)
+                      wait, fresh, scorer)
         typer.echo(result.to_markdown())
         typer.echo(f"results: {out / 'compare.md'} (+ compare.json, compare.html, records.jsonl)")
 
@@ -170,16 +182,22 @@ def _check_chat_template(chat_template: Optional[str]) -> None:
 
 
 def _predictor(model: str, engine: Optional[str], labels: List[str], text_column: str, label_column: str,
-               chat_template: Optional[str], embedder: str) -> Tuple[Any, Any]:
-    """The model as a predictor over ``labels``, and the retrieval embedder (both keep the folder's key)."""
+               chat_template: Optional[str], embedder: str,
+               gen: Optional[Tuple[List[str], Optional[int]]] = None) -> Tuple[Any, Any]:
+    """The model as a predictor over ``labels`` (``gen``: the pool's answers and ``--max-new-tokens``, the
+    model writing answers), and the retrieval embedder (both keep the folder's key)."""
+    from ucs.commands._compare_generate import generate_predictor
     from ucs.embedding import load_retrieval_embedder
     from ucs.experiments.predictors import backbone_predictor
     from ucs.models import load_backbone
     from ucs.pipeline.backbones import plugin_backbone
 
     backbone = plugin_backbone(model) or load_backbone(model, engine=engine)
-    predictor = backbone_predictor(backbone, labels, text_key=text_column, label_key=label_column,
-                                   chat_template=chat_template)
+    if gen is None:
+        predictor = backbone_predictor(backbone, labels, text_key=text_column, label_key=label_column,
+                                       chat_template=chat_template)
+    else:
+        predictor = generate_predictor(backbone, gen[0], text_column, label_column, chat_template, gen[1])
     try:
         emb = load_retrieval_embedder(embedder)
     except ValueError as exc:
@@ -210,8 +228,9 @@ def _check_out(out: Path, key: Optional[Dict[str, Any]], fresh: bool) -> None:
 
 def _run(pool: List[Dict[str, str]], held: List[Dict[str, str]], predictor: Any, emb: Any, names: List[str],
          k: int, text_column: str, label_column: str, out: Path, seed: int, cache_dir: Optional[Path],
-         wait: bool, fresh: bool) -> Any:
-    """The comparison, in ``out`` held under its lock (``--fresh`` moves the old contents aside first)."""
+         wait: bool, fresh: bool, metric: Any = None) -> Any:
+    """The comparison, in ``out`` held under its lock (``--fresh`` moves the old contents aside first);
+    ``metric``: generate mode's answer metric."""
     import warnings
 
     from ucs.data.dataset import DatasetWarning
@@ -221,4 +240,4 @@ def _run(pool: List[Dict[str, str]], held: List[Dict[str, str]], predictor: Any,
         warnings.simplefilter("ignore", DatasetWarning)  # the overlap was warned about before the estimate
         return compare(pool, predictor, queries=held, selectors=names, k=k, n_queries=len(held),
                        text_key=text_column, label_key=label_column, embedder=emb, out=out, seed=seed,
-                       cache_dir=cache_dir)
+                       cache_dir=cache_dir, metric=metric)
