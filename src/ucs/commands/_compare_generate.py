@@ -17,10 +17,11 @@ __all__ = ["MODES", "check_mode", "generate_estimate_line", "generate_predictor"
 MODES = ("likelihood", "generate")
 
 MODE_HELP = ("likelihood: the model picks the label with the highest likelihood; generate: it writes the "
-             "answer (greedy, one line), scored with --metric against the label column, beside a copy baseline.")
+             "answer (greedy, one line), scored with --metric against the label column, beside a copy "
+             "baseline.")
 METRIC_HELP = "generate mode's score in [0, 1]: exact (default), f1, json, regex:PATTERN or module:function."
-MAX_NEW_TOKENS_HELP = ("generate mode: the longest answer in tokens (default: the longest example answer + 8, "
-                       "at most 256).")
+MAX_NEW_TOKENS_HELP = ("generate mode: the longest answer in tokens (default: the longest example answer "
+                       "+ 8, at most 256).")
 
 
 def check_mode(mode: str, metric: Optional[str], max_new_tokens: Optional[int]) -> Any:
@@ -56,6 +57,6 @@ def generate_predictor(backbone: Any, answers: List[str], text_column: str, labe
 
 def generate_estimate_line(n_prompts: int, seconds: float, max_new_tokens: int, metric: str) -> str:
     """The cost line of generate mode: prompts, the answer length, the measured seconds and the minutes."""
-    return (f"cost: {n_prompts} prompts (an answer of up to {max_new_tokens} tokens generated in each, scored "
-            f"with {metric}), {seconds:.2f} s per prompt measured here on 2 prompts → about "
+    return (f"cost: {n_prompts} prompts (an answer of up to {max_new_tokens} tokens generated in each, "
+            f"scored with {metric}), {seconds:.2f} s per prompt measured here on 2 prompts → about "
             f"{n_prompts * seconds / 60:.1f} minutes of model time")
