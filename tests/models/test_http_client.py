@@ -17,16 +17,18 @@ import time
 import warnings
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+import numpy as np
 import pytest
 
 pytest.importorskip("httpx", reason="the HTTP backbone needs the 'http' extra: pip install -e '.[http]'")
 
 from ucs.models import load_backbone  # noqa: E402
-from ucs.models.http import HttpBackbone, parse_endpoint  # noqa: E402
+from ucs.models.http import HttpBackbone, WrongChoicesError, parse_endpoint  # noqa: E402
 from ucs.models.http_client import EndpointError, EndpointUnreachableError  # noqa: E402
 from ucs.models.http_spec import CONNECT_TIMEOUT_ENV, DEFAULT_CONNECT_TIMEOUT  # noqa: E402
 from ucs.models.http_logprobs import (MisalignedLogprobsError, PromptLogprobsUnavailableError,  # noqa: E402
                                       continuation_logprob)
+from ucs.testing.http_double import CompletionsDouble  # noqa: E402
 
 KEY = "sk-test-SECRET-1234567890"
 
@@ -283,6 +285,8 @@ MALFORMED = [
     ("http://h:8080/v1#m?retries=3", "unknown option 'retries'"),
     ("http://h:8080/v1#m?connect_timeout=0", "connect_timeout must be a number of seconds > 0"),
     ("http://h:8080/v1#m?timeout=soon", "timeout must be a number of seconds > 0"),
+    ("http://h:8080/v1#m?batch=0", "batch must be a whole number >= 1, got '0'"),
+    ("http://h:8080/v1#m?batch=2.5", "batch must be a whole number >= 1, got '2.5'"),
 ]
 
 
@@ -423,3 +427,126 @@ def test_parser_accepts_an_end_of_sequence_answer():
     prompt = "Label: card"
     c = _choice(prompt, ["Label", ":", " card"], [0, 5, 6], [None, -1.0, -2.5])
     assert continuation_logprob(c, prompt, len("Label:"), "x") == (-2.5, 1)
+
+
+# ---------------------------------------------------------------- scoring in lists of prompts (vLLM's form)
+PREFIXES = [f"Request {i}: my card has not arrived yet\nLabel:" for i in range(3)]
+LABELS = [" card_arrival", " balance", " lost_or_stolen_card", " transfer into account", " top up", " refund",
+          " exchange rate"]
+
+
+def _scores(model):
+    return [model.score_continuations_detailed(p, LABELS) for p in PREFIXES]
+
+
+def _one_per_label():
+    """The reference: the same double scored one request per label."""
+    with CompletionsDouble() as d:
+        m = HttpBackbone(d.url + "#double?batch=1", backoff=0.01)
+        out = _scores(m)
+        assert m.takes_lists is None and d.prompts == d.requests  # no list was ever sent
+        m.close()
+    return out
+
+
+def _same(a, b):
+    for x, y in zip(a, b, strict=True):
+        np.testing.assert_array_equal(x.logprob, y.logprob)
+        np.testing.assert_array_equal(x.n_tokens, y.n_tokens)
+
+
+def test_a_list_taking_server_scores_a_prompts_labels_in_one_request_with_the_same_scores():
+    ref = _one_per_label()
+    with CompletionsDouble() as d:
+        m = HttpBackbone(d.url + "#double", backoff=0.01)
+        first = m.score_continuations_detailed(PREFIXES[0], LABELS)
+        # the first prefix: its warm-up, one list of all labels, the two requests of the alignment check
+        assert (d.requests, m.requests_sent, m.takes_lists) == (4, 4, True)
+        rest = [m.score_continuations_detailed(p, LABELS) for p in PREFIXES[1:]]
+        assert d.requests == 4 + len(PREFIXES[1:])  # then one request per prompt: no warm-up, no probe
+        assert m.prompts_scored == len(PREFIXES) and m.requests_sent == d.requests
+        m.close()
+    _same(ref, [first, *rest])
+    assert all(np.all(np.isfinite(r.logprob)) for r in ref) and len({float(r.logprob[0]) for r in ref}) == 3
+
+
+def test_choices_are_matched_to_prompts_by_index_in_chunks_of_the_batch_option():
+    ref = _one_per_label()
+    with CompletionsDouble(reverse_choices=True) as d:
+        m = load_backbone(d.url + "#double?batch=3", backoff=0.01)
+        assert m.max_prompts_per_request == 3
+        out = _scores(m)
+        # 7 labels: lists of 3, 2 and 2; the first prefix adds its warm-up and the 2 probe requests
+        assert d.requests == (1 + 3 + 2) + 3 * len(PREFIXES[1:])
+        m.close()
+    _same(ref, out)
+    assert load_backbone("http://h:1/v1#m?batch=8", max_prompts_per_request=2).max_prompts_per_request == 2
+
+
+def test_a_server_refusing_lists_is_scored_one_request_per_label_after_one_try(caplog):
+    ref = _one_per_label()
+    caplog.set_level(logging.INFO, logger="ucs.models.http")
+    with CompletionsDouble(lists=False) as d:
+        m = HttpBackbone(d.url + "#double", backoff=0.01)
+        out = _scores(m)
+        k = len(LABELS)
+        # first prefix: warm-up, the refused list (answered 500, not retried), k singles, 2 probe requests;
+        # every later prefix: warm-up and k singles, as before lists
+        assert d.requests == (1 + 1 + k + 2) + (1 + k) * len(PREFIXES[1:])
+        assert m.takes_lists is False and m.requests_sent == d.requests
+        m.close()
+    _same(ref, out)
+    said = [r.getMessage() for r in caplog.records if "list of prompts" in r.getMessage()]
+    assert len(said) == 1 and "HTTP 500" in said[0] and "one request per label" in said[0]
+
+
+def _dropping_last_choice(double):
+    answer = double.answer
+
+    def wrong(path, body):
+        status, out = answer(path, body)
+        if isinstance(body, dict) and isinstance(body.get("prompt"), list) and out.get("choices"):
+            out["choices"] = out["choices"][:-1]
+        return status, out
+    return wrong
+
+
+def test_a_list_answered_with_missing_choices_is_refused_never_scored():
+    ref = _one_per_label()
+    with CompletionsDouble() as d:
+        d.answer = _dropping_last_choice(d)
+        m = HttpBackbone(d.url + "#double", backoff=0.01)
+        out = _scores(m)  # the first list is answered wrongly: the backbone falls back
+        assert m.takes_lists is False
+        m.close()
+    _same(ref, out)
+    with CompletionsDouble() as d:
+        m = HttpBackbone(d.url + "#double", backoff=0.01)
+        m.score_continuations_detailed(PREFIXES[0], LABELS)
+        d.answer = _dropping_last_choice(d)  # a server known to take lists answers one wrongly later
+        with pytest.raises(WrongChoicesError, match=f"list of {len(LABELS)} prompts with {len(LABELS) - 1} choices"):
+            m.score_continuations_detailed(PREFIXES[1], LABELS)
+        m.close()
+
+
+def test_the_warm_up_is_sent_when_asked_and_a_single_label_goes_alone():
+    with CompletionsDouble() as d:
+        m = HttpBackbone(d.url + "#double", backoff=0.01, warm_prefix=True)
+        _scores(m)
+        assert d.requests == 4 + 2 * len(PREFIXES[1:])  # warm-up + one list per prefix
+        m.close()
+    with CompletionsDouble(lists=False) as d:
+        m = HttpBackbone(d.url + "#double", backoff=0.01)
+        m.score_continuations_detailed(PREFIXES[0], [" balance"])
+        assert m.takes_lists is None  # one label proves nothing about lists
+        assert d.requests == 1 + 1 + 2
+        m.close()
+
+
+def test_split_into_near_equal_chunks():
+    from ucs.models.http import _split
+
+    items = [str(i) for i in range(77)]
+    assert [len(c) for c in _split(items, 64)] == [39, 38]
+    assert [len(c) for c in _split(items, 128)] == [77]
+    assert [len(c) for c in _split(items[:7], 3)] == [3, 2, 2] and sum(_split(items, 5), []) == items

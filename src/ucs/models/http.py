@@ -5,14 +5,20 @@ The model spec is the API's base URL, with the model after ``#`` when the server
 
     --model http://127.0.0.1:8080/v1#SmolLM2-135M-Instruct      --model https://api.example.com/v1
 
-* **Label likelihoods** (``score_continuations_detailed``): the prefix alone once (``warm_prefix``), then one
-  ``POST /completions`` per continuation with
+* **Label likelihoods** (``score_continuations_detailed``): ``POST /completions`` with
   ``prompt = prefix + continuation``, ``echo=true``, ``logprobs=1``, ``max_tokens=1``, read by
   :func:`ucs.models.http_logprobs.continuation_logprob` (token boundaries are documented there). The ``k``
-  continuations of a prefix are in flight together (at most ``max_in_flight``). With the first scores the
-  endpoint's echo is checked once against its own generation log-probabilities (:meth:`HttpBackbone._probe`);
-  an endpoint without prompt log-probabilities, or with misaligned ones, raises
-  :class:`~ucs.models.http_logprobs.PromptLogprobsUnavailableError` naming the fix (``--mode generate``).
+  continuations of a prefix go as a *list* of prompts in one request (``⌈k / max_prompts_per_request⌉``
+  requests; the answer's choices are matched to the prompts by their ``index`` and counted), as vLLM and the
+  OpenAI API take them. A server that refuses a list (llama-cpp-python's: HTTP 500) or answers it with the wrong
+  choices is detected on the first list it is sent; that prefix and every later one are then scored one request
+  per continuation (in flight together, at most ``max_in_flight``), each after the prefix alone
+  (``warm_prefix``), as llama.cpp's numbers need; one log line says so. With the first scores the endpoint's
+  echo is checked once against its own generation log-probabilities (:meth:`HttpBackbone._probe`, two requests
+  for the backbone, not per prefix); an endpoint without prompt log-probabilities, or with misaligned ones,
+  raises :class:`~ucs.models.http_logprobs.PromptLogprobsUnavailableError` naming the fix (``--mode generate``).
+* **Cost counters**: :attr:`HttpBackbone.requests_sent` and :attr:`HttpBackbone.prompts_scored` (requests per
+  decision = their ratio over a scoring run).
 * **Generation**: ``POST /completions`` (or ``/chat/completions`` with ``api="chat"``), one request per prompt, in
   flight together; prompt ``i`` is sampled with seed ``seed + i``.
 * **Embeddings**: ``POST /embeddings`` where the server offers it; otherwise a clear error.
@@ -29,6 +35,8 @@ The spec is parsed in :mod:`ucs.models.http_spec` (options after ``#model?``, e.
 from __future__ import annotations
 
 import base64
+import logging
+import math
 import os
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 from urllib.parse import unquote, urlsplit
@@ -45,7 +53,8 @@ from ucs.models.http_spec import (CONNECT_TIMEOUT_ENV, DEFAULT_CONNECT_TIMEOUT, 
                                   parse_endpoint_spec)
 from ucs.utils.redact import redact, register_secret, register_secret_env
 
-__all__ = ["HttpBackbone", "parse_endpoint", "is_endpoint", "APIS"]
+__all__ = ["HttpBackbone", "parse_endpoint", "is_endpoint", "APIS", "DEFAULT_PROMPTS_PER_REQUEST",
+           "WrongChoicesError"]
 
 APIS = ("completions", "chat")
 #: Probe attempts (prefixes whose greedy next token is visible text) before scoring goes on unverified.
@@ -53,6 +62,12 @@ _PROBE_ATTEMPTS = 3
 #: Largest |echoed − generated| log-probability of one token accepted as the same number (nats).
 _PROBE_TOL = 1e-2
 _EMBED_CHUNK = 64
+#: Prompts in one scoring request unless ``max_prompts_per_request`` or the spec's ``#model?batch=`` says.
+DEFAULT_PROMPTS_PER_REQUEST = 128
+#: Statuses with which a server refuses a list of prompts (llama-cpp-python's server: 500, from an assertion):
+#: answered at once, not retried, and the backbone falls back to one request per prompt.
+_LIST_REFUSALS = frozenset({400, 413, 422, 500, 501})
+_LOG = logging.getLogger(__name__)
 
 
 def parse_endpoint(spec: str) -> Tuple[str, Optional[str]]:
@@ -125,17 +140,22 @@ class HttpBackbone(ReducedScoresMixin):
         Route used by :meth:`generate`; scoring always uses ``/completions``.
     seed : int, default=0
         Default sampling seed of :meth:`generate`.
-    warm_prefix : bool, default=True
+    warm_prefix : bool, optional
         Before the continuations of a prefix, send the prefix alone (one generated token, no echo): a server that
-        reuses the previous prompt's cache (llama.cpp's servers, vLLM's prefix caching) then evaluates the prefix
-        once and each continuation on top of it. That is the in-process engine's split of the work, and llama.cpp's
-        numbers depend on that split (measured: up to 0.44 nats between scoring ``prefix + continuation`` in one
-        batch and in two); it also saves the server re-reading the prefix per continuation.
+        reuses the previous prompt's cache (llama.cpp's servers) then evaluates the prefix once and each
+        continuation on top of it. That is the in-process engine's split of the work, and llama.cpp's numbers
+        depend on that split (measured: up to 0.44 nats between scoring ``prefix + continuation`` in one batch and
+        in two). Default (``None``): on, except for a server that takes the continuations as one list (it
+        evaluates them together, so the warm-up would only add a request per prefix); ``True``/``False`` force it.
+    max_prompts_per_request : int, optional
+        Most prompts (``prefix + continuation``) in one scoring request: the keyword, else the spec's
+        ``#model?batch=``, else :data:`DEFAULT_PROMPTS_PER_REQUEST`. ``1`` sends one request per continuation.
 
     Notes
     -----
-    Scoring ``k`` continuations: ``k`` requests (``⌈k / max_in_flight⌉`` round trips), each re-evaluating the
-    prefix on the server unless it caches prompts (vLLM and llama.cpp reuse a shared prefix). Memory: O(response).
+    Scoring ``k`` continuations: ``⌈k / max_prompts_per_request⌉`` requests on a server that takes lists of
+    prompts; otherwise ``1 + k`` (the warm-up, then ``k`` in ``⌈k / max_in_flight⌉`` round trips). The first
+    scored prefix adds up to two probe requests, and a refused first list one more. Memory: O(response).
     """
 
     engine = "http"
@@ -143,13 +163,17 @@ class HttpBackbone(ReducedScoresMixin):
     def __init__(self, base_url: str, model: Optional[str] = None, name: Optional[str] = None, *,
                  api_key_env: str = "OPENAI_API_KEY", max_in_flight: int = 4, timeout: Optional[float] = None,
                  max_retries: int = 5, backoff: float = 0.5, context_length: Optional[int] = None,
-                 normalize: bool = False, api: str = "completions", seed: int = 0, warm_prefix: bool = True,
-                 connect_timeout: Optional[float] = None) -> None:
+                 normalize: bool = False, api: str = "completions", seed: int = 0,
+                 warm_prefix: Optional[bool] = None, connect_timeout: Optional[float] = None,
+                 max_prompts_per_request: Optional[int] = None) -> None:
         spec = parse_endpoint_spec(base_url)
         base, from_url = spec.base_url, spec.model
         timeout = float(spec.options.get("timeout", 600.0)) if timeout is None else timeout
         connect_timeout = _connect_timeout(connect_timeout, spec.options.get("connect_timeout"))
-        for pname, val in (("max_in_flight", max_in_flight), ("max_retries", max_retries + 1)):
+        if max_prompts_per_request is None:
+            max_prompts_per_request = int(spec.options.get("batch", DEFAULT_PROMPTS_PER_REQUEST))
+        for pname, val in (("max_in_flight", max_in_flight), ("max_retries", max_retries + 1),
+                           ("max_prompts_per_request", max_prompts_per_request)):
             if not isinstance(val, (int, np.integer)) or val < 1:
                 raise ValueError(f"{pname} must be a positive integer, got {val!r}")
         if context_length is not None and (not isinstance(context_length, (int, np.integer)) or context_length < 1):
@@ -166,7 +190,12 @@ class HttpBackbone(ReducedScoresMixin):
         self.normalize = bool(normalize)
         self.api = api
         self.seed = int(seed)
-        self.warm_prefix = bool(warm_prefix)
+        self.warm_prefix = None if warm_prefix is None else bool(warm_prefix)
+        self.max_prompts_per_request = int(max_prompts_per_request)
+        #: Whether the server takes a list of prompts in one request: None until a list has been sent.
+        self.takes_lists: Optional[bool] = None
+        #: Prompts scored (calls of :meth:`score_continuations_detailed` with at least one continuation).
+        self.prompts_scored = 0
         api_key = os.environ.get(api_key_env) or None
         register_secret_env(api_key_env)
         _register_url_credentials(base)
@@ -179,6 +208,11 @@ class HttpBackbone(ReducedScoresMixin):
     @property
     def max_in_flight(self) -> int:
         return self._transport.max_in_flight
+
+    @property
+    def requests_sent(self) -> int:
+        """Requests sent to the server so far (every attempt, retries included; the tokenizer route aside)."""
+        return self._transport.requests_sent
 
     @property
     def where(self) -> str:
@@ -254,19 +288,66 @@ class HttpBackbone(ReducedScoresMixin):
             raise ValueError("prefix must not be empty: an endpoint gives the first token of a text no log-probability")
         if any(not c for c in conts):
             raise ValueError("continuations must not be empty")
-        if self.warm_prefix:
+        if self.warm_prefix or (self.warm_prefix is None and self.takes_lists is not True):
             self._post("completions", [{"model": self.model, "prompt": prefix, "max_tokens": 1, "temperature": 0.0}])
         logp, n_tok = self._score(prefix, conts)
         self._probe(prefix)  # after the scores, so its requests never split this prefix's evaluation
+        self.prompts_scored += 1
         return ContinuationScores(logprob=np.asarray(logp, dtype=np.float64), n_tokens=np.asarray(n_tok, np.int64))
 
     def _score(self, prefix: str, conts: Sequence[str]) -> Tuple[List[float], List[int]]:
-        payloads = [{"model": self.model, "prompt": prefix + c, "echo": True, "logprobs": 1, "max_tokens": 1,
-                     "temperature": 0.0} for c in conts]
-        answers = self._post("completions", payloads, scoring=True)
-        pairs = [continuation_logprob(_choice(a, self.where), prefix + c, len(prefix), self.where)
-                 for a, c in zip(answers, conts)]
+        prompts = [prefix + c for c in conts]
+        pairs = [continuation_logprob(choice, p, len(prefix), self.where)
+                 for choice, p in zip(self._echo(prompts), prompts)]
         return [p[0] for p in pairs], [p[1] for p in pairs]
+
+    def _echo_payload(self, prompt: "str | List[str]") -> Dict[str, Any]:
+        return {"model": self.model, "prompt": prompt, "echo": True, "logprobs": 1, "max_tokens": 1,
+                "temperature": 0.0}
+
+    def _echo(self, prompts: List[str]) -> List[Dict[str, Any]]:
+        """One echoed choice per prompt, in the prompts' order: lists of at most ``max_prompts_per_request``
+        prompts where the server takes them, else one request per prompt. A single prompt goes alone (a list
+        of one proves nothing: llama-cpp-python's server takes that and refuses longer ones)."""
+        size = self.max_prompts_per_request
+        if len(prompts) < 2 or size < 2 or self.takes_lists is False:
+            answers = self._post("completions", [self._echo_payload(p) for p in prompts], scoring=True)
+            return [_choice(a, self.where) for a in answers]
+        chunks = _split(prompts, size)
+        if self.takes_lists is None:
+            first, refusal = self._first_list(chunks[0])
+            if first is None:
+                return self._echo_one_each_from_now_on(prompts, refusal)
+            return first + self._echo_lists(chunks[1:])
+        return self._echo_lists(chunks)
+
+    def _echo_lists(self, chunks: List[List[str]]) -> List[Dict[str, Any]]:
+        answers = self._post("completions", [self._echo_payload(c) for c in chunks], scoring=True)
+        return [choice for c, a in zip(chunks, answers) for choice in _choices_by_index(a, len(c), self.where)]
+
+    def _first_list(self, chunk: List[str]) -> Tuple[Optional[List[Dict[str, Any]]], str]:
+        """``(choices, "")`` of the first list sent, or ``(None, why)`` when the server refuses lists (a status
+        of :data:`_LIST_REFUSALS`, not retried, or choices that are not one per prompt); any other error is
+        raised as scoring errors are."""
+        try:
+            answer = self._post("completions", [self._echo_payload(chunk)], scoring=True, final=_LIST_REFUSALS)[0]
+            choices = _choices_by_index(answer, len(chunk), self.where)
+        except (_ListRefused, WrongChoicesError) as exc:
+            return None, str(exc)
+        self.takes_lists = True
+        return choices, ""
+
+    def _echo_one_each_from_now_on(self, prompts: List[str], refusal: str) -> List[Dict[str, Any]]:
+        """The fallback: one request per prompt; remembered (and logged once) when those requests succeed."""
+        self.takes_lists = False
+        try:
+            choices = self._echo(prompts)
+        except BaseException:
+            self.takes_lists = None  # nothing learnt: this server fails single prompts too
+            raise
+        _LOG.info(redact(f"{self.where} does not take a list of prompts in one request "
+                         f"({_short(refusal)}); scoring one request per label continuation from now on"))
+        return choices
 
     def _probe(self, prefix: str) -> None:
         """Check once that echoed log-probabilities are the ones the server generates with: the greedy next token
@@ -347,14 +428,54 @@ class HttpBackbone(ReducedScoresMixin):
         return l2_normalize(out) if self.normalize else out
 
     # ------------------------------------------------------------------ helpers
-    def _post(self, path: str, payloads: List[Dict[str, Any]], scoring: bool = False) -> List[Dict[str, Any]]:
+    def _post(self, path: str, payloads: List[Dict[str, Any]], scoring: bool = False,
+              final: frozenset = frozenset()) -> List[Dict[str, Any]]:
         try:
-            return self._transport.post_many(path, payloads)
+            return self._transport.post_many(path, payloads, final=final)
         except EndpointError as exc:
+            if exc.status in final:
+                raise _ListRefused(str(exc)) from None
             if scoring and 400 <= exc.status < 500 and exc.status != 429:
                 raise PromptLogprobsUnavailableError(
                     f"{self.where} refused a prompt log-probability request ({exc}); {GENERATE_FIX}") from None
             raise
+
+
+class WrongChoicesError(ValueError):
+    """A server answered a list of prompts with choices that are not one per prompt (count or ``index``)."""
+
+
+class _ListRefused(Exception):
+    """A server answered a list of prompts with one of :data:`_LIST_REFUSALS`."""
+
+
+def _split(items: List[str], size: int) -> List[List[str]]:
+    """``items`` in ``⌈len / size⌉`` chunks of near-equal length (the longer first), each at most ``size``."""
+    n = math.ceil(len(items) / size)
+    step, extra = divmod(len(items), n)
+    bounds = [0]
+    for i in range(n):
+        bounds.append(bounds[-1] + step + (1 if i < extra else 0))
+    return [items[a:b] for a, b in zip(bounds, bounds[1:])]
+
+
+def _choices_by_index(answer: Dict[str, Any], n: int, where: str) -> List[Dict[str, Any]]:
+    """The ``n`` choices of a list request, ordered by their ``index`` (never by position alone): exactly one
+    per prompt, indices ``0 … n-1``, else :class:`WrongChoicesError`."""
+    choices = answer.get("choices") if isinstance(answer, dict) else None
+    if not isinstance(choices, list) or not all(isinstance(c, dict) for c in choices):
+        raise WrongChoicesError(f"{where} answered a list of {n} prompts without a list of choices")
+    by_index = {c.get("index"): c for c in choices}
+    if len(choices) != n or len(by_index) != n or set(by_index) != set(range(n)):
+        seen = sorted(by_index, key=str)[:10]
+        raise WrongChoicesError(f"{where} answered a list of {n} prompts with {len(choices)} choices "
+                                f"(indices {seen}), not one per prompt")
+    return [by_index[i] for i in range(n)]
+
+
+def _short(text: str, limit: int = 160) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[:limit] + " …"
 
 
 def _choice(answer: Dict[str, Any], where: str) -> Dict[str, Any]:

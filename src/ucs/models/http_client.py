@@ -109,6 +109,8 @@ class HttpTransport:
         self._client: Optional[httpx.AsyncClient] = None
         self._sem: Optional[asyncio.Semaphore] = None
         self._lock = threading.Lock()
+        #: Requests sent (every attempt, retries included), for the cost counters of a backbone.
+        self.requests_sent = 0
 
     def __repr__(self) -> str:
         return f"HttpTransport({host_of(self.base_url)!r}, max_in_flight={self.max_in_flight})"
@@ -141,18 +143,21 @@ class HttpTransport:
         loop = self._start()
         return asyncio.run_coroutine_threadsafe(self._request("GET", path, None), loop).result()
 
-    def post_many(self, path: str, payloads: Sequence[Dict[str, Any]]) -> List[Dict[str, Any]]:
+    def post_many(self, path: str, payloads: Sequence[Dict[str, Any]],
+                  final: frozenset = frozenset()) -> List[Dict[str, Any]]:
         """``POST base_url/path`` once per payload, ``max_in_flight`` at a time; the decoded bodies in order.
 
-        The first request that fails for good cancels the others and its error is raised.
+        The first request that fails for good cancels the others and its error is raised. Statuses in
+        ``final`` are raised at once instead of retried (a server's answer to a request form it may not take).
         """
         if not payloads:
             return []
         loop = self._start()
-        return asyncio.run_coroutine_threadsafe(self._gather(path, list(payloads)), loop).result()
+        return asyncio.run_coroutine_threadsafe(self._gather(path, list(payloads), final), loop).result()
 
-    async def _gather(self, path: str, payloads: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
-        tasks = [asyncio.ensure_future(self._request("POST", path, p)) for p in payloads]
+    async def _gather(self, path: str, payloads: List[Dict[str, Any]],
+                      final: frozenset = frozenset()) -> List[Dict[str, Any]]:
+        tasks = [asyncio.ensure_future(self._request("POST", path, p, final)) for p in payloads]
         try:
             return list(await asyncio.gather(*tasks))
         except BaseException:
@@ -161,7 +166,8 @@ class HttpTransport:
             await asyncio.gather(*tasks, return_exceptions=True)
             raise
 
-    async def _request(self, method: str, path: str, payload: Optional[Dict[str, Any]]) -> Dict[str, Any]:
+    async def _request(self, method: str, path: str, payload: Optional[Dict[str, Any]],
+                       final: frozenset = frozenset()) -> Dict[str, Any]:
         url = f"{self.base_url}/{path.lstrip('/')}"
         shown = redact(url)
         assert self._client is not None and self._sem is not None
@@ -169,6 +175,7 @@ class HttpTransport:
             last = attempt == self.max_retries
             try:
                 async with self._sem:
+                    self.requests_sent += 1
                     resp = await self._client.request(method, url, json=payload)
             except (httpx.TransportError, httpx.TimeoutException) as exc:
                 connect = isinstance(exc, (httpx.ConnectError, httpx.ConnectTimeout))
@@ -182,7 +189,7 @@ class HttpTransport:
                 await asyncio.sleep(wait)
                 continue
             self._answered = True
-            if resp.status_code in RETRY_STATUSES and not last:
+            if resp.status_code in RETRY_STATUSES and not last and resp.status_code not in final:
                 wait = self._wait(attempt, resp.headers.get("retry-after"))
                 _LOG.debug(redact(f"{method} {shown}: HTTP {resp.status_code} ({_short(resp.text, 120)}); "
                                   f"retrying in {wait:g} s"))

@@ -5,6 +5,7 @@ id, then, after ``?``, options of the client (:data:`URL_OPTIONS`)::
 
     http://127.0.0.1:8080/v1#SmolLM2-135M-Instruct?connect_timeout=2
     http://127.0.0.1:8080/v1#?connect_timeout=2          (the model from GET /v1/models)
+    http://127.0.0.1:8000/v1#Qwen/Qwen2.5-1.5B?batch=64  (at most 64 prompts in one scoring request)
 
 A malformed spec — a scheme other than http(s), no host, a port that is not a number from 1 to 65535, a
 query string on the API root, an unknown option — raises ``ValueError`` naming ``--model`` and the fix; the
@@ -28,8 +29,10 @@ __all__ = ["Endpoint", "URL_OPTIONS", "CONNECT_TIMEOUT_ENV", "DEFAULT_CONNECT_TI
 #: environment variable says otherwise; the read timeout (``timeout``) is separate and long.
 DEFAULT_CONNECT_TIMEOUT = 5.0
 CONNECT_TIMEOUT_ENV = "UCS_HTTP_CONNECT_TIMEOUT"
-#: Options a spec may carry after ``#model?`` (seconds, > 0).
-URL_OPTIONS = ("connect_timeout", "timeout")
+#: Options a spec may carry after ``#model?``: seconds (> 0), and ``batch``, the most prompts sent in one
+#: scoring request (an integer >= 1; the backbone's ``max_prompts_per_request``).
+URL_OPTIONS = ("connect_timeout", "timeout", "batch")
+_COUNT_OPTIONS = ("batch",)
 _FORM = "write it as http(s)://host:port/v1#model-name"
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 
@@ -99,7 +102,7 @@ def _check_port(parts: Any, shown: str) -> None:
 
 
 def _options(query: str, shown: str) -> Dict[str, float]:
-    """The ``?name=value&…`` after the model: seconds, each > 0."""
+    """The ``?name=value&…`` after the model: seconds, each > 0, and counts (``batch``), each >= 1."""
     if not query:
         return {}
     try:
@@ -110,7 +113,11 @@ def _options(query: str, shown: str) -> Dict[str, float]:
     for name, value in pairs:
         if name not in URL_OPTIONS:
             raise ValueError(f"--model {shown!r}: unknown option {name!r} after '#model?'; the options "
-                             f"are {', '.join(URL_OPTIONS)} (seconds), e.g. #model?connect_timeout=2")
+                             f"are connect_timeout, timeout (seconds) and batch (prompts per request), "
+                             f"e.g. #model?connect_timeout=2")
+        if name in _COUNT_OPTIONS:
+            out[name] = _count(name, value, shown)
+            continue
         try:
             seconds = float(value)
         except ValueError:
@@ -120,6 +127,14 @@ def _options(query: str, shown: str) -> Dict[str, float]:
                              f"got {value!r}; e.g. #model?{name}=2")
         out[name] = seconds
     return out
+
+
+def _count(name: str, value: str, shown: str) -> int:
+    """An option that counts (``batch``): a whole number >= 1."""
+    if not re.fullmatch(r"\s*[0-9]+\s*", value) or int(value) < 1:
+        raise ValueError(f"--model {shown!r}: {name} must be a whole number >= 1, got {value!r}; "
+                         f"e.g. #model?{name}=64")
+    return int(value)
 
 
 def public_spec(spec: Any, keep_options: bool = True) -> Any:

@@ -136,7 +136,7 @@ def load_backbone(name: Union[str, Path] = "smollm2", engine: Optional[str] = No
 
 #: Keyword arguments of :func:`load_backbone` that an :class:`~ucs.models.http.HttpBackbone` takes.
 _HTTP_KEYS = ("normalize", "context_length", "api_key_env", "max_in_flight", "timeout", "max_retries", "backoff",
-              "api", "seed", "warm_prefix", "connect_timeout")
+              "api", "seed", "warm_prefix", "connect_timeout", "max_prompts_per_request")
 
 
 def _http_backbone(url: str, kwargs: Dict[str, Any]):
