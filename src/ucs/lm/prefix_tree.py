@@ -99,9 +99,19 @@ def build_trie(token_lists: Sequence[Sequence[int]]) -> TokenTrie:
     return TokenTrie(tokens=tokens, parent=parent, depth=depth[order], paths=paths)
 
 
-def logsumexp_rows(logits: np.ndarray) -> np.ndarray:
-    """Row-wise log-sum-exp of a ``(r, V)`` array, in float64. Time O(r · V)."""
+def logsumexp_rows(logits: np.ndarray, rows_per_step: int = 8) -> np.ndarray:
+    """Row-wise log-sum-exp of a ``(r, V)`` array, in float64. Time O(r · V).
+
+    ``exp(x − max)`` is taken in float32 and summed in float64, ``rows_per_step`` rows at a time in one
+    reused buffer (which stays in the CPU cache) instead of a temporary the size of ``logits``; the numbers
+    do not depend on ``rows_per_step``."""
     x = np.asarray(logits, dtype=np.float32)
     m = x.max(axis=1, keepdims=True)
-    e = np.exp(x - m)
-    return m[:, 0].astype(np.float64) + np.log(e.sum(axis=1, dtype=np.float64))
+    out = np.empty(x.shape[0], dtype=np.float64)
+    buf = np.empty((min(rows_per_step, x.shape[0]), x.shape[1]), dtype=np.float32)
+    for s in range(0, x.shape[0], rows_per_step):
+        e = buf[: min(rows_per_step, x.shape[0] - s)]
+        np.subtract(x[s:s + rows_per_step], m[s:s + rows_per_step], out=e)
+        np.exp(e, out=e)
+        out[s:s + e.shape[0]] = e.sum(axis=1, dtype=np.float64)
+    return m[:, 0].astype(np.float64) + np.log(out)
