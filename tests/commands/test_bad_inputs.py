@@ -342,6 +342,13 @@ COMPARE = [
     ("test-file-is-examples", _CMP + "{good.csv} --test-file {good.csv}", "--test-file"),
     ("out-is-file", "compare --model dummy {good.csv} --queries 4 --out {texts.txt}", "--out"),
     ("out-holds-evaluate-run", "compare --model dummy {good.csv} --queries 4 --out {evaluated}", "--out"),
+    ("mode-unknown", _CMP + "{good.csv} --mode nosuch", "--mode"),
+    ("metric-unknown", _CMP + "{good.csv} --mode generate --metric nosuch", "--metric"),
+    ("metric-regex-does-not-compile", _CMP + "{good.csv} --mode generate --metric regex:(", "--metric"),
+    ("metric-module-missing", _CMP + "{good.csv} --mode generate --metric nosuch_module:score", "--metric"),
+    ("metric-with-likelihood", _CMP + "{good.csv} --metric exact", "--metric"),
+    ("max-new-tokens-with-likelihood", _CMP + "{good.csv} --max-new-tokens 8", "--max-new-tokens"),
+    ("max-new-tokens-zero", _CMP + "{good.csv} --mode generate --max-new-tokens 0", "--max-new-tokens"),
 ]
 
 _PR = "prompts {good.csv} {texts.txt} --out {out}.jsonl "
