@@ -120,7 +120,23 @@ def register(app: typer.Typer) -> None:
         label_column: str = typer.Option("label", "--label-column", help="The label column."),
         selectors: str = typer.Option(",".join(D.COMPARE_SELECTORS), "--selectors", "-s",
                                       help="Comma-separated methods; TopK is the reference of every Δ."),
-        k: int = typer.Option(8, "--k", min=1, help="Demonstrations per prompt."),
+        k: str = typer.Option("8", "--k", help="Demonstrations per prompt; several make grid cells: 4,8,16."),
+        order: Optional[str] = typer.Option(
+            None, "--order", help="Demonstration orders, comma-separated: selected, similar_first, similar_last, "
+            "vote_last (default vote_last, what a saved index gives an application)."),
+        reference: Optional[str] = typer.Option(
+            None, "--reference", help="The cell of every Δ, selector:k:order (default topk:8:selected; TopK at the "
+            "first --k when 8 is not in it)."),
+        test_share: float = typer.Option(0.5, "--test-share", help="Share of the held-out queries that confirms "
+                                         "the validated cell (the rest validates), in (0, 1)."),
+        round_size: int = typer.Option(20, "--round-size", help="Validation queries per round of the race."),
+        alpha: float = typer.Option(0.05, "--alpha", help="Chance of eliminating the best cell, in (0, 1)."),
+        no_early_stop: bool = typer.Option(False, "--no-early-stop",
+                                           help="Answer every cell on every validation query."),
+        max_minutes: Optional[float] = typer.Option(None, "--max-minutes",
+                                                    help="Stop the race (between rounds) after this much model time."),
+        max_queries: Optional[int] = typer.Option(None, "--max-queries",
+                                                  help="Use at most this many validation queries."),
         queries: int = typer.Option(200, "--queries", min=1, help="Held-out queries (the first N of --test-file)."),
         embedder: str = typer.Option("all-minilm-l6-v2", "--embedder", help="Retrieval embedder of every selector."),
         chat_template: Optional[str] = typer.Option(
@@ -139,7 +155,7 @@ def register(app: typer.Typer) -> None:
                                                      help=MAX_NEW_TOKENS_HELP),
     ) -> None:
         from ucs.commands._compare_generate import check_mode, generate_estimate_line
-        from ucs.experiments.compare import answered, comparison_key, query_overlap, warn_overlap
+        from ucs.experiments.compare import comparison_key, query_overlap, warn_overlap
         from ucs.pipeline.config import parse_methods
 
         try:
@@ -147,27 +163,38 @@ def register(app: typer.Typer) -> None:
         except ValueError as exc:
             raise typer.BadParameter(str(exc), param_hint="--selectors") from None
         _check_chat_template(chat_template)
+        grid = _grid(names, k, order, reference, round_size, alpha, max_minutes, max_queries)
+        if not 0.0 < test_share < 1.0:
+            raise typer.BadParameter(f"give a share strictly between 0 and 1 (0.5: half the held-out queries "
+                                     f"confirm the validated cell); got {test_share}", param_hint="--test-share")
         scorer = check_mode(mode, metric, max_new_tokens)  # None: likelihood mode
         pool, held = _inputs(examples, test_file, text_column, label_column, queries, seed)
+        split = _split(len(held), test_share, seed)
         _check_out(out, None, fresh)
         warn_overlap(query_overlap(pool, held, text_column), len(held))
         labels = sorted({r[label_column] for r in pool + held})
         gen = None if scorer is None else ([r[label_column] for r in pool], max_new_tokens)
         predictor, emb = _predictor(model, engine, labels, text_column, label_column, chat_template, embedder,
                                     gen)
-        key = comparison_key(pool, held, k=k, seed=seed, predictor=predictor, embedder=emb, text_key=text_column,
-                             label_key=label_column, metric=None if scorer is None else scorer.name)
+        key = comparison_key(pool, held, k=grid["ks"], seed=seed, predictor=predictor, embedder=emb,
+                             text_key=text_column, label_key=label_column,
+                             metric=None if scorer is None else scorer.name, selectors=grid["selectors"],
+                             orders=grid["orders"], reference=grid["reference"].id, test_share=test_share)
         _check_out(out, key, fresh)
-        done = 0 if fresh else answered(out, names, len(held))
-        n_prompts = len(held) * len(names) - done
-        seconds = _measure(_as_predictor(predictor, text_column, label_column), pool, held, k) if n_prompts else 0.0
+        n_prompts, done, plan = _plan(out, fresh, grid, split, round_size, max_queries, len(held))
+        seconds = (_measure(_as_predictor(predictor, text_column, label_column), pool, held, max(grid["ks"]))
+                   if n_prompts else 0.0)
         line = (estimate_line(n_prompts, seconds, len(labels)) if scorer is None else
                 generate_estimate_line(n_prompts, seconds, predictor.max_new_tokens, scorer.name))
-        typer.echo(line + (f" ({done} answered in {out} already)" if done else ""))
+        typer.echo(line + (f" ({done} answered in {out} already)" if done else "") + plan
+                   + (f"; the race stops after {max_minutes:g} minutes of model time" if max_minutes else ""))
         if dry_run:
             raise typer.Exit()
         _confirm(n_prompts * seconds / 60, yes)
-        result = _run(pool, held, predictor, emb, names, k, text_column, label_column, out, seed, cache_dir,
+        race = {"k": grid["ks"], "orders": grid["orders"], "reference": grid["reference"].id,
+                "test_share": test_share, "round_size": round_size, "alpha": alpha, "early_stop": not no_early_stop,
+                "max_minutes": max_minutes, "max_queries": max_queries}
+        result = _run(pool, held, predictor, emb, names, race, text_column, label_column, out, seed, cache_dir,
                       wait, fresh, scorer)
         typer.echo(result.to_markdown())
         typer.echo(f"results: {out / 'compare.md'} (+ compare.json, compare.html, records.jsonl)")
@@ -226,8 +253,57 @@ def _check_out(out: Path, key: Optional[Dict[str, Any]], fresh: bool) -> None:
         raise typer.BadParameter(f"{exc}", param_hint="--out") from None
 
 
+def _grid(names: List[str], k: str, order: Optional[str], reference: Optional[str], round_size: int, alpha: float,
+          max_minutes: Optional[float], max_queries: Optional[int]) -> Dict[str, Any]:
+    """The grid and the race's settings, checked before anything is read (each refusal names its option)."""
+    from ucs.experiments.compare import check_race, plan_grid
+    from ucs.experiments.compare_grid import parse_cell, parse_ks, parse_orders
+
+    for value, param, parse in ((k, "--k", parse_ks), (order, "--order", parse_orders),
+                                (reference, "--reference", parse_cell)):
+        try:
+            if value is not None:
+                parse(value)
+        except ValueError as exc:
+            raise typer.BadParameter(str(exc), param_hint=param) from None
+    for param, value in (("--round-size", round_size), ("--alpha", alpha), ("--max-minutes", max_minutes),
+                         ("--max-queries", max_queries)):
+        try:
+            check_race(**{"round_size": 1, "alpha": 0.05, "max_minutes": None, "max_queries": None,
+                          param[2:].replace("-", "_"): value})
+        except ValueError as exc:
+            raise typer.BadParameter(str(exc), param_hint=param) from None
+    return plan_grid(names, k, order, reference)
+
+
+def _split(n: int, test_share: float, seed: int) -> Tuple[List[int], List[int]]:
+    from ucs.experiments.compare_grid import split_parts
+
+    try:
+        return split_parts(n, test_share, seed)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--test-share") from None
+
+
+def _plan(out: Path, fresh: bool, grid: Dict[str, Any], split: Tuple[List[int], List[int]], round_size: int,
+          max_queries: Optional[int], n_held: int) -> Tuple[int, int, str]:
+    """``(prompts at most still to ask, prompts answered in out, the line's plan)``: every cell on the planned
+    validation queries plus the validated cell and the reference on the test ones (early stopping asks fewer)."""
+    from ucs.experiments.compare import answered
+    from ucs.experiments.compare_grid import planned_rounds
+
+    cells = grid["cells"]
+    planned, rounds = planned_rounds(len(split[0]), round_size, max_queries)
+    worst = len(cells) * planned + 2 * len(split[1])
+    done, finished = (0, False) if fresh else answered(out, [c.id for c in cells])
+    plan = (f"; at most {worst}: {len(cells)} cells × {planned} validation queries ({rounds} rounds of "
+            f"{round_size}) + the validated cell and the reference × {len(split[1])} test queries, fewer as cells "
+            f"leave the race (every cell on all {n_held} queries: {len(cells) * n_held})")
+    return (0 if finished else max(worst - done, 0)), done, plan
+
+
 def _run(pool: List[Dict[str, str]], held: List[Dict[str, str]], predictor: Any, emb: Any, names: List[str],
-         k: int, text_column: str, label_column: str, out: Path, seed: int, cache_dir: Optional[Path],
+         race: Dict[str, Any], text_column: str, label_column: str, out: Path, seed: int, cache_dir: Optional[Path],
          wait: bool, fresh: bool, metric: Any = None) -> Any:
     """The comparison, in ``out`` held under its lock (``--fresh`` moves the old contents aside first);
     ``metric``: generate mode's answer metric."""
@@ -238,6 +314,6 @@ def _run(pool: List[Dict[str, str]], held: List[Dict[str, str]], predictor: Any,
 
     with run_folder(out, wait=wait, fresh=fresh, kind="ucs compare"), warnings.catch_warnings():
         warnings.simplefilter("ignore", DatasetWarning)  # the overlap was warned about before the estimate
-        return compare(pool, predictor, queries=held, selectors=names, k=k, n_queries=len(held),
+        return compare(pool, predictor, queries=held, selectors=names, n_queries=len(held), **race,
                        text_key=text_column, label_key=label_column, embedder=emb, out=out, seed=seed,
                        cache_dir=cache_dir, metric=metric)

@@ -1,29 +1,33 @@
-"""Which selector should *my* prompts use? Every named selector on the same held-out queries, against TopK.
+"""Which selector, k and order should *my* prompts use? A grid of cells raced on validation queries, against
+TopK, the winner confirmed on test queries.
 
 :func:`compare` takes labelled examples, held-out queries (given, or a seeded share of the examples) and a
 *predictor* — any callable ``predictor(query, demonstrations) -> answer``, a LangChain ``Runnable``, a DSPy
-program, or a ucs backbone through :func:`backbone_predictor` — and runs each selector of a
-:class:`~ucs.index.SelectorIndex` over the same queries. It reports each selector's accuracy, its paired
-difference from TopK with the 95 % bootstrap interval over the same queries, the share of demonstrations that
-carry the query's own label, and the cost per query (selection and predictor, milliseconds). The
-recommendation is TopK unless another selector's interval lies above 0; it is saved as an index folder that
-:meth:`SelectorIndex.load` and the LangChain and DSPy integrations open. Every answer is appended to
-``records.jsonl`` as it comes, so a second call with the same inputs continues where the first stopped; a folder
-keyed to other inputs (examples, queries, ``k``, ``seed``, predictor, embedder) or holding another command's run is
-refused before anything is written there.
+program, or a ucs backbone through :func:`backbone_predictor`. The cells are selector × k × order
+(:mod:`ucs.experiments.compare_grid`); the held-out queries are split, seeded, into a validation part that
+chooses and a test part that confirms. The validation queries are answered in rounds; after each round the
+early-stopping rule of :mod:`ucs.evaluation.sequential` drops the cells that are worse than the leader beyond
+doubt, and they are not asked again. The race's final leader (the validated cell) and the reference cell (TopK,
+order ``selected``) are then answered on the test part: the recommendation is the validated cell only when its
+paired 95 % bootstrap interval against the reference there lies above 0, else the reference. It is saved as an
+index folder (with the cell's order) that :meth:`SelectorIndex.load` and the LangChain and DSPy integrations
+open. Every answer is appended to ``records.jsonl`` as it comes, keyed by (cell, query), so a second call with
+the same inputs replays the race and continues where the first stopped; a folder keyed to other inputs
+(examples, queries, grid, reference, split, predictor, embedder) or holding another command's run is refused
+before anything is written there.
 
 Like an evaluation, a comparison never offers a query an example with exactly its own text (query-dependent
 selectors; the copies move behind every other candidate), and it counts and warns about
 (:class:`~ucs.data.DatasetWarning`) held-out queries whose text is also among the examples.
 
-Cost: one index fit per selector (``O(N·d)`` embeddings shared through the embedding cache), then
-``Q × S`` predictor calls for ``Q`` queries and ``S`` selectors.
+Cost: one index fit per selector (``O(N·d)`` embeddings shared through the embedding cache), then at most
+``C × V + 2 × T`` predictor calls for ``C`` cells, ``V`` validation and ``T`` test queries (fewer when cells
+leave the race early).
 """
 
 from __future__ import annotations
 
 import hashlib
-import html
 import json
 import time
 import warnings
@@ -37,41 +41,23 @@ from ucs import defaults as D
 from ucs.data.dataset import DatasetWarning, normalize_text
 from ucs.evaluation.manifest import config_differences
 from ucs.evaluation.records import RecordWriter, read_records
-from ucs.evaluation.report import demonstration_vote, label_agreement, paired_delta, summarize
+from ucs.evaluation.report import demonstration_vote, label_agreement, paired_delta
+from ucs.experiments.compare_grid import (Cell, default_orders, default_reference, grid_cells, parse_cell, parse_ks,
+                                          parse_orders, run_race, score_stats, split_parts)
 from ucs.experiments.generate import answer_scoring, copy_fields, score_summary
 from ucs.experiments.predictors import as_predictor, predictor_identity
 from ucs.index import SelectorIndex
 from ucs.utils.io import atomic_write_json, atomic_write_text
 from ucs.utils.lock import LOCK_NAME
 
-__all__ = ["CompareResult", "check_folder", "compare", "comparison_key", "query_overlap", "split_examples",
-           "split_indices", "warn_overlap"]
-
-REFERENCE = "topk"
-
-
-def _vote_cells(r: Dict[str, Any]) -> Tuple[str, str]:
-    """The no-LM baseline (%): the vote, or the copy of a scored comparison, and the model's gain over it
-    (points [95 % CI], ``*`` when it excludes 0)."""
-    base = "copy" if r.get("copy") is not None else "vote"
-    if r.get(base) is None or r.get(f"over_{base}_ci") is None:
-        return ("—" if r.get(base) is None else f"{100 * r[base]:.1f}"), "—"
-    lo, hi = r[f"over_{base}_ci"]
-    star = "*" if lo > 0 or hi < 0 else ""
-    return f"{100 * r[base]:.1f}", f"{100 * r[f'over_{base}']:+.1f} [{100 * lo:+.1f}, {100 * hi:+.1f}]{star}"
-
-
-def _names(info: Dict[str, Any]) -> Tuple[str, str, str]:
-    """The score's, the baseline's and the gain's column names: accuracy and the no-LM vote for labels, the
-    metric's mean score and the copy baseline for a scored comparison."""
-    if info.get("metric"):
-        return f"{info['metric']} score %", "copy %", "model − copy"
-    return "accuracy %", "no-LM vote %", "model − vote"
+__all__ = ["CompareResult", "answered", "check_folder", "check_race", "compare", "comparison_key", "plan_grid",
+           "query_overlap", "recommend", "split_examples", "split_indices", "warn_overlap"]
 
 
 @dataclass
 class CompareResult:
-    """The ranked comparison: ``rows`` (one per selector, best first), the ``recommended`` selector, the folder."""
+    """The comparison: ``rows`` (one per cell on the validation queries, best first), ``test_rows`` (the
+    validated cell and the reference on the test queries), the ``recommended`` selector and its cell."""
 
     rows: List[Dict[str, Any]]
     recommended: str
@@ -79,79 +65,23 @@ class CompareResult:
     out: Optional[Path] = None
     index_dir: Optional[Path] = None
     info: Dict[str, Any] = field(default_factory=dict)
+    test_rows: List[Dict[str, Any]] = field(default_factory=list)
+    recommended_cell: str = ""
 
     def to_html(self, records: Sequence[dict], queries: Sequence[Dict[str, Any]], pool: Sequence[Dict[str, Any]],
                 text_key: str, label_key: str, n_shown: int = 5) -> str:
-        """A self-contained page: the ranked table, then the first ``n_shown`` queries with each selector's
+        """A self-contained page: the validation table, then the first ``n_shown`` queries with each cell's
         demonstrations (own-label ones marked) and answer."""
-        esc = html.escape
-        score, base, gain = _names(self.info)
-        head = ["rank", "selector", score, "Δ vs TopK [95 % CI]", "own-label %", base, gain, "select ms",
-                "predict ms"]
-        body = []
-        for i, r in enumerate(self.rows, 1):
-            acc = "—" if r["accuracy"] is None else f"{100 * r['accuracy']:.1f}"
-            d = "—" if r["delta"] is None else (f"{100 * r['delta']:+.1f} [{100 * r['delta_ci'][0]:+.1f}, "
-                                               f"{100 * r['delta_ci'][1]:+.1f}]")
-            share = "—" if r["own_label"] is None else f"{100 * r['own_label']:.1f}"
-            cells = [str(i), r["selector"], acc, d, share, *_vote_cells(r), f"{r['select_ms']:.2f}",
-                     f"{r['predict_ms']:.1f}"]
-            body.append("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in cells) + "</tr>")
-        parts = ["<!doctype html><meta charset='utf-8'><title>ucs compare</title>",
-                 "<style>body{font-family:sans-serif;max-width:60em;margin:auto}td,th{padding:2px 8px;"
-                 "border-bottom:1px solid #ddd}.own{font-weight:bold}</style>",
-                 f"<h1>Which selector? {self.n_queries} held-out queries</h1>",
-                 "<table><tr>" + "".join(f"<th>{esc(h)}</th>" for h in head) + "</tr>" + "".join(body) + "</table>",
-                 f"<p>Recommended: <b>{esc(self.recommended)}</b> ({esc(str(self.info.get('why', '')))})</p>"]
-        by = {(r["method"], int(r["query"])): r for r in records}
-        for q, ex in enumerate(queries[:n_shown]):
-            parts.append(f"<h2>{esc(str(ex[text_key]))} <small>({esc(str(ex[label_key]))})</small></h2><ul>")
-            for row in self.rows:
-                rec = by.get((row["selector"], q))
-                if rec is None:
-                    continue
-                demos = "; ".join(
-                    f"<span class='{'own' if str(pool[i][label_key]) == str(ex[label_key]) else ''}'>"
-                    f"{esc(str(pool[i][text_key]))} → {esc(str(pool[i][label_key]))}</span>" for i in rec["selected"])
-                mark = "✓" if rec["correct"] else "✗"
-                if rec.get("score") is not None:  # a scored answer, with the copy baseline's
-                    copied = f"copy {esc(str(rec.get('copy')))}: {rec.get('copy_score') or 0:.2f}"
-                    mark = f"{rec['score']:.2f} ({copied})"
-                parts.append(f"<li><b>{esc(row['selector'])}</b> {mark} {esc(str(rec['prediction']))}: {demos}</li>")
-            parts.append("</ul>")
-        return "\n".join(parts) + "\n"
+        from ucs.experiments.compare_report import page
+
+        return page(self, records, queries, pool, text_key, label_key, n_shown)
 
     def to_markdown(self) -> str:
-        """The ranked table: accuracy, Δ against TopK [paired 95 % CI], own-label share, cost per query."""
-        lines = [f"{self.n_queries} held-out queries; Δ = selector minus TopK on the same queries [paired 95 % "
-                 "bootstrap interval]; * = the interval excludes 0.", "",
-                 "| rank | selector | {} [95 % CI] | Δ vs TopK, points | own-label share % | {} | "
-                 "{}, points | select ms/query | predict ms/query |".format(*_names(self.info)),
-                 "|---:|---|---|---|---:|---:|---|---:|---:|"]
-        for i, r in enumerate(self.rows, 1):
-            acc = "—" if r["accuracy"] is None else f"{100 * r['accuracy']:.1f} [{100 * r['ci'][0]:.1f}, {100 * r['ci'][1]:.1f}]"
-            d = "—" if r["delta"] is None else (f"{100 * r['delta']:+.1f} [{100 * r['delta_ci'][0]:+.1f}, "
-                                               f"{100 * r['delta_ci'][1]:+.1f}]{'*' if r['significant'] else ''}")
-            share = "—" if r["own_label"] is None else f"{100 * r['own_label']:.1f}"
-            vote, over = _vote_cells(r)
-            lines.append(f"| {i} | {r['selector']} | {acc} | {d} | {share} | {vote} | {over} | "
-                         f"{r['select_ms']:.2f} | {r['predict_ms']:.1f} |")
-        if self.info.get("embed_ms") is not None:
-            lines += ["", f"Query embedding (once per query, shared by every selector): "
-                          f"{self.info['embed_ms']:.1f} ms/query."]
-        if self.info.get("metric"):
-            lines += ["", "Copy: the answer of each prompt's demonstration most similar to the query, with "
-                      f"no model, scored with {self.info['metric']}; model − copy is the model's paired gain "
-                      "over it."]
-        else:
-            lines += ["", "No-LM vote: the majority label of each prompt's own demonstrations, with no model "
-                      "(for TopK the k-nearest-neighbour vote); model − vote is the model's paired gain over "
-                      "it."]
-        lines += ["", f"recommended: **{self.recommended}** ({self.info.get('why', '')})"]
-        if self.index_dir is not None:
-            lines.append(f"saved as an index: `{self.index_dir}` (SelectorIndex.load(dir), "
-                         "UCSExampleSelector.load(dir), UCSFewShot.attach(program, SelectorIndex.load(dir)))")
-        return "\n".join(lines) + "\n"
+        """The race, the validation table (Δ against the reference [paired 95 % CI], the round each cell left),
+        the test table and the recommendation."""
+        from ucs.experiments.compare_report import markdown
+
+        return markdown(self)
 
 
 def split_indices(n: int, n_queries: int, seed: int = 0) -> Tuple[List[int], List[int]]:
@@ -222,22 +152,27 @@ def _digest(rows: Sequence[Dict[str, Any]], text_key: str, label_key: str) -> st
     return f"{len(rows)} rows, sha256 {h.hexdigest()[:12]}"
 
 
-def comparison_key(pool: Sequence[Dict[str, Any]], queries: Sequence[Dict[str, Any]], *, k: int, seed: int,
+def comparison_key(pool: Sequence[Dict[str, Any]], queries: Sequence[Dict[str, Any]], *, k: Any, seed: int,
                    predictor: Any, embedder: Any, text_key: str = "text", label_key: str = "label",
-                   metric: Optional[str] = None) -> Dict[str, Any]:
+                   metric: Optional[str] = None, selectors: Optional[Sequence[str]] = None,
+                   orders: Optional[Sequence[str]] = None, reference: Optional[str] = None,
+                   test_share: float = 0.5) -> Dict[str, Any]:
     """What a comparison folder's answers depend on (its ``compare.json`` ``key``): the examples and queries
-    (digests), ``k``, ``seed``, the predictor's and the embedder's identities, the fields, and the rules of
-    selection (demonstration order, the query's own text excluded). Selectors are not in it: another selector
-    adds to a folder. ``metric``: the answer metric of a scored comparison (absent from a label comparison's
-    key)."""
+    (digests), the grid (``selectors``, ``k`` — an int when one —, ``orders``), the ``reference`` cell, the split
+    (``seed``, ``test_share``), the predictor's and the embedder's identities, the fields, and the rule of
+    selection (the query's own text excluded). ``metric``: the answer metric of a scored comparison (absent from a
+    label comparison's key). The race's settings (round size, α, budgets) are not in it: they change which
+    answers are asked, not what an answer is."""
     emb = getattr(embedder, "identity", None)
     extra = {} if metric is None else {"metric": str(metric)}
-    return {**extra, "format": 2, "examples": _digest(pool, text_key, label_key),
-            "queries": _digest(queries, text_key, label_key), "k": int(k), "seed": int(seed),
+    ks = parse_ks(k)
+    return {**extra, "format": 3, "examples": _digest(pool, text_key, label_key),
+            "queries": _digest(queries, text_key, label_key), "k": ks[0] if len(ks) == 1 else ks,
+            "selectors": list(selectors or D.COMPARE_SELECTORS), "orders": list(orders or default_orders()),
+            "reference": reference or default_reference(ks).id, "seed": int(seed), "test_share": float(test_share),
             "predictor": predictor_identity(predictor),
             "embedder": json.dumps(emb, sort_keys=True, default=str) if emb is not None else type(embedder).__name__,
-            "text_key": text_key, "label_key": label_key, "order": D.application_order(True),
-            "exclude_query_texts": True}
+            "text_key": text_key, "label_key": label_key, "exclude_query_texts": True}
 
 
 #: What other commands leave in their output folders (a comparison never writes into such a folder).
@@ -289,94 +224,127 @@ def _meta(folder: Optional[Path]) -> Dict[str, Any]:
     return json.loads(meta.read_text(encoding="utf-8")) if meta is not None and meta.is_file() else {}
 
 
-def _saved_index_holds(path: Path, emb: Any, best: str, before: Dict[str, Any]) -> bool:
+def _saved_index_holds(path: Path, emb: Any, best: Cell, before: Dict[str, Any]) -> bool:
     """Whether ``path`` already holds the recommended index of this comparison: the previous call finished with the
     same recommendation (``before``, checked against the same key) and the index loads with every file verified."""
-    if before.get("recommended") != best or not (path / "index.json").is_file():
+    if (before.get("recommended") or {}).get("cell") != best.id or not (path / "index.json").is_file():
         return False
     try:
-        return SelectorIndex.load(path, embedder=emb, warmup=False).method_ == best
+        index = SelectorIndex.load(path, embedder=emb, warmup=False)
     except (ValueError, OSError):  # damaged or partial: fitted again
         return False
+    return index.method_ == best.selector and index.order == best.order
 
 
-def answered(out: "str | Path | None", selectors: Sequence[str], n_queries: int) -> int:
-    """How many of the ``selectors × n_queries`` prompts ``out/records.jsonl`` already answers (a resumed run asks
-    only for the rest); 0 without a folder. O(records)."""
+def answered(out: "str | Path | None", cells: Sequence[str]) -> Tuple[int, bool]:
+    """``(answers of these cells in out/records.jsonl, whether that comparison finished)``: a resumed run asks only
+    for the rest, a finished one nothing; ``(0, False)`` without a folder. O(records)."""
     path = None if out is None else Path(out) / "records.jsonl"
     if path is None or not path.is_file():
-        return 0
-    done = {(r.get("method"), int(r.get("query", -1))) for r in read_records(path)}
-    return sum((m, q) in done for m in selectors for q in range(int(n_queries)))
+        return 0, False
+    wanted = set(cells)
+    done = {(r.get("method"), int(r.get("query", -1))) for r in read_records(path) if r.get("method") in wanted}
+    meta = _meta(Path(out))
+    finished = bool(meta.get("recommended")) and (meta.get("race") or {}).get("stopped") in (
+        "decided", "validation used up", "max queries")
+    return len(done), finished
 
 
-def _run_selector(name: str, index: SelectorIndex, queries: Sequence[Dict[str, Any]], query_emb: np.ndarray, k: int,
-                  predict: Callable, text_key: str, label_key: str, done: set, writer: Optional[RecordWriter],
-                  label_ids: Dict[str, int], scoring: Any = None) -> Tuple[List[dict], float, float]:
-    """Answer every query not in ``done`` with ``name``'s demonstrations (``query_emb``: the queries' embeddings,
-    (Q, d), computed once for every selector); returns the new records and the mean selection and predictor
-    milliseconds per query. ``scoring`` (:class:`~ucs.experiments.generate.AnswerScoring`) adds each answer's
-    score and the copy baseline's."""
-    recs, t_sel, t_pred = [], 0.0, 0.0
-    for q, ex in enumerate(queries):
-        if (name, 0, q) in done:
-            continue
+class _Answerer:
+    """Answers (cell, query) pairs: fits each selector's index once, embeds the queries once, appends every
+    answer to ``records.jsonl`` as it comes (the writer opens on the first answer)."""
+
+    def __init__(self, pool: List[Dict[str, Any]], qs: List[Dict[str, Any]], emb: Any, predict: Callable,
+                 folder: Optional[Path], text_key: str, label_key: str, label_ids: Dict[str, int], seed: int,
+                 cache_dir: Any, scoring: Any = None) -> None:
+        self.pool, self.qs, self.emb, self.predict, self.folder = pool, qs, emb, predict, folder
+        self.text_key, self.label_key, self.label_ids, self.seed, self.cache_dir = (text_key, label_key, label_ids,
+                                                                                    seed, cache_dir)
+        self.scoring, self.indexes, self.query_emb, self.writer = scoring, {}, None, None
+        self.records: List[dict] = []
+        self.embed_ms: Optional[float] = None
+        self.part: Dict[int, str] = {}
+
+    def _index(self, selector: str) -> SelectorIndex:
+        if selector not in self.indexes:
+            self.indexes[selector] = SelectorIndex(
+                self.emb, method=selector, input_keys=[self.text_key], output_key=self.label_key,
+                cache_dir=self.cache_dir, random_state=self.seed).fit(self.pool)
+        return self.indexes[selector]
+
+    def __call__(self, cell: Cell, q: int) -> float:
+        if self.query_emb is None:  # a finished comparison resumed embeds nothing and fits no index
+            t0 = time.perf_counter()
+            self.query_emb = np.asarray(self.emb.embed([str(x[self.text_key]) for x in self.qs]), dtype=np.float32)
+            self.embed_ms = 1e3 * (time.perf_counter() - t0) / max(len(self.qs), 1)
+        index, ex = self._index(cell.selector), self.qs[q]
         t0 = time.perf_counter()
-        chosen, demos = _select(index, str(ex[text_key]), k, query_emb[q])
+        chosen, demos = _select(index, str(ex[self.text_key]), cell.k, self.query_emb[q], cell.order)
         t1 = time.perf_counter()
-        correct, answer = predict(ex, demos)
+        correct, answer = self.predict(ex, demos)
         t2 = time.perf_counter()
-        t_sel, t_pred = t_sel + t1 - t0, t_pred + t2 - t1
-        rec = {"method": name, "seed": 0, "query": q, "correct": bool(correct), "prediction": answer,
-               "gold": str(ex[label_key]), "gold_id": label_ids[str(ex[label_key])],
-               "selected": chosen, "select_ms": 1e3 * (t1 - t0),
-               "predict_ms": 1e3 * (t2 - t1)}
-        if scoring is not None:
-            rec.update(scoring.fields(ex, answer, chosen, demos, index.embeddings_, query_emb[q]))
-        recs.append(rec)
-        if writer is not None:
-            writer.write([rec])
-    n = max(len(recs), 1)
-    return recs, 1e3 * t_sel / n, 1e3 * t_pred / n
+        rec = {"method": cell.id, "seed": 0, "query": q, "correct": bool(correct), "score": float(bool(correct)),
+               "prediction": answer, "gold": str(ex[self.label_key]), "gold_id": self.label_ids[str(ex[self.label_key])],
+               "selected": chosen, "select_ms": 1e3 * (t1 - t0), "predict_ms": 1e3 * (t2 - t1),
+               "selector": cell.selector, "k": cell.k, "order": cell.order, "part": self.part.get(q, "validation")}
+        if self.scoring is not None:
+            rec.update(self.scoring.fields(ex, answer, chosen, demos, index.embeddings_, self.query_emb[q]))
+        if self.folder is not None:
+            if self.writer is None:
+                self.writer = RecordWriter(self.folder / "records.jsonl")
+            self.writer.write([rec])
+        self.records.append(rec)
+        return float(rec["score"])
+
+    def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
 
 
-def _select(index: SelectorIndex, text: str, k: int, query_emb: np.ndarray) -> Tuple[List[int], List[dict]]:
-    """``index.select(text, k)`` under the evaluation's rule: a query-dependent selector never offers the query an
-    example with exactly its own text (its copies move behind every other candidate); returns the chosen
-    positions and examples."""
+def _select(index: SelectorIndex, text: str, k: int, query_emb: np.ndarray, order: str
+            ) -> Tuple[List[int], List[dict]]:
+    """``index.select(text, k)`` in ``order`` under the evaluation's rule: a query-dependent selector never offers
+    the query an example with exactly its own text (its copies move behind every other candidate); returns the
+    chosen positions and examples."""
     sel = index.selector_
     if not sel.query_dependent and index.base_ != "mdl":  # one shared set, the same for every query
         shared = index.select(text, k, query_embeddings=query_emb)
         return [int(i) for i in shared.indices], shared.examples
-    result = sel.select(query_emb[None, :], k, query_texts=[text], exclude_query_texts=True,
-                        order=D.application_order(sel.labels_ is not None))
+    result = sel.select(query_emb[None, :], k, query_texts=[text], exclude_query_texts=True, order=order)
     chosen = [int(i) for i in result.indices[0]]
     return chosen, [dict(index.examples_[i]) for i in chosen]
 
 
-def _rows(records: List[dict], selectors: Sequence[str], pool_label_ids: np.ndarray, scored: bool = False
-          ) -> List[Dict[str, Any]]:
-    """One row per selector; ``scored``: the records' mean ``score`` and the copy baseline instead of the
-    accuracy and the no-LM vote."""
-    summ = score_summary(records) if scored else summarize(records, run_seeds=[0])["methods"]
+def _scores(records: Sequence[dict], method: str, queries: Sequence[int]) -> Optional[np.ndarray]:
+    """The scores of ``method`` on ``queries`` (aligned), or ``None`` when one is missing."""
+    by = {int(r["query"]): float(r.get("score", float(bool(r["correct"])))) for r in records if r["method"] == method}
+    return np.asarray([by[q] for q in queries]) if all(q in by for q in queries) else None
+
+
+def _rows(records: List[dict], cells: Sequence[Cell], ref: Cell, left: Dict[str, int], pool_label_ids: np.ndarray,
+          scored: bool = False) -> List[Dict[str, Any]]:
+    """One row per cell on the validation queries it answered, Δ against the reference on those queries;
+    ``scored``: the copy baseline instead of the no-LM vote."""
     share = label_agreement(records, pool_label_ids, run_seeds=[0])
     vote = {} if scored else demonstration_vote(records, pool_label_ids, run_seeds=[0])
+    summ = score_summary(records)
     copied = score_summary(records, "copy_score") if scored else {}
-    ref = summ.get(REFERENCE)
     rows = []
-    for m in selectors:
-        s = summ.get(m)
-        d = paired_delta(s, ref) if s is not None and ref is not None and m != REFERENCE else None
-        mine = [r for r in records if r["method"] == m]
-        rows.append({"selector": m, "accuracy": None if s is None else s["mean"], "ci": None if s is None else s["ci"],
-                     "delta": None if d is None else d["delta"], "delta_ci": None if d is None else d["ci"],
-                     "significant": bool(d is not None and (d["ci"][0] > 0 or d["ci"][1] < 0)),
-                     "own_label": (share.get(m) or {}).get("mean"), **_vote_fields(s, vote.get(m)),
-                     **(copy_fields(s, copied.get(m)) if scored else {}),
+    for c in cells:
+        mine = [r for r in records if r["method"] == c.id]
+        qs = sorted(int(r["query"]) for r in mine)
+        st = score_stats(_scores(records, c.id, qs) if qs else [],
+                         None if c == ref or not qs else _scores(records, ref.id, qs))
+        s = summ.get(c.id)
+        rows.append({**c.as_dict(), "reference": c == ref, "accuracy": st["mean"], "ci": st["ci"],
+                     "delta": st.get("delta"), "delta_ci": st.get("delta_ci"),
+                     "significant": bool(st.get("delta_ci") and (st["delta_ci"][0] > 0 or st["delta_ci"][1] < 0)),
+                     "left_round": left.get(c.id), "own_label": (share.get(c.id) or {}).get("mean"),
+                     **(copy_fields(s, copied.get(c.id)) if scored else _vote_fields(s, vote.get(c.id))),
                      "select_ms": float(np.mean([r["select_ms"] for r in mine])) if mine else 0.0,
                      "predict_ms": float(np.mean([r["predict_ms"] for r in mine])) if mine else 0.0,
                      "n_queries": len(mine)})
-    rows.sort(key=lambda r: (-(r["accuracy"] if r["accuracy"] is not None else -1.0), r["selector"] != REFERENCE))
+    rows.sort(key=lambda r: (-(r["accuracy"] if r["accuracy"] is not None else -1.0), not r["reference"]))
     return rows
 
 
@@ -388,15 +356,44 @@ def _vote_fields(model: Optional[Dict[str, Any]], vote: Optional[Dict[str, Any]]
             "over_vote": None if d is None else d["delta"], "over_vote_ci": None if d is None else d["ci"]}
 
 
-def _recommend(rows: List[Dict[str, Any]]) -> Tuple[str, str]:
-    better = [r for r in rows if r["delta_ci"] is not None and r["delta_ci"][0] > 0]
-    if better:
-        best = max(better, key=lambda r: r["delta"])
-        return best["selector"], (f"{100 * best['delta']:+.1f} points over TopK, paired interval "
-                                  f"[{100 * best['delta_ci'][0]:+.1f}, {100 * best['delta_ci'][1]:+.1f}] above 0")
-    if any(r["selector"] == REFERENCE for r in rows):
-        return REFERENCE, "no selector's paired interval against TopK lies above 0, so the plain similarity stays"
-    return rows[0]["selector"], "TopK was not compared; the most accurate selector"
+def _test_rows(records: List[dict], validated: Cell, ref: Cell, test: Sequence[int]) -> List[Dict[str, Any]]:
+    """The validated cell and the reference on the test queries, Δ against the reference."""
+    rows = []
+    for role, c in (("validated", validated), ("reference", ref)):
+        if role == "reference" and c == validated:
+            continue
+        st = score_stats(_scores(records, c.id, test), None if c == ref else _scores(records, ref.id, test))
+        rows.append({**c.as_dict(), "role": role, "accuracy": st["mean"], "ci": st["ci"],
+                     "delta": st.get("delta"), "delta_ci": st.get("delta_ci"), "n_queries": len(test)})
+    if validated == ref:
+        rows[0]["role"] = "validated (the reference)"
+    return rows
+
+
+def recommend(test_rows: Sequence[Dict[str, Any]], ref: Cell) -> Tuple[Cell, str]:
+    """The validated cell when its paired interval against the reference on the test queries lies above 0,
+    else the reference; and why."""
+    v = test_rows[0]
+    cell = Cell(v["selector"], int(v["k"]), v["order"])
+    if cell == ref:
+        return ref, "the reference led the validation race"
+    lo, hi = v["delta_ci"]
+    said = (f"{100 * v['delta']:+.1f} points over {ref.id} on the {v['n_queries']} test queries, paired interval "
+            f"[{100 * lo:+.1f}, {100 * hi:+.1f}]")
+    if lo > 0:
+        return cell, f"validated {cell.id}: {said} lies above 0"
+    return ref, f"validated {cell.id}: {said} does not lie above 0, so the reference stays"
+
+
+def _race_info(race: Dict[str, Any], cells: Sequence[Cell], round_size: int, alpha: float, early_stop: bool,
+               n_validation: int) -> Dict[str, Any]:
+    """The race as ``compare.json`` keeps it (the score matrix left out)."""
+    return {"round_size": round_size, "alpha": alpha, "early_stop": early_stop, "validation_queries": n_validation,
+            "planned_queries": race["planned_queries"], "planned_rounds": race["planned_rounds"],
+            "rounds": race["rounds"], "queries_used": race["queries_used"], "stopped": race["stopped"],
+            "leader": cells[race["leader"]].id, "asked": race["asked"], "full": race["full"],
+            "saved_share": 1.0 - race["asked"] / race["full"] if race["full"] else None,
+            "left": {cells[c].id: r for c, r in sorted(race["left"].items())}}
 
 
 def compare(
@@ -405,17 +402,25 @@ def compare(
     *,
     queries: Optional[Sequence[Dict[str, Any]]] = None,
     selectors: Sequence[str] = D.COMPARE_SELECTORS,
-    k: int = 8,
+    k: "int | str | Sequence[int]" = 8,
+    orders: "str | Sequence[str] | None" = None,
+    reference: "str | None" = None,
     n_queries: int = 200,
+    test_share: float = 0.5,
+    round_size: int = 20,
+    alpha: float = 0.05,
+    early_stop: bool = True,
+    max_minutes: Optional[float] = None,
+    max_queries: Optional[int] = None,
     text_key: str = "text",
     label_key: str = "label",
-    metric: Optional[Callable[[Any, Any], Any]] = None,
+    metric: Any = None,
     embedder: Any = None,
     out: "str | Path | None" = None,
     seed: int = 0,
     cache_dir: "str | Path | None" = None,
 ) -> CompareResult:
-    """Run each selector over the same held-out queries with ``predictor`` and rank them against TopK.
+    """Race the cells selector × k × order over validation queries in rounds, confirm the winner on test queries.
 
     Parameters
     ----------
@@ -429,12 +434,24 @@ def compare(
         :func:`~ucs.experiments.predictors.backbone_predictor` makes one of a ucs backbone.
     queries : sequence of dict, optional
         Held-out labelled queries (then every example is in the pool).
-    selectors : sequence of str
-        Methods to compare (default :data:`ucs.defaults.COMPARE_SELECTORS`); TopK is the reference of every Δ.
+    selectors, k, orders : the grid
+        Methods (default :data:`ucs.defaults.COMPARE_SELECTORS`), demonstrations per prompt (an int, a list or
+        ``"4,8,16"``) and demonstration orders (default: ``vote_last``, what a saved index gives an
+        application). Query-independent selectors (random, votek, cover) make one cell per k.
+    reference : str, optional
+        The cell every Δ is measured against, ``selector:k:order`` (default ``topk:8:selected``, or TopK at the
+        grid's first k when 8 is not in it): always answered, on validation and test.
+    test_share : float
+        Share of the held-out queries kept for the test part, in (0, 1); the rest validates.
+    round_size, alpha, early_stop, max_minutes, max_queries : the race
+        Validation queries per round; the family error rate of eliminating the best cell
+        (:mod:`ucs.evaluation.sequential`); ``False`` answers every cell on every validation query; stop
+        between rounds once the predictor has spent ``max_minutes``; use at most ``max_queries`` validation
+        queries (the rounds of the correction are planned from it).
     metric : callable, str or AnswerMetric, optional
         ``metric(query_example, answer) -> bool``; default: the answer (a string, a message's ``content``, or a
-        DSPy prediction's ``label_key`` field) equals the gold label up to case and surrounding spaces.
-        A metric name (``"exact"``, ``"f1"``, ``"json"``, ``"regex:PATTERN"``, ``"module:function"``,
+        DSPy prediction's ``label_key`` field) equals the gold label up to case and surrounding spaces. A metric
+        name (``"exact"``, ``"f1"``, ``"json"``, ``"regex:PATTERN"``, ``"module:function"``,
         :func:`~ucs.evaluation.answer_metrics.get_metric`) or an ``AnswerMetric`` scores free-form answers
         instead: each record gets a ``score`` in [0, 1] and the copy baseline's (the answer of the chosen
         demonstration nearest the query), the table the mean score and the model's gain over the copy, and
@@ -443,8 +460,8 @@ def compare(
         Retrieval embedder of every index (default ``all-minilm-l6-v2``, through
         :func:`ucs.embedding.load_retrieval_embedder`).
     out : path, optional
-        Folder for ``records.jsonl`` (resumable), ``compare.md`` / ``compare.json`` and ``index/`` (the
-        recommended selector fitted on every example).
+        Folder for ``records.jsonl`` (resumable), ``compare.md`` / ``compare.json`` / ``compare.html`` and
+        ``index/`` (the recommended cell's selector fitted on every example, saved with the cell's order).
 
     Returns
     -------
@@ -456,9 +473,10 @@ def compare(
     else:
         _check_inputs(queries, text_key, label_key, "queries")
         pool, qs = [dict(e) for e in examples], [dict(q) for q in queries][:n_queries]
-    from ucs.selectors.factory import canonical_method
-
-    selectors = list(dict.fromkeys(canonical_method(s) for s in selectors))
+    grid = plan_grid(selectors, k, orders, reference)
+    cells, ref = grid["cells"], grid["reference"]
+    val_order, test = split_parts(len(qs), test_share, seed)
+    check_race(round_size, alpha, max_minutes, max_queries)
     labels = sorted({str(e[label_key]) for e in list(pool) + list(qs)})
     scoring = answer_scoring(metric, label_key)  # a metric name: free-form answers, scored in [0, 1]
     _check_labels(labels) if scoring is None else scoring.check(labels)
@@ -468,53 +486,85 @@ def compare(
     emb = _embedder(embedder)
     overlap = query_overlap(pool, qs, text_key)
     warn_overlap(overlap, len(qs))
-    key = comparison_key(pool, qs, k=k, seed=seed, predictor=predictor, embedder=emb, text_key=text_key,
-                         label_key=label_key, metric=None if scoring is None else scoring.name)
+    key = comparison_key(pool, qs, k=grid["ks"], seed=seed, predictor=predictor, embedder=emb, text_key=text_key,
+                         label_key=label_key, metric=None if scoring is None else scoring.name,
+                         selectors=grid["selectors"], orders=grid["orders"], reference=ref.id, test_share=test_share)
     folder = None if out is None else Path(out)
     records = check_folder(folder, key) if folder is not None else []
     before = _meta(folder)
+    head = {"key": key, "cells": [c.id for c in cells], "reference": ref.id, "k": grid["ks"], "seed": seed,
+            "n_queries": len(qs), "n_pool": len(pool), "queries_in_examples": overlap,
+            "split": {"test_share": test_share, "validation": len(val_order), "test": len(test),
+                      "validation_order": val_order, "test_queries": test}}
     if folder is not None:
         folder.mkdir(parents=True, exist_ok=True)
-        atomic_write_json(folder / "compare.json", {"key": key, "selectors": selectors, "k": k, "seed": seed,
-                                                    "n_queries": len(qs), "n_pool": len(pool),
-                                                    "queries_in_examples": overlap})
-    done = {(r["method"], int(r["seed"]), int(r["query"])) for r in records}
-    todo = [n for n in selectors if any((n, 0, q) not in done for q in range(len(qs)))]
-    embed_ms = before.get("embed_ms")
-    if todo:  # a finished comparison resumed embeds nothing and fits no index
-        t0 = time.perf_counter()
-        query_emb = np.asarray(emb.embed([str(q[text_key]) for q in qs]), dtype=np.float32)
-        embed_ms = 1e3 * (time.perf_counter() - t0) / max(len(qs), 1)
-    writer = RecordWriter(folder / "records.jsonl") if folder is not None and todo else None
+        atomic_write_json(folder / "compare.json", head)
+    answer = _Answerer(pool, qs, emb, predict, folder, text_key, label_key, label_ids, seed, cache_dir, scoring)
+    answer.part = {q: "test" for q in test}
+    known = {(r["method"], int(r["query"])): float(r.get("score", float(bool(r["correct"])))) for r in records}
+    spent = sum(float(r.get("predict_ms", 0.0)) for r in records) / 1e3
     try:
-        for name in todo:
-            index = SelectorIndex(emb, method=name, input_keys=[text_key], output_key=label_key,
-                                  cache_dir=cache_dir, random_state=seed).fit(pool)
-            new, _, _ = _run_selector(name, index, qs, query_emb, k, predict, text_key, label_key, done, writer,
-                                      label_ids, scoring)
-            records += new
+        race = run_race(cells, val_order, answer, known, round_size=round_size, alpha=alpha, early_stop=early_stop,
+                        max_queries=max_queries, max_minutes=max_minutes, reference=0,
+                        model_seconds=lambda: spent + sum(r["predict_ms"] for r in answer.records) / 1e3)
+        validated = cells[race["leader"]]
+        for c in dict.fromkeys([validated, ref]):
+            for q in test:
+                if (c.id, q) not in known:
+                    answer(c, q)
     finally:
-        if writer is not None:
-            writer.close()
-    rows = _rows(records, selectors, np.asarray([label_ids[str(e[label_key])] for e in pool]),
-                 scoring is not None)
-    best, why = _recommend(rows)
-    result = CompareResult(rows, best, len(qs), folder, info={
-        "why": why, "n_pool": len(pool), "k": k, "embed_ms": embed_ms, "queries_in_examples": overlap,
-        "metric": None if scoring is None else scoring.name})
+        answer.close()
+    records = records + answer.records
+    embed_ms = answer.embed_ms if answer.embed_ms is not None else before.get("embed_ms")
+    used = set(val_order[: race["queries_used"]])
+    val_records = [r for r in records if int(r["query"]) in used]
+    race_info = _race_info(race, cells, round_size, alpha, early_stop, len(val_order))
+    rows = _rows(val_records, cells, ref, race_info["left"],
+                 np.asarray([label_ids[str(e[label_key])] for e in pool]), scoring is not None)
+    test_rows = _test_rows(records, validated, ref, test)
+    best, why = recommend(test_rows, ref)
+    info = {"why": why, "n_pool": len(pool), "k": grid["ks"], "embed_ms": embed_ms, "queries_in_examples": overlap,
+            "metric": None if scoring is None else scoring.name, "reference": ref.id, "race": race_info,
+            "validated": validated.as_dict(), "recommended": best.as_dict(), "split": head["split"]}
+    result = CompareResult(rows, best.selector, len(qs), folder, info=info, test_rows=test_rows,
+                           recommended_cell=best.id)
     if folder is not None:
         if not _saved_index_holds(folder / "index", emb, best, before):
-            index = SelectorIndex(emb, method=best, input_keys=[text_key], output_key=label_key,
-                                  cache_dir=cache_dir, random_state=seed).fit(list(pool) + list(qs))
+            index = SelectorIndex(emb, method=best.selector, input_keys=[text_key], output_key=label_key,
+                                  cache_dir=cache_dir, random_state=seed, order=best.order).fit(list(pool) + list(qs))
             index.save(folder / "index")
         result.index_dir = folder / "index"
         atomic_write_text(folder / "compare.md", result.to_markdown())
         atomic_write_text(folder / "compare.html", result.to_html(records, qs, pool, text_key, label_key))
-        atomic_write_json(folder / "compare.json", {"key": key, "selectors": selectors, "k": k, "seed": seed,
-                                                    "rows": rows, "recommended": best, "why": why,
-                                                    "n_queries": len(qs), "n_pool": len(pool), "embed_ms": embed_ms,
-                                                    "queries_in_examples": overlap})
+        atomic_write_json(folder / "compare.json", {**head, "rows": rows, "test_rows": test_rows,
+                                                    "race": race_info, "validated": validated.as_dict(),
+                                                    "recommended": best.as_dict(), "why": why, "embed_ms": embed_ms,
+                                                    "metric": info["metric"]})
     return result
+
+
+def plan_grid(selectors: Sequence[str], k: Any, orders: Any, reference: Any) -> Dict[str, Any]:
+    """The grid's ``selectors`` (canonical), ``ks``, ``orders``, ``reference`` cell and ``cells`` (the
+    reference first). Raises ``ValueError`` naming the bad value."""
+    from ucs.selectors.factory import canonical_method
+
+    sels = list(dict.fromkeys(canonical_method(s) for s in selectors))
+    ks = parse_ks(k)
+    ords = default_orders() if orders is None else parse_orders(orders)
+    ref = default_reference(ks) if reference is None else parse_cell(reference)
+    return {"selectors": sels, "ks": ks, "orders": ords, "reference": ref, "cells": grid_cells(sels, ks, ords, ref)}
+
+
+def check_race(round_size: int, alpha: float, max_minutes: Optional[float], max_queries: Optional[int]) -> None:
+    """Refuse a race that cannot run: ``round_size < 1``, ``alpha`` outside (0, 1), a non-positive budget."""
+    if int(round_size) < 1:
+        raise ValueError(f"round_size must be at least 1 (validation queries per round); got {round_size}")
+    if not 0.0 < float(alpha) < 1.0:
+        raise ValueError(f"alpha must lie strictly between 0 and 1 (such as 0.05); got {alpha}")
+    if max_minutes is not None and not float(max_minutes) > 0:
+        raise ValueError(f"max_minutes must be positive (minutes of model time); got {max_minutes}")
+    if max_queries is not None and int(max_queries) < 1:
+        raise ValueError(f"max_queries must be at least 1 (validation queries); got {max_queries}")
 
 
 def _embedder(embedder: Any) -> Any:

@@ -19,7 +19,7 @@ from ucs.index.search import SEARCHES, make_search
 from ucs.index.storage import load_index, save_index
 from ucs.models import load_backbone
 from ucs.selectors import UCSPrior
-from ucs.selectors.base import check_random_state
+from ucs.selectors.base import ORDERS, check_random_state
 from ucs.selectors.factory import canonical_method, make_selector, parse_method, selector_class
 
 __all__ = ["SelectorIndex", "IndexSelection"]
@@ -115,6 +115,9 @@ class SelectorIndex:
         never re-embeds them.
     random_state : int, default=0
         Seeds the clusterer (when it has no seed of its own) and the selector.
+    order : {"selected", "similar_first", "similar_last", "vote_last"}, optional
+        The demonstrations' order when :meth:`select` names none (saved with the index; ``ucs compare`` stores
+        the order of the cell it recommends). Default :func:`ucs.defaults.application_order`.
 
     Attributes
     ----------
@@ -149,6 +152,7 @@ class SelectorIndex:
         hnsw: Optional[Dict[str, Any]] = None,
         cache_dir: Optional[PathLike] = None,
         random_state: int = 0,
+        order: Optional[str] = None,
     ) -> None:
         self.embedder = embedder
         self.method = method
@@ -162,6 +166,7 @@ class SelectorIndex:
         self.hnsw = hnsw
         self.cache_dir = cache_dir
         self.random_state = random_state
+        self.order = order
 
     # ------------------------------------------------------------------ parameters
     def _check_params(self) -> None:
@@ -177,6 +182,8 @@ class SelectorIndex:
         if self.candidate_search not in SEARCHES:
             raise ValueError(f"candidate_search must be one of {SEARCHES}; got {self.candidate_search!r}")
         check_random_state(self.random_state)
+        if getattr(self, "order", None) is not None and self.order not in ORDERS:
+            raise ValueError(f"order must be one of {ORDERS} or None; got {self.order!r}")
         for name in ("prior", "selector_params", "hnsw"):
             v = getattr(self, name)
             if v is not None and not isinstance(v, dict):
@@ -417,7 +424,8 @@ class SelectorIndex:
         order : {"selected", "similar_first", "similar_last", "vote_last"}, optional
             The demonstrations' order: as chosen, or by similarity to the query with the most similar first or
             last (next to the query), or grouped by label with the most frequent label last (``vote_last``).
-            Default :func:`ucs.defaults.application_order`: ``vote_last`` when the index has an output key,
+            Default: the index's own ``order`` when it has one (``ucs compare`` saves its recommended cell's),
+            else :func:`ucs.defaults.application_order`: ``vote_last`` when the index has an output key,
             else ``selected``. Query-dependent methods only.
 
         Returns
@@ -450,7 +458,7 @@ class SelectorIndex:
         # one query at serving time: the faiss scan and numpy run on the query's threads too (their OpenMP / BLAS
         # pools otherwise wait at barriers for a busy core: +12 ms a call with one of two cores busy)
         if order is None:
-            order = D.application_order(sel.labels_ is not None)
+            order = getattr(self, "order", None) or D.application_order(sel.labels_ is not None)
         with limit_threads(self._serving_threads() if qe.shape[0] == 1 else None):
             result = sel.select(qe, k, query_texts=texts if self.base_ in ("mdl", "bsr") else None, order=order)
         rows = [self._wrap(result, r, texts[r] if texts else None, example_keys) for r in range(qe.shape[0])]

@@ -70,6 +70,7 @@ def save_index(index: Any, d: Path) -> Path:
             "clusterer": _clusterer_spec(index.clusterer), "prior": index.prior,
             "selector_params": index.selector_params, "candidate_search": index.candidate_search,
             "hnsw": index.hnsw, "random_state": int(index.random_state),
+            **({"order": index.order} if getattr(index, "order", None) is not None else {}),
         },
         "embedder": dict(index.embedder_identity_),
         "n_examples": int(index.n_examples_), "n_added": int(index.n_added_), "dim": int(index.embeddings_.shape[1]),
@@ -144,7 +145,7 @@ def load_index(cls: type, d: Path, embedder: Any = None, lm: Any = None) -> Any:
     index = cls(
         embedder, p["method"], input_keys=p["input_keys"], output_key=p["output_key"], clusterer=clusterer,
         prior=p["prior"], selector_params=p["selector_params"], lm=lm, candidate_search=p["candidate_search"],
-        hnsw=p["hnsw"], random_state=p["random_state"],
+        hnsw=p["hnsw"], random_state=p["random_state"], order=p.get("order"),
     )
     index._check_params()
     index.embedder_identity_ = ident
