@@ -12,7 +12,8 @@ one prompt evaluated whole and as prefix + continuation, up to 0.35 nats when th
 of another prompt). The in-process engine evaluates each prefix whole, then the continuations on top of it. Here the
 server does the same: between prompts the test sends an unrelated one-token request (so no part of the next prefix
 is cached), and the backbone's prefix warm-up (``warm_prefix``, on by default) has the server evaluate the prefix
-alone before the continuations. Without the unrelated request, 37 of the 50 prompts still agree within 1e-3 nats
+alone before the continuations. (The server refuses a list of prompts in one request, HTTP 500: the backbone
+tries one list, then scores one request per continuation, as tested here.) Without the unrelated request, 37 of the 50 prompts still agree within 1e-3 nats
 and the other 13 differ by up to 0.61 nats, all 50 with the same predicted label (measured once; see docs/http.md).
 """
 
@@ -92,17 +93,39 @@ def test_label_scores_equal_the_in_process_engine(served, local, shared_data):
     remote = load_backbone(served, max_in_flight=4)
     prompts = banking_prompts(shared_data)
     worst, agree = 0.0, 0
-    for prefix, conts, _ in prompts:
+    for q, (prefix, conts, _) in enumerate(prompts):
         a = local.score_continuations_detailed(prefix, conts)
         remote.generate(["#"], max_new_tokens=1)  # the server's cache now shares nothing with the next prefix
+        sent = remote.requests_sent
         b = remote.score_continuations_detailed(prefix, conts)
+        if q:  # the server refused the first list: the warm-up and one request per label, as before lists
+            assert remote.requests_sent - sent == 1 + len(conts)
         np.testing.assert_array_equal(a.n_tokens, b.n_tokens)
         worst = max(worst, float(np.max(np.abs(a.logprob - b.logprob))))
         agree += int(np.argmax(a.logprob) == np.argmax(b.logprob))
     print(f"\n{len(prompts)} prompts x {N_LABELS} labels: max |delta| = {worst:.2e} nats, {agree} same predictions")
     assert worst < 1e-3
     assert agree == len(prompts)
+    assert remote.takes_lists is False and remote.prompts_scored == len(prompts)
     remote.close()
+
+
+def test_a_list_is_refused_once_and_the_fallback_scores_equal_one_request_per_label(served, shared_data, caplog):
+    # llama-cpp-python's server answers a list of two prompts with HTTP 500 (an assert in its route)
+    caplog.set_level("INFO", logger="ucs.models.http")
+    tried, direct = load_backbone(served), load_backbone(served + "#?batch=1")
+    for prefix, conts, _ in banking_prompts(shared_data)[:3]:
+        scores = []
+        for remote in (tried, direct):
+            remote.generate(["#"], max_new_tokens=1)
+            scores.append(remote.score_continuations_detailed(prefix, conts))
+        np.testing.assert_array_equal(scores[0].logprob, scores[1].logprob)
+        np.testing.assert_array_equal(scores[0].n_tokens, scores[1].n_tokens)
+    assert tried.takes_lists is False and direct.takes_lists is None
+    assert tried.requests_sent == direct.requests_sent + 1  # the one refused list
+    said = [r.getMessage() for r in caplog.records if "list of prompts" in r.getMessage()]
+    assert len(said) == 1 and "HTTP 500" in said[0]
+    tried.close(), direct.close()
 
 
 def test_generation_and_identity(served):
