@@ -116,6 +116,49 @@ def test_generation(smollm2_hf):
     assert torch.equal(state, torch.random.get_rng_state())  # the global RNG is untouched
 
 
+def test_a_converted_checkpoint_is_used_only_when_it_matches_its_manifest(tmp_path):
+    from ucs.models.hf import MANIFEST, converted_ok, write_manifest
+    from ucs.utils.integrity import DamagedFileWarning
+
+    folder = tmp_path / "conv"
+    assert not converted_ok(folder, "abc")  # absent: convert, no warning
+    folder.mkdir()
+    (folder / "config.json").write_text('{"a": 1}')
+    (folder / "model.safetensors").write_bytes(bytes(range(200)))
+    write_manifest(folder, "abc")
+    assert converted_ok(folder, "abc")
+    for damage in (lambda f: (f / "model.safetensors").write_bytes(bytes(range(1, 201))),
+                   lambda f: (f / MANIFEST).unlink(), lambda f: (f / "extra.bin").write_bytes(b"x"),
+                   lambda f: (f / "config.json").unlink(), None):
+        folder.mkdir(exist_ok=True)
+        (folder / "config.json").write_text('{"a": 1}')
+        (folder / "model.safetensors").write_bytes(bytes(range(200)))
+        write_manifest(folder, "abc")
+        if damage is None:  # a checkpoint of another GGUF
+            with pytest.warns(DamagedFileWarning, match="moved to"):
+                assert not converted_ok(folder, "abd")
+            continue
+        damage(folder)
+        with pytest.warns(DamagedFileWarning, match="does not match its manifest"):
+            assert not converted_ok(folder, "abc")
+        assert not folder.exists() and any(p.name.startswith("conv.damaged-") for p in tmp_path.iterdir())
+
+
+@pytest.mark.slow
+def test_a_gguf_is_converted_once_and_later_loads_read_the_checkpoint(smollm2_path, monkeypatch, tmp_path):
+    pytest.importorskip("gguf")
+    monkeypatch.setenv("UCS_CACHE_DIR", str(tmp_path))
+    first = TransformersBackbone(str(smollm2_path), dtype="float32").load()
+    want = first.score_continuations(PROMPT, LABELS)
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("converted the GGUF again")
+
+    monkeypatch.setattr(TransformersBackbone, "_convert_gguf", staticmethod(refuse))
+    second = TransformersBackbone(str(smollm2_path), dtype="float32").load()
+    np.testing.assert_array_equal(second.score_continuations(PROMPT, LABELS), want)
+
+
 @pytest.mark.slow
 def test_bfloat16_on_a_cpu_without_native_kernels_warns(smollm2_path, monkeypatch):
     import warnings

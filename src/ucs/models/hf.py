@@ -13,12 +13,14 @@
 
 GGUF files are dequantised to float32 by transformers (needs the ``gguf`` package); the result is
 saved once as an ordinary safetensors checkpoint under the ucs cache, keyed by the file's SHA-256,
-so later loads take a fraction of a second instead of tens of seconds.
+so later loads take a fraction of a second instead of tens of seconds. A manifest of the checkpoint's
+files and their SHA-256 is verified on every load; a damaged checkpoint is moved aside and converted again.
 """
 
 from __future__ import annotations
 
 import copy
+import json
 import os
 import shutil
 import tempfile
@@ -62,6 +64,42 @@ def pool_hidden(hidden, mask, pooling: str):
     else:
         raise ValueError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
     return hidden[torch.arange(hidden.shape[0], device=hidden.device), idx]
+
+
+#: The list of a converted checkpoint's files and their SHA-256, written last.
+MANIFEST = "ucs-manifest.json"
+
+
+def write_manifest(folder: Path, source_sha: str) -> None:
+    """Record the SHA-256 of every file in ``folder`` (and the GGUF's) in ``folder / MANIFEST``."""
+    from ucs.utils.io import atomic_write_text
+    from ucs.utils.weights import fingerprint
+
+    files = {f.name: fingerprint(f) for f in sorted(folder.iterdir()) if f.is_file() and f.name != MANIFEST}
+    atomic_write_text(folder / MANIFEST, json.dumps({"source_sha256": source_sha, "files": files}, indent=1))
+
+
+def converted_ok(folder: Path, source_sha: str) -> bool:
+    """Whether ``folder`` holds a converted checkpoint of the GGUF ``source_sha`` whose files all match their
+    manifest. Absent: ``False``. Damaged or unverifiable (a changed, missing or extra file; no manifest): moved
+    aside with a :class:`~ucs.utils.integrity.DamagedFileWarning` and ``False``, so the caller converts anew.
+    Time: one SHA-256 pass over the files (once per process and file version)."""
+    from ucs.utils.integrity import move_aside, report_damage
+    from ucs.utils.weights import fingerprint
+
+    if not folder.exists():
+        return False
+    try:
+        man = json.loads((folder / MANIFEST).read_text())
+        files = {f.name for f in folder.iterdir() if f.is_file() and f.name != MANIFEST}
+        ok = (man.get("source_sha256") == source_sha and set(man["files"]) == files
+              and all(fingerprint(folder / n) == h for n, h in man["files"].items()))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        ok = False
+    if not ok:
+        moved = move_aside(folder)
+        report_damage(f"converted model {folder} does not match its manifest; moved to {moved.name}, converting again")
+    return ok
 
 
 def _is_gguf(path: Path) -> bool:
@@ -253,11 +291,18 @@ class TransformersBackbone(ReducedScoresMixin):
         from ucs.utils.weights import models_cache_dir
 
         target = models_cache_dir() / "hf-from-gguf" / sha[:24]
-        if (target / "config.json").is_file():
+        if converted_ok(target, sha):
             return str(target), str(target), {}
         gg = {"gguf_file": path.name}
         if not self.cache_converted:
             return str(path.parent), str(path.parent), gg
+        self._convert_gguf(path, sha, target, transformers, gg)
+        return str(target), str(target), {}
+
+    @staticmethod
+    def _convert_gguf(path: Path, sha: str, target: Path, transformers, gg: Dict[str, str]) -> None:
+        """Dequantise the GGUF once into a safetensors checkpoint at ``target``, with a manifest of its files'
+        SHA-256 that :func:`converted_ok` verifies on every later load; written aside and renamed into place."""
         tok = transformers.AutoTokenizer.from_pretrained(str(path.parent), **gg)
         model = transformers.AutoModelForCausalLM.from_pretrained(str(path.parent), dtype="float32", **gg)
         config = model.config
@@ -271,14 +316,14 @@ class TransformersBackbone(ReducedScoresMixin):
         try:
             clean.save_pretrained(tmp)
             tok.save_pretrained(tmp)
+            write_manifest(tmp, sha)
             try:
                 os.replace(tmp, target)
             except OSError:
-                if not (target / "config.json").is_file():
+                if not converted_ok(target, sha):
                     raise
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
-        return str(target), str(target), {}
 
     @property
     def num_layers(self) -> int:
