@@ -28,14 +28,15 @@ from typing import Any, Dict, List, Optional, Tuple
 
 __all__ = ["CompletionsDouble", "double_logprob", "double_tokens"]
 
-_TOKEN = re.compile(r"\s*\w+|\s*[^\w\s]|\s+")
-#: What greedy generation picks from (each starts with a space: it never merges with the prompt's last token).
-VOCAB = (" the", " card", " label", " yes", " no", " balance", " transfer", " .", " ,", " and")
+_TOKEN = re.compile(r"\w+|[^\w\s]|\s+")
+#: What greedy generation picks from: single punctuation marks, which never merge with the prompt's last token,
+#: so the echo of ``prompt + token`` scores the very token that was generated.
+VOCAB = (".", ",", "!", "?", ";", ":", "-", "'", ")", "(")
 
 
 def double_tokens(text: str) -> List[Tuple[int, str]]:
-    """``(offset, token)`` of every token of ``text``: a word with its leading spaces, a punctuation mark with its
-    leading spaces, or trailing spaces; the tokens joined give ``text`` back."""
+    """``(offset, token)`` of every token of ``text``: a word, a punctuation mark, or a run of spaces; the tokens
+    joined give ``text`` back."""
     return [(m.start(), m.group()) for m in _TOKEN.finditer(text)]
 
 
