@@ -116,11 +116,12 @@ def test_restart_never_reembeds(tmp_path):
     assert fresh.n_texts_embedded_ == 0
 
 
-@pytest.mark.parametrize("target", ["arrays.npz", "examples.json", "clusterer/state.npz"])
+@pytest.mark.parametrize("target", ["embeddings.npy", "cluster_ids.npy", "examples.json", "clusterer/state.npz"])
 def test_tampered_files_are_refused(tmp_path, target):
     ex = [{"q": f"question {i}", "a": str(i % 3)} for i in range(40)]
-    SelectorIndex(DummyEmbedder(dim=16), "dpp+ucs", output_key="a", cache_dir=tmp_path).fit(ex).save(tmp_path / "ix")
-    path = tmp_path / "ix" / target
+    d = SelectorIndex(DummyEmbedder(dim=16), "dpp+ucs", output_key="a", cache_dir=tmp_path).fit(ex).save(tmp_path / "ix")
+    assert d == tmp_path / "ix" / "versions" / "1"
+    path = d / target
     data = bytearray(path.read_bytes())
     data[len(data) // 2] ^= 0x01
     path.write_bytes(bytes(data))
@@ -130,10 +131,10 @@ def test_tampered_files_are_refused(tmp_path, target):
 
 def test_load_refuses_another_embedder_and_unknown_format(tmp_path):
     ex = [{"q": f"question {i}", "a": str(i % 3)} for i in range(10)]
-    SelectorIndex(DummyEmbedder(dim=16), "topk", cache_dir=tmp_path).fit(ex).save(tmp_path / "ix")
+    d = SelectorIndex(DummyEmbedder(dim=16), "topk", cache_dir=tmp_path).fit(ex).save(tmp_path / "ix")
     with pytest.raises(ValueError, match="not the one this index was built with"):
         SelectorIndex.load(tmp_path / "ix", embedder=DummyEmbedder(dim=16, seed=1))
-    man = tmp_path / "ix" / "index.json"
+    man = d / "index.json"
     meta = json.loads(man.read_text())
     meta["format"] = "ucs.index/999"
     man.write_text(json.dumps(meta))
@@ -144,9 +145,9 @@ def test_load_refuses_another_embedder_and_unknown_format(tmp_path):
 @pytest.mark.parametrize("edit", ["method", "unseal", "example_count"])
 def test_a_hand_edited_manifest_is_refused(tmp_path, edit):
     ex = [{"q": f"question {i}", "a": str(i % 3)} for i in range(10)]
-    SelectorIndex(DummyEmbedder(dim=16), "dpp+ucs", output_key="a", cache_dir=tmp_path).fit(ex).save(tmp_path / "ix")
+    d = SelectorIndex(DummyEmbedder(dim=16), "dpp+ucs", output_key="a", cache_dir=tmp_path).fit(ex).save(tmp_path / "ix")
     assert SelectorIndex.load(tmp_path / "ix").method_ == "dpp+ucs"
-    man = tmp_path / "ix" / "index.json"
+    man = d / "index.json"
     meta = json.loads(man.read_text())
     if edit == "method":
         meta["params"]["method"] = "topk"

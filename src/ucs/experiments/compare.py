@@ -227,7 +227,7 @@ def _meta(folder: Optional[Path]) -> Dict[str, Any]:
 def _saved_index_holds(path: Path, emb: Any, best: Cell, before: Dict[str, Any]) -> bool:
     """Whether ``path`` already holds the recommended index of this comparison: the previous call finished with the
     same recommendation (``before``, checked against the same key) and the index loads with every file verified."""
-    if (before.get("recommended") or {}).get("cell") != best.id or not (path / "index.json").is_file():
+    if (before.get("recommended") or {}).get("cell") != best.id or SelectorIndex.latest_version(path) is None:
         return False
     try:
         index = SelectorIndex.load(path, embedder=emb, warmup=False)

@@ -16,7 +16,7 @@ from ucs.embedding.threads import limit_threads, resolve_query_threads
 from ucs.index.examples import check_examples, example_text, query_text, resolve_keys
 from ucs.index.placement import fit_clusters, place_rows, pool_representation, represent
 from ucs.index.search import SEARCHES, make_search
-from ucs.index.storage import load_index, save_index
+from ucs.index.storage import latest_version, load_index, save_index
 from ucs.models import load_backbone
 from ucs.selectors import UCSPrior
 from ucs.selectors.base import ORDERS, check_random_state
@@ -135,7 +135,7 @@ class SelectorIndex:
     O(C²·d) kernel and an O(C·B²) greedy MAP.
     """
 
-    FORMAT = "ucs.index/2"
+    FORMAT = "ucs.index/3"
 
     def __init__(
         self,
@@ -277,8 +277,9 @@ class SelectorIndex:
     def _prior(self) -> Any:
         return UCSPrior(self.cluster_ids_, **{**_defaults(), **(self.prior or {})})
 
-    def _fit_selector(self) -> "SelectorIndex":
-        """Build the selector with :func:`ucs.selectors.factory.make_selector` and fit it."""
+    def _fit_selector(self, pool_tokens: Optional[tuple] = None) -> "SelectorIndex":
+        """Build the selector with :func:`ucs.selectors.factory.make_selector` and fit it (``pool_tokens``:
+        Set-BSR's stored pool token rows and offsets, so that loading never re-encodes the pool)."""
         cls = selector_class(self.base_)
         accepted = set(cls._param_names())
         params: Dict[str, Any] = dict(self.selector_params or {})
@@ -294,7 +295,13 @@ class SelectorIndex:
         texts = [example_text(e, self.input_keys_) for e in self.examples_]
         labels = None if self.output_key_ is None else [str(e[self.output_key_]) for e in self.examples_]
         sel = make_selector(self.method_, prior=self.coverage_prior_ if self.ucs_ else None, **params)
-        sel.fit(self.embeddings_, labels=labels, texts=texts, cluster_ids=self.cluster_ids_)
+        if pool_tokens is not None and self.base_ == "bsr":
+            from ucs.selectors.bsr import PackedTokens
+
+            sel.fit_with_tokens(self.embeddings_, PackedTokens.from_arrays(*pool_tokens), labels=labels,
+                                texts=texts, cluster_ids=self.cluster_ids_)
+        else:
+            sel.fit(self.embeddings_, labels=labels, texts=texts, cluster_ids=self.cluster_ids_)
         if sel.query_dependent:
             sel.set_candidate_search(self.search_)
         self.selector_ = sel
@@ -492,17 +499,31 @@ class SelectorIndex:
 
     # ------------------------------------------------------------------ persistence
     def save(self, directory: PathLike) -> Path:
-        """Write the index to ``directory`` (JSON + npz, no pickle; every file's SHA-256 in ``index.json``)."""
+        """Write the index as the next version of ``directory`` and switch readers to it with one atomic rename
+        (JSON + ``.npy``, no pickle; every file's SHA-256 in the version's ``index.json``; the last
+        :data:`ucs.index.storage.KEEP_VERSIONS` versions are kept). Sets ``version_``; returns the version's
+        folder (``directory/versions/<n>``). See :mod:`ucs.index.storage`."""
         self._check_fitted()
-        return save_index(self, Path(directory))
+        folder, self.version_ = save_index(self, Path(directory))
+        return folder
+
+    @staticmethod
+    def latest_version(directory: PathLike) -> Optional[int]:
+        """The version a :meth:`load` of ``directory`` would read now (0 for a folder saved before versions),
+        ``None`` when it holds no index: one small file read, for a server to poll and reload when it differs
+        from its index's ``version_``."""
+        return latest_version(Path(directory))
 
     @classmethod
     def load(cls, directory: PathLike, embedder: Any = None, lm: Any = None, *,
-             warmup: bool = True) -> "SelectorIndex":
-        """Load an index written by :meth:`save`, verifying every stored file.
+             warmup: bool = True, version: Optional[int] = None) -> "SelectorIndex":
+        """Load an index written by :meth:`save`, verifying every stored file; ``version_`` tells which version.
 
         Parameters
         ----------
+        directory : path
+            The folder given to :meth:`save` (its current version is read), one version's folder, or a folder
+            saved before versions (version 0).
         embedder : Embedder, optional
             Embeds text queries; must have the identity the index was built with. Without it the default
             backbone is used when the index was built with it; otherwise pass ``query_embeddings``.
@@ -512,8 +533,10 @@ class SelectorIndex:
             Call :meth:`warmup` before returning: the embedder is loaded and one query runs here, so the first
             request is as fast as the others. ``False`` returns at once (the model then loads on the first
             query; e.g. when every query will come as ``query_embeddings``).
+        version : int, optional
+            A kept older version (a rollback) instead of the current one.
         """
-        index = load_index(cls, Path(directory), embedder=embedder, lm=lm)
+        index = load_index(cls, Path(directory), embedder=embedder, lm=lm, version=version)
         return index.warmup() if warmup else index
 
     def __repr__(self) -> str:

@@ -42,6 +42,20 @@ class PackedTokens:
         self.rows = np.ascontiguousarray(rows)
         self.offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
 
+    @classmethod
+    def from_arrays(cls, rows: np.ndarray, offsets: np.ndarray) -> "PackedTokens":
+        """Packed tokens from stored ``rows`` (K, d), already ℓ2-normalised, and ``offsets`` (N + 1,): no
+        copy when ``rows`` is float32 (a memory map stays one), one conversion to float32 otherwise (float16
+        storage)."""
+        self = cls.__new__(cls)
+        self.rows = rows if rows.dtype == np.float32 else np.ascontiguousarray(rows, dtype=np.float32)
+        self.offsets = np.asarray(offsets, dtype=np.int64)
+        if self.offsets.ndim != 1 or self.offsets[0] != 0 or self.offsets[-1] != self.rows.shape[0] \
+                or (np.diff(self.offsets) <= 0).any():
+            raise ValueError("token offsets must rise from 0 to the number of token rows, every text owning "
+                             "one")
+        return self
+
     def __len__(self) -> int:
         return self.offsets.size - 1
 
@@ -133,8 +147,25 @@ class BSRSelector(Selector):
                              "retrieval embedder (load_retrieval_embedder('all-minilm-l6-v2'))")
         if self.texts_ is None:
             raise ValueError("BSRSelector scores the pool's tokens: fit(pool, texts=...)")
+        stored = self.__dict__.pop("_stored_pool_tokens", None)
+        if stored is not None and len(stored) == self.n_pool_:
+            self.pool_tokens_ = stored
+            return
         vectors, _ = self.token_embedder.embed_tokens(self.texts_)
         self.pool_tokens_ = PackedTokens(vectors)
+
+    def fit_with_tokens(self, pool_embeddings: Any, pool_tokens: PackedTokens,
+                        **kwargs: Any) -> "BSRSelector":
+        """:meth:`fit` with the pool's token vectors already computed (``pool_tokens``, one text per pool row,
+        e.g. stored with a saved index): nothing is embedded. ``kwargs`` are :meth:`fit`'s."""
+        if len(pool_tokens) != np.shape(pool_embeddings)[0]:
+            raise ValueError(f"pool_tokens holds {len(pool_tokens)} texts; the pool has "
+                             f"{np.shape(pool_embeddings)[0]}")
+        self._stored_pool_tokens = pool_tokens
+        try:
+            return self.fit(pool_embeddings, **kwargs)
+        finally:
+            self.__dict__.pop("_stored_pool_tokens", None)
 
     def _select(
         self, queries: np.ndarray, budget: int, query_texts: Optional[Sequence[str]]
