@@ -63,6 +63,9 @@ def test_each_save_is_a_new_version_and_old_ones_are_pruned(tmp_path):
     assert older.version_ == 3 and older.n_examples_ == 22
     with pytest.raises(IndexIntegrityError, match="version 1 .* is not stored"):
         SelectorIndex.load(root, warmup=False, version=1)
+    with pytest.raises(ValueError, match="is one version of the index folder"):
+        idx.save(root / "versions" / "5")  # a version is never rewritten
+    assert SelectorIndex.load(root / "versions" / "4", warmup=False).version_ == 4  # a version's own folder
 
 
 def test_a_damaged_pointer_is_refused(tmp_path):

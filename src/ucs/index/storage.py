@@ -217,6 +217,9 @@ def save_index(index: Any, root: Path) -> "tuple[Path, int]":
     Returns the new version's folder and number. A folder written before versions is upgraded: its files stay
     readable until the switch and are removed after it.
     """
+    if root.parent.name == VERSIONS and root.name.isdigit() and (root / MANIFEST).is_file():
+        raise ValueError(f"{root} is one version of the index folder {root.parent.parent}; save into that folder "
+                         "(a version is never changed after it is written)")
     root.mkdir(parents=True, exist_ok=True)
     with _writer_lock(root):
         current = latest_version(root) if (root / CURRENT).is_file() else None
