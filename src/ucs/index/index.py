@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Union
 
@@ -15,6 +14,8 @@ from ucs.embedding.cache import EmbeddingCache
 from ucs.embedding.threads import limit_threads, resolve_query_threads
 from ucs.index.examples import check_examples, example_text, query_text, resolve_keys
 from ucs.index.placement import fit_clusters, place_rows, pool_representation, represent
+from ucs.index.restricted import select_restricted
+from ucs.index.selection import IndexSelection
 from ucs.index.search import SEARCHES, make_search
 from ucs.index.storage import latest_version, load_index, save_index
 from ucs.models import load_backbone
@@ -25,49 +26,6 @@ from ucs.selectors.factory import canonical_method, make_selector, parse_method,
 __all__ = ["SelectorIndex", "IndexSelection"]
 
 PathLike = Union[str, "os.PathLike[str]"]
-
-
-@dataclass(frozen=True)
-class IndexSelection:
-    """The demonstrations chosen for one query.
-
-    Attributes
-    ----------
-    examples : list of dict
-        The chosen examples in prompt order (copies; only ``example_keys`` when the caller asked for them).
-    indices : ndarray (B,) int64
-        Their positions in the index.
-    scores : ndarray (B,) float64
-        Each one's score when it was chosen (similarity, greedy gain, vote score; ``nan`` where none).
-    cluster_ids : ndarray (B,) int64
-        Their latent clusters.
-    phi : float
-        Coverage ``Φ`` of the subset under the index's unseen estimator.
-    clusters_covered : int
-        Distinct clusters among them.
-    method : str
-    query : str or None
-        The text that was embedded for the query (``None`` for a query-independent selection).
-    """
-
-    examples: List[Dict[str, Any]]
-    indices: np.ndarray
-    scores: np.ndarray
-    cluster_ids: np.ndarray
-    phi: float
-    clusters_covered: int
-    method: str
-    query: Optional[str] = None
-    extras: Dict[str, Any] = field(default_factory=dict)
-
-    def to_dict(self) -> Dict[str, Any]:
-        """JSON-friendly form (what a service would log to show which demonstrations were chosen)."""
-        return {
-            "method": self.method, "query": self.query, "indices": self.indices.tolist(),
-            "scores": [None if not np.isfinite(s) else float(s) for s in self.scores],
-            "cluster_ids": self.cluster_ids.tolist(), "phi": self.phi,
-            "clusters_covered": self.clusters_covered, "examples": self.examples,
-        }
 
 
 def _defaults() -> Dict[str, Any]:
@@ -414,6 +372,8 @@ class SelectorIndex:
         query_embeddings: Optional[np.ndarray] = None,
         example_keys: Optional[Sequence[str]] = None,
         order: Optional[str] = None,
+        where: Optional[Dict[str, Any]] = None,
+        dedupe: Optional[float] = None,
     ) -> Union[IndexSelection, List[IndexSelection]]:
         """The ``k`` demonstrations for each query.
 
@@ -434,6 +394,15 @@ class SelectorIndex:
             Default: the index's own ``order`` when it has one (``ucs compare`` saves its recommended cell's),
             else :func:`ucs.defaults.application_order`: ``vote_last`` when the index has an output key,
             else ``selected``. Query-dependent methods only.
+        where : dict, optional
+            Choose only among the examples whose fields match: ``{"lang": "de"}`` (equality) or
+            ``{"tier": ["a", "b"]}`` (membership), every condition must hold (:mod:`ucs.index.filters`). The
+            method runs on the matching examples alone; fewer than ``k`` matches return them all, with
+            ``n_matched`` and a ``note`` on the selection. An unknown field or a bad value is a ``ValueError``.
+        dedupe : float in (0, 1], optional
+            No two returned examples have cosine ``>= dedupe`` in the retrieval embedding space (e.g. ``0.95``):
+            a near-duplicate of an earlier choice is dropped and the method's next choice takes its place, so
+            ``k`` still come back when the pool allows. ``None`` (default): off.
 
         Returns
         -------
@@ -451,6 +420,9 @@ class SelectorIndex:
         texts = [query_text(q, self.input_keys_) for q in items]
         if qe is not None and texts and len(texts) != qe.shape[0]:
             raise ValueError(f"{len(texts)} queries but query_embeddings has {qe.shape[0]} rows")
+        if where is not None or dedupe is not None:
+            return select_restricted(self, texts, qe, k, single, where=where, dedupe=dedupe,
+                                     example_keys=example_keys, order=order)
         sel = self.selector_
         if not sel.query_dependent and self.base_ != "mdl":
             out = self._shared(k, example_keys)

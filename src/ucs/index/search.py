@@ -17,7 +17,7 @@ import numpy as np
 from ucs.selectors._retrieval import _topk_rows
 from ucs.utils.arrays import take_rows
 
-__all__ = ["SEARCHES", "ExactSearch", "HNSWSearch", "make_search"]
+__all__ = ["SEARCHES", "ExactSearch", "HNSWSearch", "RestrictedSearch", "make_search"]
 
 SEARCHES = ("exact", "hnsw")
 
@@ -75,34 +75,41 @@ class ExactSearch:
         if self._half is not None:
             self._half.add(new)
 
-    def __call__(self, queries: np.ndarray, c: int) -> Tuple[np.ndarray, np.ndarray]:
+    def __call__(self, queries: np.ndarray, c: int, allowed: Optional["Allowed"] = None
+                 ) -> Tuple[np.ndarray, np.ndarray]:
+        """The ``c`` most similar rows of each query; with ``allowed``, only among those rows (faiss masks the
+        others during the scan; ``c`` must not exceed their number)."""
         q32 = _unit32(queries) if queries.shape[0] else np.ascontiguousarray(queries, dtype=np.float32)
         if c == 0 or q32.shape[0] == 0:
             return np.empty((q32.shape[0], c), dtype=np.int64), np.empty((q32.shape[0], c))
         if self._half is None:
-            return self._numpy(q32, c)
-        n = self.pool.shape[0]
+            return self._numpy(q32, c, allowed)
+        n = self.pool.shape[0] if allowed is None else allowed.rows.size
         m = min(n, 2 * c + 16)
-        approx, cand = self._half.search(q32, m)
+        params = None if allowed is None else allowed.params()
+        approx, cand = self._half.search(q32, m, params=params)
         idx = np.empty((q32.shape[0], c), dtype=np.int64)
         val = np.empty((q32.shape[0], c))
         for r in range(q32.shape[0]):
             keep = approx[r] >= approx[r, c - 1] - 2.0 * self.bound
             if m < n and keep[-1]:  # the threshold reaches past the scanned list: scan exactly
                 self.n_fallbacks += 1
-                idx[r : r + 1], val[r : r + 1] = self._numpy(q32[r : r + 1], c)
+                idx[r : r + 1], val[r : r + 1] = self._numpy(q32[r : r + 1], c, allowed)
                 continue
             rows = cand[r][keep]
             sims = self.pool[rows] @ q32[r]
             idx[r], val[r] = (a[0] for a in _order(rows[None, :], sims[None, :], c))
         return idx, val
 
-    def _numpy(self, q32: np.ndarray, c: int) -> Tuple[np.ndarray, np.ndarray]:
+    def _numpy(self, q32: np.ndarray, c: int, allowed: Optional["Allowed"] = None) -> Tuple[np.ndarray, np.ndarray]:
         idx = np.empty((q32.shape[0], c), dtype=np.int64)
         val = np.empty((q32.shape[0], c))
+        pool = self.pool if allowed is None else self.pool[allowed.rows]
         for s in range(0, q32.shape[0], self.block):
-            sims = q32[s : s + self.block] @ self.pool.T
+            sims = q32[s : s + self.block] @ pool.T
             idx[s : s + self.block], val[s : s + self.block] = _topk_rows(sims.astype(np.float64), c)
+        if allowed is not None:
+            idx = allowed.rows[idx]
         return idx, val
 
     def state(self) -> dict:
@@ -150,6 +157,7 @@ class HNSWSearch:
             self.index = faiss.IndexHNSWFlat(pool.shape[1], self.m, faiss.METRIC_INNER_PRODUCT)
             self.index.hnsw.efConstruction = self.ef_construction
             self.add(pool)
+        self.n_fallbacks = 0
 
     def add(self, rows: np.ndarray) -> None:
         faiss = _faiss()
@@ -160,13 +168,77 @@ class HNSWSearch:
         finally:
             faiss.omp_set_num_threads(threads)
 
-    def __call__(self, queries: np.ndarray, c: int) -> Tuple[np.ndarray, np.ndarray]:
-        self.index.hnsw.efSearch = max(self.ef_search, c)
-        sims, idx = self.index.search(np.ascontiguousarray(queries, dtype=np.float32), c)
+    def __call__(self, queries: np.ndarray, c: int, allowed: Optional["Allowed"] = None
+                 ) -> Tuple[np.ndarray, np.ndarray]:
+        """The ``c`` nearest rows of each query; with ``allowed``, a filtered graph search (faiss
+        ``SearchParametersHNSW(sel=IDSelectorBitmap)``) that visits only those rows' results; a query for which
+        the beam finds fewer than ``c`` of them is answered exactly over the allowed rows instead."""
+        q32 = np.ascontiguousarray(queries, dtype=np.float32)
+        if allowed is None:
+            self.index.hnsw.efSearch = max(self.ef_search, c)
+            sims, idx = self.index.search(q32, c)
+            return _order(idx, sims, c)
+        params = allowed.params(hnsw=True)
+        params.efSearch = max(self.ef_search, c)
+        sims, idx = self.index.search(q32, c, params=params)
+        short = np.flatnonzero((idx < 0).any(axis=1))
+        if short.size:
+            self.n_fallbacks += int(short.size)
+            rows = allowed.rows
+            pool = _unit32(self.index.reconstruct_batch(rows))
+            exact = _unit32(q32[short]) @ pool.T
+            sub, val = _topk_rows(exact.astype(np.float64), c)
+            idx, sims = idx.astype(np.int64), sims.astype(np.float64)
+            idx[short], sims[short] = rows[sub], val
         return _order(idx, sims, c)
 
     def state(self) -> dict:
         return {"hnsw_graph": np.asarray(_faiss().serialize_index(self.index), dtype=np.uint8)}
+
+
+class Allowed:
+    """The rows a filtered search may return: sorted int64 positions and, with faiss, the
+    ``IDSelectorBitmap`` over them (built once, kept with the bitmap it points into)."""
+
+    def __init__(self, rows: np.ndarray, n: int) -> None:
+        self.rows = np.ascontiguousarray(rows, dtype=np.int64)
+        self.n = int(n)
+        self._selector = None
+
+    def params(self, hnsw: bool = False):
+        """faiss search parameters that keep only these rows."""
+        faiss = _faiss()
+        if self._selector is None:
+            self._bitmap = np.zeros((self.n + 7) // 8, dtype=np.uint8)
+            np.bitwise_or.at(self._bitmap, self.rows >> 3, (1 << (self.rows & 7)).astype(np.uint8))
+            self._selector = faiss.IDSelectorBitmap(self.n, faiss.swig_ptr(self._bitmap))
+        return (faiss.SearchParametersHNSW(sel=self._selector) if hnsw
+                else faiss.SearchParameters(sel=self._selector))
+
+
+class RestrictedSearch:
+    """A candidate search over a subset of the pool, in the subset's own positions: what a selector fitted on
+    ``pool[rows]`` is given by :meth:`ucs.selectors.base.Selector.set_candidate_search`.
+
+    Parameters
+    ----------
+    search : ExactSearch or HNSWSearch
+        The index's search over the whole pool.
+    rows : ndarray of int64
+        Sorted pool positions of the subset.
+    """
+
+    def __init__(self, search, rows: np.ndarray) -> None:
+        self.search = search
+        self.allowed = Allowed(rows, _pool_size(search))
+
+    def __call__(self, queries: np.ndarray, c: int) -> Tuple[np.ndarray, np.ndarray]:
+        idx, sims = self.search(queries, c, allowed=self.allowed)
+        return np.searchsorted(self.allowed.rows, idx), sims
+
+
+def _pool_size(search) -> int:
+    return int(search.pool.shape[0]) if search.kind == "exact" else int(search.index.ntotal)
 
 
 def _faiss():
