@@ -217,3 +217,38 @@ def test_the_relevance_baselines_serve_langchain_prompts(tmp_path, method):
     again = UCSExampleSelector(SelectorIndex.load(tmp_path / "ix", embedder=DeterministicFakeEmbedding(size=64)), k=3,
                                input_keys=["input"])
     assert again.select_examples({"input": "worried"}) == chosen
+
+
+def test_a_fixed_filter_and_a_per_call_filter_from_a_prompt_variable(tmp_path):
+    sel = _fake_selector(tmp_path, where={"note": ["mood", "weather"]})
+    chosen = sel.select_examples({"input": "worried"})
+    assert len(chosen) == 3 and {ANTONYMS[i]["note"] for i in sel.last_selection.indices} <= {"mood", "weather"}
+    assert sel.last_selection.n_matched == 4
+    # where_keys: the prompt's own "note" variable filters each call and is not embedded
+    per_call = _fake_selector(tmp_path, where_keys=["note"], dedupe=0.95)
+    prompt = FewShotPromptTemplate(
+        example_selector=per_call, example_prompt=PromptTemplate.from_template("Input: {input}\nOutput: {output}"),
+        suffix="Input: {input}\nOutput:", input_variables=["input", "note"],
+    )
+    text = prompt.format(input="worried", note="weather")
+    assert "sunny" in text and "windy" in text and "happy" not in text
+    last = per_call.last_selection
+    assert last.query == "worried" and last.n_matched == 2 and "fewer than k=3" in last.note
+    assert last.indices.tolist() == per_call.index.select("worried", k=3, where={"note": "weather"},
+                                                          dedupe=0.95).indices.tolist()
+    assert _run(per_call.aselect_examples({"input": "worried", "note": "mood"})) == [
+        {"input": ANTONYMS[i]["input"], "output": ANTONYMS[i]["output"]} for i in per_call.last_selection.indices]
+    assert {ANTONYMS[i]["note"] for i in per_call.last_selection.indices} == {"mood"}
+    per_call.warmup()
+
+
+def test_bad_filters_are_refused_when_the_selector_is_built_or_called(tmp_path):
+    with pytest.raises(ValueError, match="field 'nothing', which no example has"):
+        _fake_selector(tmp_path, where={"nothing": "x"})
+    with pytest.raises(ValueError, match="dedupe must be a cosine threshold"):
+        _fake_selector(tmp_path, dedupe=2)
+    with pytest.raises(ValueError, match="where_keys must be a list"):
+        _fake_selector(tmp_path, where_keys="note")
+    sel = _fake_selector(tmp_path, where_keys=["note"])
+    with pytest.raises(ValueError, match=r"no variable\(s\) \['note'\] named in where_keys"):
+        sel.select_examples({"input": "worried"})

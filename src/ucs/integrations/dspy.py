@@ -21,6 +21,7 @@ from typing import Any, Dict, List, Optional, Sequence
 
 from ucs import defaults as D
 from ucs.index import IndexSelection, SelectorIndex
+from ucs.index.filters import check_dedupe, normalize_where
 
 try:
     import dspy
@@ -71,6 +72,11 @@ class UCSFewShot(Teleprompter):
         ucs embedder of the examples' input fields (default: the embedded SmolLM2 backbone).
     seed : int, default=0
         Seeds the clustering and the selector: the same seed gives the same demonstrations.
+    where : dict, optional
+        Demonstrations only from training examples whose fields match (:meth:`ucs.SelectorIndex.select`):
+        ``{"lang": "de"}`` or ``{"tier": ["a", "b"]}``; the fixed set and every per-call set alike.
+    dedupe : float in (0, 1], optional
+        No two demonstrations with cosine ``>= dedupe`` (near-duplicates); off by default.
     **index_kwargs
         Passed to :class:`SelectorIndex` (``clusterer``, ``prior``, ``selector_params``, ``cache_dir`` …).
 
@@ -88,9 +94,13 @@ class UCSFewShot(Teleprompter):
         method: Optional[str] = None,
         embedder: Any = None,
         seed: int = 0,
+        where: Optional[Dict[str, Any]] = None,
+        dedupe: Optional[float] = None,
         **index_kwargs: Any,
     ) -> None:
         super().__init__()
+        self.where = where
+        self.dedupe = dedupe
         self.k = k
         self.mode = mode
         self.method = method
@@ -103,6 +113,7 @@ class UCSFewShot(Teleprompter):
             raise ValueError(f"k must be a non-negative integer; got {self.k!r}")
         if self.mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}; got {self.mode!r}")
+        check_dedupe(self.dedupe)
         return self.method or _DEFAULT_METHOD[self.mode]
 
     def compile(
@@ -130,16 +141,17 @@ class UCSFewShot(Teleprompter):
         _set_demos(program, [copy.deepcopy(trainset[i]) for i in fixed.indices])
         program.ucs_selection = fixed
         if self.mode == "per_call":
-            self.attach(program, index, k=int(self.k), trainset=trainset)
+            self.attach(program, index, k=int(self.k), trainset=trainset, where=self.where, dedupe=self.dedupe)
         return program
 
     def _fixed_selection(self, index: SelectorIndex, method: str) -> IndexSelection:
+        kw = dict(where=self.where, dedupe=self.dedupe)
         if not index.selector_.query_dependent:
-            return index.select(None, int(self.k))
+            return index.select(None, int(self.k), **kw)
         # per-call programs start (and are saved) with the coverage set of a query-independent index
         base = SelectorIndex(index.embedder, "votek+ucs", input_keys=index.input_keys_, random_state=int(self.seed),
                              **{k: v for k, v in self.index_kwargs.items() if k in ("clusterer", "prior", "cache_dir")})
-        return base.fit(index.examples_).select(None, int(self.k))
+        return base.fit(index.examples_).select(None, int(self.k), **kw)
 
     def warmup(self) -> "UCSFewShot":
         """Warm the index of the last :meth:`compile` (:meth:`ucs.SelectorIndex.warmup`: the embedder loaded and
@@ -150,14 +162,18 @@ class UCSFewShot(Teleprompter):
         return self
 
     @staticmethod
-    def attach(program: Any, index: SelectorIndex, k: int = 4, trainset: Optional[Sequence[Any]] = None) -> Any:
+    def attach(program: Any, index: SelectorIndex, k: int = 4, trainset: Optional[Sequence[Any]] = None, *,
+               where: Optional[Dict[str, Any]] = None, dedupe: Optional[float] = None) -> Any:
         """Make ``program`` pick its demonstrations per input from ``index`` (wraps ``program.forward``).
 
         Use it on a program loaded with ``program.load(path)`` and an index loaded with
         ``SelectorIndex.load(dir, embedder=...)``. The demonstrations are ``dspy.Example`` objects built from
         the index's examples (or ``trainset`` items). Each call sets ``demos`` on every predictor before it
-        runs, so share one program between threads only with a lock.
+        runs, so share one program between threads only with a lock. ``where`` and ``dedupe`` filter and
+        de-duplicate every call's demonstrations (checked here).
         """
+        normalize_where(where, index.examples_)
+        check_dedupe(dedupe)
         items = list(trainset) if trainset is not None else [
             dspy.Example(**ex).with_inputs(*index.input_keys_) for ex in index.examples_]
         original = program.forward
@@ -167,7 +183,7 @@ class UCSFewShot(Teleprompter):
                 text = " ".join(str(kwargs[key]) for key in index.input_keys_)
             else:
                 text = " ".join(str(a) for a in args) or " ".join(str(v) for v in kwargs.values())
-            sel = index.select(text, int(k))
+            sel = index.select(text, int(k), where=where, dedupe=dedupe)
             _set_demos(self, [copy.deepcopy(items[i]) for i in sel.indices])
             self.ucs_selection = sel
             return original(*args, **kwargs)
