@@ -35,7 +35,8 @@ def _brute_force(index, rows, query_embedding, k):
 
 
 @pytest.mark.parametrize("search", ["exact", "hnsw"])
-@pytest.mark.parametrize("where", [{"lang": "de"}, {"tier": ["a", "b"]}, {"lang": "en", "year": [2001, 2003]}])
+@pytest.mark.parametrize("where", [{"lang": "de"}, {"tier": ["a", "b"]}, {"lang": "en", "year": [2001, 2003]},
+                                   {"lang": "de", "year": 2002}])  # the last: 33 of 400 rows
 def test_filtered_topk_equals_brute_force_on_the_matching_rows(tmp_path, search, where):
     pytest.importorskip("faiss") if search == "hnsw" else None
     ex = _examples(400)
