@@ -133,6 +133,22 @@ def test_arrays_are_memory_mapped_and_set_bsr_tokens_are_stored(tmp_path):
     assert calls == [1] * 2 * len(queries)  # only the queries (of both indexes: they share the backbone)
 
 
+@pytest.mark.parametrize("method", ["votek", "votek+ucs"])
+def test_votek_loads_its_stored_vote_graph(tmp_path, monkeypatch, method):
+    idx = _fit(tmp_path, n=40, method=method)
+    idx.save(tmp_path / "ix")
+    import ucs.selectors.votek as votek
+
+    def no_rebuild(*a, **kw):
+        raise AssertionError("the vote graph was rebuilt at load")
+
+    monkeypatch.setattr(votek, "build_vote_graph", no_rebuild)
+    loaded = SelectorIndex.load(tmp_path / "ix", warmup=False)
+    for k in (3, 8):
+        assert loaded.select(None, k).indices.tolist() == idx.select(None, k).indices.tolist()
+    assert np.array_equal(loaded.selector_.pairs_[0], idx.selector_.pairs_[0])
+
+
 # ---------------------------------------------------------------------------------------------- SIGKILL
 _ZYGOTE = textwrap.dedent("""
     import os, sys

@@ -235,9 +235,10 @@ class SelectorIndex:
     def _prior(self) -> Any:
         return UCSPrior(self.cluster_ids_, **{**_defaults(), **(self.prior or {})})
 
-    def _fit_selector(self, pool_tokens: Optional[tuple] = None) -> "SelectorIndex":
-        """Build the selector with :func:`ucs.selectors.factory.make_selector` and fit it (``pool_tokens``:
-        Set-BSR's stored pool token rows and offsets, so that loading never re-encodes the pool)."""
+    def _fit_selector(self, stored: Optional[Dict[str, Any]] = None) -> "SelectorIndex":
+        """Build the selector with :func:`ucs.selectors.factory.make_selector` and fit it (``stored``: state read
+        with a saved index, so that loading computes nothing costly: Set-BSR's pool tokens as ``bsr_tokens``, a
+        ``PackedTokens``; VoteK's vote graph as ``votek_graph``)."""
         cls = selector_class(self.base_)
         accepted = set(cls._param_names())
         params: Dict[str, Any] = dict(self.selector_params or {})
@@ -253,11 +254,13 @@ class SelectorIndex:
         texts = [example_text(e, self.input_keys_) for e in self.examples_]
         labels = None if self.output_key_ is None else [str(e[self.output_key_]) for e in self.examples_]
         sel = make_selector(self.method_, prior=self.coverage_prior_ if self.ucs_ else None, **params)
-        if pool_tokens is not None and self.base_ == "bsr":
-            from ucs.selectors.bsr import PackedTokens
-
-            sel.fit_with_tokens(self.embeddings_, PackedTokens.from_arrays(*pool_tokens), labels=labels,
-                                texts=texts, cluster_ids=self.cluster_ids_)
+        stored = stored or {}
+        if self.base_ == "bsr" and "bsr_tokens" in stored:
+            sel.fit_with_tokens(self.embeddings_, stored["bsr_tokens"], labels=labels, texts=texts,
+                                cluster_ids=self.cluster_ids_)
+        elif self.base_ == "votek" and "votek_graph" in stored:
+            sel.fit_with_graph(self.embeddings_, stored["votek_graph"], labels=labels, texts=texts,
+                               cluster_ids=self.cluster_ids_)
         else:
             sel.fit(self.embeddings_, labels=labels, texts=texts, cluster_ids=self.cluster_ids_)
         if sel.query_dependent:

@@ -39,6 +39,8 @@ from ucs._version import __version__
 from ucs.clustering import LatentClusterer, load_clusterer, save_clusterer
 from ucs.embedding.adapters import as_embedder
 from ucs.index.examples import check_json_examples, resolve_keys
+from ucs.selectors.bsr import PackedTokens
+from ucs.selectors.votek import VoteGraph
 from ucs.utils.integrity import seal_record, sealed_record_ok
 from ucs.utils.io import atomic_write_text, dumps_json, hash_file
 
@@ -54,6 +56,7 @@ KEEP_VERSIONS = 3
 #: Storage type of Set-BSR's pool token vectors (float16 changed no selection on BANKING77: benchmarks/index).
 TOKEN_DTYPE = np.float16
 _LEGACY_FILES = ("arrays.npz", "examples.json", "clusterer")
+_GRAPH_FIELDS = ("voters", "targets", "votes", "first_vote")
 
 
 class IndexIntegrityError(ValueError):
@@ -178,7 +181,21 @@ def _index_arrays(index: Any) -> Dict[str, np.ndarray]:
     if tokens is not None:  # Set-BSR: stored so that loading never re-encodes the pool
         arrays["bsr_tokens"] = np.asarray(tokens.rows, dtype=TOKEN_DTYPE)
         arrays["bsr_token_offsets"] = tokens.offsets
+    graph = getattr(index.selector_, "graph_", None)
+    if isinstance(graph, VoteGraph):  # VoteK: stored so that loading never recomputes the O(N²·d) graph
+        arrays.update({f"votek_{name}": getattr(graph, name) for name in _GRAPH_FIELDS})
     return arrays
+
+
+def _stored_selector_state(arrays: Dict[str, np.ndarray]) -> Dict[str, Any]:
+    """What the selector reads instead of computing it: Set-BSR's pool tokens, VoteK's vote graph."""
+    state: Dict[str, Any] = {}
+    if "bsr_tokens" in arrays:
+        state["bsr_tokens"] = PackedTokens.from_arrays(arrays["bsr_tokens"], arrays["bsr_token_offsets"])
+    if all(f"votek_{name}" in arrays for name in _GRAPH_FIELDS):
+        state["votek_graph"] = VoteGraph(**{name: np.asarray(arrays[f"votek_{name}"], dtype=np.int64)
+                                            for name in _GRAPH_FIELDS})
+    return state
 
 
 def _write_version(index: Any, d: Path) -> None:
@@ -340,10 +357,7 @@ def _load_version(cls: type, d: Path, embedder: Any, lm: Any) -> Any:
     index.clusterer_ = load_clusterer(d / "clusterer") if has_clusterer else None
     index.n_added_ = int(manifest["n_added"])
     index._build_search(arrays.get("hnsw_graph"))
-    tokens = None
-    if "bsr_tokens" in arrays:
-        tokens = (arrays["bsr_tokens"], np.asarray(arrays["bsr_token_offsets"], dtype=np.int64))
-    return index._fit_selector(pool_tokens=tokens)
+    return index._fit_selector(stored=_stored_selector_state(arrays))
 
 
 def load_index(cls: type, root: Path, embedder: Any = None, lm: Any = None,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, Optional, Sequence, Tuple
+from typing import Any, Dict, Optional, Sequence, Tuple
 
 import numpy as np
 import scipy.sparse as sp
@@ -159,8 +159,23 @@ class VoteKSelector(Selector):
             raise ValueError(f"prior must be a UCSPrior or None; got {type(self.prior).__name__}")
 
     def _fit(self) -> None:
-        self.graph_ = build_vote_graph(self.pool_, k=self.k, block=self.block, dtype=self.dtype)
+        stored = self.__dict__.pop("_stored_graph", None)
+        if stored is not None and stored.votes.size == self.n_pool_:
+            self.graph_ = stored
+        else:
+            self.graph_ = build_vote_graph(self.pool_, k=self.k, block=self.block, dtype=self.dtype)
         self.pairs_ = self.graph_.covering_pairs(float(self.overlap_threshold))
+
+    def fit_with_graph(self, pool_embeddings: Any, graph: VoteGraph, **kwargs: Any) -> "VoteKSelector":
+        """:meth:`fit` with the vote graph already built for this pool, ``k`` and ``dtype`` (e.g. stored with a
+        saved index): no O(N²·d) similarity pass. ``kwargs`` are :meth:`fit`'s."""
+        if graph.votes.size != np.shape(pool_embeddings)[0]:
+            raise ValueError(f"graph covers {graph.votes.size} items; the pool has {np.shape(pool_embeddings)[0]}")
+        self._stored_graph = graph
+        try:
+            return self.fit(pool_embeddings, **kwargs)
+        finally:
+            self.__dict__.pop("_stored_graph", None)
 
     def item_scores(self) -> np.ndarray:
         """Ranking score of every pool item, shape (N,): votes, plus ``λ · log w_{c(i)}`` with a prior."""
