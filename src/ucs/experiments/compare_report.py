@@ -4,7 +4,7 @@ table (the validated cell and the reference) and the recommendation, as markdown
 from __future__ import annotations
 
 import html
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Optional, Sequence, Tuple
 
 __all__ = ["markdown", "page"]
 
@@ -92,43 +92,41 @@ def markdown(result: Any) -> str:
     return "\n".join(line for line in lines if line is not None) + "\n"
 
 
-def page(result: Any, records: Sequence[dict], queries: Sequence[Dict[str, Any]], pool: Sequence[Dict[str, Any]],
-         text_key: str, label_key: str, n_shown: int = 5) -> str:
-    """A self-contained page: the validation table, then the first ``n_shown`` queries with each cell's
-    demonstrations (own-label ones marked) and answer."""
+def _html_tables(result: Any) -> str:
+    """The validation table (every cell) and the test table (the validated cell and the reference) as HTML."""
     esc = html.escape
     score, base, gain = _names(result.info)
-    head = ["rank", "cell", score, "Δ vs reference [95 % CI]", "left at round", "queries", "own-label %", base,
-            gain, "select ms", "predict ms"]
+    head = ["rank", "cell", f"{score} [95 % CI]", "Δ vs reference [95 % CI]", "left at round", "queries",
+            "own-label %", base, gain, "select ms", "predict ms"]
     body = []
     for i, r in enumerate(result.rows, 1):
-        cells = [str(i), r["cell"], _pct(r["accuracy"]), _delta(r["delta"], r["delta_ci"]),
+        cells = [str(i), r["cell"], _pct(r["accuracy"], r["ci"]), _delta(r["delta"], r["delta_ci"]),
                  "—" if r.get("left_round") is None else str(r["left_round"]), str(r["n_queries"]),
                  _pct(r["own_label"]), *_vote_cells(r), f"{r['select_ms']:.2f}", f"{r['predict_ms']:.1f}"]
         body.append("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in cells) + "</tr>")
-    parts: List[str] = [
-        "<!doctype html><meta charset='utf-8'><title>ucs compare</title>",
-        "<style>body{font-family:sans-serif;max-width:60em;margin:auto}td,th{padding:2px 8px;"
-        "border-bottom:1px solid #ddd}.own{font-weight:bold}</style>",
-        f"<h1>Which selector, k and order? {result.n_queries} held-out queries</h1>",
-        f"<p>{esc(_race_line(result.info))}</p>",
-        "<table><tr>" + "".join(f"<th>{esc(h)}</th>" for h in head) + "</tr>" + "".join(body) + "</table>",
-        f"<p>Recommended: <b>{esc(result.recommended_cell)}</b> ({esc(str(result.info.get('why', '')))})</p>"]
-    by = {(r["method"], int(r["query"])): r for r in records}
-    shown = [q for q in range(len(queries)) if any((row["cell"], q) in by for row in result.rows)][:n_shown]
-    for q in shown:
-        ex = queries[q]
-        parts.append(f"<h2>{esc(str(ex[text_key]))} <small>({esc(str(ex[label_key]))})</small></h2><ul>")
-        for row in result.rows:
-            rec = by.get((row["cell"], q))
-            if rec is None:
-                continue
-            demos = "; ".join(
-                f"<span class='{'own' if str(pool[i][label_key]) == str(ex[label_key]) else ''}'>"
-                f"{esc(str(pool[i][text_key]))} → {esc(str(pool[i][label_key]))}</span>" for i in rec["selected"])
-            mark = f"{rec.get('score', float(rec['correct'])):.2f}"
-            if rec.get("copy_score") is not None:  # a scored answer, with the copy baseline's
-                mark += f" (copy {esc(str(rec.get('copy')))}: {rec['copy_score']:.2f})"
-            parts.append(f"<li><b>{esc(row['cell'])}</b> {mark} {esc(str(rec['prediction']))}: {demos}</li>")
-        parts.append("</ul>")
-    return "\n".join(parts) + "\n"
+    parts = ["<h3>Validation</h3><table>" + "<tr>" + "".join(f"<th>{esc(h)}</th>" for h in head) + "</tr>"
+             + "".join(body) + "</table>",
+             "<p class='muted'>* = the paired interval excludes 0. Own-label %: the share of demonstrations that "
+             "carry the query's label. " + ("Copy: the answer of the demonstration most similar to the query, "
+                                            "with no model." if result.info.get("metric") else
+                                            "No-LM vote: the majority label of the prompt's demonstrations.")
+             + "</p>"]
+    if result.test_rows:
+        rows = "".join(f"<tr><td>{esc(r['role'])}</td><td>{esc(r['cell'])}</td>"
+                       f"<td>{esc(_pct(r['accuracy'], r['ci']))}</td><td>{esc(_delta(r['delta'], r['delta_ci']))}"
+                       "</td></tr>" for r in result.test_rows)
+        parts.append(f"<h3>Test: {result.test_rows[0]['n_queries']} held-out queries the race never saw</h3>"
+                     f"<table id='test-table'><tr><th>role</th><th>cell</th><th>{esc(score)} [95 % CI]</th>"
+                     f"<th>Δ vs reference [95 % CI]</th></tr>{rows}</table>")
+    return "".join(parts)
+
+
+def page(result: Any, records: Sequence[dict], queries: Sequence[Dict[str, Any]], pool: Sequence[Dict[str, Any]],
+         text_key: str, label_key: str, n_shown: int = 5) -> str:
+    """A self-contained page (:mod:`ucs.experiments.compare_page`): the verdict, a forest plot of every cell's Δ,
+    a k × order heat map per selector, the race's rounds, the tables, and the first ``n_shown`` queries with
+    each cell's demonstrations as numbered lists (own-label ones marked) and answer."""
+    from ucs.experiments.compare_page import compare_page
+
+    return compare_page(result, records, queries, pool, (text_key, label_key), _html_tables(result),
+                        _race_line(result.info), n_shown)
