@@ -82,14 +82,15 @@ def test_tree_scoring_matches_independent_scoring(smollm2_llama):
 
 @pytest.mark.slow
 def test_prefix_reuse_scores_like_a_fresh_context_whatever_came_before(smollm2_path, smollm2_llama):
-    """The KV cache of the run a prompt shares with the previous one is kept: the scores are those of a context
-    that evaluates every prompt from scratch, in any order, for prompts sharing an opening, one a prefix of
-    another and one that diverges in the middle of the opening."""
+    """The KV cache of the run a prompt shares with the previous one is kept: the scores are those of a
+    context that evaluates every prompt from scratch, in any order, for prompts sharing an opening, one a
+    prefix of another and one that diverges in the middle of the opening."""
     names = ["card_arrival", "card_linking", "exchange_rate", "lost_or_stolen_card", "top_up_failed",
              "activate_my_card", "age_limit", "apple_pay_or_google_pay", "atm_support", "automatic_top_up",
              "balance_not_updated_after_bank_transfer", "beneficiary_not_allowed", "cancel_transfer",
              "card_about_to_expire", "card_acceptance", "card_delivery_estimate", "cash_withdrawal_charge",
-             "change_pin", "compromised_card", "contactless_not_working", "country_support", "declined_transfer"]
+             "change_pin", "compromised_card", "contactless_not_working", "country_support",
+             "declined_transfer"]
     opening = f"Assign exactly one label to the text. Labels: {', '.join(names)}.\n"  # about 170 tokens
     demo_a = "Text: I still have not got my card\nLabel: card_arrival\n"
     demo_b = "Text: what rate do you use for euros?\nLabel: exchange_rate\n"
@@ -98,7 +99,8 @@ def test_prefix_reuse_scores_like_a_fresh_context_whatever_came_before(smollm2_p
                opening + demo_a,  # the beginning of the first two
                opening + demo_b + "Text: someone took my card\nLabel:",
                opening.replace("atm_support", "atm_help") + demo_a + "Text: hi\nLabel:"]
-    fresh = LlamaCppBackbone(smollm2_path, n_threads=2, context_length=512, batch_tokens=256, prefix_reuse=False)
+    fresh = LlamaCppBackbone(smollm2_path, n_threads=2, context_length=512, batch_tokens=256,
+                             prefix_reuse=False)
     want = [fresh.score_continuations_detailed(p, LABELS).logprob for p in prompts]
     assert fresh.prefix_tokens_evaluated == sum(fresh.count_tokens(p) for p in prompts)
     fresh.close()

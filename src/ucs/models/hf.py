@@ -80,10 +80,10 @@ def write_manifest(folder: Path, source_sha: str) -> None:
 
 
 def converted_ok(folder: Path, source_sha: str) -> bool:
-    """Whether ``folder`` holds a converted checkpoint of the GGUF ``source_sha`` whose files all match their
-    manifest. Absent: ``False``. Damaged or unverifiable (a changed, missing or extra file; no manifest): moved
-    aside with a :class:`~ucs.utils.integrity.DamagedFileWarning` and ``False``, so the caller converts anew.
-    Time: one SHA-256 pass over the files (once per process and file version)."""
+    """Whether ``folder`` holds a converted checkpoint of the GGUF ``source_sha`` whose files all match
+    their manifest. Absent: ``False``. Damaged or unverifiable (a changed, missing or extra file; no
+    manifest): moved aside with a :class:`~ucs.utils.integrity.DamagedFileWarning` and ``False``, so the
+    caller converts anew. Time: one SHA-256 pass over the files (once per process and file version)."""
     from ucs.utils.integrity import move_aside, report_damage
     from ucs.utils.weights import fingerprint
 
@@ -98,7 +98,8 @@ def converted_ok(folder: Path, source_sha: str) -> bool:
         ok = False
     if not ok:
         moved = move_aside(folder)
-        report_damage(f"converted model {folder} does not match its manifest; moved to {moved.name}, converting again")
+        report_damage(f"converted model {folder} does not match its manifest; moved to {moved.name}, "
+                      "converting again")
     return ok
 
 

@@ -95,8 +95,8 @@ class LlamaCppBackbone(ReducedScoresMixin):
     -----
     Embedding: O(total tokens · L) compute, no padding. Scoring ``k`` continuations: one pass over
     the prefix's tokens after the run shared with the previous prompt, plus one pass over the trie's
-    ``m ≤ Σ len(continuation)`` nodes, batched, with logits only at nodes that have children; :attr:`prefix_tokens_evaluated`
-    and :attr:`trie_tokens_evaluated` count them. Memory: the model
+    ``m ≤ Σ len(continuation)`` nodes, batched, with logits only at nodes that have children;
+    :attr:`prefix_tokens_evaluated` and :attr:`trie_tokens_evaluated` count them. Memory: the model
     (memory-mapped) plus a KV cache of ``context_length`` positions per context and one
     ``(batch_tokens, vocab)`` float32 logits buffer.
     """
@@ -357,12 +357,13 @@ class LlamaCppBackbone(ReducedScoresMixin):
     def _eval_prefix(self, ctx, batch, p_tok: List[int], V: int) -> np.ndarray:
         """Bring sequence 0 of the KV cache to exactly ``p_tok``; return the logits after its last token.
 
-        The prompt is evaluated in chunks that start at multiples of ``B`` tokens (:func:`_prefix_chunks`: exact
-        ``B``-token blocks, the last chunk ``B … 2B − 1`` tokens long), whether or not anything is reused: llama.cpp
-        takes other kernel paths for other batch sizes, whose rounding differs (by up to 0.1 nats on SmolLM2), so a
-        position is always computed in the same chunk. With ``prefix_reuse`` the exact blocks the cached prompt
-        shares with ``p_tok`` stay (only the tail is removed) and the rest is evaluated: the numbers of a fresh
-        context, whatever came before (``tests/models/test_llamacpp.py`` checks it over prompts in random order).
+        The prompt is evaluated in chunks that start at multiples of ``B`` tokens (:func:`_prefix_chunks`:
+        exact ``B``-token blocks, the last chunk ``B … 2B − 1`` tokens long), whether or not anything is
+        reused: llama.cpp takes other kernel paths for other batch sizes, whose rounding differs (by up to
+        0.1 nats on SmolLM2), so a position is always computed in the same chunk. With ``prefix_reuse`` the
+        exact blocks the cached prompt shares with ``p_tok`` stay (only the tail is removed) and the rest is
+        evaluated: the numbers of a fresh context, whatever came before (``tests/models/test_llamacpp.py``
+        checks it over prompts in random order).
         """
         lc = self._lc
         P = len(p_tok)
@@ -372,7 +373,8 @@ class LlamaCppBackbone(ReducedScoresMixin):
         B = max(1, min(_PREFIX_BLOCK, self.batch_tokens // 2))
         keep = 0
         if old is not None and self.prefix_reuse:
-            keep = min(_shared_run(old, p_tok) // B * B, _prefix_chunks(len(old), B)[-1], _prefix_chunks(P, B)[-1])
+            keep = min(_shared_run(old, p_tok) // B * B, _prefix_chunks(len(old), B)[-1],
+                       _prefix_chunks(P, B)[-1])
         self._score_prefix = None
         if keep == 0 or not lc.llama_memory_seq_rm(ctx.memory, 0, keep, -1):
             ctx.kv_cache_clear()
@@ -400,12 +402,13 @@ class LlamaCppBackbone(ReducedScoresMixin):
         return last_logits
 
     def _score_group(self, ctx, batch, P, toks, idx, last_logits, logp, V) -> None:
-        """Score one group of continuations: every trie node is evaluated once, in one decode call, with logits
-        only where a child needs them; sequence ``j + 1`` is continuation ``j``.
+        """Score one group of continuations: every trie node is evaluated once, in one decode call, with
+        logits only where a child needs them; sequence ``j + 1`` is continuation ``j``.
 
-        Leaves are evaluated too although nothing reads them: dropping them changes the batch size, and llama.cpp
-        then takes other kernel paths whose rounding moved long labels' scores by up to 0.3 nats on BANKING77
-        prompts (no closer to one-continuation-at-a-time scoring, which differs from both by as much)."""
+        Leaves are evaluated too although nothing reads them: dropping them changes the batch size, and
+        llama.cpp then takes other kernel paths whose rounding moved long labels' scores by up to 0.3 nats
+        on BANKING77 prompts (no closer to one-continuation-at-a-time scoring, which differs from both by
+        as much)."""
         lc = self._lc
         trie = build_trie(toks)
         members = trie.members()

@@ -1,0 +1,199 @@
+"""Label scoring of BANKING77 prompts on one core: llama.cpp before/after prefix reuse, transformers, limit.
+
+Prompts are built as ``ucs compare`` builds them (``backbone_predictor``: a
+:class:`~ucs.evaluation.prompts.PromptBuilder` over ``INTENT_FORMAT`` with the 77 labels, ``--k``
+demonstrations drawn at random from the pool, a test query) and every label is scored with
+``score_continuations_detailed`` after one warm-up prompt per engine:
+
+* llama.cpp, ``prefix_reuse=False`` (before: every prompt evaluated from its first token);
+* llama.cpp, ``prefix_reuse=True`` (after: the KV cache of the run shared with the previous prompt is kept);
+* transformers (float32, its prefix blocks on);
+* the limit: the positions a prompt must compute (its tokens after the run shared with the previous prompt,
+  plus the label trie's nodes that have children) × FLOPs a position (2 × the non-embedding parameters,
+  plus attention over the context), plus the LM head where a distribution is needed, ÷ one core's FLOP/s:
+  a float32 numpy matmul pinned to one thread (threadpoolctl), and llama.cpp's own rate (a 64-token batch
+  at position 0, where attention costs next to nothing).
+
+    python benchmarks/models/bench_label_scoring.py --prompts 4 --core 0 \\
+        --out benchmarks/models/RESULTS_label_scoring.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Dict, List
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def build_prompts(data_dir: Path, n: int, k: int) -> "tuple[List[str], List[str]]":
+    from ucs.data.public import load_banking77
+    from ucs.evaluation.prompts import INTENT_FORMAT, PromptBuilder
+
+    ds = load_banking77(data_dir)
+    names = ds.label_names
+    builder = PromptBuilder(INTENT_FORMAT, names)
+    rng = np.random.default_rng(0)
+    prompts = []
+    for q in range(n + 1):
+        idx = rng.choice(len(ds.pool), k, replace=False)
+        shown = [(ds.pool.texts[i], names[ds.pool.labels[i]]) for i in idx]
+        prompts.append(builder.render(shown, ds.test.texts[q]))
+    return prompts, [INTENT_FORMAT.continuation(y, chat=builder.chat) for y in names]
+
+
+def timed(bb, prompts: List[str], labels: List[str]) -> Dict[str, object]:
+    bb.score_continuations_detailed(prompts[0], labels)  # warm-up: loads, and caches the shared opening
+    times, cpu, scores = [], [], []
+    for p in prompts[1:]:
+        t, c = time.perf_counter(), time.process_time()
+        scores.append(bb.score_continuations_detailed(p, labels).logprob)
+        times.append(time.perf_counter() - t)
+        cpu.append(time.process_time() - c)
+    return {"wall": float(np.median(times)), "s": float(np.median(cpu)), "all": cpu, "scores": scores}
+
+
+def numpy_flops() -> float:
+    from threadpoolctl import threadpool_limits
+
+    a = np.random.default_rng(0).random((512, 576), dtype=np.float32)
+    w = np.random.default_rng(1).random((576, 1536), dtype=np.float32)
+    best = np.inf
+    with threadpool_limits(1):
+        for _ in range(30):
+            t = time.process_time()
+            for _ in range(10):
+                a @ w
+            best = min(best, (time.process_time() - t) / 10)
+    return 2 * 512 * 576 * 1536 / best
+
+
+def model_shape(bb) -> Dict[str, int]:
+    lc, model = bb._lc, bb._llm._model.model
+    return {"layers": int(lc.llama_model_n_layer(model)), "d": int(lc.llama_model_n_embd(model)),
+            "params": int(lc.llama_model_n_params(model)), "vocab": bb.vocab_size}
+
+
+def llama_flops(bb, shape: Dict[str, int], body: float) -> float:
+    """FLOP/s of llama.cpp's own kernels: a 64-token batch at position 0 (attention negligible), best of 5."""
+    toks = list(range(1000, 1064))
+    ctx = bb._new_ctx(embeddings=False, n_ctx=256, n_seq=1)
+    batch = bb._batch("bench", 1)
+    best = np.inf
+    for _ in range(5):
+        ctx.kv_cache_clear()
+        batch.reset()
+        batch.add_sequence(toks, 0, False)
+        t = time.process_time()
+        ctx.decode(batch)
+        best = min(best, time.process_time() - t)
+    ctx.kv_cache_clear()
+    return 64 * body / best
+
+
+def needed_work(bb, prompts: List[str], labels: List[str], shape: Dict[str, int]) -> Dict[str, float]:
+    """Positions, logits rows and FLOPs a prompt must compute (median over the timed prompts)."""
+    from ucs.lm.prefix_tree import build_trie
+    from ucs.models.llamacpp import _shared_run
+
+    d, L, V = shape["d"], shape["layers"], shape["vocab"]
+    body = 2.0 * (shape["params"] - V * d)  # tied embeddings: the lookup is not a matmul
+    c_tok = [bb.tokenize(c, add_special=False) for c in labels]
+    trie = build_trie(c_tok)
+    inner = int(trie.has_children().sum())
+    rows, flops, new = [], [], []
+    toks = [bb.tokenize(p.rstrip(" ")) for p in prompts]
+    for prev, cur in zip(toks, toks[1:]):
+        P, keep = len(cur), _shared_run(prev, cur)
+        ctx_new = np.arange(keep, P)  # each new position attends to everything before it
+        ctx_trie = P + trie.depth[trie.has_children()]
+        attn = 4.0 * L * d * (ctx_new.sum() + ctx_trie.sum())
+        flops.append((P - keep + inner) * body + attn + (inner + 1) * 2.0 * V * d)
+        rows.append(P - keep + inner)
+        new.append(P - keep)
+    return {"flops": float(np.median(flops)), "positions": float(np.median(rows)),
+            "new": float(np.median(new)), "inner": inner, "nodes": trie.n_nodes,
+            "tokens": float(np.median([len(t) for t in toks[1:]])), "body": body}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--prompts", type=int, default=4)
+    ap.add_argument("--k", type=int, default=8)
+    ap.add_argument("--core", type=int, default=None, help="pin the process to this CPU core")
+    ap.add_argument("--data-dir", type=Path, default=ROOT.parent / "shared" / "data")
+    ap.add_argument("--no-transformers", action="store_true")
+    ap.add_argument("--out", type=Path, default=None)
+    a = ap.parse_args()
+    if a.core is not None:
+        os.sched_setaffinity(0, {a.core})
+    load = Path("/proc/loadavg").read_text().split()[:3]
+    cpu = next((ln.split(":", 1)[1].strip() for ln in Path("/proc/cpuinfo").read_text().splitlines()
+                if ln.startswith("model name")), "unknown")
+    from ucs.models import load_backbone
+
+    prompts, labels = build_prompts(a.data_dir, a.prompts, a.k)
+    before = load_backbone("smollm2", engine="llama", n_threads=1, prefix_reuse=False).load()
+    shape = model_shape(before)
+    work = needed_work(before, prompts, labels, shape)
+    rate_np, rate_ll = numpy_flops(), llama_flops(before, shape, work["body"])
+    rows = {"llama.cpp before (prefix_reuse=False)": timed(before, prompts, labels)}
+    before.close()
+    after = load_backbone("smollm2", engine="llama", n_threads=1).load()
+    rows["llama.cpp after (prefix_reuse=True)"] = timed(after, prompts, labels)
+    if not a.no_transformers:
+        import torch
+
+        torch.set_num_threads(1)
+        hf = load_backbone("smollm2", engine="transformers", dtype="float32").load()
+        rows["transformers (float32, prefix blocks)"] = timed(hf, prompts, labels)
+    limit_np, limit_ll = work["flops"] / rate_np, work["flops"] / rate_ll
+    ref = rows["llama.cpp after (prefix_reuse=True)"]
+    lines = ["| engine | CPU s / prompt (median) | wall s (median) | each prompt, CPU s "
+             "| × limit (numpy FLOP/s) | × limit (llama.cpp FLOP/s) | max abs(Δ) vs after, nats "
+             "| same label |",
+             "|---|---:|---:|---|---:|---:|---:|---:|"]
+    for name, r in rows.items():
+        delta = max(float(np.abs(x - y).max()) for x, y in zip(r["scores"], ref["scores"]))
+        same = sum(int(np.argmax(x) == np.argmax(y)) for x, y in zip(r["scores"], ref["scores"]))
+        each = ", ".join(f"{t:.2f}" for t in r["all"])
+        lines.append(f"| {name} | {r['s']:.2f} | {r['wall']:.2f} | {each} | {r['s'] / limit_np:.1f} | "
+                     f"{r['s'] / limit_ll:.1f} | {delta:.1e} | {same}/{len(r['scores'])} |")
+    lines.append(f"| limit at numpy's float32 matmul rate ({rate_np / 1e9:.0f} GFLOP/s) | {limit_np:.2f} "
+                 "| | | 1.0 | | | |")
+    lines.append(f"| limit at llama.cpp's own rate ({rate_ll / 1e9:.1f} GFLOP/s) | {limit_ll:.2f} "
+                 "| | | | 1.0 | | |")
+    b, f = rows["llama.cpp before (prefix_reuse=False)"]["s"], ref["s"]
+    pin = f" --core {a.core}" if a.core is not None else ""
+    head = [
+        f"- machine: {cpu}; one core (n_threads=1, torch threads 1"
+        f"{', pinned to core %d' % a.core if pin else ''}); "
+        f"load average at start {' '.join(load)}; Python {sys.version.split()[0]}",
+        f"- command: `python benchmarks/models/bench_label_scoring.py --prompts {a.prompts} --k {a.k}{pin}`",
+        f"- size: {a.prompts} BANKING77 prompts after one warm-up each, {a.k} demonstrations, all 77 labels; "
+        f"prompts {work['tokens']:.0f} SmolLM2 tokens (median), label trie {work['nodes']} nodes "
+        f"({work['inner']} with children)",
+        f"- limit: per prompt {work['new']:.0f} new prompt tokens (after the run shared with the previous "
+        f"prompt) + {work['inner']} trie nodes with children = {work['positions']:.0f} positions × "
+        f"{work['body'] / 1e6:.0f} MFLOP (2 × non-embedding parameters) + attention + the LM head at "
+        f"{work['inner'] + 1} rows = {work['flops'] / 1e9:.0f} GFLOP",
+        "- times: CPU seconds of this process (`time.process_time`, one thread), which other jobs sharing "
+        "the core do not inflate (the wall seconds beside them do), for the prompts and for both FLOP/s "
+        "measurements",
+        f"- llama.cpp after / before: {b / f:.2f}× less CPU time (medians); load average at the end "
+        f"{' '.join(Path('/proc/loadavg').read_text().split()[:3])}",
+    ]
+    text = "\n".join(head + ["", *lines]) + "\n"
+    print(text)
+    if a.out:
+        a.out.write_text("# Label scoring of one BANKING77 prompt on one core\n\n" + text)
+
+
+if __name__ == "__main__":
+    main()
