@@ -125,7 +125,8 @@ def test_arrays_are_memory_mapped_and_set_bsr_tokens_are_stored(tmp_path):
     backbone._tokens.embed_tokens = lambda texts: calls.append(len(texts)) or real(texts)
     loaded = SelectorIndex.load(tmp_path / "ix", embedder=backbone, warmup=False)
     assert calls == []  # the pool's tokens are read, never re-encoded
-    for arr in (loaded.embeddings_, loaded.cluster_ids_, loaded.selector_.pool_tokens_.offsets):
+    tokens = loaded.selector_.pool_tokens_
+    for arr in (loaded.embeddings_, loaded.cluster_ids_, tokens.rows, tokens.offsets):
         assert not arr.flags.owndata and not arr.flags.writeable  # views of read-only memory maps
     queries = ["question 4 about topic 9", "label question 1"]
     for text in queries:

@@ -53,8 +53,9 @@ VERSIONS = "versions"
 LEGACY_FORMAT = "ucs.index/2"
 #: Versions kept after a save: the new one and the two before it.
 KEEP_VERSIONS = 3
-#: Storage type of Set-BSR's pool token vectors (float16 changed no selection on BANKING77: benchmarks/index).
-TOKEN_DTYPE = np.float16
+#: Storage type of Set-BSR's pool token vectors: float32, memory-mapped as stored. float16 would halve the file but
+#: changed one Set-BSR selection in 200 BANKING77 test queries (benchmarks/index/RESULTS_load.md).
+TOKEN_DTYPE = np.float32
 _LEGACY_FILES = ("arrays.npz", "examples.json", "clusterer")
 _GRAPH_FIELDS = ("voters", "targets", "votes", "first_vote")
 
