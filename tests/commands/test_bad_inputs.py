@@ -443,6 +443,17 @@ def test_battery_size():
         "compare", "prompts"}
 
 
+def test_the_reliability_page_counts_the_battery():
+    """docs/reliability.md's battery table lists every command with this file's case count, and the total."""
+    page = (Path(__file__).resolve().parents[2] / "docs" / "reliability.md").read_text(encoding="utf-8")
+    rows = dict(re.findall(r"^\| `ucs (\w+)`[^|]* \| (\d+) \| \d+ \|$", page, re.M))
+    assert {c: int(n) for c, n in rows.items()} == {c: len(cases) for c, cases in CASES.items()}
+    loaders = int(re.search(r"^\| public loaders \(Python\) \| (\d+) \|", page, re.M).group(1))
+    assert loaders == len(LOADERS)
+    total = int(re.search(r"^\| \*\*total\*\* \| \*\*(\d+)\*\* \|", page, re.M).group(1))
+    assert total == len(PARAMS) + len(LOADERS)
+
+
 
 
 # The public loaders: a clear exception naming the file (or the argument) at fault, never a KeyError/IndexError.
