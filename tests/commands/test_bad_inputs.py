@@ -383,9 +383,20 @@ PROMPTS = [
     ("template-not-utf8", _PR + "--template {latin1.txt}", "--template"),
 ]
 
+SERVE = [
+    ("index-missing", "serve {missing}", "INDEX"),
+    ("index-not-an-index", "serve {dir}", "INDEX"),
+    ("index-is-a-file", "serve {good.csv}", "INDEX"),
+    ("port-zero", "serve {dir} --port 0", "--port"),
+    ("port-above-range", "serve {dir} --port 70000", "--port"),
+    ("port-not-a-number", "serve {dir} --port http", "--port"),
+    ("log-level", "serve {dir} --log-level loud", "--log-level"),
+    ("reload-ms-negative", "serve {dir} --reload-ms -1", "--reload-ms"),
+]
+
 CASES = {"select": SELECT, "coverage": COVERAGE, "cluster": CLUSTER, "embed": EMBED, "distributed": DISTRIBUTED,
          "evaluate": EVALUATE, "demo": DEMO, "reproduce": REPRODUCE, "tune": TUNE,
-         "compare": COMPARE, "prompts": PROMPTS}
+         "compare": COMPARE, "prompts": PROMPTS, "serve": SERVE}
 PARAMS = [pytest.param(cmd, argv, param, id=f"{cmd}-{cid}") for cmd, cases in CASES.items()
           for cid, argv, param in cases]
 
