@@ -62,7 +62,7 @@ def test_generate_mode_runs_records_the_written_answers_and_the_copy_and_resumes
     md = (tmp_path / "o" / "compare.md").read_text(encoding="utf-8")
     assert "f1 score %" in md and "copy %" in md and "model − copy" in md and "no-LM vote" not in md
     html = (tmp_path / "o" / "compare.html").read_text(encoding="utf-8")
-    assert "answer_" in html and "copy alarm_set(time=" in html
+    assert "answer_" in html and "copy: <q>alarm_set(time=" in html  # the written answer and the copied one
     again = _compare(*args)  # the same command: everything is answered
     assert again.exit_code == 0, again.output
     assert "cost: 0 prompts" in again.output and _records(tmp_path / "o") == records
