@@ -2,7 +2,7 @@
 
 Usage (benchmarks/index/RESULTS_dedupe.md was produced with this)::
 
-    PYTHONPATH=src python benchmarks/index/bench_dedupe.py --data-dir /work/shared/data \
+    PYTHONPATH=src python benchmarks/index/bench_dedupe.py --data-dir ../shared/data \
         --json benchmarks/index/results_dedupe.json
 
 For BANKING77 and CLINC150: the whole training split is the index (all-MiniLM-L6-v2 embeddings, method ``topk``,
