@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 import os
 import platform
 import time
@@ -89,7 +90,7 @@ def run_dataset(name: str, args: argparse.Namespace, emb: Any) -> Dict[str, Any]
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--data-dir", default="/work/shared/data")
+    ap.add_argument("--data-dir", default=str(Path(__file__).resolve().parents[3] / "shared" / "data"))
     ap.add_argument("--datasets", nargs="+", default=["banking77", "clinc150"])
     ap.add_argument("--queries", type=int, default=500)
     ap.add_argument("--k", type=int, default=8)

@@ -3,7 +3,7 @@ examples.
 
 Usage (benchmarks/index/RESULTS_serve.md was produced with this)::
 
-    PYTHONPATH=src python benchmarks/index/bench_serve.py --data-dir /work/shared/data --seconds 30 \
+    PYTHONPATH=src python benchmarks/index/bench_serve.py --data-dir ../shared/data --seconds 30 \
         --markdown benchmarks/index/RESULTS_serve.md
 
 The index: the first 10,000 BANKING77 training utterances, ``topk`` (the default method), all-MiniLM-L6-v2
@@ -249,7 +249,7 @@ def reading(res: Dict[str, Any]) -> List[str]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--data-dir", default="/work/shared/data")
+    ap.add_argument("--data-dir", default=str(Path(__file__).resolve().parents[3] / "shared" / "data"))
     ap.add_argument("--seconds", type=float, default=30.0)
     ap.add_argument("--clients", default="1,8,64")
     ap.add_argument("--examples", type=int, default=10_000)
