@@ -48,15 +48,22 @@ def build_prompts(data_dir: Path, n: int, k: int) -> "tuple[List[str], List[str]
     return prompts, [INTENT_FORMAT.continuation(y, chat=builder.chat) for y in names]
 
 
-def timed(bb, prompts: List[str], labels: List[str]) -> Dict[str, object]:
-    bb.score_continuations_detailed(prompts[0], labels)  # warm-up: loads, and caches the shared opening
-    times, cpu, scores = [], [], []
+def timed(bb, prompts: List[str], labels: List[str], choose: bool = False) -> Dict[str, object]:
+    """CPU and wall seconds of each prompt after one warm-up; ``choose``: branch and bound
+    (``choose_continuation``), else every label scored. The label chosen, and the trie nodes evaluated."""
+    run = (lambda p: bb.choose_continuation(p, labels)) if choose else (lambda p: bb.score_continuations(p, labels))
+    run(prompts[0])  # warm-up: loads, and caches the shared opening
+    times, cpu, out, nodes = [], [], [], []
     for p in prompts[1:]:
+        n0 = bb.trie_tokens_evaluated
         t, c = time.perf_counter(), time.process_time()
-        scores.append(bb.score_continuations_detailed(p, labels).logprob)
+        out.append(run(p))
         times.append(time.perf_counter() - t)
         cpu.append(time.process_time() - c)
-    return {"wall": float(np.median(times)), "s": float(np.median(cpu)), "all": cpu, "scores": scores}
+        nodes.append(bb.trie_tokens_evaluated - n0)
+    picked = [int(o[0]) if choose else int(np.argmax(o)) for o in out]
+    return {"wall": float(np.median(times)), "s": float(np.median(cpu)), "all": cpu, "picked": picked,
+            "scores": None if choose else out, "nodes": nodes}
 
 
 def numpy_flops() -> float:
@@ -97,8 +104,12 @@ def llama_flops(bb, shape: Dict[str, int], body: float) -> float:
     return 64 * body / best
 
 
-def needed_work(bb, prompts: List[str], labels: List[str], shape: Dict[str, int]) -> Dict[str, float]:
-    """Positions, logits rows and FLOPs a prompt must compute (median over the timed prompts)."""
+def needed_work(bb, prompts: List[str], labels: List[str], shape: Dict[str, int],
+                nodes: "List[int] | None" = None) -> Dict[str, float]:
+    """Positions, logits rows and FLOPs a prompt must compute (median over the timed prompts): its tokens after
+    the run shared with the previous prompt, plus the label trie's nodes with children (every label scored) or
+    ``nodes`` (the nodes branch and bound evaluated on each prompt), and the LM head where a distribution is
+    needed."""
     from ucs.lm.prefix_tree import build_trie
     from ucs.models.llamacpp import _shared_run
 
@@ -109,13 +120,14 @@ def needed_work(bb, prompts: List[str], labels: List[str], shape: Dict[str, int]
     inner = int(trie.has_children().sum())
     rows, flops, new = [], [], []
     toks = [bb.tokenize(p.rstrip(" ")) for p in prompts]
-    for prev, cur in zip(toks, toks[1:]):
+    for i, (prev, cur) in enumerate(zip(toks, toks[1:])):
         P, keep = len(cur), _shared_run(prev, cur)
         ctx_new = np.arange(keep, P)  # each new position attends to everything before it
-        ctx_trie = P + trie.depth[trie.has_children()]
-        attn = 4.0 * L * d * (ctx_new.sum() + ctx_trie.sum())
-        flops.append((P - keep + inner) * body + attn + (inner + 1) * 2.0 * V * d)
-        rows.append(P - keep + inner)
+        n = inner if nodes is None else int(nodes[i])
+        ctx_trie = (P + trie.depth[trie.has_children()]).sum() if nodes is None else n * (P + 2)
+        attn = 4.0 * L * d * (ctx_new.sum() + ctx_trie)
+        flops.append((P - keep + n) * body + attn + (n + 1) * 2.0 * V * d)
+        rows.append(P - keep + n)
         new.append(P - keep)
     return {"flops": float(np.median(flops)), "positions": float(np.median(rows)),
             "new": float(np.median(new)), "inner": inner, "nodes": trie.n_nodes,
@@ -139,60 +151,73 @@ def main() -> None:
     from ucs.models import load_backbone
 
     prompts, labels = build_prompts(a.data_dir, a.prompts, a.k)
-    before = load_backbone("smollm2", engine="llama", n_threads=1, prefix_reuse=False).load()
-    shape = model_shape(before)
-    work = needed_work(before, prompts, labels, shape)
-    rate_np, rate_ll = numpy_flops(), llama_flops(before, shape, work["body"])
-    rows = {"llama.cpp before (prefix_reuse=False)": timed(before, prompts, labels)}
-    before.close()
-    after = load_backbone("smollm2", engine="llama", n_threads=1).load()
-    rows["llama.cpp after (prefix_reuse=True)"] = timed(after, prompts, labels)
+    q41 = load_backbone("smollm2", engine="llama", n_threads=1).load()
+    shape = model_shape(q41)
+    rows = {"llama.cpp, Q4_1 file, every label scored": timed(q41, prompts, labels)}
+    rate_q41 = llama_flops(q41, shape, 2.0 * (shape["params"] - shape["vocab"] * shape["d"]))
+    q41.close()
+    f32 = load_backbone("smollm2", engine="llama", n_threads=1, weights="f32").load()
+    rows["llama.cpp, f32 copy, every label scored"] = timed(f32, prompts, labels)
+    rows[CHOSEN] = timed(f32, prompts, labels, choose=True)
+    full = needed_work(f32, prompts, labels, shape)
+    bnb = needed_work(f32, prompts, labels, shape, rows[CHOSEN]["nodes"])
+    rate_np, rate_ll = numpy_flops(), llama_flops(f32, shape, full["body"])
+    f32.close()
     if not a.no_transformers:
         import torch
 
         torch.set_num_threads(1)
         hf = load_backbone("smollm2", engine="transformers", dtype="float32").load()
-        rows["transformers (float32, prefix blocks)"] = timed(hf, prompts, labels)
-    limit_np, limit_ll = work["flops"] / rate_np, work["flops"] / rate_ll
-    ref = rows["llama.cpp after (prefix_reuse=True)"]
-    lines = ["| engine | CPU s / prompt (median) | wall s (median) | each prompt, CPU s "
-             "| × limit (numpy FLOP/s) | × limit (llama.cpp FLOP/s) | max abs(Δ) vs after, nats "
-             "| same label |",
+        rows["transformers, float32, every label scored"] = timed(hf, prompts, labels)
+    print(render(a, rows, full, bnb, rate_np, rate_ll, rate_q41, cpu, load))
+    if a.out:
+        a.out.write_text("# Label scoring of one BANKING77 prompt on one core\n\n"
+                         + render(a, rows, full, bnb, rate_np, rate_ll, rate_q41, cpu, load))
+
+
+#: The row of what ``ucs compare`` runs by default.
+CHOSEN = "llama.cpp, f32 copy, branch and bound (ucs compare's default)"
+
+
+def render(a, rows, full, bnb, rate_np, rate_ll, rate_q41, cpu, load) -> str:
+    """The page: set-up, the table (each row against the limit of its own work), the limits."""
+    ref = rows["llama.cpp, f32 copy, every label scored"]
+    lines = ["| engine, weights, what | CPU s / prompt (median) | wall s (median) | each prompt, CPU s | trie nodes "
+             "evaluated (median) | × its limit (numpy FLOP/s) | max abs(Δ) vs f32 scored, nats | same label |",
              "|---|---:|---:|---|---:|---:|---:|---:|"]
     for name, r in rows.items():
-        delta = max(float(np.abs(x - y).max()) for x, y in zip(r["scores"], ref["scores"]))
-        same = sum(int(np.argmax(x) == np.argmax(y)) for x, y in zip(r["scores"], ref["scores"]))
+        work = bnb if name == CHOSEN else full
+        delta = ("-" if r["scores"] is None else
+                 f"{max(float(np.abs(x - y).max()) for x, y in zip(r['scores'], ref['scores'])):.1e}")
+        same = sum(int(x == y) for x, y in zip(r["picked"], ref["picked"]))
         each = ", ".join(f"{t:.2f}" for t in r["all"])
-        lines.append(f"| {name} | {r['s']:.2f} | {r['wall']:.2f} | {each} | {r['s'] / limit_np:.1f} | "
-                     f"{r['s'] / limit_ll:.1f} | {delta:.1e} | {same}/{len(r['scores'])} |")
-    lines.append(f"| limit at numpy's float32 matmul rate ({rate_np / 1e9:.0f} GFLOP/s) | {limit_np:.2f} "
-                 "| | | 1.0 | | | |")
-    lines.append(f"| limit at llama.cpp's own rate ({rate_ll / 1e9:.1f} GFLOP/s) | {limit_ll:.2f} "
-                 "| | | | 1.0 | | |")
-    b, f = rows["llama.cpp before (prefix_reuse=False)"]["s"], ref["s"]
+        nodes = f"{np.median(r['nodes']):.0f}" if name != "transformers, float32, every label scored" else "-"
+        lines.append(f"| {name} | {r['s']:.2f} | {r['wall']:.2f} | {each} | {nodes} | "
+                     f"{r['s'] / (work['flops'] / rate_np):.2f} | {delta} | {same}/{len(r['picked'])} |")
+    for what, work in (("every label scored", full), ("branch and bound", bnb)):
+        lines.append(f"| limit, {what}: {work['flops'] / 1e9:.0f} GFLOP at numpy's float32 rate "
+                     f"({rate_np / 1e9:.0f} GFLOP/s) | {work['flops'] / rate_np:.2f} | | | | 1.00 | | |")
     pin = f" --core {a.core}" if a.core is not None else ""
     head = [
-        f"- machine: {cpu}; one core (n_threads=1, torch threads 1"
-        f"{', pinned to core %d' % a.core if pin else ''}); "
-        f"load average at start {' '.join(load)}; Python {sys.version.split()[0]}",
+        f"- machine: {cpu}; one core (n_threads=1, torch threads 1{', pinned to core %d' % a.core if pin else ''});"
+        f" load average at start {' '.join(load)}, at the end {' '.join(Path('/proc/loadavg').read_text().split()[:3])};"
+        f" Python {sys.version.split()[0]}",
         f"- command: `python benchmarks/models/bench_label_scoring.py --prompts {a.prompts} --k {a.k}{pin}`",
         f"- size: {a.prompts} BANKING77 prompts after one warm-up each, {a.k} demonstrations, all 77 labels; "
-        f"prompts {work['tokens']:.0f} SmolLM2 tokens (median), label trie {work['nodes']} nodes "
-        f"({work['inner']} with children)",
-        f"- limit: per prompt {work['new']:.0f} new prompt tokens (after the run shared with the previous "
-        f"prompt) + {work['inner']} trie nodes with children = {work['positions']:.0f} positions × "
-        f"{work['body'] / 1e6:.0f} MFLOP (2 × non-embedding parameters) + attention + the LM head at "
-        f"{work['inner'] + 1} rows = {work['flops'] / 1e9:.0f} GFLOP",
+        f"prompts {full['tokens']:.0f} SmolLM2 tokens (median), label trie {full['nodes']} nodes "
+        f"({full['inner']} with children)",
+        f"- work, every label scored: {full['new']:.0f} new prompt tokens (after the run shared with the previous "
+        f"prompt) + {full['inner']} trie nodes with children = {full['positions']:.0f} positions × "
+        f"{full['body'] / 1e6:.0f} MFLOP (2 × non-embedding parameters) + attention + the LM head at "
+        f"{full['inner'] + 1} rows = {full['flops'] / 1e9:.0f} GFLOP",
+        f"- work, branch and bound: the same prompt tokens + the trie nodes it evaluated = {bnb['positions']:.0f} "
+        f"positions (median) = {bnb['flops'] / 1e9:.0f} GFLOP",
+        f"- kernel rates on one core: numpy float32 matmul {rate_np / 1e9:.0f} GFLOP/s; llama.cpp's float32 copy "
+        f"{rate_ll / 1e9:.0f} GFLOP/s, its Q4_1 file {rate_q41 / 1e9:.0f} GFLOP/s (a 64-token batch at position 0)",
         "- times: CPU seconds of this process (`time.process_time`, one thread), which other jobs sharing "
-        "the core do not inflate (the wall seconds beside them do), for the prompts and for both FLOP/s "
-        "measurements",
-        f"- llama.cpp after / before: {b / f:.2f}× less CPU time (medians); load average at the end "
-        f"{' '.join(Path('/proc/loadavg').read_text().split()[:3])}",
+        "the core do not inflate (the wall seconds beside them do)",
     ]
-    text = "\n".join(head + ["", *lines]) + "\n"
-    print(text)
-    if a.out:
-        a.out.write_text("# Label scoring of one BANKING77 prompt on one core\n\n" + text)
+    return "\n".join(head + ["", *lines]) + "\n"
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ from pathlib import Path
 __all__ = [
     "CLUSTERING_METHOD", "PCA_DIM", "N_ATOMS", "CODING", "RIDGE_ALPHA", "OMP_N_NONZERO", "DICT_BATCH_SIZE",
     "DICT_MAX_ITER", "DBSCAN_K", "DBSCAN_Q", "MIN_SAMPLES", "HDBSCAN_MIN_CLUSTER_SIZE",
-    "METHOD", "FIXED_METHOD", "COMPARE_SELECTORS", "ORDER", "APPLICATION_ORDER", "application_order", "MMR_LAMBDA", "MMR_FETCH_K", "LABEL_MODE", "LABEL_CAP", "TOPK_FLOOR", "ESTIMATOR", "LAM", "T", "BIN_SIZE", "ALPHA", "DESIGN", "CORPUS_PRIOR", "RELEVANCE", "DEFAULT_COVERAGE", "LAYER", "POOLING", "MAX_LENGTH", "GIANT_FRACTION", "BACKEND", "TEXT_SHARD_SIZE", "ROW_SHARD_SIZE", "FIT_SAMPLE_SIZE", "KNN", "default_cache_dir",
+    "METHOD", "FIXED_METHOD", "COMPARE_SELECTORS", "COMPARE_WEIGHTS", "ORDER", "APPLICATION_ORDER", "application_order", "MMR_LAMBDA", "MMR_FETCH_K", "LABEL_MODE", "LABEL_CAP", "TOPK_FLOOR", "ESTIMATOR", "LAM", "T", "BIN_SIZE", "ALPHA", "DESIGN", "CORPUS_PRIOR", "RELEVANCE", "DEFAULT_COVERAGE", "LAYER", "POOLING", "MAX_LENGTH", "GIANT_FRACTION", "BACKEND", "TEXT_SHARD_SIZE", "ROW_SHARD_SIZE", "FIT_SAMPLE_SIZE", "KNN", "default_cache_dir",
 ]
 
 # ---------------------------------------------------------------- latent clustering (SPEC §2)
@@ -60,6 +60,10 @@ FIXED_METHOD = "votek"
 #: What ``ucs compare`` / :func:`ucs.compare` run when the caller names no selectors: TopK (the reference of every
 #: Δ), Random (the floor) and the relevance-keeping candidates of the beat-TopK work.
 COMPARE_SELECTORS = ("topk", "random", "mmr", "labelaware", "bsr")
+#: The llama.cpp weights ``ucs compare`` answers with: a float32 copy of the GGUF file (the same weights,
+#: through llama.cpp's float kernels: 1.45× faster label scoring than SmolLM2's Q4_1 file on an AVX2 core,
+#: ``benchmarks/models/RESULTS_label_scoring.md``); evaluations keep ``"file"``, the file as given.
+COMPARE_WEIGHTS = "f32"
 #: Order of a prompt's demonstrations: as the selector chose them (``selected``), or by similarity to the query
 #: (``similar_first`` / ``similar_last``, most similar next to the query), or grouped by label with the label most
 #: frequent among them last (``vote_last``).

@@ -55,8 +55,9 @@ def generate_predictor(backbone: Any, answers: List[str], text_column: str, labe
                                 chat_template=chat_template)
 
 
-def generate_estimate_line(n_prompts: int, seconds: float, max_new_tokens: int, metric: str) -> str:
+def generate_estimate_line(n_prompts: int, seconds: float, max_new_tokens: int, metric: str, workers: int = 1) -> str:
     """The cost line of generate mode: prompts, the answer length, the measured seconds and the minutes."""
+    side = f" with {workers} workers side by side" if workers > 1 else ""
     return (f"cost: {n_prompts} prompts (an answer of up to {max_new_tokens} tokens generated in each, "
-            f"scored with {metric}), {seconds:.2f} s per prompt measured here on 2 prompts → about "
-            f"{n_prompts * seconds / 60:.1f} minutes of model time")
+            f"scored with {metric}), {seconds:.2f} s per prompt measured here{side} → about "
+            f"{n_prompts * seconds / 60:.1f} minutes")

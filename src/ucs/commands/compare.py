@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import random
 import sys
 import time
@@ -80,20 +81,25 @@ def _inputs(examples: Path, test_file: Optional[Path], text_column: str, label_c
         raise typer.BadParameter(str(exc), param_hint="--queries") from None
 
 
-def _measure(predict: Any, pool: List[Dict[str, str]], queries: List[Dict[str, str]], k: int) -> float:
-    """Seconds per prediction: the mean of two calls, each with ``k`` demonstrations drawn from the pool, after
-    one untimed call that loads the model."""
+def _measure(predict: Any, pool: List[Dict[str, str]], queries: List[Dict[str, str]], k: int,
+             workers: int = 1) -> float:
+    """Wall seconds per prediction: ``2 × workers`` predictions side by side (each with ``k`` demonstrations
+    drawn from the pool), after ``workers`` untimed ones that load the model (in every worker)."""
     rng = random.Random(0)
-    predict(queries[0], rng.sample(pool, min(k, len(pool))))
+
+    def some(n: int) -> None:
+        list(predict.many([(queries[i % len(queries)], rng.sample(pool, min(k, len(pool)))) for i in range(n)]))
+
+    some(workers)
     t0 = time.perf_counter()
-    for q in queries[:2]:
-        predict(q, rng.sample(pool, min(k, len(pool))))
-    return (time.perf_counter() - t0) / max(min(2, len(queries)), 1)
+    some(2 * workers)
+    return (time.perf_counter() - t0) / (2 * workers)
 
 
-def estimate_line(n_prompts: int, seconds: float, n_labels: int) -> str:
+def estimate_line(n_prompts: int, seconds: float, n_labels: int, workers: int = 1) -> str:
+    side = f" with {workers} workers side by side" if workers > 1 else ""
     return (f"cost: {n_prompts} prompts ({n_labels} labels scored in each), {seconds:.2f} s per prompt measured "
-            f"here on 2 prompts → about {n_prompts * seconds / 60:.1f} minutes of model time")
+            f"here{side} → about {n_prompts * seconds / 60:.1f} minutes")
 
 
 def _confirm(minutes: float, yes: bool) -> None:
@@ -114,6 +120,11 @@ def register(app: typer.Typer) -> None:
         model: str = typer.Option("smollm2", "--model", "-m",
                                   help="smollm2 | gemma3 | GGUF file | hub id | http://host:port/v1#model."),
         engine: Optional[str] = typer.Option(None, "--engine", help="llama | transformers (in-process models)."),
+        workers: Optional[int] = typer.Option(None, "--workers", min=1, help="Processes answering side by side, "
+                                              "each with its own copy of the model on one core (default: the "
+                                              "cores available; a served model: 1)."),
+        weights: str = typer.Option(D.COMPARE_WEIGHTS, "--weights", help="llama engine: f32 (a float32 copy of "
+                                    "the GGUF file, made once: faster on CPUs), f16, or file (as given)."),
         test_file: Optional[Path] = typer.Option(None, "--test-file", exists=True, dir_okay=False,
                                                  help="Held-out labelled queries (default: --queries rows of EXAMPLES)."),
         text_column: str = typer.Option("text", "--text-column", help="The text column."),
@@ -174,30 +185,32 @@ def register(app: typer.Typer) -> None:
         warn_overlap(query_overlap(pool, held, text_column), len(held))
         labels = sorted({r[label_column] for r in pool + held})
         gen = None if scorer is None else ([r[label_column] for r in pool], max_new_tokens)
-        predictor, emb = _predictor(model, engine, labels, text_column, label_column, chat_template, embedder,
-                                    gen)
-        key = comparison_key(pool, held, k=grid["ks"], seed=seed, predictor=predictor, embedder=emb,
-                             text_key=text_column, label_key=label_column,
-                             metric=None if scorer is None else scorer.name, selectors=grid["selectors"],
-                             orders=grid["orders"], reference=grid["reference"].id, test_share=test_share)
-        _check_out(out, key, fresh)
-        n_prompts, done, plan = _plan(out, fresh, grid, split, round_size, max_queries, len(held))
-        seconds = (_measure(_as_predictor(predictor, text_column, label_column), pool, held, max(grid["ks"]))
-                   if n_prompts else 0.0)
-        line = (estimate_line(n_prompts, seconds, len(labels)) if scorer is None else
-                generate_estimate_line(n_prompts, seconds, predictor.max_new_tokens, scorer.name))
-        typer.echo(line + (f" ({done} answered in {out} already)" if done else "") + plan
-                   + (f"; the race stops after {max_minutes:g} minutes of model time" if max_minutes else ""))
-        if dry_run:
-            raise typer.Exit()
-        _confirm(n_prompts * seconds / 60, yes)
-        race = {"k": grid["ks"], "orders": grid["orders"], "reference": grid["reference"].id,
-                "test_share": test_share, "round_size": round_size, "alpha": alpha, "early_stop": not no_early_stop,
-                "max_minutes": max_minutes, "max_queries": max_queries}
-        result = _run(pool, held, predictor, emb, names, race, text_column, label_column, out, seed, cache_dir,
-                      wait, fresh, scorer)
-        typer.echo(result.to_markdown())
-        typer.echo(f"results: {out / 'compare.md'} (+ compare.json, compare.html, records.jsonl)")
+        backbone = _backbone(model, engine, workers, weights)
+        predictor, emb = _predictor(backbone, labels, text_column, label_column, chat_template, embedder, gen)
+        n_workers = getattr(backbone, "workers", 1)
+        with contextlib.closing(backbone) if hasattr(backbone, "close") else contextlib.nullcontext():
+            key = comparison_key(pool, held, k=grid["ks"], seed=seed, predictor=predictor, embedder=emb,
+                                 text_key=text_column, label_key=label_column,
+                                 metric=None if scorer is None else scorer.name, selectors=grid["selectors"],
+                                 orders=grid["orders"], reference=grid["reference"].id, test_share=test_share)
+            _check_out(out, key, fresh)
+            n_prompts, done, plan = _plan(out, fresh, grid, split, round_size, max_queries, len(held))
+            seconds = (_measure(_as_predictor(predictor, text_column, label_column), pool, held, max(grid["ks"]),
+                                n_workers) if n_prompts else 0.0)
+            line = (estimate_line(n_prompts, seconds, len(labels), n_workers) if scorer is None else
+                    generate_estimate_line(n_prompts, seconds, predictor.max_new_tokens, scorer.name, n_workers))
+            typer.echo(line + (f" ({done} answered in {out} already)" if done else "") + plan
+                       + (f"; the race stops after {max_minutes:g} minutes of model time" if max_minutes else ""))
+            if dry_run:
+                raise typer.Exit()
+            _confirm(n_prompts * seconds / 60, yes)
+            race = {"k": grid["ks"], "orders": grid["orders"], "reference": grid["reference"].id,
+                    "test_share": test_share, "round_size": round_size, "alpha": alpha,
+                    "early_stop": not no_early_stop, "max_minutes": max_minutes, "max_queries": max_queries}
+            result = _run(pool, held, predictor, emb, names, race, text_column, label_column, out, seed,
+                          cache_dir, wait, fresh, scorer)
+            typer.echo(result.to_markdown())
+            typer.echo(f"results: {out / 'compare.md'} (+ compare.json, compare.html, records.jsonl)")
 
 
 def _check_chat_template(chat_template: Optional[str]) -> None:
@@ -208,7 +221,34 @@ def _check_chat_template(chat_template: Optional[str]) -> None:
                                  param_hint="--chat-template")
 
 
-def _predictor(model: str, engine: Optional[str], labels: List[str], text_column: str, label_column: str,
+def _backbone(model: str, engine: Optional[str], workers: Optional[int], weights: str) -> Any:
+    """The model: a plugin's backbone, a served model, or ``workers`` in-process copies side by side
+    (:class:`~ucs.models.pool.BackbonePool`; one worker: the backbone itself); the llama.cpp engine with
+    ``weights``."""
+    from ucs.models import load_backbone
+    from ucs.models.gguf_weights import check_weights
+    from ucs.models.pool import BackbonePool, default_workers
+    from ucs.models.registry import DEFAULT_ENGINE
+    from ucs.pipeline.backbones import plugin_backbone
+    from ucs.models.http_spec import looks_like_url
+
+    try:
+        check_weights(weights)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--weights") from None
+    plugin = plugin_backbone(model)
+    if plugin is not None:
+        return plugin
+    if looks_like_url(model):
+        return load_backbone(model, engine=engine)
+    opts = {"weights": weights} if (engine or DEFAULT_ENGINE) == "llama" else {}
+    n = workers or default_workers()
+    if n == 1:
+        return load_backbone(model, engine=engine, **opts)
+    return BackbonePool(model, engine=engine, workers=n, **opts)
+
+
+def _predictor(backbone: Any, labels: List[str], text_column: str, label_column: str,
                chat_template: Optional[str], embedder: str,
                gen: Optional[Tuple[List[str], Optional[int]]] = None) -> Tuple[Any, Any]:
     """The model as a predictor over ``labels`` (``gen``: the pool's answers and ``--max-new-tokens``, the
@@ -216,10 +256,7 @@ def _predictor(model: str, engine: Optional[str], labels: List[str], text_column
     from ucs.commands._compare_generate import generate_predictor
     from ucs.embedding import load_retrieval_embedder
     from ucs.experiments.predictors import backbone_predictor
-    from ucs.models import load_backbone
-    from ucs.pipeline.backbones import plugin_backbone
 
-    backbone = plugin_backbone(model) or load_backbone(model, engine=engine)
     if gen is None:
         predictor = backbone_predictor(backbone, labels, text_key=text_column, label_key=label_column,
                                        chat_template=chat_template)

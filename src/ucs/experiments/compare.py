@@ -33,7 +33,7 @@ import time
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -273,32 +273,70 @@ class _Answerer:
         return self.indexes[selector]
 
     def __call__(self, cell: Cell, q: int) -> float:
+        return self.many([(cell, q)])[0]
+
+    def many(self, pairs: Sequence[Tuple[Cell, int]]) -> List[float]:
+        """The scores of (cell, query) pairs: every selection here, the predictions side by side where the
+        predictor can (its ``many``), each record written as the batch returns."""
+        if not pairs:
+            return []
         if self.query_emb is None:  # a finished comparison resumed embeds nothing and fits no index
             t0 = time.perf_counter()
             self.query_emb = np.asarray(self.emb.embed([str(x[self.text_key]) for x in self.qs]), dtype=np.float32)
             self.embed_ms = 1e3 * (time.perf_counter() - t0) / max(len(self.qs), 1)
-        index, ex = self._index(cell.selector), self.qs[q]
-        t0 = time.perf_counter()
-        chosen, demos = _select(index, str(ex[self.text_key]), cell.k, self.query_emb[q], cell.order)
-        t1 = time.perf_counter()
-        correct, answer = self.predict(ex, demos)
-        t2 = time.perf_counter()
+        picked: List[Tuple[Any, List[int], List[dict], float]] = []
+
+        def items() -> Iterator[Tuple[Dict[str, Any], List[dict]]]:  # selected as the model needs them
+            for cell, q in pairs:
+                index = self._index(cell.selector)
+                t0 = time.perf_counter()
+                chosen, demos = _select(index, str(self.qs[q][self.text_key]), cell.k, self.query_emb[q],
+                                        cell.order)
+                picked.append((index, chosen, demos, 1e3 * (time.perf_counter() - t0)))
+                yield self.qs[q], demos
+
+        scores = []
+        for i, answer in enumerate(_predict_many(self.predict, items())):
+            cell, q = pairs[i]
+            rec = self._record(cell, q, picked[i], answer)
+            if self.folder is not None:
+                if self.writer is None:
+                    self.writer = RecordWriter(self.folder / "records.jsonl")
+                self.writer.write([rec])
+            self.records.append(rec)
+            scores.append(float(rec["score"]))
+        return scores
+
+    def _record(self, cell: Cell, q: int, pick: Tuple[Any, List[int], List[dict], float],
+                answer: Tuple[bool, Any, float]) -> dict:
+        index, chosen, demos, select_ms = pick
+        correct, text, seconds = answer
+        ex = self.qs[q]
         rec = {"method": cell.id, "seed": 0, "query": q, "correct": bool(correct), "score": float(bool(correct)),
-               "prediction": answer, "gold": str(ex[self.label_key]), "gold_id": self.label_ids[str(ex[self.label_key])],
-               "selected": chosen, "select_ms": 1e3 * (t1 - t0), "predict_ms": 1e3 * (t2 - t1),
+               "prediction": text, "gold": str(ex[self.label_key]), "gold_id": self.label_ids[str(ex[self.label_key])],
+               "selected": chosen, "select_ms": select_ms, "predict_ms": 1e3 * seconds,
                "selector": cell.selector, "k": cell.k, "order": cell.order, "part": self.part.get(q, "validation")}
         if self.scoring is not None:
-            rec.update(self.scoring.fields(ex, answer, chosen, demos, index.embeddings_, self.query_emb[q]))
-        if self.folder is not None:
-            if self.writer is None:
-                self.writer = RecordWriter(self.folder / "records.jsonl")
-            self.writer.write([rec])
-        self.records.append(rec)
-        return float(rec["score"])
+            rec.update(self.scoring.fields(ex, text, chosen, demos, index.embeddings_, self.query_emb[q]))
+        return rec
 
     def close(self) -> None:
         if self.writer is not None:
             self.writer.close()
+
+
+def _predict_many(predict: Callable, items: Iterable[Tuple[Dict[str, Any], List[dict]]]
+                  ) -> Iterator[Tuple[bool, Any, float]]:
+    """``(correct, answer, model seconds)`` for each (query, demonstrations), in order, as they come:
+    ``predict.many`` when it has one (:func:`as_predictor`'s predictors do), else one call after another."""
+    many = getattr(predict, "many", None)
+    if many is not None:
+        yield from many(items)
+        return
+    for ex, d in items:
+        t0 = time.perf_counter()
+        correct, answer = predict(ex, d)
+        yield correct, answer, time.perf_counter() - t0
 
 
 def _select(index: SelectorIndex, text: str, k: int, query_emb: np.ndarray, order: str
@@ -508,10 +546,7 @@ def compare(
                         max_queries=max_queries, max_minutes=max_minutes, reference=0,
                         model_seconds=lambda: spent + sum(r["predict_ms"] for r in answer.records) / 1e3)
         validated = cells[race["leader"]]
-        for c in dict.fromkeys([validated, ref]):
-            for q in test:
-                if (c.id, q) not in known:
-                    answer(c, q)
+        answer.many([(c, q) for c in dict.fromkeys([validated, ref]) for q in test if (c.id, q) not in known])
     finally:
         answer.close()
     records = records + answer.records

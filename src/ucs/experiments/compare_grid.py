@@ -171,7 +171,8 @@ def run_race(cells: Sequence[Cell], order: Sequence[int], answer: Answer, known:
     """Race ``cells`` over the validation queries ``order`` (positions, in answering order).
 
     ``answer(cell, query)`` returns the score in [0, 1] of a (cell, query) not in ``known`` (``{(cell id,
-    query): score}``, the answers already recorded: a resumed race replays them and asks only the rest).
+    query): score}``, the answers already recorded: a resumed race replays them and asks only the rest); an
+    answerer with ``many(pairs) -> scores`` gets each round's pairs in one call, to answer them side by side.
     ``cells[reference]`` is asked on every round. ``model_seconds()`` is the model time spent so far (the
     budget ``max_minutes`` is checked between rounds).
 
@@ -192,14 +193,15 @@ def run_race(cells: Sequence[Cell], order: Sequence[int], answer: Answer, known:
             stopped = "max minutes"
             break
         lo, hi = r * round_size, min((r + 1) * round_size, planned)
-        for c, cell in enumerate(cells):
-            if not (race.active[c] or c == reference):
-                continue
-            for j in range(lo, hi):
-                q = int(order[j])
-                s = known.get((cell.id, q))
-                scores[c, j] = answer(cell, q) if s is None else s
-                asked += 1
+        slots = [(c, j) for c in range(len(cells)) if race.active[c] or c == reference for j in range(lo, hi)]
+        todo = [(c, j) for c, j in slots if (cells[c].id, int(order[j])) not in known]
+        for (c, j), s in zip(todo, _answer_all(answer, [(cells[c], int(order[j])) for c, j in todo])):
+            scores[c, j] = s
+        for c, j in slots:
+            s = known.get((cells[c].id, int(order[j])))
+            if s is not None:
+                scores[c, j] = s
+        asked += len(slots)
         used = hi
         if early_stop:
             race.update(scores[:, :hi])
@@ -215,6 +217,13 @@ def run_race(cells: Sequence[Cell], order: Sequence[int], answer: Answer, known:
     return {"rounds": race.looks, "planned_rounds": n_rounds, "planned_queries": planned, "queries_used": used,
             "stopped": stopped, "leader": race.leader(np.where(np.isnan(view), 0.0, view)),
             "left": dict(race.left_at), "asked": asked, "full": len(cells) * planned, "scores": view}
+
+
+def _answer_all(answer: Answer, pairs: List[Tuple[Cell, int]]) -> List[float]:
+    """The scores of a round's (cell, query) pairs: in one call to ``answer.many`` when the answerer has it
+    (side by side), else one by one."""
+    many = getattr(answer, "many", None)
+    return list(many(pairs)) if many is not None else [answer(c, q) for c, q in pairs]
 
 
 def default_orders() -> List[str]:

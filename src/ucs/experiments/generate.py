@@ -19,8 +19,9 @@ Records of a scored comparison carry ``score`` (the model's answer, in [0, 1]), 
 
 from __future__ import annotations
 
+import time
 from collections import defaultdict
-from typing import Any, Dict, Iterable, List, Optional, Sequence
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -100,10 +101,25 @@ class generating_predictor:  # noqa: N801 - used like a function, as backbone_pr
         pairs = [(str(d[self.text_key]), str(d[self.label_key])) for d in demos]
         return self.builder.render(pairs, text)
 
+    def _options(self) -> Dict[str, Any]:
+        return {"max_new_tokens": self.max_new_tokens, "temperature": 0.0, "stop": list(GENERATE_STOP)}
+
     def __call__(self, text: str, demos: List[Dict[str, Any]]) -> str:
-        out = self.backbone.generate([self.prompt(text, demos)], max_new_tokens=self.max_new_tokens,
-                                     temperature=0.0, stop=list(GENERATE_STOP))
+        out = self.backbone.generate([self.prompt(text, demos)], **self._options())
         return first_answer_line(out[0])
+
+    def many(self, items: Iterable[Tuple[str, List[Dict[str, Any]]]]) -> Iterator[Tuple[str, float]]:
+        """``(answer, model seconds)`` for each (text, demonstrations), in order, as they come: side by side on
+        a backbone with ``generate_many`` (:class:`~ucs.models.pool.BackbonePool`), else one after another."""
+        prompts = (self.prompt(t, d) for t, d in items)
+        if hasattr(self.backbone, "generate_many"):
+            for out, seconds in self.backbone.generate_many(prompts, **self._options()):
+                yield first_answer_line(out), seconds
+            return
+        for p in prompts:
+            t0 = time.perf_counter()
+            out = self.backbone.generate([p], **self._options())[0]
+            yield first_answer_line(out), time.perf_counter() - t0
 
 
 class AnswerScoring:

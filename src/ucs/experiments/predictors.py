@@ -15,7 +15,9 @@ Nothing here imports LangChain or DSPy: they are recognised by their methods, so
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+import collections
+import time
+from typing import Any, Callable, Deque, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -79,8 +81,7 @@ def as_predictor(obj: Any, *, text_key: str = "text", label_key: str = "label",
                          f"program; got {type(obj).__name__}")
     dspy_metric = metric is not None and _is_dspy_program(obj)
 
-    def predict(query: Dict[str, Any], demos: List[Dict[str, Any]]) -> Tuple[bool, Any]:
-        answer = call(str(query[text_key]), demos)
+    def judge(query: Dict[str, Any], answer: Any) -> Tuple[bool, Any]:
         if metric is not None:
             example = query
             if dspy_metric:
@@ -91,6 +92,27 @@ def as_predictor(obj: Any, *, text_key: str = "text", label_key: str = "label",
         text = answer_text(answer, label_key)
         return _same(text, str(query[label_key])), text
 
+    def predict(query: Dict[str, Any], demos: List[Dict[str, Any]]) -> Tuple[bool, Any]:
+        return judge(query, call(str(query[text_key]), demos))
+
+    def many(items: Iterable[Tuple[Dict[str, Any], List[Dict[str, Any]]]]) -> Iterator[Tuple[bool, Any, float]]:
+        """``(correct, answer, model seconds)`` for each (query, demonstrations), in order, as they come: side
+        by side when the predictor has ``many``."""
+        asked: Deque[Dict[str, Any]] = collections.deque()
+
+        def texts() -> Iterator[Tuple[str, List[Dict[str, Any]]]]:
+            for q, d in items:
+                asked.append(q)
+                yield str(q[text_key]), d
+
+        if hasattr(obj, "many") and not hasattr(obj, "invoke"):
+            done: Iterable[Tuple[Any, float]] = obj.many(texts())
+        else:
+            done = (_timed(call, t, d) for t, d in texts())
+        for answer, seconds in done:
+            yield (*judge(asked.popleft(), answer), seconds)
+
+    predict.many = many  # type: ignore[attr-defined]
     return predict
 
 
@@ -135,10 +157,44 @@ class backbone_predictor:  # noqa: N801 - used like a function
 
     @property
     def identity(self) -> Dict[str, Any]:
+        found = {"search": "branch-and-bound"} if self._chooses else {}
         return {"backbone": repr(getattr(self.backbone, "identity", type(self.backbone).__name__)),
-                "labels": "\x1f".join(self.labels), "format": "intent-likelihood", "chat": self.builder.chat}
+                "labels": "\x1f".join(self.labels), "format": "intent-likelihood", "chat": self.builder.chat,
+                **found}
+
+    @property
+    def _chooses(self) -> bool:
+        """Whether the backbone finds the most likely label without scoring every one
+        (``choose_continuation``, :mod:`ucs.lm.best_continuation`)."""
+        return bool(getattr(self.backbone, "chooses", hasattr(self.backbone, "choose_continuation")))
+
+    def prompt(self, text: str, demos: List[Dict[str, Any]]) -> str:
+        """The prompt whose label continuations are scored for ``text`` after ``demos``."""
+        return self.builder.render([(str(d[self.text_key]), str(d[self.label_key])) for d in demos], text)
+
+    def _answer(self, prompt: str) -> str:
+        if self._chooses:
+            return self.labels[self.backbone.choose_continuation(prompt, self.continuations)[0]]
+        return self.labels[int(np.argmax(self.backbone.score_continuations(prompt, self.continuations)))]
 
     def __call__(self, text: str, demos: List[Dict[str, Any]]) -> str:
-        pairs = [(str(d[self.text_key]), str(d[self.label_key])) for d in demos]
-        scores = self.backbone.score_continuations(self.builder.render(pairs, text), self.continuations)
-        return self.labels[int(np.argmax(scores))]
+        return self._answer(self.prompt(text, demos))
+
+    def many(self, items: Iterable[Tuple[str, List[Dict[str, Any]]]]) -> Iterator[Tuple[str, float]]:
+        """``(answer, model seconds)`` for each (text, demonstrations), in order, as they come: side by side on
+        a backbone with ``choose_many`` (:class:`~ucs.models.pool.BackbonePool`, which takes the items as its
+        workers need them), else one after another."""
+        prompts = (self.prompt(t, d) for t, d in items)
+        if hasattr(self.backbone, "choose_many"):
+            for (j, _), seconds in self.backbone.choose_many(prompts, self.continuations):
+                yield self.labels[j], seconds
+            return
+        for p in prompts:
+            yield _timed(self._answer, p)
+
+
+def _timed(fn: Callable[..., Any], *args: Any) -> Tuple[Any, float]:
+    """``(fn(*args), seconds it took)``."""
+    t0 = time.perf_counter()
+    out = fn(*args)
+    return out, time.perf_counter() - t0

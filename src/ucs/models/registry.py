@@ -147,7 +147,7 @@ def _http_backbone(url: str, kwargs: Dict[str, Any]):
 
 
 #: Options of the llama.cpp engine that the transformers engine does not take (dropped on a fallback).
-_LLAMA_ONLY = ("n_threads", "n_gpu_layers", "batch_tokens", "prefix_reuse")
+_LLAMA_ONLY = ("n_threads", "n_gpu_layers", "batch_tokens", "prefix_reuse", "weights")
 
 
 def _llama_crashes(model: str) -> bool:
