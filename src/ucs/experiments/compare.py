@@ -20,13 +20,15 @@ Like an evaluation, a comparison never offers a query an example with exactly it
 selectors; the copies move behind every other candidate), and it counts and warns about
 (:class:`~ucs.data.DatasetWarning`) held-out queries whose text is also among the examples.
 
-Cost: one index fit per selector (``O(N·d)`` embeddings shared through the embedding cache), then at most
-``C × V + 2 × T`` predictor calls for ``C`` cells, ``V`` validation and ``T`` test queries (fewer when cells
-leave the race early).
+Cost: one embedding and clustering of the pool, shared by every selector's index (each fits only its
+selector), then at most ``C × V + 2 × T`` predictor calls for ``C`` cells, ``V`` validation and ``T`` test
+queries (fewer when cells leave the race early), side by side when the predictor has ``many`` (a backbone in a
+:class:`~ucs.models.pool.BackbonePool`), each round's selections made while the workers answer.
 """
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import time
@@ -266,10 +268,17 @@ class _Answerer:
         self.part: Dict[int, str] = {}
 
     def _index(self, selector: str) -> SelectorIndex:
+        """The index of ``selector``: the first one embeds and clusters the pool, every other one shares its
+        embeddings and clusters and fits only its selector (:meth:`SelectorIndex.set_method`: the selections of
+        an index fitted on its own)."""
         if selector not in self.indexes:
-            self.indexes[selector] = SelectorIndex(
-                self.emb, method=selector, input_keys=[self.text_key], output_key=self.label_key,
-                cache_dir=self.cache_dir, random_state=self.seed).fit(self.pool)
+            if self.indexes:
+                first = next(iter(self.indexes.values()))
+                self.indexes[selector] = copy.copy(first).set_method(selector)
+            else:
+                self.indexes[selector] = SelectorIndex(
+                    self.emb, method=selector, input_keys=[self.text_key], output_key=self.label_key,
+                    cache_dir=self.cache_dir, random_state=self.seed).fit(self.pool)
         return self.indexes[selector]
 
     def __call__(self, cell: Cell, q: int) -> float:
