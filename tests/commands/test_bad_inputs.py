@@ -392,6 +392,8 @@ SERVE = [
     ("port-not-a-number", "serve {dir} --port http", "--port"),
     ("log-level", "serve {dir} --log-level loud", "--log-level"),
     ("reload-ms-negative", "serve {dir} --reload-ms -1", "--reload-ms"),
+    ("batch-window-negative", "serve {dir} --batch-window-ms -1", "--batch-window-ms"),
+    ("max-batch-zero", "serve {dir} --max-batch 0", "--max-batch"),
 ]
 
 CASES = {"select": SELECT, "coverage": COVERAGE, "cluster": CLUSTER, "embed": EMBED, "distributed": DISTRIBUTED,

@@ -33,6 +33,23 @@ def _examples(n: int = 40):
     ]
 
 
+@pytest.fixture(autouse=True)
+def _served_are_closed(monkeypatch):
+    """Every ServedIndex a test starts is closed after it, so its worker thread ends with the test (a live thread
+    that set OpenBLAS's thread count keeps later tests' limits from taking effect)."""
+    made = []
+
+    class Closed(ServedIndex):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            made.append(self)
+
+    monkeypatch.setattr(sys.modules[__name__], "ServedIndex", Closed)
+    yield
+    for served in made:
+        served.close()
+
+
 @pytest.fixture()
 def folder(tmp_path):
     d = tmp_path / "index"

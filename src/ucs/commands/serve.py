@@ -16,7 +16,9 @@ GET /health.
 INDEX is a folder written by SelectorIndex.save (or `ucs compare`). The OpenAPI page is at /docs. A new
 version saved into INDEX by another process is loaded and served without a restart. Adding examples is off
 unless the environment variable named by --token-env holds a token; requests then send
-`Authorization: Bearer <token>`.
+`Authorization: Bearer <token>`. Concurrent selections are answered together (one embedding and one
+selection call, each request getting what it would get alone); the model and the selection run on
+$UCS_QUERY_THREADS threads (default 1).
 """
 
 
@@ -75,6 +77,16 @@ def _token(env: str) -> Optional[str]:
     return value or None
 
 
+def _threads() -> int:
+    """The worker's threads: ``$UCS_QUERY_THREADS`` (default 1), the query embedding's own setting."""
+    from ucs.embedding.threads import QUERY_THREADS_ENV, resolve_query_threads
+
+    try:
+        return resolve_query_threads(None)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint=f"${QUERY_THREADS_ENV}") from None
+
+
 def _embedder(name: Optional[str]) -> Any:
     if name is None:
         return None
@@ -107,6 +119,11 @@ def register(app: typer.Typer) -> None:
             1000, "--reload-ms", min=0, help="Check the folder for a new version at most this often."
         ),
         log_level: str = typer.Option("info", "--log-level", help="debug | info | warning | error."),
+        batch_window_ms: float = typer.Option(
+            2.0, "--batch-window-ms", min=0, max=1000,
+            help="How long the free worker waits for more requests to answer together (0: it starts at once).",
+        ),
+        max_batch: int = typer.Option(64, "--max-batch", min=1, max=4096, help="Queries in one batch at most."),
     ) -> None:
         from ucs.utils.optional import require
 
@@ -118,11 +135,13 @@ def register(app: typer.Typer) -> None:
             )
         _check_index(index)
         token = _token(token_env)
+        threads = _threads()
         sock = _bind(host, port)
         try:
             from ucs.index.service import ServedIndex, create_app
 
-            served = ServedIndex(index, embedder=_embedder(embedder), reload_interval_s=reload_ms / 1000)
+            served = ServedIndex(index, embedder=_embedder(embedder), reload_interval_s=reload_ms / 1000,
+                                 batch_window_s=batch_window_ms / 1000, max_batch=max_batch, threads=threads)
             app = create_app(served, token=token)
             typer.echo(
                 f"serving {index} (version {served.index.version_}, {served.index.n_examples_} examples, "

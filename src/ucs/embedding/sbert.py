@@ -197,6 +197,15 @@ class SentenceTransformerEmbedder:
             return enc.encode(texts)
         return self._torch_queries(texts, n)
 
+    @property
+    def query_batch_invariant(self) -> bool:
+        """Whether :meth:`embed_queries` of several texts gives each the vector it gets alone, bit for bit: true
+        when the ONNX encoder of the current ``query_threads`` answers and passed that check
+        (:func:`ucs.embedding.onnx_query.onnx_encoder`); false for torch, whose batched matrix products round
+        differently, and before the first query."""
+        enc = self._onnx.get(resolve_query_threads(self.query_threads))
+        return enc is not None and bool(getattr(enc, "batch_invariant", False))
+
     def _query_encoder(self, threads: int) -> Any:
         """The ONNX encoder for ``threads`` threads, or ``None`` for torch (decided once per thread count)."""
         if self.query_backend == "torch" or (self.query_backend == "auto" and self.device not in (None, "cpu")):

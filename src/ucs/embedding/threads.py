@@ -22,7 +22,8 @@ import os
 import sys
 from typing import Iterator, Optional, Union
 
-__all__ = ["QUERY_THREADS_ENV", "DEFAULT_QUERY_THREADS", "free_cores", "resolve_query_threads", "limit_threads"]
+__all__ = ["QUERY_THREADS_ENV", "DEFAULT_QUERY_THREADS", "free_cores", "resolve_query_threads", "limit_threads",
+           "set_threads"]
 
 #: Environment variable read when no ``query_threads`` argument is given.
 QUERY_THREADS_ENV = "UCS_QUERY_THREADS"
@@ -113,6 +114,19 @@ def limit_threads(n: Optional[int]) -> Iterator[None]:
             lib.set_num_threads(before)
         if torch is not None and old != n:
             torch.set_num_threads(old)
+
+
+def set_threads(n: int) -> None:
+    """Set torch's intra-op threads (when torch is imported) and every BLAS/OpenMP pool loaded now to ``n``, for
+    the rest of the process: what a server does once its model is loaded, so that no call toggles them (a toggle
+    from one thread while another computes would change its pools under it) and :func:`limit_threads` with the
+    same ``n`` changes nothing."""
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.get_num_threads() != n:
+        torch.set_num_threads(n)
+    for lib in _threadpools().lib_controllers:
+        if lib.get_num_threads() != n:
+            lib.set_num_threads(n)
 
 
 def _threadpools():

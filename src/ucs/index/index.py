@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy as _copy
 import os
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Union
@@ -276,10 +277,19 @@ class SelectorIndex:
             raise ValueError("this SelectorIndex is not fitted; call fit(examples) or SelectorIndex.load(dir) first")
 
     # ------------------------------------------------------------------ add
-    def add_examples(self, examples: Sequence[Dict[str, Any]]) -> "SelectorIndex":
+    def add_examples(self, examples: Sequence[Dict[str, Any]],
+                     embeddings: Optional[np.ndarray] = None) -> "SelectorIndex":
         """Add examples without re-clustering: each joins the nearest cluster within the fitted radius, else
         becomes a new singleton cluster (see :func:`ucs.index.placement.place_rows`); the selector is refit on
         the grown pool (cheap for TopK/DPP/MDL; VoteK rebuilds its vote graph). :meth:`refit` re-clusters.
+
+        Parameters
+        ----------
+        examples : list of dict
+            Each holds the ``input_keys`` (and ``output_key`` when set).
+        embeddings : array-like (M, d), optional
+            Their embeddings from :meth:`embed_examples` (computed elsewhere, e.g. on a server's model thread);
+            default: embedded here, through the cache.
 
         Returns
         -------
@@ -290,7 +300,13 @@ class SelectorIndex:
         if not new:
             return self
         resolve_keys(new, self.input_keys_, self.output_key_)
-        E_new = self._embed_texts([example_text(e, self.input_keys_) for e in new])
+        if embeddings is None:
+            E_new = self._embed_texts([example_text(e, self.input_keys_) for e in new])
+        else:
+            E_new = np.ascontiguousarray(embeddings, dtype=np.float32)
+            if E_new.ndim != 2 or E_new.shape[0] != len(new):
+                raise ValueError(f"embeddings has shape {E_new.shape}; give one row per example ({len(new)}), "
+                                 "as embed_examples(examples) returns")
         if E_new.shape[1] != self.embeddings_.shape[1]:
             raise ValueError(f"the embedder gives dimension {E_new.shape[1]}; the index holds {self.embeddings_.shape[1]}")
         if self.clusterer_ is not None:
@@ -306,7 +322,46 @@ class SelectorIndex:
         self.cluster_ids_ = np.concatenate([self.cluster_ids_, new_ids])
         self.n_added_ += len(new)
         self.search_.add(E_new)
-        return self._fit_selector()
+        return self._extend_selector(E_new, new)
+
+    def _extend_selector(self, E_new: np.ndarray, new: List[Dict[str, Any]]) -> "SelectorIndex":
+        """The selector of the grown pool: what :meth:`_fit_selector` fits, from the old one's normalised pool and
+        the new rows (:meth:`ucs.selectors.base.Selector.extended`; O(M·d) plus one copy of the pool)."""
+        self.coverage_prior_ = self._prior()
+        texts = [example_text(e, self.input_keys_) for e in new]
+        labels = None if self.output_key_ is None else [str(e[self.output_key_]) for e in new]
+        sel = self.selector_.extended(E_new, labels=labels, texts=texts, cluster_ids=self.cluster_ids_,
+                                      prior=self.coverage_prior_ if self.ucs_ else None)
+        if sel.query_dependent:
+            sel.set_candidate_search(self.search_)
+        self.selector_ = sel
+        self.n_examples_ = len(self.examples_)
+        self.n_clusters_ = int(np.unique(self.cluster_ids_).size)
+        self._shared_ = None
+        return self
+
+    def embed_examples(self, examples: Sequence[Dict[str, Any]]) -> np.ndarray:
+        """The embeddings (M, d) float32 that :meth:`add_examples` computes for ``examples`` (checked as it checks
+        them, embedded through the cache), for ``add_examples(examples, embeddings=...)``."""
+        self._check_fitted()
+        new = check_examples(examples)
+        if not new:
+            return np.empty((0, self.embeddings_.shape[1]), dtype=np.float32)
+        resolve_keys(new, self.input_keys_, self.output_key_)
+        return self._embed_texts([example_text(e, self.input_keys_) for e in new])
+
+    def copy(self) -> "SelectorIndex":
+        """A copy to grow with :meth:`add_examples` while this index keeps answering, unchanged.
+
+        The copy shares the examples, arrays, clusterer and selector (none is written in place: ``add_examples``
+        replaces them) and has its own candidate search (:meth:`ucs.index.search.ExactSearch.copy`), the one part
+        that grows in place. O(N·d) for the search's float16 copy; nothing is embedded or refit.
+        """
+        self._check_fitted()
+        other = _copy.copy(self)
+        other.search_ = self.search_.copy()
+        other._shared_ = None
+        return other
 
     # ------------------------------------------------------------------ select
     def embed_queries(self, queries: Sequence[Any]) -> np.ndarray:

@@ -69,11 +69,27 @@ class ExactSearch:
         # float16 rounding (2^-11 relative) plus float32 accumulation of d products in either scan
         self.bound = 2.0**-11 + 4.0 * d * 2.0**-24
 
+    @property
+    def row_invariant(self) -> bool:
+        """Whether each query's candidates are the same searched alone or with others: true with faiss (a scan
+        per query), false for the numpy product, whose rounding depends on how many queries it multiplies."""
+        return self._half is not None
+
     def add(self, rows: np.ndarray) -> None:
         new = _unit32(rows)
         self.pool = np.ascontiguousarray(np.concatenate([self.pool, new]))
         if self._half is not None:
             self._half.add(new)
+
+    def copy(self) -> "ExactSearch":
+        """A search over the same rows whose :meth:`add` leaves this one as it is (the float32 pool is shared:
+        ``add`` replaces it rather than writing into it; the float16 copy is cloned, O(N·d))."""
+        other = object.__new__(ExactSearch)
+        other.__dict__.update(self.__dict__)
+        other.n_fallbacks = 0
+        if self._half is not None:
+            other._half = _faiss().clone_index(self._half)
+        return other
 
     def __call__(self, queries: np.ndarray, c: int, allowed: Optional["Allowed"] = None
                  ) -> Tuple[np.ndarray, np.ndarray]:
@@ -158,6 +174,17 @@ class HNSWSearch:
             self.index.hnsw.efConstruction = self.ef_construction
             self.add(pool)
         self.n_fallbacks = 0
+
+    #: Each query walks the graph on its own: its candidates do not depend on the other queries of a call.
+    row_invariant = True
+
+    def copy(self) -> "HNSWSearch":
+        """A search over the same graph whose :meth:`add` leaves this one as it is (the graph is cloned)."""
+        other = object.__new__(HNSWSearch)
+        other.__dict__.update(self.__dict__)
+        other.n_fallbacks = 0
+        other.index = _faiss().clone_index(self.index)
+        return other
 
     def add(self, rows: np.ndarray) -> None:
         faiss = _faiss()

@@ -12,31 +12,47 @@ Endpoints:
 * ``GET /health``: the version served, the example count, the method;
 * ``/docs`` and ``/openapi.json``: the request and answer models.
 
+**Batching.** Every selection runs on one worker thread (:class:`ucs.index.batching.SelectionBatcher`): the
+requests that arrive together are answered with one embedding call and one selection call, each request getting
+exactly the rows it would get alone (the module says when requests share a call). ``/v1/select`` is a coroutine
+that waits for its rows, so the event loop keeps reading requests while the worker computes (ONNX Runtime and
+faiss release the GIL).
+
 **Reloading.** :class:`ServedIndex` reads the folder's ``CURRENT`` (:meth:`SelectorIndex.latest_version`, one
 small file) at most every ``reload_interval_s`` as requests arrive; a new version is loaded in a background
-thread and swapped in with one assignment once it is loaded and warmed up, so no request waits for it. A
+thread, warmed up on the worker, and swapped in with one assignment, so no request waits for it. A
 request takes the index once, when it starts, and finishes on that version. A version that fails to load
 (damaged files) is logged and not used; the old one keeps serving.
 
-Selections and additions run one at a time (one lock): the selector's caches and the embedder's thread
-settings are not shared between threads, and on a few cores a second concurrent selection would only wait for
-a core.
+**Additions** never stop selections for longer than the new examples' embedding (on the worker, between two
+batches): the served version is copied (:meth:`SelectorIndex.copy`, sharing its arrays), the copy grows
+(:meth:`SelectorIndex.add_examples` with the embeddings) and is saved as the next version in the request's own
+thread while the worker keeps answering from the served one, which the new version then replaces with one
+assignment. One addition at a time.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import hmac
 import logging
+import os
+import sys
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Literal, Optional, Union
+from typing import Any, AsyncIterator, Callable, Dict, List, Literal, Optional, Union
 
 import numpy as np
 from fastapi import Depends, FastAPI, Header, HTTPException
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from ucs.embedding.threads import set_threads
+from ucs.index.batching import SelectionBatcher
+from ucs.index.examples import example_text, query_text
 from ucs.index.index import SelectorIndex
 from ucs.utils.redact import redact, register_secret
 
@@ -144,6 +160,20 @@ class ServedIndex:
         Read ``CURRENT`` at most this often (``0``: on every request).
     loader : callable, optional
         ``loader(directory, version) -> SelectorIndex`` (default: :meth:`SelectorIndex.load` without warm-up).
+    batch_window_s : float, default=0.002
+        How long the free worker waits for more requests to answer together (:class:`SelectionBatcher`).
+    max_batch : int, default=64
+        Queries answered in one batch at most.
+    threads : int, optional
+        torch / BLAS / OpenMP threads of the worker (default: unchanged; ``ucs serve`` passes the embedder's
+        ``query_threads``).
+
+    Attributes
+    ----------
+    index : SelectorIndex
+        The version served now (replaced, never modified).
+    batcher : SelectionBatcher
+        The worker that runs every selection and every use of the model.
     """
 
     def __init__(
@@ -152,6 +182,9 @@ class ServedIndex:
         embedder: Any = None,
         reload_interval_s: float = 1.0,
         loader: Optional[Callable[..., SelectorIndex]] = None,
+        batch_window_s: float = 0.002,
+        max_batch: int = 64,
+        threads: Optional[int] = None,
     ) -> None:
         self.directory = Path(directory)
         self.embedder = embedder
@@ -159,21 +192,42 @@ class ServedIndex:
         self._loader = loader or (
             lambda d, v: SelectorIndex.load(d, embedder=self.embedder, warmup=False, version=v)
         )
-        self.lock = threading.Lock()  # selections and additions, one at a time
-        self._write_lock = threading.Lock()  # one addition (load, add, save) at a time
+        self.batcher = SelectionBatcher(window_s=batch_window_s, max_queries=max_batch, threads=threads)
+        # additions and reloads: one thread, below the worker's priority where the OS allows
+        self._writer = ThreadPoolExecutor(1, thread_name_prefix="ucs-serve-writer", initializer=_background)
+        self._write_lock = threading.Lock()  # one addition (copy, add, save) at a time
         self._swap_lock = threading.Lock()
         self._reloading = False
         self._failed: Optional[int] = None
         self._checked = 0.0
-        self.index = self._load(None)
+        try:
+            self.index = self._load(None)
+            if threads is not None:  # once the model's libraries are loaded: for good, so nothing toggles them
+                self.batcher.call(set_threads, threads)
+        except BaseException:
+            self.close()
+            raise
 
     def _load(self, version: Optional[int]) -> SelectorIndex:
         index = self._loader(self.directory, version)
         if self.embedder is None:
             self.embedder = index.embedder  # later versions reuse the loaded model
-        with self.lock:
-            index.warmup()
+        self.batcher.call(index.warmup)
         return index
+
+    def close(self) -> None:
+        """Stop the worker (after the selections queued) and the writer (after its addition or reload)."""
+        self.batcher.close()
+        self._writer.shutdown(wait=True)
+
+    def warmup_adds(self) -> None:
+        """Embed one example once, on the worker, as an addition does: the pool's embedding path (torch for a
+        sentence-transformers model) is not the queries' (ONNX Runtime), and its first call initialises it
+        (about half a second of the worker's time for all-MiniLM-L6-v2), which would otherwise stall the
+        selections queued behind the first addition."""
+        index = self.index
+        probe = example_text(index.examples_[0], index.input_keys_)
+        self.batcher.call(lambda: index.get_embedder().embed([probe]))
 
     def current(self) -> SelectorIndex:
         """The index to answer one request with (starts a background reload when a newer version is saved)."""
@@ -185,16 +239,22 @@ class ServedIndex:
                 self._start_reload(latest)
         return self.index
 
+    def select(self, index: SelectorIndex, texts: Optional[List[str]], k: int, **options: Any) -> "Any":
+        """A future of ``index``'s selections for ``texts`` (see :meth:`SelectionBatcher.submit`)."""
+        return self.batcher.submit(index, texts, k, **options)
+
     def _start_reload(self, version: int) -> None:
         with self._swap_lock:
             if self._reloading:
                 return
             self._reloading = True
-        threading.Thread(target=self.reload, args=(version,), name="ucs-serve-reload", daemon=True).start()
+        self._writer.submit(self.reload, version)
 
     def reload(self, version: Optional[int] = None) -> SelectorIndex:
         """Load ``version`` (default the current one) and serve it; a failure is logged, the old one stays."""
         try:
+            if version is not None and version == self.index.version_:  # an addition saved and served it
+                return self.index
             index = self._load(version)
             with self._swap_lock:  # only while it is still the folder's current version (an addition
                 # may have saved and swapped in a newer one meanwhile)
@@ -218,23 +278,29 @@ class ServedIndex:
     def add(self, examples: List[Dict[str, Any]]) -> SelectorIndex:
         """Add ``examples`` to the newest saved version, save it as the next one and serve it.
 
-        Another process saving into the folder between this one's load and save (a window of one
-        ``add_examples``; rechecked up to three times) would have its version superseded by one without its
-        examples: that is logged. Keep one writer per folder."""
+        The served version is the base when it is the folder's current one (else the current one is loaded).
+        Only the examples' embedding runs on the worker; the copy, the addition and the save run on the writer
+        thread (at a lower priority) while the worker keeps answering from the served version. Another process
+        saving into the folder between the base's read and this save (rechecked up to three times) would have
+        its version superseded by one without its examples: that is logged. Keep one writer per folder."""
+        return self._writer.submit(self._add, examples).result()
+
+    def _add(self, examples: List[Dict[str, Any]]) -> SelectorIndex:
         with self._write_lock:
             for _ in range(3):  # another process saved meanwhile: start again from its version
-                index = self._loader(self.directory, None)
-                base = index.version_
-                with self.lock:  # embeds the new examples with the shared model
-                    index.add_examples(examples)
-                if SelectorIndex.latest_version(self.directory) == base:
+                base = self.index
+                if SelectorIndex.latest_version(self.directory) != base.version_:
+                    base = self._loader(self.directory, None)
+                E = self.batcher.call(base.embed_examples, examples)  # the shared model, between two batches
+                grow = base.copy().add_examples
+                # Set-BSR's refit embeds the pool's tokens with the model: that part runs on the worker too
+                index = self.batcher.call(grow, examples, E) if base.base_ == "bsr" else grow(examples, E)
+                if SelectorIndex.latest_version(self.directory) == base.version_:
                     break
             index.save(self.directory)
-            if index.version_ != base + 1:
+            if index.version_ != base.version_ + 1:
                 _LOG.warning("another writer saved %s while examples were added: version %s lacks what it "
                              "added", self.directory, index.version_)
-            with self.lock:
-                index.warmup()
             with self._swap_lock:
                 self.index = index
             _LOG.info(
@@ -247,18 +313,31 @@ class ServedIndex:
             return index
 
 
-def _selection(s: Any) -> Selection:
-    return Selection(
-        query=s.query,
-        examples=s.examples,
-        indices=[int(i) for i in s.indices],
-        scores=[float(x) if np.isfinite(x) else None for x in np.asarray(s.scores, dtype=float)],
-        cluster_ids=[int(c) for c in s.cluster_ids],
-        phi=float(s.phi),
-        clusters_covered=int(s.clusters_covered),
-        n_matched=s.n_matched,
-        note=s.note,
-    )
+def _background() -> None:
+    """Lower the calling thread's priority (Linux: a thread's nice value is its own), so that additions and
+    reloads take the cores the worker and the event loop leave free. Elsewhere nothing changes (there the call
+    would lower the whole process)."""
+    if sys.platform.startswith("linux"):
+        try:
+            nice = min(19, os.getpriority(os.PRIO_PROCESS, 0) + 10)
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), nice)
+        except (AttributeError, OSError):  # not permitted here: the writer keeps the process's priority
+            pass
+
+
+def _selection(s: Any) -> Dict[str, Any]:
+    """One :class:`Selection` as plain JSON values (the answer is written without a second validation)."""
+    return {
+        "query": s.query,
+        "examples": s.examples,
+        "indices": [int(i) for i in s.indices],
+        "scores": [float(x) if np.isfinite(x) else None for x in np.asarray(s.scores, dtype=float)],
+        "cluster_ids": [int(c) for c in s.cluster_ids],
+        "phi": float(s.phi),
+        "clusters_covered": int(s.clusters_covered),
+        "n_matched": s.n_matched,
+        "note": s.note,
+    }
 
 
 def _authorize(token: Optional[str]) -> Callable[..., None]:
@@ -287,8 +366,16 @@ def create_app(served: ServedIndex, token: Optional[str] = None) -> FastAPI:
     token = token.strip() if token and token.strip() else None
     if token is not None:
         register_secret(token)
+        served.warmup_adds()
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        yield
+        served.close()  # the server stops: the worker finishes what is queued
+
     app = FastAPI(
-        title="ucs selector index", summary="Few-shot demonstrations per query (Unseen Coverage Selection)."
+        title="ucs selector index",
+        summary="Few-shot demonstrations per query (Unseen Coverage Selection).",
+        lifespan=lifespan,
     )
     app.state.served = served
 
@@ -301,24 +388,18 @@ def create_app(served: ServedIndex, token: Optional[str] = None) -> FastAPI:
     @app.post(
         "/v1/select", response_model=SelectResponse, responses={400: {"description": "A bad filter or query"}}
     )
-    def select(req: SelectRequest) -> SelectResponse:
+    async def select(req: SelectRequest) -> Response:
         index = served.current()
         if req.query is None and req.queries is None and index.selector_.query_dependent:
             raise HTTPException(422, f"method {index.method_!r} chooses per query: give query or queries")
-        queries = req.queries if req.queries is not None else req.query
-        with served.lock:
-            out = index.select(
-                queries,
-                req.k,
-                order=req.order,
-                where=req.where,
-                dedupe=req.dedupe,
-                example_keys=req.example_keys,
-            )
-        rows = out if isinstance(out, list) else [out]
-        return SelectResponse(
-            version=index.version_, method=index.method_, k=req.k, results=[_selection(s) for s in rows]
-        )
+        items = req.queries if req.queries is not None else (None if req.query is None else [req.query])
+        texts = None if items is None else [query_text(q, index.input_keys_) for q in items]
+        rows = await asyncio.wrap_future(served.select(
+            index, texts, req.k, order=req.order, where=req.where, dedupe=req.dedupe,
+            example_keys=req.example_keys,
+        ))
+        return JSONResponse({"version": index.version_, "method": index.method_, "k": req.k,
+                             "results": [_selection(s) for s in rows]})
 
     @app.post(
         "/v1/examples",

@@ -257,15 +257,85 @@ class Selector:
             cids = prior.cluster_ids_array()
         else:
             cids = None
-        self.pool_ = l2_normalize(x)
-        self.n_pool_ = n
-        self.dim_ = x.shape[1]
+        return self._set_pool(l2_normalize(x), cids, labels, texts)
+
+    def _set_pool(self, pool: np.ndarray, cids: Optional[np.ndarray], labels: Optional[Sequence[Any]],
+                  texts: Optional[Sequence[str]]) -> "Selector":
+        """The fitted state from the checked, normalised pool: the attributes, then the class's :meth:`_fit`."""
+        self.pool_ = pool
+        self.n_pool_ = pool.shape[0]
+        self.dim_ = pool.shape[1]
         self.cluster_ids_ = cids
         self.labels_ = None if labels is None else list(labels)
         self.texts_ = None if texts is None else list(texts)
         self.candidate_search_ = None
         self._fit()
         return self
+
+    def extended(
+        self,
+        new_embeddings: Any,
+        *,
+        labels: Optional[Sequence[Any]] = None,
+        texts: Optional[Sequence[str]] = None,
+        cluster_ids: Optional[Any] = None,
+        prior: Optional[UCSPrior] = None,
+    ) -> "Selector":
+        """A new selector fitted on this one's pool with ``new_embeddings`` appended; this one is unchanged.
+
+        It equals ``clone(prior=prior).fit(pool + new, labels=..., texts=..., cluster_ids=...)`` bit for bit (rows
+        are normalised one by one, so the old rows are reused as they are), at the cost of the new rows and one
+        copy of the pool, plus the class's own pool-level :meth:`_fit` (nothing for TopK and DPP; VoteK rebuilds
+        its vote graph, Set-BSR re-encodes the pool's tokens).
+
+        Parameters
+        ----------
+        new_embeddings : array-like (M, d)
+        labels, texts : sequence of length M, optional
+            Required when the selector was fitted with labels / texts (and refused when it was not).
+        cluster_ids : array-like (N + M,), optional
+            The grown pool's cluster ids (all of them: adding rows may change none of the old ones, but the
+            caller's clustering says so); default, with ``prior``: the prior's.
+        prior : UCSPrior, optional
+            The prior over the grown pool, for a selector that has one (its cluster ids cover N + M items).
+
+        Returns
+        -------
+        Selector
+            A fitted selector without a candidate search (set one with :meth:`set_candidate_search`).
+        """
+        self._check_fitted()
+        x = check_embeddings(new_embeddings, "new_embeddings", dim=self.dim_, allow_empty=True)
+        m, n = x.shape[0], self.n_pool_ + x.shape[0]
+        grown: Dict[str, Any] = {}
+        for nm, seq, old in (("labels", labels, self.labels_), ("texts", texts, self.texts_)):
+            if (seq is None) != (old is None):
+                raise ValueError(f"{nm} must be given exactly when the selector was fitted with {nm}")
+            if seq is not None:
+                if len(seq) != m:
+                    raise ValueError(f"{nm} has {len(seq)} entries but new_embeddings has {m} rows")
+                grown[nm] = list(old) + list(seq)
+        if prior is not None and getattr(self, "prior", None) is None:
+            raise ValueError(f"{type(self).__name__} was fitted without a prior; fit a new one to add a prior")
+        if prior is None and getattr(self, "prior", None) is not None:
+            raise ValueError("the selector has a coverage prior: pass the grown pool's prior= (its cluster ids "
+                             "cover the new rows too)")
+        other = self.clone(**({"prior": prior} if prior is not None else {}))
+        other._validate_params()
+        if prior is not None:
+            prior._check_pool_size(n)
+        if cluster_ids is not None:
+            cids = validate_cluster_ids(cluster_ids, name="cluster_ids")
+            if cids.shape[0] != n:
+                raise ValueError(f"cluster_ids has {cids.shape[0]} entries but the grown pool has {n} rows")
+        elif prior is not None:
+            cids = prior.cluster_ids_array()
+        elif self.cluster_ids_ is not None:
+            raise ValueError("the selector was fitted with cluster_ids: pass the grown pool's cluster_ids")
+        else:
+            cids = None
+        pool = np.concatenate([self.pool_, l2_normalize(x)]) if m else self.pool_
+        return other._set_pool(pool, cids, grown.get("labels"), grown.get("texts"))
 
     def set_candidate_search(self, search: Optional[Any]) -> "Selector":
         """Replace the exact float64 candidate retrieval of the fitted selector (``None`` restores it).

@@ -70,6 +70,9 @@ class DummyEmbedder:
     Time O(n · dim), memory O(n · dim).
     """
 
+    #: A text's vector never depends on the other texts of its call (a server may embed queries together).
+    query_batch_invariant = True
+
     def __init__(self, dim: int = 16, seed: int = 0, normalize: bool = True, batch_size: int = 32) -> None:
         if not isinstance(dim, (int, np.integer)) or dim < 1:
             raise ValueError(f"dim must be a positive integer, got {dim!r}")
