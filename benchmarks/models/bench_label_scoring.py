@@ -1,20 +1,23 @@
-"""Label scoring of BANKING77 prompts on one core: llama.cpp before/after prefix reuse, transformers, limit.
+"""Label scoring of BANKING77 prompts on one core: llama.cpp (the Q4_1 file, its float32 copy, branch and bound),
+transformers, and the limits of the work.
 
 Prompts are built as ``ucs compare`` builds them (``backbone_predictor``: a
 :class:`~ucs.evaluation.prompts.PromptBuilder` over ``INTENT_FORMAT`` with the 77 labels, ``--k``
-demonstrations drawn at random from the pool, a test query) and every label is scored with
-``score_continuations_detailed`` after one warm-up prompt per engine:
+demonstrations drawn at random from the pool, a test query), each timed after one warm-up prompt per engine:
 
-* llama.cpp, ``prefix_reuse=False`` (before: every prompt evaluated from its first token);
-* llama.cpp, ``prefix_reuse=True`` (after: the KV cache of the run shared with the previous prompt is kept);
-* transformers (float32, its prefix blocks on);
-* the limit: the positions a prompt must compute (its tokens after the run shared with the previous prompt,
-  plus the label trie's nodes that have children) × FLOPs a position (2 × the non-embedding parameters,
-  plus attention over the context), plus the LM head where a distribution is needed, ÷ one core's FLOP/s:
-  a float32 numpy matmul pinned to one thread (threadpoolctl), and llama.cpp's own rate (a 64-token batch
-  at position 0, where attention costs next to nothing).
+* llama.cpp on the shipped Q4_1 file, every label scored (``score_continuations``: prefix reuse, one tree batch);
+* llama.cpp on its float32 copy (``weights="f32"``), every label scored;
+* llama.cpp on the float32 copy, the label chosen by branch and bound (``choose_continuation``: what ``ucs
+  compare`` runs);
+* transformers (float32, its prefix blocks on), every label scored.
 
-    python benchmarks/models/bench_label_scoring.py --prompts 4 --core 0 \\
+The limit of each row's work: the positions it must compute (the prompt's tokens after the run shared with the
+previous prompt, plus the label trie's nodes with children — or, for branch and bound, the nodes it evaluated)
+× FLOPs a position (2 × the non-embedding parameters, plus attention over the context), plus the LM head where a
+distribution is needed, ÷ one core's float32 matmul rate (numpy pinned to one thread, threadpoolctl). llama.cpp's
+own rates (a 64-token batch at position 0) are given beside it.
+
+    python benchmarks/models/bench_label_scoring.py --prompts 6 --core 0 \\
         --out benchmarks/models/RESULTS_label_scoring.md
 """
 

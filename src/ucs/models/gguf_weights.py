@@ -25,6 +25,8 @@ import tempfile
 from pathlib import Path
 from typing import Dict
 
+from ucs.utils.native_output import quiet
+
 __all__ = ["WEIGHTS", "check_weights", "float_copy"]
 
 #: ``"file"``: the model file as given; ``"f32"`` / ``"f16"``: a float copy of it (module docstring).
@@ -88,10 +90,8 @@ def float_copy(src: "str | os.PathLike[str]", weights: str) -> Path:
         params.ftype = _FTYPES[weights]
         params.allow_requantize = True
         params.nthread = 1
-        from ucs.models.llamacpp import _quiet
-
         sys.stdout.flush()
-        with _quiet((1, 2)):
+        with quiet((1, 2)):
             rc = llama_cpp.llama_model_quantize(str(src).encode(), tmp.encode(), ctypes.byref(params))
         if rc != 0:
             raise InvalidModelFileError(f"llama.cpp could not write {src} as {weights} (code {rc}); use "

@@ -18,7 +18,6 @@ intermediate layers.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import weakref
 from pathlib import Path
@@ -33,6 +32,7 @@ from ucs.lm.base import ContinuationScores, ReducedScoresMixin, check_generation
 from ucs.lm.prefix_tree import build_trie, logsumexp_rows, move_trailing_spaces
 from ucs.models.gguf_weights import check_weights, float_copy
 from ucs.models.probe import check_llama_engine
+from ucs.utils.native_output import quiet as _quiet
 from ucs.utils.optional import InvalidModelFileError, extra_install, require
 from ucs.utils.progress import advance
 
@@ -612,22 +612,3 @@ def _free(llm, batches: Dict[str, Any], ctxs: List[Any]) -> None:
         c.close()
     ctxs.clear()
     llm.close()
-
-
-@contextlib.contextmanager
-def _quiet(fds: Sequence[int] = (2,)):
-    """Silence llama.cpp's C-level log output to stderr (and to the other file descriptors ``fds``)."""
-    try:
-        saved = [os.dup(fd) for fd in fds]
-    except OSError:  # pragma: no cover
-        yield
-        return
-    try:
-        with open(os.devnull, "w") as devnull:
-            for fd in fds:
-                os.dup2(devnull.fileno(), fd)
-            yield
-    finally:
-        for fd, old in zip(fds, saved):
-            os.dup2(old, fd)
-            os.close(old)

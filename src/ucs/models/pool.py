@@ -38,7 +38,7 @@ def default_workers() -> int:
 
 def _start(model: str, engine: str, kwargs: Dict[str, Any]) -> None:
     """Worker initializer: one thread, then the backbone."""
-    from ucs.models import load_backbone
+    from ucs.models.registry import load_backbone
 
     if engine == "transformers":
         import torch
@@ -94,7 +94,7 @@ class BackbonePool:
 
     def __init__(self, model: str, engine: Optional[str] = None, workers: Optional[int] = None,
                  **kwargs: Any) -> None:
-        from ucs.models import load_backbone
+        from ucs.models.registry import load_backbone
 
         if workers is not None and (not isinstance(workers, int) or workers < 1):
             raise ValueError(f"workers must be a positive integer (processes answering side by side); got "
