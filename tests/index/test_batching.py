@@ -141,6 +141,18 @@ def test_a_bad_request_fails_alone_and_filters_run_unbatched():
         batcher.submit(index, ["x"], 1)
 
 
+def test_a_lone_client_never_waits_for_the_window():
+    index = SelectorIndex(DummyEmbedder(dim=16), "topk", input_keys=["text"], output_key="label").fit(_examples())
+    batcher = SelectionBatcher(window_s=30.0)
+    try:
+        for q in ("utterance 1", "utterance 2", "utterance 3"):  # one at a time: each after a batch of one
+            rows = batcher.submit(index, [q], 3).result(timeout=10)  # a 30 s window would time this out
+            assert _same(rows[0], index.select(q, 3))
+        assert batcher.largest_batch_ == 1 and batcher.n_batches_ == 3
+    finally:
+        batcher.close()
+
+
 def test_batcher_settings_are_checked():
     with pytest.raises(ValueError, match="window_s"):
         SelectionBatcher(window_s=-1)

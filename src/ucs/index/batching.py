@@ -2,9 +2,9 @@
 
 A :class:`SelectionBatcher` owns one worker thread, the only one that embeds queries and selects. Requests are
 queued with :meth:`SelectionBatcher.submit`; the worker takes every request waiting when it is free (after
-waiting up to ``window_s`` for more when fewer than ``max_queries`` wait), embeds the texts of all requests that
-can share a call with one :meth:`SelectorIndex.embed_queries`, selects for them with one
-:meth:`SelectorIndex.select`, and hands each request its own rows. Other work on the model (a new version's
+waiting up to ``window_s`` for more when fewer than ``max_queries`` wait and its previous batch held several
+requests), embeds the texts of all requests that can share a call with one :meth:`SelectorIndex.embed_queries`,
+selects for them with one :meth:`SelectorIndex.select`, and hands each request its own rows. Other work on the model (a new version's
 warm-up, the embedding of added examples) runs on the same thread through :meth:`SelectionBatcher.call`, between
 batches, so the model and the thread settings are never used by two threads at once.
 
@@ -82,9 +82,10 @@ class SelectionBatcher:
     Parameters
     ----------
     window_s : float, default=0.002
-        When the worker is free and fewer than ``max_queries`` queries wait, it waits this long for more before
-        it starts (``0``: it starts at once with what waits; requests that arrive while it works form the next
-        batch either way).
+        When the worker is free, fewer than ``max_queries`` queries wait and its previous batch held several
+        requests (so others are likely on their way), it waits this long for more before it starts (``0``: it
+        starts at once with what waits; requests that arrive while it works form the next batch either way). A
+        request after a batch of one, as from a lone client, starts at once.
     max_queries : int, default=64
         Queries in one batch at most (a request of more queries is answered in a batch of its own).
     threads : int, optional
@@ -114,6 +115,7 @@ class SelectionBatcher:
         self._queue: Deque[Any] = deque()
         self._cond = threading.Condition()
         self._closed = False
+        self._last_batch = 0
         self._thread = threading.Thread(target=self._loop, name="ucs-serve-batcher", daemon=True)
         self._thread.start()
 
@@ -174,7 +176,7 @@ class SelectionBatcher:
                 if self._closed:
                     return None
                 self._cond.wait()
-            if self.window_s > 0 and not self._closed:
+            if self.window_s > 0 and self._last_batch > 1 and not self._closed:  # a lone client never waits
                 deadline = time.monotonic() + self.window_s
                 while self._n_queries() < self.max_queries and not self._closed:
                     left = deadline - time.monotonic()
@@ -189,6 +191,7 @@ class SelectionBatcher:
                     break
                 jobs.append(self._queue.popleft())
                 n += size
+            self._last_batch = sum(isinstance(j, _Select) for j in jobs)
             return jobs
 
     def _n_queries(self) -> int:
