@@ -58,12 +58,12 @@ def timed(bb, prompts: List[str], labels: List[str], choose: bool = False) -> Di
     run(prompts[0])  # warm-up: loads, and caches the shared opening
     times, cpu, out, nodes = [], [], [], []
     for p in prompts[1:]:
-        n0 = bb.trie_tokens_evaluated
+        n0 = getattr(bb, "trie_tokens_evaluated", 0)
         t, c = time.perf_counter(), time.process_time()
         out.append(run(p))
         times.append(time.perf_counter() - t)
         cpu.append(time.process_time() - c)
-        nodes.append(bb.trie_tokens_evaluated - n0)
+        nodes.append(getattr(bb, "trie_tokens_evaluated", 0) - n0)
     picked = [int(o[0]) if choose else int(np.argmax(o)) for o in out]
     return {"wall": float(np.median(times)), "s": float(np.median(cpu)), "all": cpu, "picked": picked,
             "scores": None if choose else out, "nodes": nodes}

@@ -61,7 +61,7 @@ FIXED_METHOD = "votek"
 #: Δ), Random (the floor) and the relevance-keeping candidates of the beat-TopK work.
 COMPARE_SELECTORS = ("topk", "random", "mmr", "labelaware", "bsr")
 #: The llama.cpp weights ``ucs compare`` answers with: a float32 copy of the GGUF file (the same weights,
-#: through llama.cpp's float kernels: 1.45× faster label scoring than SmolLM2's Q4_1 file on an AVX2 core,
+#: through llama.cpp's float kernels: 1.5× faster label scoring than SmolLM2's Q4_1 file on an AVX2 core,
 #: ``benchmarks/models/RESULTS_label_scoring.md``); evaluations keep ``"file"``, the file as given.
 COMPARE_WEIGHTS = "f32"
 #: Order of a prompt's demonstrations: as the selector chose them (``selected``), or by similarity to the query

@@ -2,7 +2,7 @@
 
 A quantised file (SmolLM2's Q4_1, Gemma-3's Q4_K_M) is small, but on a CPU without the quantised types' fast
 paths llama.cpp multiplies it slowly: in prompt processing (every token of a prompt and of a label trie at
-once), the shipped SmolLM2 Q4_1 file scores a BANKING77 prompt 1.45× slower than the same weights stored as
+once), the shipped SmolLM2 Q4_1 file scores a BANKING77 prompt 1.5× slower than the same weights stored as
 float32, which go through the float matrix kernels (``benchmarks/models/RESULTS_label_scoring.md``). The
 float copy holds exactly the numbers the quantised file decodes to (``f32``; ``f16`` rounds them to half
 precision), so what changes is the arithmetic of the activations (float instead of 8-bit), not the model.

@@ -95,7 +95,7 @@ class LlamaCppBackbone(ReducedScoresMixin):
     weights : {"file", "f32", "f16"}, default="file"
         ``"file"`` runs the GGUF file as given; ``"f32"`` / ``"f16"`` run a float copy of it, converted once
         and cached (:mod:`ucs.models.gguf_weights`): the same weights, scored through llama.cpp's float
-        kernels, 1.45× faster than SmolLM2's Q4_1 file on an AVX2 core, at 4 (2) bytes a parameter. The
+        kernels, 1.5× faster than SmolLM2's Q4_1 file on an AVX2 core, at 4 (2) bytes a parameter. The
         copy's kind enters :attr:`identity`.
 
     Notes
