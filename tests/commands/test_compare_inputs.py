@@ -199,3 +199,14 @@ def test_the_library_refuses_one_label_and_blank_texts_before_making_the_folder(
     with pytest.raises(ValueError, match=r"examples\[3\]\['text'\] is empty"):
         compare(blank, lambda t, d: "a", n_queries=2, embedder=DummyEmbedder(), out=tmp_path / "o")
     assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("args, needles", [
+    (["--weights", "q2"], ["--weights", "file, f32, f16"]),
+    (["--workers", "0"], ["--workers"]),
+])
+def test_bad_weights_or_workers_are_refused_before_anything_is_written(tmp_path, args, needles):
+    table = _csv(tmp_path / "t.csv", _examples())
+    res = _compare(table, "--queries", "4", "--out", tmp_path / "o", *args)
+    _refused(res, *needles)
+    assert not (tmp_path / "o").exists()
