@@ -353,4 +353,4 @@ def _run(pool: List[Dict[str, str]], held: List[Dict[str, str]], predictor: Any,
         warnings.simplefilter("ignore", DatasetWarning)  # the overlap was warned about before the estimate
         return compare(pool, predictor, queries=held, selectors=names, n_queries=len(held), **race,
                        text_key=text_column, label_key=label_column, embedder=emb, out=out, seed=seed,
-                       cache_dir=cache_dir, metric=metric)
+                       cache_dir=cache_dir, metric=metric, progress=True)

@@ -45,12 +45,13 @@ from ucs.evaluation.manifest import config_differences
 from ucs.evaluation.records import RecordWriter, read_records
 from ucs.evaluation.report import demonstration_vote, label_agreement, paired_delta
 from ucs.experiments.compare_grid import (Cell, default_orders, default_reference, grid_cells, parse_cell, parse_ks,
-                                          parse_orders, run_race, score_stats, split_parts)
+                                          parse_orders, planned_rounds, run_race, score_stats, split_parts)
 from ucs.experiments.generate import answer_scoring, copy_fields, score_summary
 from ucs.experiments.predictors import as_predictor, predictor_identity
 from ucs.index import SelectorIndex
 from ucs.utils.io import atomic_write_json, atomic_write_text
 from ucs.utils.lock import LOCK_NAME
+from ucs.utils.progress import advance, progress_enabled, stage
 
 __all__ = ["CompareResult", "answered", "check_folder", "check_race", "compare", "comparison_key", "plan_grid",
            "query_overlap", "recommend", "split_examples", "split_indices", "warn_overlap"]
@@ -276,9 +277,10 @@ class _Answerer:
                 first = next(iter(self.indexes.values()))
                 self.indexes[selector] = copy.copy(first).set_method(selector)
             else:
-                self.indexes[selector] = SelectorIndex(
-                    self.emb, method=selector, input_keys=[self.text_key], output_key=self.label_key,
-                    cache_dir=self.cache_dir, random_state=self.seed).fit(self.pool)
+                with stage("compare: the pool (embed, cluster)", total=len(self.pool), kind="embed"):
+                    self.indexes[selector] = SelectorIndex(
+                        self.emb, method=selector, input_keys=[self.text_key], output_key=self.label_key,
+                        cache_dir=self.cache_dir, random_state=self.seed).fit(self.pool)
         return self.indexes[selector]
 
     def __call__(self, cell: Cell, q: int) -> float:
@@ -314,6 +316,7 @@ class _Answerer:
                 self.writer.write([rec])
             self.records.append(rec)
             scores.append(float(rec["score"]))
+            advance(1, kind="answer")
         return scores
 
     def _record(self, cell: Cell, q: int, pick: Tuple[Any, List[int], List[dict], float],
@@ -466,6 +469,7 @@ def compare(
     out: "str | Path | None" = None,
     seed: int = 0,
     cache_dir: "str | Path | None" = None,
+    progress: bool = False,
 ) -> CompareResult:
     """Race the cells selector × k × order over validation queries in rounds, confirm the winner on test queries.
 
@@ -509,6 +513,9 @@ def compare(
     out : path, optional
         Folder for ``records.jsonl`` (resumable), ``compare.md`` / ``compare.json`` / ``compare.html`` and
         ``index/`` (the recommended cell's selector fitted on every example, saved with the cell's order).
+    progress : bool
+        Show the pool's embedding and the answers as they come (at most the race's worst case) on standard
+        error (:mod:`ucs.utils.progress`; the command line turns it on).
 
     Returns
     -------
@@ -550,12 +557,15 @@ def compare(
     answer.part = {q: "test" for q in test}
     known = {(r["method"], int(r["query"])): float(r.get("score", float(bool(r["correct"])))) for r in records}
     spent = sum(float(r.get("predict_ms", 0.0)) for r in records) / 1e3
+    worst = len(cells) * planned_rounds(len(val_order), round_size, max_queries)[0] + 2 * len(test)
     try:
-        race = run_race(cells, val_order, answer, known, round_size=round_size, alpha=alpha, early_stop=early_stop,
-                        max_queries=max_queries, max_minutes=max_minutes, reference=0,
-                        model_seconds=lambda: spent + sum(r["predict_ms"] for r in answer.records) / 1e3)
-        validated = cells[race["leader"]]
-        answer.many([(c, q) for c in dict.fromkeys([validated, ref]) for q in test if (c.id, q) not in known])
+        with progress_enabled(progress), stage("compare: answers (at most)", total=worst, kind="answer"):
+            advance(0, kind="answer", reused=len(known))
+            race = run_race(cells, val_order, answer, known, round_size=round_size, alpha=alpha,
+                            early_stop=early_stop, max_queries=max_queries, max_minutes=max_minutes, reference=0,
+                            model_seconds=lambda: spent + sum(r["predict_ms"] for r in answer.records) / 1e3)
+            validated = cells[race["leader"]]
+            answer.many([(c, q) for c in dict.fromkeys([validated, ref]) for q in test if (c.id, q) not in known])
     finally:
         answer.close()
     records = records + answer.records
