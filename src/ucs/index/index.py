@@ -264,6 +264,10 @@ class SelectorIndex:
                                cluster_ids=self.cluster_ids_)
         else:
             sel.fit(self.embeddings_, labels=labels, texts=texts, cluster_ids=self.cluster_ids_)
+        return self._install(sel)
+
+    def _install(self, sel: Any) -> "SelectorIndex":
+        """Serve ``sel`` (a fitted selector) from now on: candidate search wired, counts updated."""
         if sel.query_dependent:
             sel.set_candidate_search(self.search_)
         self.selector_ = sel
@@ -332,13 +336,7 @@ class SelectorIndex:
         labels = None if self.output_key_ is None else [str(e[self.output_key_]) for e in new]
         sel = self.selector_.extended(E_new, labels=labels, texts=texts, cluster_ids=self.cluster_ids_,
                                       prior=self.coverage_prior_ if self.ucs_ else None)
-        if sel.query_dependent:
-            sel.set_candidate_search(self.search_)
-        self.selector_ = sel
-        self.n_examples_ = len(self.examples_)
-        self.n_clusters_ = int(np.unique(self.cluster_ids_).size)
-        self._shared_ = None
-        return self
+        return self._install(sel)
 
     def embed_examples(self, examples: Sequence[Dict[str, Any]]) -> np.ndarray:
         """The embeddings (M, d) float32 that :meth:`add_examples` computes for ``examples`` (checked as it checks

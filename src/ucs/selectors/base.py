@@ -247,16 +247,7 @@ class Selector:
             if seq is not None and len(seq) != n:
                 raise ValueError(f"{nm} has {len(seq)} entries but pool_embeddings has {n} rows")
         prior = getattr(self, "prior", None)
-        if prior is not None:
-            prior._check_pool_size(n)
-        if cluster_ids is not None:
-            cids = validate_cluster_ids(cluster_ids, name="cluster_ids")
-            if cids.shape[0] != n:
-                raise ValueError(f"cluster_ids has {cids.shape[0]} entries but pool_embeddings has {n} rows")
-        elif prior is not None:
-            cids = prior.cluster_ids_array()
-        else:
-            cids = None
+        cids = _pool_cluster_ids(cluster_ids, prior, n, "pool_embeddings has")
         return self._set_pool(l2_normalize(x), cids, labels, texts)
 
     def _set_pool(self, pool: np.ndarray, cids: Optional[np.ndarray], labels: Optional[Sequence[Any]],
@@ -322,18 +313,9 @@ class Selector:
                              "cover the new rows too)")
         other = self.clone(**({"prior": prior} if prior is not None else {}))
         other._validate_params()
-        if prior is not None:
-            prior._check_pool_size(n)
-        if cluster_ids is not None:
-            cids = validate_cluster_ids(cluster_ids, name="cluster_ids")
-            if cids.shape[0] != n:
-                raise ValueError(f"cluster_ids has {cids.shape[0]} entries but the grown pool has {n} rows")
-        elif prior is not None:
-            cids = prior.cluster_ids_array()
-        elif self.cluster_ids_ is not None:
+        if cluster_ids is None and prior is None and self.cluster_ids_ is not None:
             raise ValueError("the selector was fitted with cluster_ids: pass the grown pool's cluster_ids")
-        else:
-            cids = None
+        cids = _pool_cluster_ids(cluster_ids, prior, n, "the grown pool has")
         pool = np.concatenate([self.pool_, l2_normalize(x)]) if m else self.pool_
         return other._set_pool(pool, cids, grown.get("labels"), grown.get("texts"))
 
@@ -528,3 +510,16 @@ class Selector:
         if prior is None:
             return None
         return prior.batched().phi_subsets(idx)
+
+
+def _pool_cluster_ids(cluster_ids: Any, prior: Any, n: int, pool: str) -> Optional[np.ndarray]:
+    """The cluster ids of an ``n``-row pool: ``cluster_ids`` checked (``pool``: how a message names the pool),
+    else the prior's, else ``None``; the prior's pool size is checked."""
+    if prior is not None:
+        prior._check_pool_size(n)
+    if cluster_ids is not None:
+        cids = validate_cluster_ids(cluster_ids, name="cluster_ids")
+        if cids.shape[0] != n:
+            raise ValueError(f"cluster_ids has {cids.shape[0]} entries but {pool} {n} rows")
+        return cids
+    return None if prior is None else prior.cluster_ids_array()
