@@ -32,6 +32,7 @@ from ucs.lm.base import ContinuationScores, ReducedScoresMixin, check_generation
 from ucs.lm.prefix_tree import build_trie, logsumexp_rows, move_trailing_spaces
 from ucs.models.gguf_weights import check_weights, float_copy
 from ucs.models.probe import check_llama_engine
+from ucs.utils.cpu import available_cores
 from ucs.utils.native_output import quiet as _quiet
 from ucs.utils.optional import InvalidModelFileError, extra_install, require
 from ucs.utils.progress import advance
@@ -39,13 +40,6 @@ from ucs.utils.progress import advance
 __all__ = ["LlamaCppBackbone"]
 
 _INSTALL = extra_install("llama", "llama-cpp-python")
-
-
-def _default_threads() -> int:
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # pragma: no cover - not Linux
-        return max(1, os.cpu_count() or 1)
 
 
 def check_gguf(path: Path) -> Path:
@@ -168,7 +162,7 @@ class LlamaCppBackbone(ReducedScoresMixin):
         llama_cpp = require("llama_cpp", _INSTALL, "The llama.cpp engine")
         check_gguf(self.model_path)
         check_llama_engine(self.model_path)  # a child process once per build and CPU: a crash must not kill us
-        threads = self.n_threads or _default_threads()
+        threads = self.n_threads or available_cores()
         path = float_copy(self.model_path, self.weights)
         try:
             with _quiet():
@@ -206,7 +200,7 @@ class LlamaCppBackbone(ReducedScoresMixin):
 
         lc = self._lc
         p = lc.llama_context_default_params()
-        threads = self.n_threads or _default_threads()
+        threads = self.n_threads or available_cores()
         p.n_ctx = n_ctx
         p.n_batch = self.batch_tokens
         p.n_ubatch = self.batch_tokens

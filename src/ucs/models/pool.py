@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import collections
 import multiprocessing as mp
-import os
 import time
 from concurrent.futures import Future, ProcessPoolExecutor
 from typing import Any, Callable, Deque, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
+
+from ucs.utils.cpu import available_cores
 
 __all__ = ["BackbonePool", "default_workers"]
 
@@ -29,11 +30,8 @@ _WORKER: Dict[str, Any] = {}
 
 
 def default_workers() -> int:
-    """The cores this process may run on (at least 1)."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # pragma: no cover - not Linux
-        return max(1, os.cpu_count() or 1)
+    """One worker per core this process may run on (:func:`ucs.utils.cpu.available_cores`)."""
+    return available_cores()
 
 
 def _start(model: str, engine: str, kwargs: Dict[str, Any]) -> None:

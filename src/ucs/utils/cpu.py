@@ -13,8 +13,17 @@ import platform
 from functools import lru_cache
 from typing import Any, Mapping, Optional
 
-__all__ = ["KERNEL_FLAGS", "NATIVE_BF16_FLAGS", "cpu_model", "cpu_details", "describe_machine",
+__all__ = ["KERNEL_FLAGS", "available_cores", "NATIVE_BF16_FLAGS", "cpu_model", "cpu_details", "describe_machine",
            "machine_signature", "native_bf16", "bf16_cpu_warning"]
+
+
+def available_cores() -> int:
+    """The cores this process may run on (its CPU affinity; ``os.cpu_count()`` where that is unsupported),
+    at least 1."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - not Linux
+        return max(1, os.cpu_count() or 1)
 
 
 def cpu_model() -> str:
