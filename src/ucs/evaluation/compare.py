@@ -9,12 +9,10 @@ Exit 0 when every method both sides hold agrees, 1 when one differs, 2 on a usag
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 from typing import Mapping, Optional, Sequence
 
-from ucs.evaluation.file_names import RECORDS
 from ucs.evaluation.fingerprints import HASHED_FIELDS, compare_fingerprints, compare_records, load_fingerprints
-from ucs.evaluation.records import read_records
+from ucs.evaluation.run_folder import RunFolder
 
 __all__ = ["main"]
 
@@ -48,9 +46,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(f"Error: no cell in common (A: {', '.join(a)}; B: {', '.join(b)})", file=sys.stderr)
         return 2
     differ = False
-    folders = [Path(x) / RECORDS for x in args]
-    if all(f.exists() for f in folders):
-        counts = compare_records(read_records(folders[0]), read_records(folders[1]))
+    folders = [RunFolder(x) for x in args]
+    if all(f.records.exists() for f in folders):
+        counts = compare_records(folders[0].read_records(), folders[1].read_records())
         for method, row in sorted(counts.items()):
             print(f"  {method}: {row['common']} records in both; {row['selections_differ']} with other "
                   f"demonstrations, {row['answers_differ']} with another answer ({row['correct_differ']} of them "

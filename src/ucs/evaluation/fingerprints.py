@@ -20,9 +20,7 @@ import json
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Optional
 
-from ucs.evaluation.file_names import RECORDS
-from ucs.evaluation.manifest import MANIFEST, read_manifest
-from ucs.evaluation.records import read_records
+from ucs.evaluation.run_folder import MANIFEST, RECORDS, RunFolder, read_manifest
 
 __all__ = ["HASHED_FIELDS", "record_fingerprints", "compare_fingerprints", "compare_records", "load_fingerprints"]
 
@@ -110,12 +108,13 @@ def load_fingerprints(path: "str | Path") -> dict[str, dict[str, dict[str, Any]]
     manifest (one entry per cell). Raises ``ValueError`` naming the path when it holds none."""
     p = Path(path)
     if p.is_dir():
-        if (p / RECORDS).exists():
-            return {"": record_fingerprints(read_records(p / RECORDS))}
-        p = p / MANIFEST
+        folder = RunFolder(p)
+        if folder.records.exists():
+            return {"": record_fingerprints(folder.read_records())}
+        p = folder.manifest
     if not p.exists():
         raise ValueError(f"{path}: neither a run folder with {RECORDS} nor a manifest file; give a run folder, "
-                         "its manifest.json or a docs/results/<experiment>.manifest.json")
+                         f"its {MANIFEST} or a docs/results/<experiment>.manifest.json")
     manifest = read_manifest(p)
     if isinstance(manifest.get("cells"), list):
         found = {str(c.get("cell")): (c.get("runner_manifest") or {}).get("fingerprints") for c in manifest["cells"]}

@@ -17,13 +17,13 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
+from ucs.evaluation.run_folder import MANIFEST, RunFolder, read_manifest
 from ucs.utils.cpu import cpu_details, cpu_model
 from ucs.utils.io import atomic_write_json
 
 __all__ = ["MANIFEST", "ConfigurationMismatchError", "config_differences", "finish_manifest", "open_manifest",
            "package_versions", "platform_info", "read_manifest", "record_stop"]
 
-MANIFEST = "manifest.json"
 _VERSIONED = (
     "ucs-icl", "numpy", "scipy", "scikit-learn", "torch", "transformers", "sentence-transformers",
     "llama_cpp_python", "faiss-cpu", "datasets",
@@ -99,19 +99,6 @@ def config_differences(old: Any, new: Any, prefix: str = "") -> list[str]:
     return [f"{prefix or 'value'}: {short(old)} → {short(new)}"]
 
 
-def read_manifest(path: Path) -> dict:
-    """A run manifest; a damaged one raises a ``ValueError`` naming the file and the way out."""
-    try:
-        obj = json.loads(path.read_text(encoding="utf-8"))
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise ValueError(f"{path} is damaged ({exc}); use another output folder, or --fresh to move this one "
-                         "aside and start over") from None
-    if not isinstance(obj, dict) or not isinstance(obj.get("key", {}), dict):
-        raise ValueError(f"{path} is not a run manifest; use another output folder, or --fresh to move this "
-                         "one aside and start over")
-    return obj
-
-
 def open_manifest(out: Path, key: dict, methods: Sequence[str], run_seeds: Sequence[int], test_seed: int,
                   limit: Optional[int]) -> dict:
     """Check ``out``'s manifest against ``key`` and write it as ``running``; returns the manifest written.
@@ -119,7 +106,7 @@ def open_manifest(out: Path, key: dict, methods: Sequence[str], run_seeds: Seque
     Its ``methods`` are the folder's earlier methods followed by the new ones of ``methods``. Raises
     :class:`ConfigurationMismatchError` when the folder holds another configuration.
     """
-    path = out / MANIFEST
+    path = RunFolder(out).manifest
     previous: list[str] = []
     if path.exists():
         old = read_manifest(path)
@@ -150,7 +137,7 @@ def finish_manifest(out: Path, manifest: dict, complete: bool, n_records: int,
     manifest["n_records"] = n_records
     if fingerprints is not None:
         manifest["fingerprints"] = fingerprints
-    atomic_write_json(out / MANIFEST, manifest)
+    atomic_write_json(RunFolder(out).manifest, manifest)
 
 
 def record_stop(manifest_path: Path, exc: BaseException) -> None:

@@ -13,6 +13,7 @@ from ucs.evaluation.manifest import TEST_DOUBLE_NOTE
 from ucs.evaluation.matching import Matcher, get_matcher
 from ucs.evaluation.metrics import bootstrap_ci, mean_std, paired_bootstrap_ci
 from ucs.evaluation.prompts import shown_demonstrations
+from ucs.evaluation.run_folder import RunFolder
 from ucs.utils.io import atomic_write_json, atomic_write_text
 
 __all__ = ["summarize", "rematch", "strict_matcher_summary", "paired_delta", "label_agreement", "to_markdown",
@@ -303,9 +304,9 @@ def _vote_lines(summary: dict, conf: int) -> list:
 
 def write_report(out_dir: "str | os.PathLike[str]", summary: dict, title: str | None = None) -> tuple[Path, Path]:
     """Write ``results.json`` and ``results.md`` atomically into ``out_dir``."""
-    out = Path(out_dir)
-    j = atomic_write_json(out / "results.json", summary)
-    m = atomic_write_text(out / "results.md", to_markdown(summary, title))
+    folder = RunFolder(out_dir)
+    j = atomic_write_json(folder.results, summary)
+    m = atomic_write_text(folder.results_markdown, to_markdown(summary, title))
     return j, m
 
 

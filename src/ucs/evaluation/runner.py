@@ -7,7 +7,7 @@ Re-running with the same configuration skips what is recorded and recomputes not
 resumes without repeating or losing a record. ``manifest.json`` (written atomically) holds the
 configuration, package versions, model identity, data hashes and seeds; a resume with a different
 configuration is refused, naming the differing fields. The folder is locked while a run writes to it
-(:func:`~ucs.utils.lock.folder_lock`), and a run stopped by Ctrl-C or SIGTERM records ``"status":
+(:meth:`RunFolder.lock <ucs.evaluation.run_folder.RunFolder.lock>`), and a run stopped by Ctrl-C or SIGTERM records ``"status":
 "interrupted"`` (another exception: ``"failed"``) in its manifest.
 
 The runner does not know the selectors: it takes a *selection function*
@@ -35,11 +35,9 @@ import numpy as np
 from ucs.data.dataset import Dataset, split_description
 from ucs.data.splits import TestProtocol
 from ucs.evaluation.batches import AnswerBook, answer_batch, batch_records, prompt_hash
-from ucs.evaluation.file_names import RECORDS, selection_file_stem
 from ucs.evaluation.fingerprints import record_fingerprints
 from ucs.evaluation.manifest import (
     is_test_double,
-    MANIFEST,
     ConfigurationMismatchError,
     config_differences,
     finish_manifest,
@@ -54,9 +52,8 @@ from ucs.evaluation.predict import PredictionMode
 from ucs.evaluation.prompts import PromptFormat
 from ucs.evaluation.records import RecordWriter, read_records, record_key
 from ucs.evaluation.report import demonstration_vote, strict_matcher_summary, summarize, write_report
+from ucs.evaluation.run_folder import RunFolder
 from ucs.utils.integrity import load_checked_npy, save_checked_npy
-from ucs.utils.io import hash_texts
-from ucs.utils.lock import folder_lock
 from ucs.utils.progress import progress_enabled, stage
 
 __all__ = ["SelectionFn", "EvaluationResult", "evaluate", "package_versions", "platform_info", "prompt_hash",
@@ -111,12 +108,12 @@ def _holding_the_folder(fn: Callable[..., EvaluationResult]) -> Callable[..., Ev
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> EvaluationResult:
         bound = sig.bind(*args, **kwargs)
-        out = Path(bound.arguments["out_dir"])
-        with folder_lock(out, wait=bool(bound.arguments.get("wait", False))):
+        folder = RunFolder(bound.arguments["out_dir"])
+        with folder.lock(wait=bool(bound.arguments.get("wait", False))):
             try:
                 return fn(*args, **kwargs)
             except BaseException as exc:
-                record_stop(out / MANIFEST, exc)
+                record_stop(folder.manifest, exc)
                 raise
 
     return wrapper
@@ -221,7 +218,7 @@ def evaluate(
     manifest = open_manifest(out, plan.key, methods, plan.run_seeds, plan.key["protocol"]["test_seed"], limit)
     if getattr(plan.dataset, "validation", None) is not None:  # sizes and pool/test overlap, for the reader
         manifest["data"] = plan.dataset.validation.as_dict()
-    records_path = out / RECORDS
+    records_path = RunFolder(out).records
     existing = read_records(records_path)
     done = {record_key(r) for r in existing}
     book = AnswerBook(plan.mode.name, plan.mode.sampled, existing, _answer_store(plan, answer_store, existing))
@@ -311,7 +308,8 @@ def _answer_part(plan: EvaluationPlan, lm: Any, book: AnswerBook, writer: Record
 
 def _finish(plan: EvaluationPlan, out: Path, manifest: dict, n_new: int, n_boot: int) -> EvaluationResult:
     """Summarise every record of the folder's methods, write the report and close the manifest."""
-    records_path = out / RECORDS
+    folder = RunFolder(out)
+    records_path = folder.records
     records = read_records(records_path)
     shown = [r for r in records if r["method"] in manifest["methods"] and r["query"] < plan.n_queries]
     summary = summarize(
@@ -334,7 +332,7 @@ def _finish(plan: EvaluationPlan, out: Path, manifest: dict, n_new: int, n_boot:
     write_report(out, summary, title=f"{plan.dataset.name} — mode {plan.mode.name}")
     finish_manifest(out, manifest, all(m["complete"] for m in summary["methods"].values()), len(records),
                     record_fingerprints(shown))
-    return EvaluationResult(summary, out, records_path, out / MANIFEST, n_new)
+    return EvaluationResult(summary, out, records_path, folder.manifest, n_new)
 
 def selection_path(out_dir: "str | os.PathLike[str]", method: str, seed: int, query_texts: Sequence[str]) -> Path:
     """Where the runner caches the selection of ``method`` for run ``seed`` on ``query_texts`` in ``out_dir``.
@@ -343,9 +341,7 @@ def selection_path(out_dir: "str | os.PathLike[str]", method: str, seed: int, qu
     :func:`evaluate` instead of calling the selection function, so a stage that computed selections
     elsewhere (coverage diagnostics) can hand them to a later evaluation of the same folder.
     """
-    safe = selection_file_stem(method)
-    qhash = hash_texts(list(query_texts))[:16]
-    return Path(out_dir) / "selections" / f"{safe}__seed{seed}__{len(query_texts)}q_{qhash}.npy"
+    return RunFolder(out_dir).runner_selection(method, seed, query_texts)
 
 
 def _selection(out: Path, method: str, seed: int, queries: list[str], select: SelectionFn, n_pool: int) -> np.ndarray:
