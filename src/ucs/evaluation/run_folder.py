@@ -252,7 +252,7 @@ class RunFolder:
     def read_records(self) -> List[dict]:
         """Every verified record, in file order (``[]`` without a record file; damaged lines are skipped with a
         warning, :func:`ucs.evaluation.records.read_records`). O(records)."""
-        return read_records(self.records)
+        return read_records(self.records) if self.records.is_file() else []
 
     def record_writer(self) -> RecordWriter:
         """An appending :class:`~ucs.evaluation.records.RecordWriter` on the record file (a partial last line,

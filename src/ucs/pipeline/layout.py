@@ -9,12 +9,9 @@ root                      holds
                           ``clusters/<key>/{labels_q<q>.npy, meta.json}`` (one folder per clustering)
 ``store_dir``             ``answers/`` (:class:`~ucs.evaluation.answers.AnswerStore`) and ``scores/``
                           (MDL subset scores); default ``cache_dir``; small and content-addressed
-``out_dir``               the runner's files, ``selections/*.npy`` (the runner's selection cache) and
-                          ``pipeline/`` (``coverage/``, ``selections/`` diagnostics and the run files of
-                          :mod:`ucs.pipeline.run_files`)
+``out_dir``               the run folder: its files are named by :class:`~ucs.evaluation.run_folder.RunFolder`
+                          (:attr:`ArtifactLayout.run_folder`), the one owner of its layout
 ========================  ==============================================================================
-
-The file names of a method's files come from :mod:`ucs.evaluation.file_names` (one rule per kind of file).
 """
 
 from __future__ import annotations
@@ -26,7 +23,7 @@ from pathlib import Path
 from typing import Any, Iterator, Mapping, Optional, Tuple
 
 from ucs.defaults import default_cache_dir
-from ucs.evaluation.file_names import method_file_stem, selection_file_stem
+from ucs.evaluation.run_folder import RunFolder
 
 __all__ = ["ArtifactLayout"]
 
@@ -83,26 +80,30 @@ class ArtifactLayout:
 
     # ---------------------------------------------------------------- run folder
     @property
+    def run_folder(self) -> Optional[RunFolder]:
+        """The :class:`~ucs.evaluation.run_folder.RunFolder` of ``out_dir`` (``None`` without one)."""
+        return None if self.out_dir is None else RunFolder(self.out_dir)
+
+    @property
     def diagnostics_dir(self) -> Optional[Path]:
         """``<out_dir>/pipeline``: the files a report reads without the pipeline."""
-        return None if self.out_dir is None else self.out_dir / "pipeline"
+        f = self.run_folder
+        return None if f is None else f.diagnostics_dir
 
     def coverage_file(self, method: str, seed: int, n_queries: int) -> Optional[Path]:
-        d = self.diagnostics_dir
-        return None if d is None else d / "coverage" / f"{method_file_stem(method)}__seed{seed}__{n_queries}q.json"
+        """:meth:`RunFolder.coverage_file <ucs.evaluation.run_folder.RunFolder.coverage_file>` (``None`` without
+        a run folder)."""
+        f = self.run_folder
+        return None if f is None else f.coverage_file(method, seed, n_queries)
 
     def selection_record(self, method: str, seed: int, n_queries: int) -> Optional[Path]:
-        d = self.diagnostics_dir
-        return None if d is None else d / "selections" / f"{method_file_stem(method)}__seed{seed}__{n_queries}q.json"
+        """:meth:`RunFolder.selection_record <ucs.evaluation.run_folder.RunFolder.selection_record>` (``None``
+        without a run folder)."""
+        f = self.run_folder
+        return None if f is None else f.selection_record(method, seed, n_queries)
 
     def runner_selections(self, method: str, seed: int) -> Iterator[Tuple[int, Path]]:
-        """``(number of queries, path)`` of every selection of (``method``, ``seed``) the runner cached in the
-        run folder (:func:`ucs.evaluation.runner.selection_path` names them), in no particular order."""
-        if self.out_dir is None:
-            return
-        head = f"{selection_file_stem(method)}__seed{seed}__"
-        for p in (self.out_dir / "selections").glob(f"{head}*q_*.npy"):
-            try:
-                yield int(p.name[len(head):].split("q_", 1)[0]), p
-            except ValueError:
-                continue
+        """:meth:`RunFolder.runner_selections <ucs.evaluation.run_folder.RunFolder.runner_selections>` (none
+        without a run folder)."""
+        f = self.run_folder
+        return iter(()) if f is None else f.runner_selections(method, seed)

@@ -55,6 +55,7 @@ from ucs.estimators import UnseenCoverage
 from ucs.evaluation import evaluate
 from ucs.evaluation.records import read_records
 from ucs.evaluation.report import label_agreement
+from ucs.evaluation.run_folder import RunFolder
 from ucs.lm.cache import CachedScorer
 from ucs.pipeline.backbones import load_backbone_for, load_retrieval_for
 from ucs.pipeline.config import PipelineConfig, canonical_method, parse_method
@@ -574,7 +575,8 @@ class Pipeline:
             raise ValueError("out_dir is required: pass run(out_dir=...) or Pipeline(..., out_dir=...)")
         methods = tuple(canonical_method(m) for m in (methods or self.config.selectors))
         out = self.out_dir
-        self.config.to_json(out / "pipeline" / "config.json")
+        folder = RunFolder(out)
+        self.config.to_json(folder.config)
         t0 = time.perf_counter()
         result = evaluate(
             self.dataset, self.backbone, list(methods), self.select, out,
@@ -590,10 +592,10 @@ class Pipeline:
         done = set(result.summary["methods"])
         agree = label_agreement([r for r in read_records(result.records_path) if r["method"] in done
                                  and r["query"] < n_q], self.dataset.pool.labels, run_seeds=self.config.run_seeds)
-        atomic_write_json(out / "coverage.json", {"n_queries": n_q, "coverage": cov,
-                                                  "cluster_health": {k: h.to_dict() for k, h in health.items()},
-                                                  "label_agreement": agree})
-        atomic_write_text(out / "coverage.md", health_markdown(health) + "\n" + coverage_markdown(cov)
+        atomic_write_json(folder.coverage, {"n_queries": n_q, "coverage": cov,
+                                            "cluster_health": {k: h.to_dict() for k, h in health.items()},
+                                            "label_agreement": agree})
+        atomic_write_text(folder.coverage_markdown, health_markdown(health) + "\n" + coverage_markdown(cov)
                           + ("\n" + label_agreement_markdown(agree) if agree else ""))
 
         t0 = time.perf_counter()

@@ -15,7 +15,8 @@ file                        content
 ``timings.jsonl``           one line per call of ``run``: when, and the seconds each stage took
 ==========================  ===========================================================================
 
-:mod:`ucs.report` and ``ucs evaluate``'s closing summary read only these and the runner's files.
+:mod:`ucs.report` and ``ucs evaluate``'s closing summary read only these and the runner's files; every path is
+:class:`~ucs.evaluation.run_folder.RunFolder`'s.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from typing import Any, Dict, Sequence
 
 import numpy as np
 
+from ucs.evaluation.run_folder import RunFolder
 from ucs.utils.io import atomic_save_npy, atomic_write_json, atomic_write_text
 
 __all__ = ["write_run_files", "append_timings", "projection_2d"]
@@ -54,35 +56,35 @@ def write_run_files(pipe: Any, out: Path, methods: Sequence[str], query_texts: S
     The pool file and the projection are written once per folder (the runner's manifest ties a folder to one
     dataset and backbone); the queries and cluster files are rewritten on every call (cheap).
     """
-    d = Path(out) / "pipeline"
+    folder = RunFolder(out)
     ds = pipe.dataset
-    if not (d / "pool.jsonl").is_file():
+    if not folder.pool.is_file():
         names = ds.label_names
-        atomic_write_text(d / "pool.jsonl", _jsonl(
+        atomic_write_text(folder.pool, _jsonl(
             [{"text": t, "label": names[int(y)]} for t, y in zip(ds.pool.texts, ds.pool.labels)]))
-    atomic_write_text(d / "queries.jsonl", _jsonl(
+    atomic_write_text(folder.queries, _jsonl(
         [{"query": i, "text": t, "gold": g} for i, (t, g) in enumerate(zip(query_texts, gold))]))
     cfg = pipe.config
     files: Dict[str, Dict[str, str]] = {}
     by_method = {m: float(cfg.dbscan_q_for(m)) for m in methods}
     for s in cfg.run_seeds:
         for q in sorted(set(by_method.values())):
-            name = f"clusters/seed{int(s)}_q{q!r}.npy"
-            atomic_save_npy(d / name, np.asarray(pipe.cluster_ids(int(s), q), dtype=np.int64))
-            files.setdefault(str(int(s)), {})[repr(q)] = name
-    atomic_write_json(d / "clusters.json", {"default_q": float(cfg.dbscan_q), "q_by_method": by_method,
+            path = folder.cluster_file(int(s), q)
+            atomic_save_npy(path, np.asarray(pipe.cluster_ids(int(s), q), dtype=np.int64))
+            files.setdefault(str(int(s)), {})[repr(q)] = path.relative_to(folder.diagnostics_dir).as_posix()
+    atomic_write_json(folder.clusters, {"default_q": float(cfg.dbscan_q), "q_by_method": by_method,
                                             "files": files})
-    if not (d / "projection.npy").is_file():
+    if not folder.projection.is_file():
         memo = getattr(pipe, "_memo", {})
         if "projection" not in memo:  # once per pipeline, however many folders it writes
             # the clusters' own space: a scatter coloured by cluster then shows the clusters that were counted
             memo["projection"] = projection_2d(pipe.cluster_embeddings())
-        atomic_save_npy(d / "projection.npy", memo["projection"])
+        atomic_save_npy(folder.projection, memo["projection"])
 
 
 def append_timings(out: Path, timings: Dict[str, float]) -> Path:
     """Append one line ``{"at": ISO time, "timings": {stage: seconds}}`` to ``<out>/pipeline/timings.jsonl``."""
-    p = Path(out) / "pipeline" / "timings.jsonl"
+    p = RunFolder(out).timings
     p.parent.mkdir(parents=True, exist_ok=True)
     line = json.dumps({"at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
                        "timings": {k: round(float(v), 4) for k, v in timings.items()}})

@@ -1,6 +1,9 @@
-"""Reading a run folder: the runner's files and the pipeline's run files (:mod:`ucs.pipeline.run_files`).
+"""Reading a run folder: the runner's files and the pipeline's run files (:mod:`ucs.pipeline.run_files`), at
+the paths :class:`~ucs.evaluation.run_folder.RunFolder` names.
 
-Nothing here imports the pipeline or a model: a report can be built on any machine from the folder alone.
+Nothing here imports the pipeline or a model: a report can be built on any machine from the folder alone. The
+report's readers are stricter than the runner's (every field it shows is type-checked, and a damaged file says
+to rerun the command that wrote it rather than to start the folder over).
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from typing import Any, Dict, List, Optional
 
 import numpy as np
 
-from ucs.evaluation.records import read_records
+from ucs.evaluation.run_folder import RunFolder
 
 __all__ = ["RunData", "RunFolderError", "load_run", "Demonstration"]
 
@@ -61,15 +64,15 @@ def _expect(value: Any, kind: "type | tuple", where: str) -> Any:
     return value
 
 
-def _check_run(p: Path, manifest: dict, summary: dict) -> None:
+def _check_run(f: RunFolder, manifest: dict, summary: dict) -> None:
     """The fields the report reads, with the types it reads them as."""
-    _expect(manifest.get("methods", []), list, f"{p / 'manifest.json'}: field 'methods'")
-    seeds = _expect(manifest.get("seeds", {}), dict, f"{p / 'manifest.json'}: field 'seeds'")
-    _expect(seeds.get("run_seeds", []), list, f"{p / 'manifest.json'}: field 'seeds.run_seeds'")
-    _expect(manifest.get("key", {}), dict, f"{p / 'manifest.json'}: field 'key'")
-    methods = _expect(summary.get("methods", {}), dict, f"{p / 'results.json'}: field 'methods'")
+    _expect(manifest.get("methods", []), list, f"{f.manifest}: field 'methods'")
+    seeds = _expect(manifest.get("seeds", {}), dict, f"{f.manifest}: field 'seeds'")
+    _expect(seeds.get("run_seeds", []), list, f"{f.manifest}: field 'seeds.run_seeds'")
+    _expect(manifest.get("key", {}), dict, f"{f.manifest}: field 'key'")
+    methods = _expect(summary.get("methods", {}), dict, f"{f.results}: field 'methods'")
     for name, entry in methods.items():
-        _expect(entry, dict, f"{p / 'results.json'}: field 'methods.{name}'")
+        _expect(entry, dict, f"{f.results}: field 'methods.{name}'")
 
 
 def _projection(path: Path, n_pool: int) -> Optional[np.ndarray]:
@@ -144,6 +147,11 @@ class RunData:
 
     # ------------------------------------------------------------------ derived
     @property
+    def folder(self) -> RunFolder:
+        """The :class:`~ucs.evaluation.run_folder.RunFolder` this was read from."""
+        return RunFolder(self.path)
+
+    @property
     def methods(self) -> List[str]:
         """Evaluated methods in the order they were asked for (the manifest's), then any others."""
         have = list(self.summary.get("methods", {}))
@@ -174,7 +182,7 @@ class RunData:
             return None
         key = (int(seed), q)
         if key not in self._ids:
-            self._ids[key] = np.load(self.path / "pipeline" / name, allow_pickle=False).astype(np.int64)
+            self._ids[key] = np.load(self.folder.diagnostics_dir / name, allow_pickle=False).astype(np.int64)
         return self._ids[key]
 
     def demonstrations(self, record: dict) -> List[Demonstration]:
@@ -205,11 +213,10 @@ class RunData:
         return None
 
     def _read_selection_files(self, method: Any, seed: int) -> List[Any]:
-        folder = self.path / "pipeline" / "selections"
-        if not isinstance(method, str) or not folder.is_dir():
+        if not isinstance(method, str):
             return []
         out = []
-        for path in sorted(folder.glob(f"{method.replace('+', '_plus_')}__seed{seed}__*q.json")):
+        for path in self.folder.selection_records(method, seed):
             try:
                 data = _json(path)
             except RunFolderError:
@@ -232,34 +239,32 @@ def load_run(run_dir: "str | os.PathLike[str]") -> RunData:
     RunFolderError
         When a file is damaged or a field has an unexpected form (the message names the file and the field).
     """
-    p = Path(run_dir)
-    manifest, summary = _json(p / "manifest.json"), _json(p / "results.json")
+    f = RunFolder(run_dir)
+    manifest, summary = _json(f.manifest), _json(f.results)
     if manifest is None or summary is None:
-        raise FileNotFoundError(f"{p} is not a run folder (it needs manifest.json and results.json, as written by "
-                                "ucs evaluate, ucs demo --out or ucs reproduce)")
-    _check_run(p, manifest, summary)
-    d = p / "pipeline"
-    pool = _jsonl(d / "pool.jsonl", required=("text", "label"))
-    timings = _jsonl(d / "timings.jsonl")
-    legacy = _json(d / "timings.json")
+        raise FileNotFoundError(f"{f.path} is not a run folder (it needs {f.manifest.name} and {f.results.name}, as "
+                                "written by ucs evaluate, ucs demo --out or ucs reproduce)")
+    _check_run(f, manifest, summary)
+    pool = _jsonl(f.pool, required=("text", "label"))
+    timings = _jsonl(f.timings)
+    legacy = _json(f.legacy_timings)
     if legacy is not None:
         timings = [{"at": None, "timings": legacy}] + timings
-    proj = d / "projection.npy"
-    cov = _json(p / "coverage.json") or {}
+    cov = _json(f.coverage) or {}
     for name in ("coverage", "label_agreement"):
-        _expect(cov.get(name, {}), dict, f"{p / 'coverage.json'}: field {name!r}")
+        _expect(cov.get(name, {}), dict, f"{f.coverage}: field {name!r}")
     return RunData(
-        path=p,
+        path=f.path,
         manifest=manifest,
         summary=summary,
-        config=_json(d / "config.json"),
+        config=_json(f.config),
         coverage=cov.get("coverage", {}),
         label_agreement=cov.get("label_agreement", {}),
-        records=read_records(p / "records.jsonl") if (p / "records.jsonl").is_file() else [],
+        records=f.read_records(),
         pool_texts=[r["text"] for r in pool],
         pool_labels=[str(r["label"]) for r in pool],
-        queries=_jsonl(d / "queries.jsonl", required=("text",)),
-        clusters=_json(d / "clusters.json") or {},
-        projection=_projection(proj, len(pool)),
+        queries=_jsonl(f.queries, required=("text",)),
+        clusters=_json(f.clusters) or {},
+        projection=_projection(f.projection, len(pool)),
         timings=timings,
     )
