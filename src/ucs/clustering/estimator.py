@@ -137,6 +137,20 @@ class LatentClusterer(ClusterMixin, BaseEstimator):
     With ``min_samples = 1``, DBSCAN equals the connected components of the eps-graph; the
     fast backend builds a spanning forest once and :meth:`recut` answers a new ``q`` in
     ``O(n)`` with exactly DBSCAN's partition (see :mod:`ucs.clustering.graph`).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ucs.clustering import LatentClusterer
+    >>> rng = np.random.default_rng(0)
+    >>> X = np.repeat(np.eye(3, 8), 4, axis=0) + 0.05 * rng.standard_normal((12, 8))  # 3 directions × 4 rows
+    >>> LatentClusterer(method="kmeans", n_clusters=3, random_state=0).fit(X).labels_
+    array([0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2])
+    >>> paper = LatentClusterer(n_atoms=3, dbscan_k=3, dbscan_q=0.5, random_state=0).fit(X)  # dict_dbscan
+    >>> paper.n_clusters_
+    3
+    >>> paper.recut(0.05)  # a smaller q, a finer cut, without refitting
+    array([0, 0, 0, 0, 1, 2, 3, 4, 5, 5, 5, 6])
     """
 
     def __init__(

@@ -99,6 +99,20 @@ class UnseenCoverage:
     Notes
     -----
     ``fit`` is O(N log N); :meth:`phi` is O(|S| log |S| + L).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ucs.estimators import UnseenCoverage
+    >>> clusters = np.array([0, 0, 1, 2, 2, 2, 3, 4, 5, 6, 7, 8])  # one cluster id per pool item
+    >>> cov = UnseenCoverage(estimator="binomial").fit(clusters)
+    >>> round(cov.phi([0, 1]), 2), round(cov.phi([0, 2]), 2)  # one cluster twice; two clusters once each
+    (1.0, 6.9)
+    >>> state = cov.new_state()  # greedy selection: exact gains Φ(S ∪ {i}) − Φ(S) for many candidates at once
+    >>> round(state.add(0), 2)
+    2.43
+    >>> state.gains(np.array([1, 2])).round(2)  # item 1 repeats item 0's cluster, item 2 is a new one
+    array([-1.43,  4.47])
     """
 
     def __init__(self, estimator: "str | UnseenEstimator" = "paper", design: str = "full", **estimator_params: Any) -> None:

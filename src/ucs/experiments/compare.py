@@ -1,5 +1,6 @@
-"""Which selector, k and order should *my* prompts use? A grid of cells raced on validation queries, against
-TopK, the winner confirmed on test queries.
+"""Which selector, k and order should *my* prompts use?
+
+A grid of cells raced on validation queries, against TopK, the winner confirmed on test queries.
 
 :func:`compare` takes labelled examples, held-out queries (given, or a seeded share of the examples) and a
 *predictor* — any callable ``predictor(query, demonstrations) -> answer``, a LangChain ``Runnable``, a DSPy
@@ -520,6 +521,24 @@ def compare(
     Returns
     -------
     CompareResult
+
+    Examples
+    --------
+    The embedder is :class:`ucs.testing.DummyEmbedder`, a deterministic test double that needs no weights (its
+    vectors of different texts are unrelated, so TopK's neighbours here are arbitrary), and the predictor answers
+    the label most of its demonstrations carry, where a real one asks a model.
+
+    >>> from ucs import compare
+    >>> from ucs.testing import DummyEmbedder
+    >>> examples = [{"text": f"{w} request {i}", "label": w} for w in ("card", "loan", "fx") for i in range(10)]
+    >>> def vote(query, demonstrations):
+    ...     labels = [d["label"] for d in demonstrations]
+    ...     return max(labels, key=labels.count)
+    >>> res = compare(examples, vote, selectors=["topk", "random"], k=4, n_queries=12, embedder=DummyEmbedder())
+    >>> [(row["cell"], round(row["accuracy"], 2)) for row in res.rows]  # on the 6 validation queries
+    [('topk:4:selected', 0.5), ('topk:4:vote_last', 0.33), ('random:4:selected', 0.0)]
+    >>> res.recommended_cell  # the race's leader only if it beats TopK on the 6 test queries
+    'topk:4:selected'
     """
     _check_inputs(examples, text_key, label_key, "examples")
     if queries is None:

@@ -1,4 +1,4 @@
-"""``SelectorIndex``: fit once over examples, save, load in a service, ask for demonstrations per query."""
+"""``SelectorIndex``: fit once, save, load, select per query."""
 
 from __future__ import annotations
 
@@ -45,8 +45,9 @@ class SelectorIndex:
     embedder : Embedder, optional
         Any ucs embedder (``embed(texts)``, ``identity``, ``dim``). Default: the embedded SmolLM2-135M
         backbone (:func:`ucs.models.load_backbone`), loaded on first use.
-    method : str, default="dpp+ucs"
-        ``topk``, ``dpp``, ``mdl``, ``votek`` (or ``random``), each with ``+ucs`` for the coverage prior.
+    method : str, default="topk"
+        A name of :data:`ucs.selectors.factory.METHODS` (``topk``, ``dpp``, ``mdl``, ``votek``, ``mmr``, ``bsr`` …),
+        most with a ``+ucs`` form for the coverage prior; the default is :data:`ucs.defaults.METHOD`.
     input_keys : sequence of str, optional
         Example fields that are embedded (joined by a space, in this order). Default: every field of the
         first example except ``output_key``.
@@ -92,6 +93,27 @@ class SelectorIndex:
     ``fit`` costs one embedding pass (cached), the clusterer's fit and the selector's fit. A query costs one
     embedding (unless given) plus the selector's per-query work: for DPP an O(N·d) candidate scan, an
     O(C²·d) kernel and an O(C·B²) greedy MAP.
+
+    Examples
+    --------
+    The embedder here is :class:`ucs.testing.DummyEmbedder`, a deterministic test double that needs no weights:
+    equal texts embed equal, other texts are unrelated. A real one (the default backbone, or
+    ``ucs.embedding.load_retrieval_embedder()``) puts paraphrases together.
+
+    >>> from ucs import SelectorIndex
+    >>> from ucs.testing import DummyEmbedder
+    >>> examples = [{"text": t, "label": y} for t, y in [
+    ...     ("my card was stolen", "card"), ("card blocked abroad", "card"), ("order a new card", "card"),
+    ...     ("loan interest rate", "loan"), ("repay my loan early", "loan"), ("raise my loan limit", "loan"),
+    ...     ("euro exchange rate", "fx"), ("exchange fee for dollars", "fx")]]
+    >>> index = SelectorIndex(DummyEmbedder(), method="topk", output_key="label").fit(examples)
+    >>> index
+    SelectorIndex(method='topk', n_examples=8, n_clusters=3)
+    >>> sel = index.select("repay my loan early", k=3, order="similar_first")
+    >>> [e["text"] for e in sel.examples], sel.scores.round(2)
+    (['repay my loan early', 'exchange fee for dollars', 'euro exchange rate'], array([1.  , 0.38, 0.27]))
+    >>> [e["text"] for e in index.select("repay my loan early", k=2, where={"label": "card"}).examples]
+    ['order a new card', 'my card was stolen']
     """
 
     FORMAT = "ucs.index/3"

@@ -1,4 +1,6 @@
-"""BSR and Set-BSR: demonstrations that cover the *query's own tokens* (Gupta, Gardner & Singh, EMNLP 2023).
+"""BSR and Set-BSR: demonstrations that cover the query's own tokens.
+
+Gupta, Gardner & Singh, EMNLP 2023.
 
 With contextual token embeddings (ℓ2-normalised), a candidate ``x`` covers query token ``t`` by
 ``r_t(x) = max_s cos(q_t, x_s)``; its BERTScore recall is ``Σ_t w_t · r_t(x)`` with token weights ``w`` summing to
@@ -123,6 +125,22 @@ class BSRSelector(Selector):
     Needs the pool's texts at ``fit`` and the queries' texts at ``select``. ``fit`` embeds the pool's tokens once
     (``O(N·L)`` vectors); each query then costs ``O(K·L·d)`` for the ``K`` candidate tokens plus the greedy's
     ``O(B·c·L)``. No model calls beyond the token embedder.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ucs.selectors import BSRSelector
+    >>> rng = np.random.default_rng(0)
+    >>> pool = np.repeat(np.eye(3, 8), 4, axis=0) + 0.3 * rng.standard_normal((12, 8))  # 3 intents × 4 rows
+    >>> labels = ["card"] * 4 + ["loan"] * 4 + ["fx"] * 4
+    >>> query = np.eye(1, 8)  # one query in the "card" direction
+    >>> from ucs.testing.doubles import DummyTokenEmbedder  # hashed words, no weights: a test double
+    >>> texts = ["card lost", "card stolen", "card blocked", "new card", "loan rate", "loan term",
+    ...          "loan limit", "loan fee", "fx rate", "fx fee", "exchange euros", "fx limit"]
+    >>> bsr = BSRSelector(token_embedder=DummyTokenEmbedder()).fit(pool, labels=labels, texts=texts)
+    >>> sel = bsr.select(query, 3, query_texts=["card fee"])
+    >>> [texts[i] for i in sel.indices[0]]  # together they cover the query's words
+    ['loan fee', 'card lost', 'fx fee']
     """
 
     name = "bsr"

@@ -64,6 +64,19 @@ class CoverSelector(Selector):
     Notes
     -----
     ``fit``: ``O(N d)``; ``select``: ``O(N log N)`` at most (the round-robin fill), ``O(K log K)`` usually.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ucs.selectors import CoverSelector
+    >>> rng = np.random.default_rng(0)
+    >>> pool = np.repeat(np.eye(3, 8), 4, axis=0) + 0.3 * rng.standard_normal((12, 8))  # 3 intents × 4 rows
+    >>> labels = ["card"] * 4 + ["loan"] * 4 + ["fx"] * 4
+    >>> query = np.eye(1, 8)  # one query in the "card" direction
+    >>> clusters = np.repeat([0, 1, 2], 4)  # latent cluster ids, e.g. from LatentClusterer
+    >>> sel = CoverSelector().fit(pool, cluster_ids=clusters).select(query, 3)
+    >>> sel.indices, sel.clusters_covered  # one medoid per cluster, whatever the query
+    (array([[3, 4, 9]]), array([3]))
     """
 
     name = "cover"

@@ -191,6 +191,23 @@ class DPPSelector(Selector):
     Notes
     -----
     Retrieval is one matrix product per block (O(Q·N·d)); kernels O(Q·C²·d); greedy O(Q·C·B²).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ucs.selectors import DPPSelector
+    >>> rng = np.random.default_rng(0)
+    >>> pool = np.repeat(np.eye(3, 8), 4, axis=0) + 0.3 * rng.standard_normal((12, 8))  # 3 intents × 4 rows
+    >>> labels = ["card"] * 4 + ["loan"] * 4 + ["fx"] * 4
+    >>> query = np.eye(1, 8)  # one query in the "card" direction
+    >>> from ucs.selectors import UCSPrior
+    >>> clusters = np.repeat([0, 1, 2], 4)  # latent cluster ids, e.g. from LatentClusterer
+    >>> DPPSelector().fit(pool, cluster_ids=clusters).select(query, 4).indices
+    array([[3, 0, 2, 1]])
+    >>> prior = UCSPrior(clusters, estimator="binomial", lam=1.0)  # DPP+UCS
+    >>> sel = DPPSelector(prior=prior).fit(pool).select(query, 4)
+    >>> sel.indices, sel.clusters_covered  # the prior trades two "card" rows for the other clusters
+    (array([[3, 0, 6, 9]]), array([3]))
     """
 
     name = "dpp"

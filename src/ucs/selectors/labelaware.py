@@ -74,6 +74,18 @@ class LabelAwareSelector(Selector):
     -----
     Needs the pool's labels (``fit(..., labels=...)``). Retrieval ``O(Q·N·d)``, then ``O(Q·c log c)``. Scores are
     the chosen items' cosine similarities. No coverage prior: a relevance-keeping baseline.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ucs.selectors import LabelAwareSelector
+    >>> rng = np.random.default_rng(0)
+    >>> pool = np.repeat(np.eye(3, 8), 4, axis=0) + 0.3 * rng.standard_normal((12, 8))  # 3 intents × 4 rows
+    >>> labels = ["card"] * 4 + ["loan"] * 4 + ["fx"] * 4
+    >>> query = np.eye(1, 8)  # one query in the "card" direction
+    >>> sel = LabelAwareSelector(max_per_label=2).fit(pool, labels=labels).select(query, 4)
+    >>> [labels[i] for i in sel.indices[0]]  # at most two "card" neighbours, then the next labels
+    ['card', 'card', 'loan', 'fx']
     """
 
     name = "labelaware"

@@ -1,4 +1,6 @@
-"""MMR: maximal marginal relevance over the query's nearest candidates (Carbonell & Goldstein, SIGIR 1998).
+"""MMR: maximal marginal relevance among the query's nearest candidates.
+
+Carbonell & Goldstein, SIGIR 1998.
 
 The selector LangChain ships as ``MaxMarginalRelevanceExampleSelector``: fetch the ``fetch_k`` pool items most
 similar to the query, then add one at a time the candidate that maximises
@@ -76,6 +78,18 @@ class MMRSelector(Selector):
     -----
     Retrieval ``O(Q·N·d)``; then ``O(Q·(c²·d + B·c))`` for ``c = max(fetch_k, B)`` candidates. No coverage prior:
     MMR is one of the relevance-keeping baselines that UCS is measured against.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ucs.selectors import MMRSelector
+    >>> rng = np.random.default_rng(0)
+    >>> pool = np.repeat(np.eye(3, 8), 4, axis=0) + 0.3 * rng.standard_normal((12, 8))  # 3 intents × 4 rows
+    >>> labels = ["card"] * 4 + ["loan"] * 4 + ["fx"] * 4
+    >>> query = np.eye(1, 8)  # one query in the "card" direction
+    >>> sel = MMRSelector(lambda_mult=0.5).fit(pool).select(query, 4)
+    >>> [labels[i] for i in sel.indices[0]]  # the second pick trades relevance for novelty
+    ['card', 'fx', 'card', 'card']
     """
 
     name = "mmr"

@@ -25,6 +25,18 @@ class RandomSelector(Selector):
     Notes
     -----
     O(N) per shared draw, O(Q·N) for per-query draws (a random key per pool item, then ``argpartition``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ucs.selectors import RandomSelector
+    >>> rng = np.random.default_rng(0)
+    >>> pool = np.repeat(np.eye(3, 8), 4, axis=0) + 0.3 * rng.standard_normal((12, 8))  # 3 intents × 4 rows
+    >>> labels = ["card"] * 4 + ["loan"] * 4 + ["fx"] * 4
+    >>> query = np.eye(1, 8)  # one query in the "card" direction
+    >>> sel = RandomSelector(random_state=0).fit(pool).select(query, 4)
+    >>> sel.indices, sel.query_dependent  # one seeded draw for every query
+    (array([[3, 5, 7, 6]]), False)
     """
 
     name = "random"

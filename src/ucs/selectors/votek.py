@@ -1,4 +1,7 @@
-"""VoteK (OpenICL's form of Su et al., 2022) and VoteK+UCS with a corpus-level rarity prior."""
+"""VoteK and VoteK+UCS: one representative, diverse prompt for all queries.
+
+VoteK in OpenICL's form of Su et al., 2022; VoteK+UCS adds a corpus-level rarity prior.
+"""
 
 from __future__ import annotations
 
@@ -125,6 +128,18 @@ class VoteKSelector(Selector):
     ----------
     graph_ : VoteGraph
         Built in ``fit`` (the O(N²·d) part); ``select`` is O(N log N).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ucs.selectors import VoteKSelector
+    >>> rng = np.random.default_rng(0)
+    >>> pool = np.repeat(np.eye(3, 8), 4, axis=0) + 0.3 * rng.standard_normal((12, 8))  # 3 intents × 4 rows
+    >>> labels = ["card"] * 4 + ["loan"] * 4 + ["fx"] * 4
+    >>> query = np.eye(1, 8)  # one query in the "card" direction
+    >>> sel = VoteKSelector(k=2).fit(pool).select(np.vstack([query, -query]), 4)
+    >>> sel.query_dependent, sel.indices  # one prompt for every query
+    (False, array([[3, 2, 5, 4]]))
     """
 
     name = "votek"
