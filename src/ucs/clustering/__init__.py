@@ -1,4 +1,6 @@
-"""Latent clustering: embeddings → discrete cluster ids (SPEC §2), diagnostics (SPEC §6).
+"""Latent clustering: embeddings to discrete cluster ids (SPEC §2).
+
+Diagnostics of the clusters: SPEC §6.
 
 Public API: :class:`LatentClusterer` (``dict_dbscan``, ``dbscan``, ``dict_argmax``, ``dict_kmeans``,
 ``kmeans``, ``dict_hdbscan``, ``auto``; ``recut``; ``save``/``load``), :func:`cluster_health` (SPEC §8), :class:`JointLatentClusterer` (one set of ids from several embedding

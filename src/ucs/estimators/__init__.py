@@ -1,5 +1,7 @@
-"""Unseen-coverage estimators: spectra, unseen estimators, the coverage functional Φ,
-incremental greedy state, and the Good–Turing corpus prior (SPEC §3–§4)."""
+"""Unseen-coverage estimators and the coverage functional Φ (SPEC §3–§4).
+
+Spectra, unseen estimators, Φ, its incremental greedy state, and the Good–Turing corpus prior.
+"""
 
 from ucs.estimators.coverage import DESIGNS, CoverageReport, CoverageState, UnseenCoverage, combine_design
 from ucs.estimators.prior import PRIOR_VARIANTS, GoodTuringPrior

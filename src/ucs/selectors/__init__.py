@@ -1,4 +1,6 @@
-"""Demonstration selectors (SPEC §4) behind one contract, with UCS as a composable prior.
+"""Demonstration selectors behind one contract (SPEC §4).
+
+UCS is a prior that composes with them.
 
 ``Selector.fit(pool_embeddings, labels=, texts=, cluster_ids=) -> self`` then
 ``select(query_embeddings, budget) -> Selection``. Pass ``prior=UCSPrior(cluster_ids, estimator, lam)`` to

@@ -1,4 +1,7 @@
-"""One fixed demonstration set for a whole task that covers the most of the pool's latent clusters."""
+"""Cover: one fixed prompt over the largest latent clusters.
+
+One demonstration set for a whole task that covers the most of the pool's latent clusters.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""Label-aware similarity: the query's nearest neighbours, with the prompt's labels spread on purpose.
+"""Label-aware similarity: nearest neighbours, the prompt's labels spread.
+
+The query's nearest neighbours, with the prompt's labels spread on purpose.
 
 Two forms of the idea asked for by users of labelling tools (refuel-ai/autolabel #424, whose PR #438 reports label
 diversity with similarity ahead of similarity alone) and studied as "label coverage" of demonstrations:
