@@ -10,6 +10,8 @@ from typing import Iterator, Optional
 
 import typer
 
+from ucs.evaluation.run_folder import RunFolder
+
 __all__ = ["run_folder", "refuse_other_run", "WAIT_HELP", "FRESH_HELP"]
 
 WAIT_HELP = "If another run is writing to the output folder, wait for it to finish instead of stopping."
@@ -18,7 +20,7 @@ FRESH_HELP = "Start over: move the output folder's old contents aside (renamed *
 
 #: The files at the top of each kind of output folder (``ucs evaluate`` and ``ucs demo`` write the same kind, a
 #: pipeline run): a folder holding another kind's is not written into.
-RUN_MARKS = {"ucs evaluate / ucs demo": ("manifest.json",), "ucs compare": ("compare.json",),
+RUN_MARKS = {"ucs evaluate / ucs demo": (RunFolder.MANIFEST,), "ucs compare": ("compare.json",),
              "ucs tune": ("tune.json", "variants.json")}
 
 

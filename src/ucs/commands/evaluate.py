@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
@@ -11,6 +10,7 @@ import typer
 from ucs import defaults as D
 from ucs.commands._health import echo_health
 from ucs.commands._runs import FRESH_HELP, WAIT_HELP, run_folder
+from ucs.evaluation.run_folder import RunFolder
 from ucs.report.console import DATASET_HELP
 
 HELP = """Run the UCS pipeline on a dataset and write the results table (markdown + JSON).
@@ -179,7 +179,7 @@ def register(app: typer.Typer) -> None:
         for seed, h in result.health.items():
             echo_health(h, f"cluster health (seed {seed})")
         typer.echo(result.to_markdown())
-        status = json.loads((Path(out) / "manifest.json").read_text(encoding="utf-8")).get("status")
+        status = RunFolder(out).read_manifest().get("status")
         typer.echo(f"results: {Path(out) / 'results.md'} (+ results.json, coverage.md/json); status: {status}")
         try_write_report(Path(out))
         demos = demonstrations_text(run)

@@ -29,13 +29,11 @@ import numpy as np
 from ucs.clustering import LatentClusterer, cluster_health, cluster_report
 from ucs.data import load_dataset
 from ucs.embedding.cache import default_cache_dir
-from ucs.evaluation.file_names import method_file_stem
 from ucs.evaluation.fingerprints import record_fingerprints
-from ucs.evaluation.manifest import read_manifest
-from ucs.evaluation.records import read_records
 from ucs.evaluation.predict import get_mode
 from ucs.evaluation.prompts import format_for_task
 from ucs.evaluation.report import demonstration_vote, label_agreement, strict_matcher_summary, summarize
+from ucs.evaluation.run_folder import RunFolder, method_file_stem
 from ucs.evaluation.runner import selection_path
 from ucs.experiments.spec import Cell, _safe
 from ucs.pipeline import Pipeline
@@ -161,7 +159,7 @@ def run_accuracy(cell: Cell, ctx: CellContext) -> Dict[str, Any]:
     pipe = ctx.pipeline(cell, out)
     res = pipe.run(out, methods=cell.methods, limit=ctx.limit)
     summ = res.summary
-    manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
+    manifest = RunFolder(out).read_manifest()
     return {
         "dir": str(out),
         "n_queries": int(summ.get("n_queries_requested", 0)),
@@ -189,7 +187,8 @@ def read_accuracy(cell: Cell, ctx: CellContext) -> Dict[str, Any]:
     out = eval_dir_for(ctx.work_dir, cell)
     n_q = len(query_texts_for(cell.config, ctx.dataset(cell.config), ctx.limit))
     seeds = cell.config.run_seeds
-    records = read_records(out / "records.jsonl") if (out / "records.jsonl").is_file() else []
+    folder = RunFolder(out)
+    records = folder.read_records()
     records = [r for r in records if r["method"] in cell.methods and r["query"] < n_q]
     summ = summarize(records, run_seeds=seeds)["methods"] if records else {}
     done = {m: s for m, s in summ.items()
@@ -208,8 +207,8 @@ def read_accuracy(cell: Cell, ctx: CellContext) -> Dict[str, Any]:
            "coverage": coverage, "label_agreement": agreement, "vote": vote,
            "strict_matcher": _strict_summaries(cell, ctx, [r for r in records if r["method"] in done]),
            "new_records": 0, "computed": False, "pending": [m for m in cell.methods if m not in done]}
-    if (out / "manifest.json").is_file():
-        manifest = read_manifest(out / "manifest.json")
+    if folder.manifest.is_file():
+        manifest = folder.read_manifest()
         runner = {k: manifest.get(k) for k in _RUNNER_FIELDS}
         runner["fingerprints"] = record_fingerprints([r for r in records if r["method"] in done])
         res["runner_manifest"] = runner
@@ -386,7 +385,7 @@ def _time_online(pipe: Any, method: str, eval_dir: Path, limit: Optional[int]) -
     total = time.perf_counter() - t0
     sel = pipe.timings.get(f"select:{method}", 0.0) - before
     n_new = int(res.evaluation.n_new_records)
-    new = read_records(eval_dir / "records.jsonl")[-n_new:] if n_new else []
+    new = RunFolder(eval_dir).read_records()[-n_new:] if n_new else []
     return {"total_s": total, "selection_s": sel, "evaluation_s": total - sel, "records": n_new,
             "answered": int(sum(not r.get("reused") for r in new)), "load_1min": [load0, _load_1min()]}
 

@@ -43,8 +43,9 @@ import numpy as np
 from ucs import defaults as D
 from ucs.data.dataset import DatasetWarning, normalize_text
 from ucs.evaluation.manifest import config_differences
-from ucs.evaluation.records import RecordWriter, read_records
+from ucs.evaluation.records import read_records
 from ucs.evaluation.report import demonstration_vote, label_agreement, paired_delta
+from ucs.evaluation.run_folder import RunFolder
 from ucs.experiments.compare_grid import (Cell, default_orders, default_reference, grid_cells, parse_cell, parse_ks,
                                           parse_orders, planned_rounds, run_race, score_stats, split_parts)
 from ucs.experiments.generate import answer_scoring, copy_fields, score_summary
@@ -180,7 +181,7 @@ def comparison_key(pool: Sequence[Dict[str, Any]], queries: Sequence[Dict[str, A
 
 
 #: What other commands leave in their output folders (a comparison never writes into such a folder).
-_OTHER_RUNS = {"manifest.json": "ucs evaluate / ucs demo", "results.json": "ucs evaluate / ucs demo",
+_OTHER_RUNS = {RunFolder.MANIFEST: "ucs evaluate / ucs demo", RunFolder.RESULTS: "ucs evaluate / ucs demo",
                "tune.json": "ucs tune", "variants.json": "ucs tune", "tuned_config.json": "ucs tune"}
 
 
@@ -219,7 +220,7 @@ def check_folder(out: "str | Path", key: Optional[Dict[str, Any]]) -> List[dict]
         shown = "; ".join(diffs[:4]) + (f"; and {len(diffs) - 4} more" if len(diffs) > 4 else "")
         raise ValueError(f"{out} holds a comparison with other inputs (differs in: {shown}); choose another "
                          "folder, or move this one aside (ucs compare --fresh)")
-    return read_records(out / "records.jsonl") if (out / "records.jsonl").is_file() else []
+    return RunFolder(out).read_records()
 
 
 def _meta(folder: Optional[Path]) -> Dict[str, Any]:
@@ -243,7 +244,7 @@ def _saved_index_holds(path: Path, emb: Any, best: Cell, before: Dict[str, Any])
 def answered(out: "str | Path | None", cells: Sequence[str]) -> Tuple[int, bool]:
     """``(answers of these cells in out/records.jsonl, whether that comparison finished)``: a resumed run asks only
     for the rest, a finished one nothing; ``(0, False)`` without a folder. O(records)."""
-    path = None if out is None else Path(out) / "records.jsonl"
+    path = None if out is None else RunFolder(out).records
     if path is None or not path.is_file():
         return 0, False
     wanted = set(cells)
@@ -313,7 +314,7 @@ class _Answerer:
             rec = self._record(cell, q, picked[i], answer)
             if self.folder is not None:
                 if self.writer is None:
-                    self.writer = RecordWriter(self.folder / "records.jsonl")
+                    self.writer = RunFolder(self.folder).record_writer()
                 self.writer.write([rec])
             self.records.append(rec)
             scores.append(float(rec["score"]))

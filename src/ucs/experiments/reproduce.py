@@ -24,6 +24,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 from ucs.data import load_dataset
 from ucs.data.splits import DEFAULT_TEST_SIZE
 from ucs.evaluation.records import read_records
+from ucs.evaluation.run_folder import RunFolder
 from ucs.evaluation.runner import package_versions, platform_info
 from ucs.experiments.cells import CellContext, Models, eval_dir_for, run_cell
 from ucs.experiments.figures import figure_for
@@ -292,7 +293,7 @@ def describe_cells(names: "str | Sequence[str] | None", options: ReproduceOption
 def _answered(folder: Path, methods: Sequence[str], n_queries: Optional[int]) -> Dict[str, int]:
     """Records already in a runner folder per method, on its first ``n_queries`` queries (verified lines only;
     a damaged line counts as not answered). O(records)."""
-    path = folder / "records.jsonl"
+    path = RunFolder(folder).records
     if not path.is_file():
         return {}
     counts: Dict[str, int] = {}
