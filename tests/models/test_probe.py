@@ -3,6 +3,7 @@ or a fall-back to the transformers engine; never a dead process."""
 
 from __future__ import annotations
 
+import importlib.util
 import subprocess
 import sys
 import warnings
@@ -76,8 +77,8 @@ def test_the_default_engine_falls_back_to_transformers_and_an_explicit_one_names
         explicit.load()
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        real = probe.importlib.util.find_spec
-        monkeypatch.setattr(probe.importlib.util, "find_spec",
+        real = importlib.util.find_spec
+        monkeypatch.setattr(importlib.util, "find_spec",
                             lambda name, *a: None if name == "transformers" else real(name, *a))
         assert type(load_backbone("smollm2")).__name__ == "LlamaCppBackbone"  # nothing to fall back to
 

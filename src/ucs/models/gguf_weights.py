@@ -25,6 +25,7 @@ import tempfile
 from pathlib import Path
 from typing import Dict
 
+from ucs.models.llama_kernels import select_kernels
 from ucs.utils.native_output import quiet
 
 __all__ = ["WEIGHTS", "check_weights", "float_copy"]
@@ -80,6 +81,7 @@ def float_copy(src: "str | os.PathLike[str]", weights: str) -> Path:
     out = _copy_path(src, sha, weights)
     if _verified(out, sha, weights):
         return out
+    select_kernels()
     import llama_cpp
 
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -31,6 +31,7 @@ from ucs.lm.best_continuation import best_continuation
 from ucs.lm.base import ContinuationScores, ReducedScoresMixin, check_generation_args
 from ucs.lm.prefix_tree import build_trie, logsumexp_rows, move_trailing_spaces
 from ucs.models.gguf_weights import check_weights, float_copy
+from ucs.models.llama_kernels import select_kernels
 from ucs.models.probe import check_llama_engine
 from ucs.utils.cpu import available_cores
 from ucs.utils.native_output import quiet as _quiet
@@ -159,6 +160,7 @@ class LlamaCppBackbone(ReducedScoresMixin):
         """Map the model (idempotent) and validate ``layer``; returns ``self``."""
         if self._llm is not None:
             return self
+        select_kernels()  # the AVX-512 build where this CPU has it (before llama_cpp is first imported)
         llama_cpp = require("llama_cpp", _INSTALL, "The llama.cpp engine")
         check_gguf(self.model_path)
         check_llama_engine(self.model_path)  # a child process once per build and CPU: a crash must not kill us

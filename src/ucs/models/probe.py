@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import importlib.util
 import json
 import os
 import signal
@@ -33,6 +32,7 @@ from pathlib import Path
 from typing import Dict, List, Optional
 
 from ucs.defaults import default_cache_dir
+from ucs.models.llama_kernels import kernel_library_dir
 from ucs.utils.cpu import machine_signature
 from ucs.utils.optional import LLAMA_REBUILD, EngineCrashedError
 
@@ -67,12 +67,10 @@ class ProbeResult:
 
 
 def _library_files() -> List[Path]:
-    """The native libraries of the installed llama-cpp-python (found without importing it), sorted."""
-    spec = importlib.util.find_spec("llama_cpp")
-    if spec is None or not spec.origin:
-        return []
-    lib = Path(spec.origin).parent / "lib"
-    return sorted(p for p in lib.glob("*") if p.is_file()) if lib.is_dir() else []
+    """The native libraries a new process would load (:mod:`ucs.models.llama_kernels`: the portable build or the
+    AVX-512 one beside it), found without importing llama-cpp-python, sorted."""
+    lib = kernel_library_dir()
+    return sorted(p for p in lib.glob("*") if p.is_file()) if lib is not None and lib.is_dir() else []
 
 
 def engine_key() -> str:
