@@ -18,6 +18,25 @@ def test_coverage_exposure_by_hand():
         coverage_exposure(labels, [10])
 
 
+def test_coverage_exposure_adds_phi_from_the_estimator_and_row_spectra():
+    from ucs.clustering.diagnostics import row_spectra
+    from ucs.estimators import UnseenCoverage
+
+    rng = np.random.default_rng(5)
+    ids = rng.integers(0, 12, size=80)
+    S = np.stack([rng.choice(80, size=10, replace=False) for _ in range(6)])
+    cov = UnseenCoverage("paper", integer=True).fit(ids)
+    ce = coverage_exposure(ids, S, cov)
+    F = row_spectra(ids, S)
+    for r in range(S.shape[0]):
+        assert ce.phi[r] == cov.phi(S[r])
+        assert ce.unique_clusters[r] == len(set(ids[S[r]].tolist())) == F[r, 1:].sum()
+        assert F[r] @ np.arange(11) == 10  # every demonstration counted once
+    assert coverage_exposure(ids, S).phi is None and "phi" not in coverage_exposure(ids, S).summary()
+    assert ce.summary()["phi"] == pytest.approx(float(ce.phi.mean()))
+    assert set(ce.columns()) == {"unique_clusters", "mean_cluster_size", "mean_inverse_size", "phi"}
+
+
 def test_cluster_report_by_hand():
     labels = np.array([0, 0, 0, 1, 1, 2, 3, 3, 3, 3])
     y = np.array(["a", "a", "b", "c", "c", "d", "e", "e", "e", "a"])

@@ -32,6 +32,20 @@ def test_coverage_stats_against_the_estimator():
         assert st["mean_inverse_size"][r] == pytest.approx((1.0 / sizes[ids[S[r]]]).mean())
 
 
+def test_coverage_stats_are_the_columns_of_coverage_exposure():
+    from ucs.clustering import coverage_exposure
+
+    rng = np.random.default_rng(7)
+    ids = rng.integers(0, 9, size=50)
+    S = rng.integers(0, 50, size=(4, 6))
+    cov = UnseenCoverage("paper", integer=True).fit(ids)
+    st, ce = coverage_stats(ids, S, cov), coverage_exposure(ids, S, cov).columns()
+    assert st.keys() == ce.keys() and all(np.array_equal(st[k], ce[k]) for k in st)
+    assert all(v.dtype == np.float64 for v in st.values())
+    with pytest.raises(ValueError, match="selected_indices"):  # an index outside the pool is refused
+        coverage_stats(ids, np.array([[0, 50]]))
+
+
 def test_zero_budget_and_markdown():
     st = coverage_stats(np.array([0, 1, 1]), np.zeros((2, 0), dtype=int))
     assert st["unique_clusters"].tolist() == [0, 0]

@@ -1,5 +1,9 @@
 """Cluster diagnostics (SPEC §6): size spectrum, top clusters with label purity, and the
-coverage-exposure statistics of selected prompts (paper Table 3 and Fig. 3)."""
+coverage-exposure statistics of selected prompts (paper Table 3 and Fig. 3).
+
+:func:`coverage_exposure` is the one home of paper Table 3's statistic (unique clusters, mean cluster size, mean
+inverse size and, given a fitted coverage estimator, Φ); the pipeline's coverage log stores its columns
+(:func:`ucs.pipeline.diagnostics.coverage_stats`)."""
 
 from __future__ import annotations
 
@@ -9,7 +13,7 @@ from typing import Any, Dict, List, Optional, Sequence
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-__all__ = ["ClusterSummary", "ClusterReport", "cluster_report", "CoverageExposure", "coverage_exposure"]
+__all__ = ["ClusterSummary", "ClusterReport", "cluster_report", "CoverageExposure", "coverage_exposure", "row_spectra"]
 
 
 def _check_labels(labels: ArrayLike) -> NDArray[np.int64]:
@@ -180,23 +184,62 @@ class CoverageExposure:
         Mean pool size of the clusters the demonstrations belong to.
     mean_inverse_size : ndarray of shape (n_prompts,)
         Mean of ``1 / n_{c(i)}`` over the demonstrations (1.0: all from singleton clusters).
+    phi : ndarray of shape (n_prompts,) or None
+        Φ of each prompt under the coverage estimator given to :func:`coverage_exposure` (``None`` without one).
     """
 
     unique_clusters: NDArray[np.int64]
     mean_cluster_size: NDArray[np.float64]
     mean_inverse_size: NDArray[np.float64]
+    phi: Optional[NDArray[np.float64]] = None
+
+    def columns(self) -> Dict[str, NDArray[np.float64]]:
+        """``{statistic: (n_prompts,) float64}``, with ``phi`` when it was computed."""
+        out = {"unique_clusters": self.unique_clusters.astype(np.float64),
+               "mean_cluster_size": self.mean_cluster_size, "mean_inverse_size": self.mean_inverse_size}
+        if self.phi is not None:
+            out["phi"] = self.phi
+        return out
 
     def summary(self) -> Dict[str, float]:
-        """Averages over prompts (the paper averages over test queries)."""
-        return {
-            "unique_clusters": float(self.unique_clusters.mean()),
-            "mean_cluster_size": float(self.mean_cluster_size.mean()),
-            "mean_inverse_size": float(self.mean_inverse_size.mean()),
-        }
+        """Averages over prompts (the paper averages over test queries), with ``phi`` when it was computed."""
+        return {k: float(v.mean()) for k, v in self.columns().items()}
 
 
-def coverage_exposure(labels: ArrayLike, selected_indices: ArrayLike) -> CoverageExposure:
-    """Coverage-exposure statistics of one prompt (1-D indices) or many (2-D, one row each).
+def row_spectra(cluster_ids: ArrayLike, subsets: ArrayLike) -> NDArray[np.int64]:
+    """Spectrum of every row of ``subsets``: ``F[r, s]`` = clusters seen exactly ``s`` times in row ``r``.
+
+    Parameters
+    ----------
+    cluster_ids : array-like of shape (N,)
+    subsets : array-like of shape (R, B), pool indices
+
+    Returns
+    -------
+    ndarray of shape (R, B + 1), int64 (column 0 is 0)
+
+    Notes
+    -----
+    Vectorised: one sort of the (R, B) cluster matrix and two ``bincount`` calls, O(R B log B).
+    """
+    S = np.asarray(subsets, dtype=np.int64)
+    R, B = S.shape
+    F = np.zeros((R, B + 1), dtype=np.int64)
+    if B == 0 or R == 0:
+        return F
+    C = np.sort(np.asarray(cluster_ids, dtype=np.int64)[S], axis=1)
+    new = np.ones((R, B), dtype=bool)
+    new[:, 1:] = C[:, 1:] != C[:, :-1]
+    run = np.cumsum(new, axis=1) - 1 + (np.arange(R) * B)[:, None]
+    lengths = np.bincount(run.ravel(), minlength=R * B).reshape(R, B)
+    flat = (np.arange(R)[:, None] * (B + 1) + lengths).ravel()
+    F = np.bincount(flat, minlength=R * (B + 1)).reshape(R, B + 1).astype(np.int64)
+    F[:, 0] = 0
+    return F
+
+
+def coverage_exposure(labels: ArrayLike, selected_indices: ArrayLike, coverage: Any = None) -> CoverageExposure:
+    """Coverage-exposure statistics of one prompt (1-D indices) or many (2-D, one row each): paper Table 3.
 
     Parameters
     ----------
@@ -204,10 +247,13 @@ def coverage_exposure(labels: ArrayLike, selected_indices: ArrayLike) -> Coverag
         Cluster id of every pool item.
     selected_indices : array-like of shape (B,) or (n_prompts, B)
         Pool indices of the demonstrations.
+    coverage : ucs.estimators.UnseenCoverage, optional
+        Fitted on ``labels``; adds ``phi``, each prompt's Φ (from its :func:`row_spectra` row, through
+        ``coverage.phi_from_spectra``).
 
     Notes
     -----
-    Vectorised over prompts: time ``O(Q B log B)``; memory ``O(Q B)``.
+    Vectorised over prompts: time ``O(Q B log B)`` (plus the estimator's cost of Φ); memory ``O(Q B)``.
     """
     lab = _check_labels(labels)
     S = np.asarray(selected_indices)
@@ -220,7 +266,7 @@ def coverage_exposure(labels: ArrayLike, selected_indices: ArrayLike) -> Coverag
     if S.min() < 0 or S.max() >= lab.size:
         raise ValueError(f"selected_indices must lie in [0, {lab.size - 1}]")
     sizes = np.bincount(lab)
-    C = np.sort(lab[S], axis=1)
-    uniq = 1 + (np.diff(C, axis=1) != 0).sum(axis=1)
+    F = row_spectra(lab, S)
     n_c = sizes[lab[S]].astype(np.float64)
-    return CoverageExposure(uniq.astype(np.int64), n_c.mean(axis=1), (1.0 / n_c).mean(axis=1))
+    phi = None if coverage is None else np.asarray(coverage.phi_from_spectra(F, S.shape[1]), dtype=np.float64)
+    return CoverageExposure(F[:, 1:].sum(axis=1), n_c.mean(axis=1), (1.0 / n_c).mean(axis=1), phi)

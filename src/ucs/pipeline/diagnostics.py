@@ -1,4 +1,8 @@
-"""Coverage diagnostics of selected prompts (paper Table 3): unique clusters, mean cluster size, Φ."""
+"""Coverage diagnostics of selected prompts (paper Table 3): unique clusters, mean cluster size, Φ.
+
+The statistic itself is :func:`ucs.clustering.coverage_exposure`'s (and :func:`~ucs.clustering.diagnostics.row_spectra`
+is the clustering package's, kept here under its old name); this module holds the pipeline's form of it and its
+markdown tables."""
 
 from __future__ import annotations
 
@@ -6,76 +10,37 @@ from typing import Any, Dict
 
 import numpy as np
 
+from ucs.clustering.diagnostics import coverage_exposure, row_spectra
+
 __all__ = ["row_spectra", "coverage_stats", "summarize_coverage", "coverage_markdown", "label_agreement_markdown"]
 
 
-def row_spectra(cluster_ids: np.ndarray, subsets: np.ndarray) -> np.ndarray:
-    """Spectrum of every row of ``subsets``: ``F[r, s]`` = clusters seen exactly ``s`` times in row ``r``.
-
-    Parameters
-    ----------
-    cluster_ids : ndarray of shape (N,)
-    subsets : ndarray of shape (R, B), pool indices
-
-    Returns
-    -------
-    ndarray of shape (R, B + 1), int64 (column 0 is 0)
-
-    Notes
-    -----
-    Vectorised: one sort of the (R, B) cluster matrix and two ``bincount`` calls, O(R B log B).
-    """
-    S = np.asarray(subsets, dtype=np.int64)
-    R, B = S.shape
-    F = np.zeros((R, B + 1), dtype=np.int64)
-    if B == 0 or R == 0:
-        return F
-    C = np.sort(np.asarray(cluster_ids, dtype=np.int64)[S], axis=1)
-    new = np.ones((R, B), dtype=bool)
-    new[:, 1:] = C[:, 1:] != C[:, :-1]
-    run = np.cumsum(new, axis=1) - 1 + (np.arange(R) * B)[:, None]
-    lengths = np.bincount(run.ravel(), minlength=R * B).reshape(R, B)
-    flat = (np.arange(R)[:, None] * (B + 1) + lengths).ravel()
-    F = np.bincount(flat, minlength=R * (B + 1)).reshape(R, B + 1).astype(np.int64)
-    F[:, 0] = 0
-    return F
-
-
 def coverage_stats(cluster_ids: np.ndarray, subsets: np.ndarray, coverage: Any = None) -> Dict[str, np.ndarray]:
-    """Per-row coverage exposure of selected prompts.
+    """Per-row coverage exposure of selected prompts, in the form the coverage log keeps: the columns of
+    :func:`ucs.clustering.coverage_exposure` (where the statistic is computed).
 
     Parameters
     ----------
     cluster_ids : ndarray of shape (N,)
         Cluster id of every pool item.
-    subsets : ndarray of shape (R, B)
+    subsets : ndarray of shape (R, B) or (B,)
         Selected pool indices (one row per prompt).
     coverage : ucs.estimators.UnseenCoverage, optional
         Fitted on ``cluster_ids``; adds ``phi`` (Φ of each row).
 
     Returns
     -------
-    dict with ``unique_clusters`` (R,), ``mean_cluster_size`` (R,) — mean pool size of the demonstrations'
-    clusters —, ``mean_inverse_size`` (R,) and, with ``coverage``, ``phi`` (R,).
+    dict with ``unique_clusters`` (R,), ``mean_cluster_size`` (R,), ``mean_inverse_size`` (R,) and, with
+    ``coverage``, ``phi`` (R,), all float64; a zero budget (``B == 0``) gives zeros.
     """
-    ids = np.asarray(cluster_ids, dtype=np.int64)
     S = np.asarray(subsets, dtype=np.int64)
     if S.ndim == 1:
         S = S[None, :]
-    out: Dict[str, np.ndarray] = {}
     if S.shape[1] == 0:
         z = np.zeros(S.shape[0])
         return {"unique_clusters": z, "mean_cluster_size": z, "mean_inverse_size": z,
                 **({"phi": z} if coverage is not None else {})}
-    sizes = np.bincount(ids).astype(np.float64)
-    n_c = sizes[ids[S]]
-    F = row_spectra(ids, S)
-    out["unique_clusters"] = F[:, 1:].sum(axis=1).astype(np.float64)
-    out["mean_cluster_size"] = n_c.mean(axis=1)
-    out["mean_inverse_size"] = (1.0 / n_c).mean(axis=1)
-    if coverage is not None:
-        out["phi"] = np.asarray(coverage.phi_from_spectra(F, S.shape[1]), dtype=np.float64)
-    return out
+    return coverage_exposure(cluster_ids, S, coverage).columns()
 
 
 def summarize_coverage(stats: Dict[str, np.ndarray]) -> Dict[str, float]:
