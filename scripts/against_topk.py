@@ -3,7 +3,7 @@ the query's label, and the no-LM vote with the model's gain over it.
 
     python scripts/against_topk.py RUN_DIR [RUN_DIR ...] --out docs/results/PAGE.md --title "..." --command "..."
 
-Every number is computed from the folders' records (``ucs.evaluation.report``: paired bootstrap over the same
+Every number is computed from the folders' records (``ucs.evaluation.summary``: paired bootstrap over the same
 queries, 95 %); nothing is typed in. Each folder is one dataset of one ``ucs evaluate`` run that includes
 ``topk`` among its selectors.
 """
@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import List
 
 from ucs.evaluation.records import read_records
-from ucs.evaluation.report import demonstration_vote, label_agreement, paired_delta, summarize
+from ucs.evaluation.summary import demonstration_vote, label_agreement, paired_delta, summarize
 from ucs.utils.cpu import describe_machine
 
 

@@ -56,7 +56,7 @@ def test_paired_ci_is_narrower_than_the_unpaired_view_for_correlated_methods(see
 
 
 def test_paired_delta_aligns_queries_by_index():
-    from ucs.evaluation.report import paired_delta, summarize
+    from ucs.evaluation.summary import paired_delta, summarize
 
     recs = []
     for q in range(40):

@@ -16,8 +16,7 @@ from ucs.evaluation.run_folder import RunFolder
 from ucs.utils.lock import read_holder
 
 SRC = Path(__file__).resolve().parents[2] / "src"
-SMALL = dict(dataset="sample", backbone="dummy", mode="likelihood", test_size=5, n_runs=2, budget=3, pca_dim=16,
-             dict_n_atoms=8, dbscan_k=5, dbscan_q=0.1, candidate_num=20, selectors=("random", "dpp+ucs"))
+METHODS = ("random", "dpp+ucs")
 
 
 def test_the_names_earlier_folders_use(tmp_path):
@@ -100,41 +99,41 @@ def test_a_folder_laid_out_by_an_earlier_version_is_read(tmp_path):
 
 @pytest.fixture(scope="module")
 def pipeline_run(tmp_path_factory):
-    from ucs.pipeline import Pipeline, PipelineConfig
+    """A run folder written by the pipeline (``ucs demo``'s path, the weight-free backbone, two run seeds)."""
+    from ucs.commands.demo import run_demo
 
     root = tmp_path_factory.mktemp("pipe")
-    pipe = Pipeline(PipelineConfig(**SMALL), cache_dir=root / "cache", out_dir=root / "out", progress=False)
-    res = pipe.run()
-    return pipe, res, RunFolder(root / "out")
+    res = run_demo(backbone="dummy", selectors=",".join(METHODS), queries=5, budget=3, runs=2, out=root / "out",
+                   cache_dir=root / "cache", show_prompts=0)
+    return res, RunFolder(root / "out")
 
 
 def test_a_folder_the_pipeline_wrote_is_read_through_it(pipeline_run):
-    pipe, res, folder = pipeline_run
-    seeds, methods = list(pipe.config.run_seeds), list(SMALL["selectors"])
-    n_q = int(res.summary["n_queries_requested"])
+    res, folder = pipeline_run
     manifest = folder.read_manifest()
-    assert manifest["status"] == "complete" and manifest["methods"] == methods
+    seeds, n_q = manifest["seeds"]["run_seeds"], int(res.evaluation.summary["n_queries_requested"])
+    assert manifest["status"] == "complete" and manifest["methods"] == list(METHODS) and len(seeds) == 2
     records = folder.read_records()
-    assert len(records) == manifest["n_records"] == len(methods) * len(seeds) * n_q
-    assert {(r["method"], r["seed"]) for r in records} == {(m, s) for m in methods for s in seeds}
+    assert len(records) == manifest["n_records"] == len(METHODS) * len(seeds) * n_q
+    assert {(r["method"], r["seed"]) for r in records} == {(m, s) for m in METHODS for s in seeds}
     assert res.evaluation.records_path == folder.records and res.evaluation.manifest_path == folder.manifest
-    assert json.loads(folder.results.read_text())["methods"].keys() == set(methods)
+    assert json.loads(folder.results.read_text())["methods"].keys() == set(METHODS)
     assert folder.results_markdown.is_file() and folder.coverage_markdown.is_file()
-    assert set(json.loads(folder.coverage.read_text())["coverage"]) == set(methods)
-    assert json.loads(folder.config.read_text())["selectors"] == methods
-    pool = folder.pool.read_text().splitlines()
-    assert len(pool) == len(pipe.dataset.pool)
-    assert len(folder.queries.read_text().splitlines()) == n_q
-    assert np.load(folder.projection).shape == (len(pool), 2)
-    assert len(folder.timings.read_text().splitlines()) == 1 and not folder.legacy_timings.exists()
-    files = json.loads(folder.clusters.read_text())["files"]
-    texts = list(pipe.config.protocol().apply(pipe.dataset).test.texts[:n_q])
+    assert set(json.loads(folder.coverage.read_text())["coverage"]) == set(METHODS)
+    assert folder.config.is_file() and len(folder.timings.read_text().splitlines()) == 1
+    assert not folder.legacy_timings.exists()
+    n_pool = len(folder.pool.read_text().splitlines())
+    assert n_pool > 0 and np.load(folder.projection).shape == (n_pool, 2)
+    texts = [json.loads(x)["text"] for x in folder.queries.read_text().splitlines()]
+    assert len(texts) == n_q
+    clusters = json.loads(folder.clusters.read_text())
+    q = clusters["default_q"]
     for s in seeds:
-        path = folder.cluster_file(s, pipe.config.dbscan_q)
-        assert folder.diagnostics_dir / files[str(s)][repr(float(pipe.config.dbscan_q))] == path
-        np.testing.assert_array_equal(np.load(path), pipe.cluster_ids(s))
-        for m in methods:
+        path = folder.cluster_file(s, q)
+        assert folder.diagnostics_dir / clusters["files"][str(s)][repr(float(q))] == path
+        assert np.load(path).shape == (n_pool,)
+        for m in METHODS:
             assert json.loads(folder.coverage_file(m, s, n_q).read_text())["n_queries"] == n_q
             assert folder.selection_records(m, s) == [folder.selection_record(m, s, n_q)]
             assert list(folder.runner_selections(m, s)) == [(n_q, folder.runner_selection(m, s, texts))]
-    assert not folder.lock_file.exists() or read_holder(folder.path) == {}  # released after the run
+    assert read_holder(folder.path) == {}  # the lock was released after the run

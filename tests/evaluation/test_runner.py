@@ -359,7 +359,7 @@ def test_every_answer_records_the_machine_that_computed_it(sample, tmp_path):
     import hashlib
 
     from ucs.evaluation.answers import AnswerStore
-    from ucs.evaluation.report import summarize
+    from ucs.evaluation.summary import summarize
     from ucs.utils.cpu import machine_signature
     from ucs.utils.store import signed_line
 
@@ -424,7 +424,7 @@ def test_a_cut_prompt_keeps_the_side_its_order_puts_relevance(sample, tmp_path, 
         assert r.get("dropped_from", "end") == drop_from
     # the no-LM vote counts the demonstrations the prompt holds, not the whole selection
     from ucs.evaluation.prompts import shown_demonstrations
-    from ucs.evaluation.report import majority_label
+    from ucs.evaluation.summary import majority_label
 
     want = np.mean([majority_label(labels[shown_demonstrations(r["selected"], r["n_dropped"], drop_from)])
                     == r["gold_id"] for r in recs])
@@ -441,7 +441,7 @@ def test_reasoning_tasks_get_the_no_lm_vote_too(sample, tmp_path):
     reasoning = dataclasses.replace(sample, task="reasoning")
     res = evaluate(reasoning, make_lm(), ["oracle", "random"], two_methods(reasoning), tmp_path, mode="greedy",
                    protocol=TestProtocol(test_size=8, run_seeds=(1,)), progress=False)
-    from ucs.evaluation.report import majority_label
+    from ucs.evaluation.summary import majority_label
 
     assert set(res.summary["vote"]) == {"oracle", "random"}
     recs = [r for r in read_records(res.records_path) if r["method"] == "oracle"]

@@ -2,7 +2,7 @@
 
 import pytest
 
-from ucs.evaluation.report import summarize
+from ucs.evaluation.summary import summarize
 from ucs.experiments.render import _significance_table, delta_verdict
 
 

@@ -4,7 +4,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from ucs.evaluation.report import summarize
+from ucs.evaluation.summary import summarize
 from ucs.experiments.verdict import PairVerdict, clears_bar, row_sentence, verdict_section
 
 

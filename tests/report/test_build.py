@@ -76,7 +76,7 @@ def test_folder_without_pipeline_run_files_still_reports(run_dir, tmp_path):
 def write_synthetic_run(root, n_pool=15_000, n_queries=500, methods=("random", "topk", "dpp", "dpp+ucs", "votek",
                         "votek+ucs"), seeds=(42, 43, 44), budget=5, n_labels=77):
     """A run folder of the size of a large evaluation, in the files' own formats (no model, no pipeline)."""
-    from ucs.evaluation.report import summarize
+    from ucs.evaluation.summary import summarize
 
     rng = np.random.default_rng(0)
     words = np.array("account card transfer balance rate fee limit pin top up refund cash atm pending".split())

@@ -13,7 +13,7 @@ from ucs.evaluation.prompts import (
     render_chat,
 )
 from ucs.evaluation.records import read_records
-from ucs.evaluation.report import grid_markdown, summarize, to_markdown, write_report
+from ucs.evaluation.summary import grid_markdown, summarize, to_markdown, write_report
 from ucs.evaluation.runner import EvaluationResult, SelectionFn, evaluate, package_versions
 
 __all__ = [

@@ -11,7 +11,7 @@ path                                holds
                                     (:mod:`ucs.evaluation.records`)
 ``manifest.json``                   configuration key, versions, platform, status
                                     (:mod:`ucs.evaluation.manifest`)
-``results.json``, ``results.md``    the summary of the records
+``results.json``, ``results.md``    the summary of the records (:mod:`ucs.evaluation.summary`)
 ``coverage.json``, ``coverage.md``  the pipeline's coverage table, cluster health and label agreement
 ``selections/``                     the runner's cached selections, ``<stem>__seed<S>__<Q>q_<hash>.npy``
 ``pipeline/``                       the pipeline's diagnostics (``coverage/``, ``selections/``, one file per

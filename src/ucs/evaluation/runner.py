@@ -51,7 +51,7 @@ from ucs.evaluation.plan import EvaluationPlan, plan_evaluation
 from ucs.evaluation.predict import PredictionMode
 from ucs.evaluation.prompts import PromptFormat
 from ucs.evaluation.records import RecordWriter, read_records, record_key
-from ucs.evaluation.report import demonstration_vote, strict_matcher_summary, summarize, write_report
+from ucs.evaluation.summary import demonstration_vote, strict_matcher_summary, summarize, write_report
 from ucs.evaluation.run_folder import RunFolder
 from ucs.utils.integrity import load_checked_npy, save_checked_npy
 from ucs.utils.progress import progress_enabled, stage
@@ -76,7 +76,7 @@ class EvaluationResult:
     n_new_records: int
 
     def to_markdown(self) -> str:
-        from ucs.evaluation.report import to_markdown
+        from ucs.evaluation.summary import to_markdown
 
         return to_markdown(self.summary)
 

@@ -32,7 +32,7 @@ from ucs.embedding.cache import default_cache_dir
 from ucs.evaluation.fingerprints import record_fingerprints
 from ucs.evaluation.predict import get_mode
 from ucs.evaluation.prompts import format_for_task
-from ucs.evaluation.report import demonstration_vote, label_agreement, strict_matcher_summary, summarize
+from ucs.evaluation.summary import demonstration_vote, label_agreement, strict_matcher_summary, summarize
 from ucs.evaluation.run_folder import RunFolder, method_file_stem
 from ucs.evaluation.runner import selection_path
 from ucs.experiments.spec import Cell, _safe
@@ -222,7 +222,7 @@ def _n_drawn(cell: Cell, ctx: CellContext) -> int:
 
 def _strict_summaries(cell: Cell, ctx: CellContext, records: List[Dict[str, Any]]) -> Dict[str, Any]:
     """The strict matcher's summaries of a generation cell matched by the paper's rule, as the runner writes
-    them (:func:`~ucs.evaluation.report.strict_matcher_summary`); empty for other modes."""
+    them (:func:`~ucs.evaluation.summary.strict_matcher_summary`); empty for other modes."""
     mode = get_mode(cell.config.mode)
     if mode.kind != "generate" or mode.matcher == "strict" or not records:
         return {}

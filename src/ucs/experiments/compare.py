@@ -44,7 +44,7 @@ from ucs import defaults as D
 from ucs.data.dataset import DatasetWarning, normalize_text
 from ucs.evaluation.manifest import config_differences
 from ucs.evaluation.records import read_records
-from ucs.evaluation.report import demonstration_vote, label_agreement, paired_delta
+from ucs.evaluation.summary import demonstration_vote, label_agreement, paired_delta
 from ucs.evaluation.run_folder import RunFolder
 from ucs.experiments.compare_grid import (Cell, default_orders, default_reference, grid_cells, parse_cell, parse_ks,
                                           parse_orders, planned_rounds, run_race, score_stats, split_parts)

@@ -13,7 +13,7 @@ import html
 import math
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from ucs.evaluation.report import majority_label
+from ucs.evaluation.summary import majority_label
 
 __all__ = ["compare_page", "round_rows", "N_SHOWN"]
 

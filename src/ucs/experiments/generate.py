@@ -28,7 +28,7 @@ import numpy as np
 from ucs.evaluation.answer_metrics import AnswerMetric, get_metric
 from ucs.evaluation.metrics import bootstrap_ci
 from ucs.evaluation.prompts import CHAT_TEMPLATES, REASONING_FORMAT, PromptBuilder
-from ucs.evaluation.report import paired_delta
+from ucs.evaluation.summary import paired_delta
 
 __all__ = ["AnswerScoring", "GENERATE_STOP", "answer_scoring", "copy_fields", "default_max_new_tokens",
            "first_answer_line", "generating_predictor", "score_summary"]
@@ -180,7 +180,7 @@ def answer_scoring(metric: Any, label_key: str = "label") -> Optional[AnswerScor
 def score_summary(records: Iterable[dict], field: str = "score", n_boot: int = 2000
                   ) -> Dict[str, Dict[str, Any]]:
     """Per method, the mean of the records' ``field`` (``score`` or ``copy_score``) with its bootstrap
-    interval over queries, in the form of :func:`ucs.evaluation.report.summarize`'s methods (``mean``, ``ci``,
+    interval over queries, in the form of :func:`ucs.evaluation.summary.summarize`'s methods (``mean``, ``ci``,
     ``n_queries``, ``per_query``: ``query`` and ``accuracy``) so ``paired_delta`` compares two of them."""
     by: Dict[str, Dict[int, float]] = defaultdict(dict)
     for r in records:

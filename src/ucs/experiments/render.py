@@ -6,7 +6,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ucs.evaluation.report import paired_delta
+from ucs.evaluation.summary import paired_delta
 from ucs.experiments.spec import Cell, Experiment
 from ucs.experiments.verdict import PairVerdict, verdict_section
 from ucs.pipeline.config import parse_method

@@ -33,7 +33,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from ucs.data.splits import pool_test_split
-from ucs.evaluation.report import paired_delta
+from ucs.evaluation.summary import paired_delta
 from ucs.experiments.presets import TUNED_DBSCAN_Q, TUNED_LAMBDA
 from ucs.pipeline import Pipeline
 from ucs.pipeline.config import parse_method, parse_methods

@@ -76,7 +76,7 @@ def coverage_markdown(table: Dict[str, Dict[str, Dict[str, float]]]) -> str:
 
 def label_agreement_markdown(agreement: Dict[str, Dict[str, Any]]) -> str:
     """Markdown table ``method × (share of demonstrations with the query's label, CI, queries)`` from
-    :func:`ucs.evaluation.report.label_agreement`; empty when no method has labelled queries."""
+    :func:`ucs.evaluation.summary.label_agreement`; empty when no method has labelled queries."""
     if not agreement:
         return ""
     lines = ["| method | demonstrations with the query's label (%) | 95% CI (queries) | queries |", "|---|---|---|---|"]

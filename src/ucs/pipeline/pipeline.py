@@ -54,7 +54,7 @@ from ucs.embedding.cache import EmbeddingCache
 from ucs.estimators import UnseenCoverage
 from ucs.evaluation import evaluate
 from ucs.evaluation.records import read_records
-from ucs.evaluation.report import label_agreement
+from ucs.evaluation.summary import label_agreement
 from ucs.evaluation.run_folder import RunFolder
 from ucs.lm.cache import CachedScorer
 from ucs.pipeline.backbones import load_backbone_for, load_retrieval_for
@@ -83,7 +83,7 @@ class PipelineResult:
         self.coverage = coverage
         self.out_dir = out_dir
         self.health = health or {}  # run seed → ClusterHealth of the run's clustering
-        # method → share of demonstrations carrying the query's label (ucs.evaluation.report.label_agreement)
+        # method → share of demonstrations carrying the query's label (ucs.evaluation.summary.label_agreement)
         self.label_agreement = label_agreement or {}
 
     @property

@@ -9,7 +9,7 @@ import numpy as np
 
 from ucs.defaults import GIANT_FRACTION
 from ucs.evaluation.manifest import TEST_DOUBLE_NOTE, is_test_double
-from ucs.evaluation.report import paired_delta
+from ucs.evaluation.summary import paired_delta
 from ucs.report.data import RunData
 from ucs.utils.cpu import describe_machine
 

@@ -36,7 +36,7 @@ def _sel(method, seed, query, gold, selected):
 
 
 def test_label_agreement_is_the_share_of_demonstrations_with_the_query_label():
-    from ucs.evaluation.report import label_agreement
+    from ucs.evaluation.summary import label_agreement
 
     pool = [0, 0, 1, 1, 2]
     recs = [_sel("m", 1, 0, 0, [0, 1, 2, 4]),   # 2 of 4 carry label 0
@@ -55,7 +55,7 @@ def test_label_agreement_is_the_share_of_demonstrations_with_the_query_label():
 
 
 def test_paired_delta_compares_label_agreement_query_by_query():
-    from ucs.evaluation.report import label_agreement, paired_delta
+    from ucs.evaluation.summary import label_agreement, paired_delta
 
     pool = [0, 1, 2, 3]
     near = [_sel("near", 1, q, q % 4, [q % 4, q % 4]) for q in range(40)]        # always the query's label
@@ -72,7 +72,7 @@ def _gen(method, seed, query, raw, gold_id):
 
 def test_rematch_reads_the_same_outputs_with_another_rule():
     from ucs.evaluation.matching import PaperMatcher, StrictMatcher
-    from ucs.evaluation.report import rematch
+    from ucs.evaluation.summary import rematch
 
     labels = ["Ambiguous", "No", "Yes"]
     recs = [_gen("m", 42, 0, " cannot be determined\nQ: next", 1), _gen("m", 42, 1, " Yes.\n\nQ: x", 2),
@@ -87,7 +87,7 @@ def test_rematch_reads_the_same_outputs_with_another_rule():
 
 
 def test_strict_matcher_summary_is_a_summary_of_the_strict_reading():
-    from ucs.evaluation.report import strict_matcher_summary
+    from ucs.evaluation.summary import strict_matcher_summary
 
     labels = ["No", "Yes"]
     recs = [_gen("m", s, q, " No" if q % 2 else " not sure", 0) for s in (42, 43) for q in range(10)]
@@ -99,7 +99,7 @@ def test_strict_matcher_summary_is_a_summary_of_the_strict_reading():
 
 
 def test_the_no_lm_vote_is_the_majority_label_of_each_prompts_demonstrations():
-    from ucs.evaluation.report import demonstration_vote, majority_label, paired_delta
+    from ucs.evaluation.summary import demonstration_vote, majority_label, paired_delta
 
     assert majority_label([3, 1, 1, 3]) == 3  # a tie goes to the label shown first
     assert majority_label([2, 1, 1]) == 1

@@ -1,4 +1,6 @@
-"""Results tables (markdown and JSON) from evaluation records."""
+"""The summary of an evaluation's records: per-method accuracy with intervals, paired differences, the
+demonstrations' vote, and its tables (``results.json`` / ``results.md`` in a run folder). The HTML report of a
+run folder is :mod:`ucs.report`'s."""
 
 from __future__ import annotations
 
