@@ -61,3 +61,30 @@ def test_a_long_embedding_reports_progress_as_it_goes(monkeypatch):
     chunked = emb.embed(texts)
     assert calls == [(emb.batch_size, "embed")] * (300 // emb.batch_size) + [(300 % emb.batch_size, "embed")]
     np.testing.assert_allclose(chunked, whole, atol=1e-5)
+
+
+def test_one_pass_gives_the_sentence_and_the_token_embeddings_bit_for_bit(monkeypatch):
+    """remember_tokens: the pool's sentence pass also keeps its token embeddings, and both equal what separate
+    passes give, bit for bit (several chunks of several batches of uneven lengths, as a real pool has)."""
+    import ucs.embedding.sbert as sbert
+
+    emb = load_retrieval_embedder("all-minilm-l6-v2", batch_size=8).load()
+    monkeypatch.setattr(sbert, "PROGRESS_CHUNK", 2)
+    rng = np.random.default_rng(0)
+    words = "card pin transfer refund arrived where my the is not why exchange rate top up cash".split()
+    texts = [" ".join(rng.choice(words, int(rng.integers(1, 25)))) for _ in range(45)]
+    plain = emb.embed(texts)
+    vectors, weights = emb.embed_tokens(texts)
+    passes = []
+    real_encode = emb._st.encode
+    monkeypatch.setattr(emb._st, "encode", lambda *a, **k: passes.append(k.get("output_value")) or real_encode(*a, **k))
+    emb.remember_tokens(texts)
+    both = emb.embed(texts)
+    kept_v, kept_w = emb.embed_tokens(texts)
+    assert passes == [None, None, None]  # 45 texts in chunks of 16: one pass each, none for the tokens
+    assert both.dtype == np.float32 and np.array_equal(both, plain)
+    assert len(kept_v) == len(texts)
+    for a, b, wa, wb in zip(kept_v, vectors, kept_w, weights):
+        assert a.dtype == np.float32 and np.array_equal(a, b) and np.array_equal(wa, wb)
+    emb.embed_tokens(texts[:3])  # taken once: another call computes again
+    assert passes[-1] == "token_embeddings"

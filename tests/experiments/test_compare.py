@@ -212,3 +212,31 @@ def test_cli_against_a_local_openai_compatible_server(small, minilm, tmp_path):
     assert all(row["n_queries"] == 1 for row in saved["rows"]) and saved["split"]["test"] == 2
     assert saved["recommended"]["selector"] in ("topk", "random")
     assert (tmp_path / "o" / "index" / "CURRENT").is_file()
+
+
+def test_set_bsr_reads_the_token_embeddings_of_the_pools_one_pass(small, minilm, tmp_path, monkeypatch):
+    """With Set-BSR in the grid, the pool is encoded once: the sentence pass keeps its token embeddings for Set-BSR
+    (remember_tokens), and its selections are those of a comparison that encodes the pool twice."""
+    from ucs import compare
+    from ucs.embedding import load_retrieval_embedder
+
+    def run(emb, out):
+        passes = []
+        real = emb.load()._st.encode
+        monkeypatch.setattr(emb._st, "encode", lambda texts, **kw: passes.append((len(texts), kw.get(
+            "output_value", "sentence_embedding"))) or real(texts, **kw))
+        res = compare(small, _vote, selectors=["topk", "bsr"], k=4, n_queries=12, embedder=emb, out=out,
+                      cache_dir=tmp_path / f"cache-{out.name}", early_stop=False)
+        return res, [p for p in passes if p[0] == len(small) - 12]  # the pool's passes (pool = the rest)
+
+    shared, pool_passes = run(minilm, tmp_path / "one")
+    assert pool_passes and all(kind is None for _, kind in pool_passes)  # sentences and tokens in one pass
+    fresh = load_retrieval_embedder("all-minilm-l6-v2")
+    fresh.remember_tokens = None  # an embedder without the method: two passes, as before
+    twice, pool_passes = run(fresh, tmp_path / "two")
+    assert {kind for _, kind in pool_passes} == {"sentence_embedding", "token_embeddings"}
+    from ucs.evaluation.run_folder import RunFolder
+
+    picks = [sorted((r["method"], r["query"], r["selected"]) for r in RunFolder(tmp_path / d).read_records())
+             for d in ("one", "two")]
+    assert any(m.startswith("bsr:") for m, _, _ in picks[0]) and picks[0] == picks[1]

