@@ -87,6 +87,7 @@ def render(rows: List[Dict[str, Any]], info: Dict[str, Any]) -> str:
         "- full grid: a copy of the same folder completed with `--no-early-stop` (every cell on all 100 "
         "validation queries; answers already made are replayed)",
         f"- run: `python benchmarks/compare/bench_speed.py --seeds {info['seeds']}`",
+        f"- llama.cpp build (`python -m ucs.models.llama_kernels`): {info.get('kernels', 'the portable build')}",
         "",
         "| seed | minutes (wall) | load before → after | prompts asked / full grid | rounds | stopped | "
         "recommended (early stopping) | recommended (full grid) | same |",
@@ -120,8 +121,10 @@ def main() -> None:
     if a.render:
         a.markdown.write_text(render(done["rows"], {**done["info"], "seeds": a.seeds}))
         return
+    from ucs.models.llama_kernels import decide
+
     info = {"cpu": _cpu(), "cores": len(os.sched_getaffinity(0)), "python": sys.version.split()[0],
-            "seeds": a.seeds}
+            "seeds": a.seeds, "kernels": decide()[1]}
     for seed in seeds:
         if any(r["seed"] == seed for r in done["rows"]):
             continue

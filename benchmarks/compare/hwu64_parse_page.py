@@ -24,6 +24,8 @@ from typing import Any, Dict, List
 
 import numpy as np
 
+from ucs import defaults as D
+
 ROOT = Path(__file__).resolve().parents[2]
 
 #: (row name, cell) of the page, the reference first.
@@ -77,7 +79,7 @@ def run_backbone(name: str, pool: list, queries: list, a: argparse.Namespace) ->
     from ucs.experiments.generate import default_max_new_tokens, generating_predictor
     from ucs.models import BackbonePool
 
-    bb = BackbonePool(name, workers=a.workers)
+    bb = BackbonePool(name, workers=a.workers, weights=a.weights)
     try:
         new = default_max_new_tokens(bb.count_tokens, [e["label"] for e in pool])
         predictor = generating_predictor(bb, new)
@@ -100,6 +102,7 @@ def main() -> None:
     ap.add_argument("--queries", type=int, default=500)
     ap.add_argument("--k", type=int, default=10)
     ap.add_argument("--workers", type=int, default=None)
+    ap.add_argument("--weights", default=D.COMPARE_WEIGHTS, help="GGUF weights: file, f32 or f16 (ucs compare's)")
     ap.add_argument("--limit", type=int, default=None, help="answer only the first N queries for now")
     ap.add_argument("--data-dir", type=Path, default=ROOT.parent / "shared" / "data")
     ap.add_argument("--work", type=Path, default=ROOT / "runs" / "hwu64_parse")
@@ -121,7 +124,7 @@ def main() -> None:
              "model − copy are paired over the same queries (bootstrap, 95 %).", "",
              f"- machine: {cpu}, {len(os.sched_getaffinity(0))} cores; Python {sys.version.split()[0]}",
              f"- command: `python benchmarks/compare/hwu64_parse_page.py --backbones {a.backbones} --queries "
-             f"{a.queries} --k {a.k}`" + (f" (`--limit {a.limit}` so far)" if a.limit else ""), ""]
+             f"{a.queries} --k {a.k} --weights {a.weights}`" + (f" (`--limit {a.limit}` so far)" if a.limit else ""), ""]
     for name in a.backbones.split(","):
         got = run_backbone(name, pool, queries, a)
         lines += [f"## {name}", "", f"{got['n']} of {a.queries} queries answered by every row "

@@ -145,9 +145,12 @@ def main() -> None:
     ap.add_argument("--data-dir", type=Path, default=ROOT.parent / "shared" / "data")
     ap.add_argument("--no-transformers", action="store_true")
     ap.add_argument("--out", type=Path, default=None)
+    ap.add_argument("--chosen-only", action="store_true", help=argparse.SUPPRESS)  # the portable build's row
     a = ap.parse_args()
     if a.core is not None:
         os.sched_setaffinity(0, {a.core})
+    if a.chosen_only:
+        return chosen_only(a)
     load = Path("/proc/loadavg").read_text().split()[:3]
     cpu = next((ln.split(":", 1)[1].strip() for ln in Path("/proc/cpuinfo").read_text().splitlines()
                 if ln.startswith("model name")), "unknown")
@@ -166,31 +169,67 @@ def main() -> None:
     bnb = needed_work(f32, prompts, labels, shape, rows[CHOSEN]["nodes"])
     rate_np, rate_ll = numpy_flops(), llama_flops(f32, shape, full["body"])
     f32.close()
+    from ucs.models.llama_kernels import decide
+
+    build = decide()[1]
+    if decide()[0] is not None:  # the AVX-512 build is in use: the portable build's row, from a child process
+        rows[PORTABLE], rate_portable = portable_row(a)
+        build += f"; the portable (AVX2) build's float32 copy: {rate_portable / 1e9:.0f} GFLOP/s"
     if not a.no_transformers:
         import torch
 
         torch.set_num_threads(1)
         hf = load_backbone("smollm2", engine="transformers", dtype="float32").load()
         rows["transformers, float32, every label scored"] = timed(hf, prompts, labels)
-    print(render(a, rows, full, bnb, rate_np, rate_ll, rate_q41, cpu, load))
+    page = render(a, rows, full, bnb, rate_np, rate_ll, rate_q41, cpu, load, build)
+    print(page)
     if a.out:
-        a.out.write_text("# Label scoring of one BANKING77 prompt on one core\n\n"
-                         + render(a, rows, full, bnb, rate_np, rate_ll, rate_q41, cpu, load))
+        a.out.write_text("# Label scoring of one BANKING77 prompt on one core\n\n" + page)
+
+
+def chosen_only(a: argparse.Namespace) -> None:
+    """The child: branch and bound on the float copy, printed as JSON with llama.cpp's float32 rate."""
+    import json
+
+    from ucs.models import load_backbone
+
+    prompts, labels = build_prompts(a.data_dir, a.prompts, a.k)
+    f32 = load_backbone("smollm2", engine="llama", n_threads=1, weights="f32").load()
+    shape = model_shape(f32)
+    row = timed(f32, prompts, labels, choose=True)
+    rate = llama_flops(f32, shape, 2.0 * (shape["params"] - shape["vocab"] * shape["d"]))
+    print(json.dumps({"row": row, "rate": rate}))
+
+
+def portable_row(a: argparse.Namespace) -> "tuple[Dict[str, object], float]":
+    """:func:`chosen_only` in a child process on the portable build (``UCS_LLAMA_KERNELS=portable``)."""
+    import json
+    import subprocess
+
+    cmd = [sys.executable, __file__, "--chosen-only", "--prompts", str(a.prompts), "--k", str(a.k),
+           "--data-dir", str(a.data_dir)] + (["--core", str(a.core)] if a.core is not None else [])
+    env = dict(os.environ, UCS_LLAMA_KERNELS="portable")
+    env.pop("LLAMA_CPP_LIB_PATH", None)
+    out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True).stdout
+    got = json.loads(out.strip().splitlines()[-1])
+    return got["row"], float(got["rate"])
 
 
 #: The row of what ``ucs compare`` runs by default.
 CHOSEN = "llama.cpp, f32 copy, branch and bound (ucs compare's default)"
+#: The same on the portable (AVX2) build, where the AVX-512 one is in use.
+PORTABLE = "llama.cpp portable (AVX2) build, f32 copy, branch and bound"
 
 
-def render(a, rows, full, bnb, rate_np, rate_ll, rate_q41, cpu, load) -> str:
+def render(a, rows, full, bnb, rate_np, rate_ll, rate_q41, cpu, load, build) -> str:
     """The page: set-up, the table (each row against the limit of its own work), the limits."""
     ref = rows["llama.cpp, f32 copy, every label scored"]
     lines = ["| engine, weights, what | CPU s / prompt (median) | wall s (median) | each prompt, CPU s | trie nodes "
              "evaluated (median) | × its limit (numpy FLOP/s) | max abs(Δ) vs f32 scored, nats | same label |",
              "|---|---:|---:|---|---:|---:|---:|---:|"]
     for name, r in rows.items():
-        work = bnb if name == CHOSEN else full
-        delta = ("-" if r["scores"] is None else
+        work = bnb if name in (CHOSEN, PORTABLE) else full
+        delta = ("-" if r.get("scores") is None else
                  f"{max(float(np.abs(x - y).max()) for x, y in zip(r['scores'], ref['scores'])):.1e}")
         same = sum(int(x == y) for x, y in zip(r["picked"], ref["picked"]))
         each = ", ".join(f"{t:.2f}" for t in r["all"])
@@ -217,6 +256,7 @@ def render(a, rows, full, bnb, rate_np, rate_ll, rate_q41, cpu, load) -> str:
         f"positions (median) = {bnb['flops'] / 1e9:.0f} GFLOP",
         f"- kernel rates on one core: numpy float32 matmul {rate_np / 1e9:.0f} GFLOP/s; llama.cpp's float32 copy "
         f"{rate_ll / 1e9:.0f} GFLOP/s, its Q4_1 file {rate_q41 / 1e9:.0f} GFLOP/s (a 64-token batch at position 0)",
+        f"- llama.cpp build (`python -m ucs.models.llama_kernels`): {build}",
         "- times: CPU seconds of this process (`time.process_time`, one thread), which other jobs sharing "
         "the core do not inflate (the wall seconds beside them do)",
     ]

@@ -20,8 +20,9 @@ ALL = " ".join(lk.AVX512_FLAGS)
 @pytest.fixture
 def sidecar(tmp_path, monkeypatch):
     """An installed AVX-512 build in a temporary site-packages (from a wheel made here), on a CPU with AVX-512."""
-    monkeypatch.delenv(lk.LIB_PATH_ENV, raising=False)
-    monkeypatch.delenv(lk.KERNELS_ENV, raising=False)
+    for name in (lk.LIB_PATH_ENV, lk.KERNELS_ENV):  # recorded, so that what a test sets is undone
+        monkeypatch.setenv(name, "")
+        monkeypatch.delenv(name)
     folder = tmp_path / "site" / "ucs_llama_kernels" / "avx512"
     monkeypatch.setattr(lk, "sidecar_dir", lambda: folder)
     monkeypatch.setattr(lk, "_cpu_flags", lambda cpuinfo="": frozenset(ALL.split()))
@@ -60,6 +61,12 @@ def test_a_damaged_or_stale_build_is_not_loaded(sidecar):
     (sidecar / "build.json").write_text(json.dumps(build))
     folder, why = lk.decide()
     assert folder is None and f"built for llama-cpp-python 0.0.1, {VERSION} is installed" in why
+
+
+def test_a_process_that_chose_it_still_says_why(sidecar, monkeypatch):
+    monkeypatch.delitem(sys.modules, "llama_cpp", raising=False)  # not imported yet in this process
+    assert lk.select_kernels() == "avx512" and os.environ[lk.LIB_PATH_ENV] == str(sidecar)
+    assert lk.decide() == (sidecar, "this CPU has AVX-512 and the AVX-512 build is verified")
 
 
 def test_the_user_decides_first(sidecar, monkeypatch):

@@ -107,7 +107,7 @@ def _stamp(folder: Path) -> Tuple:
 def decide() -> Tuple[Optional[Path], str]:
     """``(folder, why)``: the folder of native libraries a new process would load (``None``: the package's own,
     portable ones) and the reason, in words. Reads only files; loads nothing."""
-    if os.environ.get(LIB_PATH_ENV):
+    if os.environ.get(LIB_PATH_ENV) and not _is_sidecar(Path(os.environ[LIB_PATH_ENV])):
         return Path(os.environ[LIB_PATH_ENV]), f"{LIB_PATH_ENV} is set"
     if os.environ.get(KERNELS_ENV, "auto").strip().lower() == "portable":
         return None, f"{KERNELS_ENV}=portable"
@@ -138,6 +138,7 @@ def select_kernels() -> str:
 
 
 def _is_sidecar(path: Path) -> bool:
+    """Whether ``path`` is the AVX-512 folder (set by :func:`select_kernels` here or in a parent process)."""
     folder = sidecar_dir()
     return folder is not None and path.resolve() == folder.resolve()
 
