@@ -101,7 +101,8 @@ def render(rows: List[Dict[str, Any]], info: Dict[str, Any]) -> str:
     fast = sum(r["wall_s"] <= 600 for r in rows)
     lines += ["", f"Early stopping recommended what the full grid recommends on {agree} of {len(rows)} seeds. "
               f"The target (≤ 10 minutes wall on 2 cores of a quiet machine) was met on {fast} of {len(rows)} runs; "
-              "a load average above 2 before or after a run means other jobs shared its cores.",
+              "the run's own two workers make a load average of about 2, and one clearly above 2 before or after a run "
+              "means other jobs shared its cores.",
               "The prompts asked count the validation race only; each run also answers the test queries (100 for "
               "the reference, and 100 for the validated cell when it is another one)."]
     return "\n".join(lines) + "\n"
