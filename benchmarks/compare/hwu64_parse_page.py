@@ -7,7 +7,8 @@ demonstrations chosen by each row's selector; exact match scores it. Rows: TopK 
 most similar demonstration last, MMR, Set-BSR, DPP+UCS and TopK+UCS (its relevance floor), beside the copy
 baseline (the chosen demonstration nearest the query, its parse copied with no model). Every answer is kept in
 ``--work/<backbone>/records.jsonl`` as it comes (:func:`ucs.experiments.compare_table.grid_table`): rerun the same
-command to continue, ``--limit`` to stop after the first N queries for now; the page shows the queries every row
+command to continue (the answers are also kept, compressed, in ``benchmarks/compare/hwu64_parse_answers/``, which
+seeds an absent ``--work`` folder), ``--limit`` to stop after the first N queries for now; the page shows the queries every row
 has answered and says how many. The verdict under each table is generated from the paired intervals.
 
     python benchmarks/compare/hwu64_parse_page.py --backbones smollm2,gemma3 --queries 500 --workers 2 \\
@@ -17,7 +18,9 @@ has answered and says how many. The verdict under each table is generated from t
 from __future__ import annotations
 
 import argparse
+import lzma
 import os
+import shutil
 import sys
 from pathlib import Path
 from typing import Any, Dict, List
@@ -74,11 +77,31 @@ def table(rows: List[Dict[str, Any]], names: Dict[str, str]) -> List[str]:
     return out
 
 
+def restore_answers(work: Path, answers: Path) -> None:
+    """Seed an absent ``work`` folder from the committed answers (``records.jsonl.xz`` and ``compare.json``), so
+    a run on a fresh machine continues instead of starting over; every line is checked again when read."""
+    if (work / "records.jsonl").exists() or not (answers / "records.jsonl.xz").is_file():
+        return
+    work.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(answers / "compare.json", work / "compare.json")
+    (work / "records.jsonl").write_bytes(lzma.decompress((answers / "records.jsonl.xz").read_bytes()))
+
+
+def save_answers(work: Path, answers: Path) -> None:
+    """Commit-sized copy of ``work``'s answers (the records, xz-compressed, and the folder's key)."""
+    if not (work / "records.jsonl").is_file():
+        return
+    answers.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(work / "compare.json", answers / "compare.json")
+    (answers / "records.jsonl.xz").write_bytes(lzma.compress((work / "records.jsonl").read_bytes()))
+
+
 def run_backbone(name: str, pool: list, queries: list, a: argparse.Namespace) -> Dict[str, Any]:
     from ucs.experiments.compare_table import grid_table
     from ucs.experiments.generate import default_max_new_tokens, generating_predictor
     from ucs.models import BackbonePool
 
+    restore_answers(a.work / name, a.answers / name)
     bb = BackbonePool(name, workers=a.workers, weights=a.weights)
     try:
         new = default_max_new_tokens(bb.count_tokens, [e["label"] for e in pool])
@@ -88,6 +111,7 @@ def run_backbone(name: str, pool: list, queries: list, a: argparse.Namespace) ->
                           limit=a.limit)
     finally:
         bb.close()
+        save_answers(a.work / name, a.answers / name)
     import json
 
     done = json.loads((a.work / name / "table.json").read_text())["n_queries"]
@@ -107,7 +131,14 @@ def main() -> None:
     ap.add_argument("--data-dir", type=Path, default=ROOT.parent / "shared" / "data")
     ap.add_argument("--work", type=Path, default=ROOT / "runs" / "hwu64_parse")
     ap.add_argument("--out", type=Path, default=ROOT / "docs" / "results" / "compare_hwu64_parse.md")
+    ap.add_argument("--answers", type=Path, default=Path(__file__).with_name("hwu64_parse_answers"),
+                    help="committed answers: seed an absent --work folder, updated after each backbone")
+    ap.add_argument("--save-answers", action="store_true", help="only copy --work's answers to --answers")
     a = ap.parse_args()
+    if a.save_answers:
+        for name in a.backbones.split(","):
+            save_answers(a.work / name, a.answers / name)
+        return
     ds = load_dataset("hwu64_parse", a.data_dir, form="call")
     pool = [{"text": t, "label": y} for t, y in zip(ds.pool.texts, ds.label_text(ds.pool.labels))]
     test = [{"text": t, "label": y} for t, y in zip(ds.test.texts, ds.label_text(ds.test.labels))]
