@@ -31,7 +31,7 @@ from sklearn.metrics import adjusted_mutual_info_score
 
 from ucs.clustering import LatentClusterer, cluster_health
 from ucs.clustering.synthetic import make_planted_embeddings
-from ucs.pipeline.presets import PRESETS
+from ucs.pipeline import PipelineConfig
 
 
 def peak_rss_gib() -> float:
@@ -39,11 +39,12 @@ def peak_rss_gib() -> float:
 
 
 def default_params() -> dict:
-    """LatentClusterer parameters of the default preset's clustering (one definition: ``DEFAULT_COVERAGE``)."""
-    s = PRESETS["default"].settings
-    p = {"method": s["clustering"], "random_state": 0}
-    if s.get("n_clusters") is not None:
-        p["n_clusters"] = s["n_clusters"]
+    """LatentClusterer parameters of the default preset's clustering (``PipelineConfig().clusterer``; one
+    definition: ``DEFAULT_COVERAGE``)."""
+    c = PipelineConfig().clusterer
+    p = {"method": c["method"], "random_state": 0}
+    if c["n_clusters"] is not None:
+        p["n_clusters"] = c["n_clusters"]
     return p
 
 

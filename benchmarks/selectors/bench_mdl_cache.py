@@ -38,8 +38,8 @@ def main() -> None:
     import torch
 
     torch.set_num_threads(args.threads)
-    cfg = PipelineConfig.from_preset("cpu", dataset=args.dataset, data_dir=args.data_dir, engine="transformers",
-                                     dtype=args.dtype)
+    cfg = PipelineConfig.resolve("cpu", overrides={"dataset": args.dataset, "data_dir": args.data_dir,
+                                                   "engine": "transformers", "dtype": args.dtype})
     pipe = Pipeline(cfg, cache_dir=args.cache_dir, progress=False)
     queries = list(cfg.protocol().apply(pipe.dataset).test.texts[: args.queries])
     pipe.cluster_ids(42)
@@ -75,7 +75,7 @@ def main() -> None:
         f"{args.queries} --dtype {args.dtype} --threads {args.threads}`",
         "",
         f"SmolLM2-135M-Instruct (transformers, {args.dtype}, {args.threads} torch thread(s)), `cpu` preset: "
-        f"{cfg.mdl_select_time} candidate subsets of {cfg.budget} per query, all {args.dataset} labels scored per "
+        f"{cfg.selector['params']['mdl']['select_time']} candidate subsets of {cfg.budget} per query, all {args.dataset} labels scored per "
         f"subset; {args.queries} test queries, run seed 42. Machine: {plat['cpu']} ({plat['cpu_count']} CPUs).",
         "",
         "| selection | wall s | LM scorings |",

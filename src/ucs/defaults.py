@@ -6,6 +6,11 @@ The classes that own a setting take its default from here (:class:`ucs.clusterin
 default to "unset" and let the class or the configuration fill them. This module imports nothing from ucs (nor scikit-learn), so any
 floor of the package may read it without loading scikit-learn.
 
+Two clusterings and two estimators have names here, because the classes and the pipeline default to different
+ones: :data:`PAPER_CLUSTERING_METHOD` and :data:`PAPER_ESTIMATOR` are the classes' own defaults (a bare
+``LatentClusterer()`` or ``UCSPrior(ids)`` is the paper's), :data:`DEFAULT_COVERAGE` is what the project's
+configuration uses (``PipelineConfig()``, the ``default`` preset, :class:`ucs.SelectorIndex`).
+
 The paper's own table values (Table 8) are data, kept in :data:`ucs.pipeline.presets.COMMON`; they happen
 to equal several of these defaults.
 """
@@ -16,14 +21,16 @@ import os
 from pathlib import Path
 
 __all__ = [
-    "CLUSTERING_METHOD", "PCA_DIM", "N_ATOMS", "CODING", "RIDGE_ALPHA", "OMP_N_NONZERO", "DICT_BATCH_SIZE",
+    "PAPER_CLUSTERING_METHOD", "DEFAULT_CLUSTERING_METHOD", "PCA_DIM", "N_ATOMS", "CODING", "RIDGE_ALPHA", "OMP_N_NONZERO", "DICT_BATCH_SIZE",
     "DICT_MAX_ITER", "DBSCAN_K", "DBSCAN_Q", "MIN_SAMPLES", "HDBSCAN_MIN_CLUSTER_SIZE",
-    "METHOD", "FIXED_METHOD", "COMPARE_SELECTORS", "COMPARE_WEIGHTS", "ORDER", "APPLICATION_ORDER", "application_order", "MMR_LAMBDA", "MMR_FETCH_K", "LABEL_MODE", "LABEL_CAP", "TOPK_FLOOR", "ESTIMATOR", "LAM", "T", "BIN_SIZE", "ALPHA", "DESIGN", "CORPUS_PRIOR", "RELEVANCE", "DEFAULT_COVERAGE", "LAYER", "POOLING", "MAX_LENGTH", "GIANT_FRACTION", "BACKEND", "TEXT_SHARD_SIZE", "ROW_SHARD_SIZE", "FIT_SAMPLE_SIZE", "KNN", "default_cache_dir",
+    "METHOD", "FIXED_METHOD", "COMPARE_SELECTORS", "COMPARE_WEIGHTS", "ORDER", "APPLICATION_ORDER", "application_order", "MMR_LAMBDA", "MMR_FETCH_K", "LABEL_MODE", "LABEL_CAP", "TOPK_FLOOR", "PAPER_ESTIMATOR", "DEFAULT_ESTIMATOR", "LAM", "T", "BIN_SIZE", "ALPHA", "DESIGN", "CORPUS_PRIOR", "RELEVANCE", "DEFAULT_COVERAGE", "LAYER", "POOLING", "MAX_LENGTH", "GIANT_FRACTION", "BACKEND", "TEXT_SHARD_SIZE", "ROW_SHARD_SIZE", "FIT_SAMPLE_SIZE", "KNN", "default_cache_dir",
 ]
 
 # ---------------------------------------------------------------- latent clustering (SPEC §2)
-#: The paper's clustering: sparse dictionary codes, then DBSCAN with a quantile radius.
-CLUSTERING_METHOD = "dict_dbscan"
+#: The paper's clustering: sparse dictionary codes, then DBSCAN with a quantile radius. The default of
+#: :class:`~ucs.clustering.LatentClusterer` itself and of the ``paper`` preset; the configuration clusters with
+#: :data:`DEFAULT_CLUSTERING_METHOD` instead.
+PAPER_CLUSTERING_METHOD = "dict_dbscan"
 #: PCA dimension before the dictionary (``None`` skips PCA).
 PCA_DIM = 128
 #: Dictionary atoms.
@@ -94,8 +101,9 @@ LABEL_CAP = 2
 TOPK_FLOOR = 0
 
 # ---------------------------------------------------------------- the UCS prior (SPEC §3–4)
-#: Unseen estimator of the prior.
-ESTIMATOR = "paper"
+#: The paper's unseen estimator (smoothed Good–Toulmin): the default of :class:`~ucs.selectors.UCSPrior` itself and
+#: of the ``paper`` preset; the configuration uses :data:`DEFAULT_ESTIMATOR` instead.
+PAPER_ESTIMATOR = "paper"
 #: Weight λ of the coverage term.
 LAM = 0.1
 #: Extrapolation horizon t of the unseen estimator (the estimators in :mod:`ucs.estimators` take the same
@@ -113,15 +121,20 @@ RELEVANCE = "none"
 
 
 # ---------------------------------------------------------------- the project's coverage setting (SPEC §8)
-#: What the ``default`` and ``cpu`` presets and :class:`ucs.SelectorIndex` use instead of the paper's clustering
-#: and estimator above (which the classes keep as their own defaults, so the ``paper`` preset is the paper):
-#: spherical k-means with ⌈√N⌉ clusters in the retrieval embedder's space and the OSW binomial estimator.
-#: Chosen without test queries: docs/results/validation_banking77.md and docs/results/coverage_health.md.
+#: The clustering of the project's configuration (``PipelineConfig()``, the ``default`` and ``cpu`` presets):
+#: spherical k-means with ⌈√N⌉ clusters.
+DEFAULT_CLUSTERING_METHOD = "kmeans"
+#: The unseen estimator of the project's configuration: the OSW binomial estimator.
+DEFAULT_ESTIMATOR = "binomial"
+#: What ``PipelineConfig()`` (the ``default`` preset), the ``cpu`` preset and :class:`ucs.SelectorIndex` use instead
+#: of the paper's clustering and estimator above (which the classes keep as their own defaults, so the ``paper``
+#: preset is the paper): spherical k-means with ⌈√N⌉ clusters in the retrieval embedder's space and the OSW binomial
+#: estimator. Chosen without test queries: docs/results/validation_banking77.md and docs/results/coverage_health.md.
 DEFAULT_COVERAGE = {
-    "clustering": "kmeans",
+    "clustering": DEFAULT_CLUSTERING_METHOD,
     "cluster_space": "retrieval",
-    "estimator": "binomial",
-    "relevance": "none",
+    "estimator": DEFAULT_ESTIMATOR,
+    "relevance": RELEVANCE,
 }
 
 #: A cluster holding more than this fraction of the pool triggers a warning wherever health is shown.

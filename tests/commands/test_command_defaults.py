@@ -49,8 +49,9 @@ def test_demonstration_order_and_selector_settings_default_to_the_librarys():
 
     assert inspect.signature(SelectorIndex.select).parameters["order"].default is None  # application_order
     assert inspect.signature(Selector.select).parameters["order"].default == D.ORDER
-    cfg = PipelineConfig()
-    assert (cfg.order, cfg.mmr_lambda, cfg.mmr_fetch_k, cfg.label_mode, cfg.label_cap, cfg.topk_floor) == (
+    p = PipelineConfig().selector["params"]
+    assert (PipelineConfig().order, p["mmr"]["lambda_mult"], p["mmr"]["fetch_k"], p["labelaware"]["mode"],
+            p["labelaware"]["max_per_label"], p["topk"]["floor"]) == (
         D.ORDER, D.MMR_LAMBDA, D.MMR_FETCH_K, D.LABEL_MODE, D.LABEL_CAP, D.TOPK_FLOOR)
     assert (MMRSelector().lambda_mult, MMRSelector().fetch_k) == (D.MMR_LAMBDA, D.MMR_FETCH_K)
     assert (LabelAwareSelector().mode, LabelAwareSelector().max_per_label) == (D.LABEL_MODE, D.LABEL_CAP)

@@ -16,18 +16,73 @@ def test_print_config_resolves_preset_and_options():
                               "--lam-by", "votek=5", "--q-by", "dpp=0.1", "--print-config"])
     assert res.exit_code == 0, res.output
     cfg = json.loads(res.output)
-    assert cfg["preset"] == "cpu" and cfg["test_size"] == 100 and cfg["lam"] == 0.5
-    assert cfg["selectors"] == ["dpp", "votek+ucs"]
+    assert cfg["preset"] == "cpu" and cfg["test_size"] == 100 and cfg["prior"]["lam"] == 0.5
+    assert cfg["selector"]["method"] == ["dpp", "votek+ucs"]
     assert cfg["lam_by_selector"] == {"votek": 5.0} and cfg["dbscan_q_by_selector"] == {"dpp": 0.1}
+
+
+def test_set_reaches_any_setting_under_the_classes_own_names():
+    res = runner.invoke(app, ["evaluate", "--out", "x", "--print-config", "--set", "selector.params.mmr.lambda_mult=0.8",
+                              "--set", "clusterer.n_atoms=32", "--set", "prior.estimator=paper", "--set", "budget=4",
+                              "--set", "selector.method=mmr,topk", "--lam", "0.3", "--set", "prior.lam=0.2"])
+    assert res.exit_code == 0, res.output
+    cfg = json.loads(res.output)
+    assert cfg["selector"]["params"]["mmr"] == {"lambda_mult": 0.8, "fetch_k": 20}
+    assert cfg["clusterer"]["n_atoms"] == 32 and cfg["prior"]["estimator"] == "paper" and cfg["budget"] == 4
+    assert cfg["selector"]["method"] == ["mmr", "topk"]
+    assert cfg["prior"]["lam"] == 0.2  # --set comes last
+
+
+@pytest.mark.parametrize("bad, says", [
+    ("selector.params.mmr.lambda=0.8", "selector.params.mmr has no setting 'lambda'; valid keys: block, fetch_k, "
+                                       "lambda_mult"),
+    ("clusterer.atoms=3", "clusterer has no setting 'atoms'"),
+    ("novalue", "expected PATH=VALUE"),
+    ("selector.params.mmr.lambda_mult=2", "selector.params.mmr.lambda_mult must be in [0, 1]"),
+])
+def test_a_bad_set_exits_2_naming_the_option_and_the_valid_keys(bad, says):
+    res = runner.invoke(app, ["evaluate", "--out", "x", "--print-config", "--set", bad])
+    assert res.exit_code == 2, res.output
+    text = " ".join(res.output.split())
+    assert "--set" in text and says in text and "Traceback" not in text
+
+
+def test_set_runs_end_to_end(tmp_path):
+    pytest.importorskip("ucs.clustering")
+    out = tmp_path / "out"
+    res = runner.invoke(app, ["evaluate", *SMALL, "--selectors", "mmr,votek", "--out", str(out),
+                              "--cache-dir", str(tmp_path / "cache"), "--set", "selector.params.mmr.lambda_mult=0.9",
+                              "--set", "selector.params.votek.k=5", "--set", "clusterer.n_clusters=6"])
+    assert res.exit_code == 0, res.output
+    from ucs.pipeline import PipelineConfig
+
+    cfg = PipelineConfig.from_json(out / "pipeline" / "config.json")
+    assert cfg.selector_params("mmr")["lambda_mult"] == 0.9 and cfg.selector_params("votek") == {"k": 5}
+    key = json.loads((out / "manifest.json").read_text())["key"]["config"]["pipeline"]
+    assert key["mmr_lambda"] == 0.9 and key["votek_k"] == 5 and key["n_clusters"] == 6  # the results' flat names
+    assert len((out / "records.jsonl").read_text().splitlines()) == 2 * 2 * 6
+
+
+def test_the_old_flags_and_an_old_flat_config_file_still_work_with_a_note(tmp_path):
+    (tmp_path / "old.json").write_text(json.dumps({"dataset": "sample", "mmr_lambda": 0.7, "votek_k": 4,
+                                                   "dbscan_q": 0.2}), encoding="utf-8")
+    res = runner.invoke(app, ["evaluate", "--config", str(tmp_path / "old.json"), "--out", "x", "--print-config"])
+    assert res.exit_code == 0, res.output
+    assert res.output.count("warning: flat setting names of earlier releases") == 1
+    cfg = json.loads(res.output[res.output.index("{"):])
+    assert cfg["selector"]["params"]["mmr"]["lambda_mult"] == 0.7 and cfg["clusterer"]["dbscan_q"] == 0.2
+    res = runner.invoke(app, ["evaluate", "--out", "x", "--print-config", "--clustering", "dict_dbscan"])
+    assert res.exit_code == 0 and "--clustering is deprecated" in res.output
+    assert json.loads(res.output[res.output.index("{"):])["clusterer"]["method"] == "dict_dbscan"
 
 
 def test_config_file_and_bad_values(tmp_path):
     from ucs.pipeline import PipelineConfig
 
-    PipelineConfig(dataset="sample", lam=0.3).to_json(tmp_path / "c.json")
+    PipelineConfig(dataset="sample", prior={"lam": 0.3}).to_json(tmp_path / "c.json")
     res = runner.invoke(app, ["evaluate", "--config", str(tmp_path / "c.json"), "--out", "x", "--print-config",
                               "--dataset", "sample"])
-    assert res.exit_code == 0 and json.loads(res.output)["lam"] == 0.3
+    assert res.exit_code == 0 and json.loads(res.output)["prior"]["lam"] == 0.3
     for bad in (["--selectors", "kmeans"], ["--mode", "nope"], ["--lam", "-1"], ["--preset", "gpu"],
                 ["--lam-by", "votek"], ["--config", str(tmp_path / "c.json"), "--preset", "cpu"]):
         res = runner.invoke(app, ["evaluate", "--out", "x", "--print-config", *bad])
@@ -38,7 +93,7 @@ def test_config_file_and_bad_values(tmp_path):
 def test_relevance_option_reaches_the_config(relevance):
     res = runner.invoke(app, ["evaluate", "--out", "x", "--print-config", "--relevance", relevance])
     assert res.exit_code == 0, res.output
-    assert json.loads(res.output)["relevance"] == relevance
+    assert json.loads(res.output)["prior"]["relevance"] == relevance
 
 
 def test_bad_relevance_names_the_option():

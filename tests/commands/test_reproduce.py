@@ -9,8 +9,9 @@ from ucs.cli import app
 from ucs.experiments.registry import experiment_names
 
 runner = CliRunner(env={"COLUMNS": "250", "NO_COLOR": "1"})
-TINY = ["--set", "pca_dim=16", "--set", "dict_n_atoms=8", "--set", "dbscan_k=5", "--set", "dbscan_q=0.1",
-        "--set", "candidate_num=20", "--set", "retrieval_embedder=backbone", "--set", "budget=3"]
+TINY = ["--set", "clusterer.pca_dim=16", "--set", "clusterer.n_atoms=8", "--set", "clusterer.dbscan_k=5",
+        "--set", "clusterer.dbscan_q=0.1", "--set", "retrieval_embedder=backbone", "--set", "budget=3",
+        *[x for b in ("topk", "labelaware", "dpp", "mdl") for x in ("--set", f"selector.params.{b}.candidate_num=20")]]
 
 
 def test_list_shows_every_experiment():
@@ -29,7 +30,9 @@ def test_unknown_names_and_bad_options_exit_2():
     assert "table_99" in text and "estimator_study" in text  # the list of valid names
     assert runner.invoke(app, ["reproduce", "--list", "--preset", "gpu"]).exit_code == 2
     assert runner.invoke(app, ["reproduce", "--dry-run", "--set", "novalue"]).exit_code == 2
-    assert runner.invoke(app, ["reproduce", "--dry-run", "--only", "main_table", "--set", "lam=-1"]).exit_code == 2
+    assert runner.invoke(app, ["reproduce", "--dry-run", "--only", "main_table", "--set", "prior.lam=-1"]).exit_code == 2
+    bad = runner.invoke(app, ["reproduce", "--dry-run", "--only", "main_table", "--set", "prior.lamda=1"])
+    assert bad.exit_code == 2 and "--set" in bad.output and "valid keys" in bad.output
 
 
 def test_dry_run_prints_cells_and_runs_nothing(tmp_path):
@@ -74,7 +77,8 @@ def test_reproduce_one_experiment_then_resume(tmp_path):
     assert (tmp_path / "r" / "cluster_sizes.png").is_file()
     man = json.loads((tmp_path / "r" / "ablation_rarity.manifest.json").read_text())
     assert man["command"] is None or man["command"].startswith("ucs ")
-    assert {c["config"]["corpus_prior"] for c in man["cells"]} == {"good_turing", "inverse_size", "spectrum_rarity"}
+    assert {c["config"]["prior"]["corpus_prior"] for c in man["cells"]} == {"good_turing", "inverse_size",
+                                                                            "spectrum_rarity"}
     again = runner.invoke(app, args)
     assert again.exit_code == 0 and again.output.count("(all cached)") == 2, again.output
 
@@ -83,8 +87,12 @@ def test_tune_command_writes_a_consumable_configuration(tmp_path):
     pytest.importorskip("ucs.clustering")
     from ucs.pipeline import PipelineConfig
 
-    PipelineConfig(dataset="sample", backbone="dummy", pca_dim=16, dict_n_atoms=8, dbscan_k=5, dbscan_q=0.1,
-                   candidate_num=20, retrieval_embedder="backbone", budget=3).to_json(tmp_path / "base.json")
+    PipelineConfig.resolve("paper", overrides={
+        "dataset": "sample", "backbone": "dummy", "retrieval_embedder": "backbone", "budget": 3,
+        "mdl_scorer": "backbone", "test_size": None,
+        "clusterer": {"pca_dim": 16, "n_atoms": 8, "dbscan_k": 5, "dbscan_q": 0.1, "coding": "ridge"},
+        "selector.params": {b: {"candidate_num": 20} for b in ("topk", "labelaware", "dpp", "mdl")},
+    }).to_json(tmp_path / "base.json")
     res = runner.invoke(app, ["tune", "--config", str(tmp_path / "base.json"), "--selectors", "dpp+ucs",
                               "--q-grid", "0.05,0.2", "--lam-grid", "0,0.5", "--val-fraction", "0.2", "--limit", "6",
                               "--out", str(tmp_path / "t"), "--cache-dir", str(tmp_path / "c")])

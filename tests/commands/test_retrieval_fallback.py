@@ -43,5 +43,5 @@ def test_installed_sentence_transformers_keeps_the_preset(tmp_path):
     from ucs.pipeline import PipelineConfig
     from ucs.pipeline.backbones import retrieval_fallback
 
-    cfg = PipelineConfig.from_preset("default")
+    cfg = PipelineConfig.resolve("default")
     assert retrieval_fallback(cfg) == (cfg, None)

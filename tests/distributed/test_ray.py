@@ -103,9 +103,12 @@ def test_pipeline_on_ray_equals_the_local_pipeline(ray_executor, tmp_path):
 
     # one run and one method per selection path (worker batches, driver-side shared row), so that actor
     # start-up stays a small part of the test on a 2-core machine
-    cfg = PipelineConfig(dataset="sample", backbone="dummy", mode="likelihood", test_size=6, n_runs=1, budget=4,
-                         pca_dim=16, dict_n_atoms=8, dbscan_k=5, dbscan_q=0.1, candidate_num=20,
-                         selectors=("dpp+ucs", "votek+ucs"))
+    cfg = PipelineConfig.resolve("paper", overrides={
+        "dataset": "sample", "backbone": "dummy", "mode": "likelihood", "test_size": 6, "n_runs": 1, "budget": 4,
+        "retrieval_embedder": "backbone", "mdl_scorer": "backbone",
+        "clusterer": {"pca_dim": 16, "n_atoms": 8, "dbscan_k": 5, "dbscan_q": 0.1, "coding": "ridge"},
+        "selector": {"method": ("dpp+ucs", "votek+ucs"),
+                     "params": {b: {"candidate_num": 20} for b in ("topk", "labelaware", "dpp", "mdl")}}})
     runs = {}
     for name, ex in (("local", None), ("ray", ray_executor)):
         pipe = Pipeline(cfg, backbone=DummyBackbone(), cache_dir=tmp_path / name / "cache", progress=False,
@@ -139,7 +142,9 @@ def test_pipeline_clusters_with_the_default_kmeans_on_ray(ray_executor, tmp_path
     from ucs.pipeline import Pipeline, PipelineConfig
     from ucs.testing import DummyBackbone
 
-    cfg = PipelineConfig(dataset="sample", backbone="dummy", mode="likelihood", clustering="kmeans", n_runs=1)
+    cfg = PipelineConfig.resolve("paper", overrides={
+        "dataset": "sample", "backbone": "dummy", "mode": "likelihood", "clusterer.method": "kmeans", "n_runs": 1,
+        "retrieval_embedder": "backbone", "mdl_scorer": "backbone", "test_size": None, "clusterer.coding": "ridge"})
     ids = {}
     for name, ex in (("local", None), ("ray", ray_executor)):
         pipe = Pipeline(cfg, backbone=DummyBackbone(), cache_dir=tmp_path / name, progress=False, executor=ex,

@@ -1,6 +1,7 @@
 import pytest
 
-from ucs.experiments import COMMON, TUNED_DBSCAN_Q, TUNED_LAMBDA, get_preset, tuned
+from ucs.pipeline import PipelineConfig
+from ucs.pipeline.presets import COMMON, TUNED_DBSCAN_Q, TUNED_LAMBDA, get_preset, tuned
 
 
 def test_tables_are_complete():
@@ -23,17 +24,19 @@ def test_published_values(key, q, lam):
 
 
 def test_untuned_combination_falls_back_to_common():
-    assert tuned("smollm2", "dpp", "banking77") == {"dbscan_q": COMMON["dbscan_q"], "lam": COMMON["lam"]}
+    assert tuned("smollm2", "dpp", "banking77") == {"dbscan_q": COMMON["clusterer"]["dbscan_q"],
+                                                    "lam": COMMON["prior"]["lam"]}
     with pytest.raises(ValueError, match="selector"):
         tuned("smollm2", "topk", "banking77")
 
 
 def test_presets():
-    assert get_preset("paper").settings["dict_coding"] == "omp"
-    assert get_preset("default").settings["dict_coding"] == "ridge"
-    p = get_preset("cpu").with_overrides(test_size=20)
-    assert p.settings["test_size"] == 20
-    with pytest.raises(ValueError, match="unknown setting"):
-        p.with_overrides(nope=1)
+    assert get_preset("paper").settings["clusterer"]["coding"] == "omp"
+    assert get_preset("default").settings == {}  # the default preset is PipelineConfig() itself
+    assert PipelineConfig().clusterer["coding"] == "ridge"
+    p = get_preset("cpu").with_overrides(test_size=20, clusterer={"n_atoms": 8})
+    assert p.settings["test_size"] == 20 and p.settings["clusterer"] == {"n_atoms": 8}
+    with pytest.raises(ValueError, match="has no setting 'nope'"):
+        PipelineConfig().with_settings(p.with_overrides(nope=1).settings)
     with pytest.raises(ValueError, match="preset must be one of"):
         get_preset("gpu")

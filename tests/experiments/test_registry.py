@@ -42,12 +42,12 @@ def test_presets_plan_valid_cells(name):
 
 
 def test_variants_and_overrides_layer_in_order():
-    cells = get_experiment("sensitivity_tm").plan("cpu", datasets=["sample"], overrides={"t": 3.0, "lam": 0.7})
+    cells = get_experiment("sensitivity_tm").plan("cpu", datasets=["sample"], overrides={"prior.t": 3.0, "prior.lam": 0.7})
     base = [c for c in cells if c.variant.name == "base"]
-    assert len(base) == 1 and base[0].methods == ("dpp",) and base[0].config.t == 3.0  # override reaches it
-    grid = {(c.config.t, c.config.bin_size) for c in cells if c.variant.name != "base"}
+    assert len(base) == 1 and base[0].methods == ("dpp",) and base[0].config.prior["t"] == 3.0  # override reaches it
+    grid = {(c.config.prior["t"], c.config.prior["bin_size"]) for c in cells if c.variant.name != "base"}
     assert grid == {(t, m) for t in (2.0, 4.0, 8.0) for m in (5, 10, 20)}  # the variant wins over the override
-    assert all(c.config.lam == 0.7 and c.methods == ("dpp+ucs",) for c in cells if c.variant.name != "base")
+    assert all(c.config.prior["lam"] == 0.7 and c.methods == ("dpp+ucs",) for c in cells if c.variant.name != "base")
     budget = [c.config.budget for c in get_experiment("sensitivity_budget").plan("paper")][:5]
     assert budget == [0, 1, 5, 10, 20]
 
@@ -59,8 +59,9 @@ def test_selectors_narrow_a_variants_own_list_too():
     assert full["paper_binomial"] == ("mdl+ucs",)
     binomial = {c.variant.name: c.config for c in e.plan("cpu", datasets=["sample"])}
     paper, sound = binomial["paper"], binomial["paper_binomial"]
-    assert (sound.clustering, sound.cluster_space, sound.estimator) == (paper.clustering, paper.cluster_space, "binomial")
-    assert paper.estimator == "paper"
+    assert (sound.clusterer["method"], sound.cluster_space, sound.prior["estimator"]) == (
+        paper.clusterer["method"], paper.cluster_space, "binomial")
+    assert paper.prior["estimator"] == "paper"
     narrow = {c.variant.name: c.methods for c in e.plan("cpu", datasets=["sample"], selectors=["votek", "votek+ucs"])}
     assert narrow == {"base": ("votek",), "paper": ("votek+ucs",), "default": ("votek+ucs",)}  # no relevance cell
     dpp = {c.variant.name: c.methods for c in e.plan("cpu", datasets=["sample"], selectors=["dpp+ucs", "dpp"])}
@@ -98,7 +99,8 @@ def test_bad_names_and_files(tmp_path):
     assert Experiment.from_dict(good).plan("cpu")[0].config == get_experiment("main_table").plan("cpu")[0].config
     for bad, msg in (({**good, "colour": 1}, "unknown experiment key"), ({**good, "kind": "poll"}, "kind must be"),
                      ({**good, "presets": {"paper": good["presets"]["paper"]}}, "size presets"),
-                     ({**good, "settings": {"lam": -1}}, "lam must be")):
+                     ({**good, "settings": {"prior.lam": -1}}, "prior.lam must be"),
+                     ({**good, "settings": {"prior.lamda": 1}}, "prior has no setting 'lamda'")):
         p = tmp_path / "x.json"
         p.write_text(json.dumps(bad))
         with pytest.raises(ValueError, match=msg):

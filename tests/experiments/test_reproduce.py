@@ -16,8 +16,9 @@ from ucs.experiments.registry import experiment_names, get_experiment  # noqa: E
 from ucs.experiments.reproduce import ReproduceOptions, describe_cells, plan, plan_totals, reproduce  # noqa: E402
 from ucs.pipeline import load_backbone_for  # noqa: E402
 
-TINY = dict(pca_dim=16, dict_n_atoms=8, dbscan_k=5, dbscan_q=0.1, candidate_num=20, retrieval_embedder="backbone",
-            budget=3)
+TINY = {"clusterer": {"pca_dim": 16, "n_atoms": 8, "dbscan_k": 5, "dbscan_q": 0.1},
+        "selector.params": {b: {"candidate_num": 20} for b in ("topk", "labelaware", "dpp", "mdl")},
+        "retrieval_embedder": "backbone", "budget": 3}
 
 
 def options(tmp, **kw):

@@ -13,9 +13,17 @@ from ucs.experiments.tune import _choose, default_grids, tune, validation_split 
 from ucs.pipeline import PipelineConfig  # noqa: E402
 from ucs.testing import DummyBackbone  # noqa: E402
 
-CFG = dict(dataset="sample", backbone="dummy", mode="likelihood", n_runs=1, budget=3, pca_dim=16, dict_n_atoms=8,
-           dbscan_k=5, dbscan_q=0.1, candidate_num=20, retrieval_embedder="backbone", lam=0.1,
-           selectors=("dpp", "dpp+ucs", "votek+ucs"))
+#: On the paper preset (its clustering and estimator in the backbone's space), with ridge codes and small sizes.
+CFG = {"dataset": "sample", "backbone": "dummy", "mode": "likelihood", "n_runs": 1, "budget": 3,
+       "retrieval_embedder": "backbone", "mdl_scorer": "backbone", "test_size": None,
+       "clusterer": {"pca_dim": 16, "n_atoms": 8, "dbscan_k": 5, "dbscan_q": 0.1, "coding": "ridge"},
+       "selector": {"method": ("dpp", "dpp+ucs", "votek+ucs"),
+                    "params": {b: {"candidate_num": 20} for b in ("topk", "labelaware", "dpp", "mdl")}},
+       "prior": {"lam": 0.1}}
+
+
+def config(settings=None):
+    return PipelineConfig.resolve("paper", overrides={**CFG, **(settings or {})})
 
 
 class Recording(DummyBackbone):
@@ -55,7 +63,7 @@ def test_validation_split_is_a_seeded_partition_of_the_pool():
 def test_tune_picks_from_the_grid_and_never_reads_the_test_split(tmp_path):
     ds = load_dataset("sample")
     bb = Recording()
-    cfg = PipelineConfig(**CFG)
+    cfg = config()
     q_grid, lam_grid = (0.05, 0.1, 0.3), (0.0, 0.1, 2.0)
     res = tune(cfg, tmp_path / "t", q_grid=q_grid, lam_grid=lam_grid, val_fraction=0.2, val_seed=1,
                cache_dir=tmp_path / "c", dataset=ds, backbone=bb)
@@ -95,7 +103,7 @@ def test_ties_go_to_the_default_and_bad_grids_raise(tmp_path):
     rows.append({"q": 0.1, "lam": 1.0, "accuracy": 0.6})
     assert _choose(rows, 0.01, 0.1) == (0.1, 1.0)
     assert _choose([{"q": 0.15, "lam": 0.5, "accuracy": 0.5}, {"q": 0.5, "lam": 5.0, "accuracy": 0.5}], 0.01, 0.1) == (0.15, 0.5)
-    cfg = PipelineConfig(**CFG)
+    cfg = config()
     for kw, msg in (({"q_grid": (1.5,)}, "q_grid"), ({"lam_grid": (-1.0,)}, "lam_grid"),
                     ({"selectors": ["dpp"]}, "UCS methods")):
         with pytest.raises(ValueError, match=msg):
@@ -107,17 +115,18 @@ def test_tune_variants_chooses_a_whole_setting_on_validation_queries_only(tmp_pa
 
     ds = load_dataset("sample")
     bb = Recording()
-    cfg = PipelineConfig(**CFG)
-    variants = parse_variants("paper:clustering=dict_dbscan,estimator=paper;"
-                              "km:clustering=kmeans,estimator=binomial,relevance=candidates,n_clusters=6")
-    assert variants["km"] == {"clustering": "kmeans", "estimator": "binomial", "relevance": "candidates", "n_clusters": 6}
+    cfg = config()
+    variants = parse_variants("paper:clusterer.method=dict_dbscan,prior.estimator=paper;km:clusterer.method=kmeans,"
+                              "prior.estimator=binomial,prior.relevance=candidates,clusterer.n_clusters=6")
+    assert variants["km"] == {"clusterer.method": "kmeans", "prior.estimator": "binomial",
+                              "prior.relevance": "candidates", "clusterer.n_clusters": 6}
     res = tune_variants(cfg, tmp_path / "v", variants, val_fraction=0.2, val_seed=1, cache_dir=tmp_path / "c",
                         dataset=ds, backbone=bb)
     assert {(r["variant"], r["selector"]) for r in res.grid} == {
         (v, m) for v in ("paper", "km") for m in ("dpp+ucs", "votek+ucs")}
     gains = {v: np.mean([r["gain"] for r in res.grid if r["variant"] == v]) for v in ("paper", "km")}
     best = max(gains, key=lambda v: (gains[v], v == "paper"))  # ties go to the earlier variant
-    assert res.chosen["variant"] == best and res.config.clustering == variants[best]["clustering"]
+    assert res.chosen["variant"] == best and res.config.clusterer["method"] == variants[best]["clusterer.method"]
     for r in res.grid:
         assert r["gain"] == pytest.approx(r["accuracy"] - r["base_accuracy"])
         lo, hi = r["gain_ci"]
@@ -139,8 +148,9 @@ def test_tune_variants_against_topk_compares_every_selector_and_names_each_ones_
 
     ds = load_dataset("sample")
     bb = Recording()
-    cfg = PipelineConfig(**{**CFG, "selectors": ("topk", "mmr", "labelaware")})
-    variants = parse_variants("base:order=selected;mmr9:mmr_lambda=0.9;cap1:label_cap=1,order=similar_last")
+    cfg = config({"selector.method": ("topk", "mmr", "labelaware")})
+    variants = parse_variants("base:order=selected;mmr9:selector.params.mmr.lambda_mult=0.9;"
+                              "cap1:selector.params.labelaware.max_per_label=1,order=similar_last")
     res = tune_variants(cfg, tmp_path / "v", variants, val_fraction=0.2, val_seed=1, cache_dir=tmp_path / "c",
                         dataset=ds, backbone=bb, against="topk")
     assert {(r["variant"], r["selector"]) for r in res.grid} == {
@@ -161,7 +171,7 @@ def test_tune_variants_against_topk_compares_every_selector_and_names_each_ones_
     la = {r["variant"]: r["accuracy"] for r in res.grid if r["selector"] == "labelaware"}
     assert la["base"] == la["mmr9"]
     sel = json.loads((tmp_path / "v" / "variants" / "cap1" / "pipeline" / "config.json").read_text())
-    assert sel["label_cap"] == 1 and sel["order"] == "similar_last"
+    assert sel["selector"]["params"]["labelaware"]["max_per_label"] == 1 and sel["order"] == "similar_last"
     page = (tmp_path / "v" / "variants.md").read_text()
     assert "over `topk`" in page and "best per method: mmr:" in page
 
@@ -171,7 +181,7 @@ def test_tune_variants_against_the_reference_alone_compares_its_own_forms(tmp_pa
 
     ds = load_dataset("sample")
     bb = Recording()
-    cfg = PipelineConfig(**{**CFG, "selectors": ("topk",)})
+    cfg = config({"selector.method": ("topk",)})
     variants = parse_variants("base:order=selected;last:order=similar_last;vote:order=vote_last")
     res = tune_variants(cfg, tmp_path / "v", variants, val_fraction=0.2, val_seed=1, cache_dir=tmp_path / "c",
                         dataset=ds, backbone=bb, against="topk")
@@ -185,7 +195,7 @@ def test_tune_variants_against_the_reference_alone_compares_its_own_forms(tmp_pa
     assert orders == ["selected", "similar_last", "vote_last"]
 
 
-@pytest.mark.parametrize("bad", ["", "noname", "x:clustering", ":a=1"])
+@pytest.mark.parametrize("bad", ["", "noname", "x:clusterer.method", ":a=1"])
 def test_parse_variants_names_the_fault(bad):
     from ucs.experiments.tune import parse_variants
 

@@ -20,7 +20,7 @@ def test_dummy_backbone_is_an_embedder_and_a_language_model():
 
 def test_backbone_retrieval_is_the_normalised_backbone():
     b = DummyBackbone()
-    r = load_retrieval_for(PipelineConfig(backbone="dummy"), b)
+    r = load_retrieval_for(PipelineConfig(backbone="dummy", retrieval_embedder="backbone"), b)
     x = r.embed(["hello", "world"])
     np.testing.assert_allclose(np.linalg.norm(x, axis=1), 1.0, rtol=1e-6)
     np.testing.assert_allclose(x, b.embed(["hello", "world"]) / np.linalg.norm(b.embed(["hello", "world"]), axis=1)[:, None],

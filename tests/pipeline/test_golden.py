@@ -29,9 +29,14 @@ GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 REGEN = os.environ.get("UCS_REGEN_GOLDEN") == "1"
 
 METHODS = ("random", "topk", "topk+ucs", "dpp", "dpp+ucs", "mdl", "mdl+ucs", "votek", "votek+ucs")
-SMALL = dict(dataset="sample", backbone="dummy", mode="likelihood", test_size=6, n_runs=2, budget=4,
-             pca_dim=16, dict_n_atoms=8, dbscan_k=5, dbscan_q=0.1, candidate_num=20, selectors=METHODS,
-             lam_by_selector={"votek": 5.0})  # at the default λ VoteK+UCS picks what VoteK picks on these data
+#: On the paper preset: the paper's clustering and estimator in the backbone's space, with ridge codes, the
+#: backbone as retrieval embedder and MDL scorer (the dummy backbone needs no model), and small sizes.
+SMALL = {"dataset": "sample", "backbone": "dummy", "mode": "likelihood", "test_size": 6, "n_runs": 2, "budget": 4,
+         "retrieval_embedder": "backbone", "mdl_scorer": "backbone",
+         "clusterer": {"pca_dim": 16, "n_atoms": 8, "dbscan_k": 5, "dbscan_q": 0.1, "coding": "ridge"},
+         "selector": {"method": METHODS,
+                      "params": {b: {"candidate_num": 20} for b in ("topk", "labelaware", "dpp", "mdl")}},
+         "lam_by_selector": {"votek": 5.0}}  # at the default λ VoteK+UCS picks what VoteK picks on these data
 
 
 def _sha(data: bytes) -> str:
@@ -83,7 +88,8 @@ def check_against_golden(name: str, out: Path) -> None:
 
 
 def test_dummy_pipeline_run_matches_the_golden_files(tmp_path):
-    pipe = Pipeline(PipelineConfig(**SMALL), cache_dir=tmp_path / "cache", out_dir=tmp_path / "out", progress=False)
+    cfg = PipelineConfig.resolve("paper", overrides=SMALL)
+    pipe = Pipeline(cfg, cache_dir=tmp_path / "cache", out_dir=tmp_path / "out", progress=False)
     pipe.run()
     check_against_golden("pipeline", tmp_path / "out")
 
@@ -94,7 +100,8 @@ def test_sample_demo_selections_match_the_golden_files(tmp_path, capsys):
     run_demo(backbone="dummy", out=tmp_path / "out", cache_dir=tmp_path / "cache", show_prompts=0)
     capsys.readouterr()
     check_against_golden("demo", tmp_path / "out")
-    config = json.loads((tmp_path / "out" / "pipeline" / "config.json").read_text(encoding="utf-8"))
+    written = json.loads((tmp_path / "out" / "pipeline" / "config.json").read_text(encoding="utf-8"))
+    config = PipelineConfig.from_dict(written).flat_dict()  # the results' key names, in which the file was recorded
     want = GOLDEN / "demo_config.json"
     if REGEN:
         want.write_text(json.dumps(config, indent=1, sort_keys=True) + "\n", encoding="utf-8")
@@ -102,17 +109,18 @@ def test_sample_demo_selections_match_the_golden_files(tmp_path, capsys):
 
 
 def test_default_settings_match_the_golden_file():
-    """The library's defaults: the default configuration, each preset's, and the clusterer's and prior's."""
+    """The library's defaults: the default configuration, each preset's (under the results' key names,
+    :meth:`PipelineConfig.flat_dict`), and the clusterer's and prior's."""
     from ucs.clustering import LatentClusterer
-    from ucs.experiments.presets import PRESETS
+    from ucs.pipeline.presets import PRESETS
     from ucs.selectors import UCSPrior
 
-    got = {"PipelineConfig()": PipelineConfig().to_dict(),
+    got = {"PipelineConfig()": PipelineConfig().flat_dict(),
            "LatentClusterer()": {k: repr(v) for k, v in LatentClusterer().get_params().items()},
            "UCSPrior()": {k: repr(v) for k, v in UCSPrior(np.zeros(3, dtype=int)).get_params().items()
                           if k != "cluster_ids"}}
     for name in sorted(PRESETS):
-        got[f"from_preset({name!r})"] = PipelineConfig.from_preset(name).to_dict()
+        got[f"from_preset({name!r})"] = PipelineConfig.resolve(name).flat_dict()
     path = GOLDEN / "defaults.json"
     if REGEN:
         path.write_text(json.dumps(got, indent=1, sort_keys=True) + "\n", encoding="utf-8")

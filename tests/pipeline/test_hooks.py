@@ -9,9 +9,16 @@ from ucs.clustering import JointLatentClusterer, LatentClusterer  # noqa: E402
 from ucs.pipeline import Pipeline, PipelineConfig, load_backbone_for  # noqa: E402
 from ucs.testing import DummyBackbone  # noqa: E402
 
-SMALL = dict(dataset="sample", backbone="dummy", mode="likelihood", test_size=4, n_runs=1, budget=3,
-             pca_dim=16, dict_n_atoms=8, dbscan_k=5, dbscan_q=0.1, candidate_num=20, retrieval_embedder="backbone",
-             selectors=("dpp", "dpp+ucs"))
+SMALL = {"dataset": "sample", "backbone": "dummy", "mode": "likelihood", "test_size": 4, "n_runs": 1, "budget": 3,
+         "retrieval_embedder": "backbone", "mdl_scorer": "backbone",
+         "clusterer": {"pca_dim": 16, "n_atoms": 8, "dbscan_k": 5, "dbscan_q": 0.1, "coding": "ridge"},
+         "selector": {"method": ("dpp", "dpp+ucs"),
+                      "params": {b: {"candidate_num": 20} for b in ("topk", "labelaware", "dpp", "mdl")}}}
+
+
+def config(settings=None):
+    """SMALL on the paper preset (its clustering in the backbone's space), then ``settings``."""
+    return PipelineConfig.resolve("paper", overrides={**SMALL, **(settings or {})})
 
 
 def test_seeded_dummy_backbones_differ():
@@ -22,7 +29,7 @@ def test_seeded_dummy_backbones_differ():
 
 
 def test_injected_embeddings_replace_the_embedding_stage(tmp_path):
-    cfg = PipelineConfig(**SMALL)
+    cfg = config()
     full = Pipeline(cfg, cache_dir=tmp_path / "c", progress=False)
     E = full.pool_embeddings()
     ds = full.dataset
@@ -46,20 +53,20 @@ def test_injected_embeddings_replace_the_embedding_stage(tmp_path):
 
 
 def test_joint_backbones_cluster_on_a_joint_dictionary(tmp_path):
-    cfg = PipelineConfig(**SMALL, joint_backbones=("dummy-1",), joint_iter=2)
+    cfg = config({"joint_backbones": ("dummy-1",), "joint_iter": 2})
     pipe = Pipeline(cfg, cache_dir=tmp_path / "c", progress=False)
     ids = pipe.cluster_ids(42)
     E0 = pipe.pool_embeddings()
     E1 = load_backbone_for(PipelineConfig(backbone="dummy-1")).embed(list(pipe.dataset.pool.texts))
     ref = JointLatentClusterer(**pipe.clusterer_params(42), joint_iter=2).fit([E0, E1]).labels_
     np.testing.assert_array_equal(ids, ref)
-    single = Pipeline(PipelineConfig(**SMALL), cache_dir=tmp_path / "c", progress=False)
+    single = Pipeline(config(), cache_dir=tmp_path / "c", progress=False)
     assert single._cluster_dir(42) != pipe._cluster_dir(42)  # the joint clusters have their own cache entry
     recut = pipe.cluster_ids(42, 0.3)  # re-cut works on the joint clusterer too
     assert recut.max() <= ids.max()
     # the resume key of a single-source run is unchanged by the joint fields
-    assert "joint_backbones" not in PipelineConfig(**SMALL).key_dict()
+    assert "joint_backbones" not in config().key_dict()
     assert cfg.key_dict()["joint_backbones"] == ["dummy-1"]
     assert PipelineConfig.from_json(cfg.to_json()) == cfg
     with pytest.raises(ValueError, match="joint_backbones needs a dictionary"):
-        PipelineConfig(**{**SMALL, "clustering": "dbscan"}, joint_backbones=("dummy-1",))
+        config({"clusterer.method": "dbscan", "joint_backbones": ("dummy-1",)})

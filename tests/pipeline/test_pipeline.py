@@ -14,18 +14,26 @@ from ucs.clustering import LatentClusterer  # noqa: E402
 from ucs.pipeline import Pipeline, PipelineConfig  # noqa: E402
 from ucs.testing import DummyBackbone  # noqa: E402
 
-SMALL = dict(dataset="sample", backbone="dummy", mode="likelihood", test_size=6, n_runs=2, budget=4,
-             pca_dim=16, dict_n_atoms=8, dbscan_k=5, dbscan_q=0.1, candidate_num=20)
+#: On the paper preset: its clustering and estimator in the backbone's space, with ridge codes, the backbone as
+#: retrieval embedder and MDL scorer (the dummy backbone needs no model), and small sizes.
+SMALL = {"dataset": "sample", "backbone": "dummy", "mode": "likelihood", "test_size": 6, "n_runs": 2, "budget": 4,
+         "retrieval_embedder": "backbone", "mdl_scorer": "backbone",
+         "clusterer": {"pca_dim": 16, "n_atoms": 8, "dbscan_k": 5, "dbscan_q": 0.1, "coding": "ridge"},
+         "selector": {"params": {b: {"candidate_num": 20} for b in ("topk", "labelaware", "dpp", "mdl")}}}
 
 
-def make(tmp_path, **kw):
-    cfg = PipelineConfig(**{**SMALL, **kw})
-    return Pipeline(cfg, cache_dir=tmp_path / "cache", out_dir=tmp_path / "out", progress=False)
+def config(settings=None):
+    """SMALL on the paper preset, then ``settings`` (paths such as ``clusterer.method``)."""
+    return PipelineConfig.resolve("paper", overrides={**SMALL, **(settings or {})})
+
+
+def make(tmp_path, settings=None):
+    return Pipeline(config(settings), cache_dir=tmp_path / "cache", out_dir=tmp_path / "out", progress=False)
 
 
 def test_full_run_records_every_method_run_and_query(tmp_path):
     methods = ("random", "topk", "topk+ucs", "dpp", "dpp+ucs", "votek", "votek+ucs", "mdl", "mdl+ucs")
-    pipe = make(tmp_path, selectors=methods)
+    pipe = make(tmp_path, {"selector.method": methods})
     res = pipe.run()
     recs = [json.loads(x) for x in (tmp_path / "out" / "records.jsonl").read_text().splitlines()]
     assert len(recs) == len(methods) * 2 * 6
@@ -44,7 +52,7 @@ def test_full_run_records_every_method_run_and_query(tmp_path):
 
 
 def test_run_reports_how_many_demonstrations_carry_the_query_label(tmp_path):
-    pipe = make(tmp_path, selectors=("topk", "votek"))
+    pipe = make(tmp_path, {"selector.method": ("topk", "votek")})
     res = pipe.run()
     recs = [json.loads(x) for x in (tmp_path / "out" / "records.jsonl").read_text().splitlines()]
     labels = np.asarray(pipe.dataset.pool.labels)
@@ -59,7 +67,7 @@ def test_run_reports_how_many_demonstrations_carry_the_query_label(tmp_path):
 
 
 def test_resume_recomputes_nothing(tmp_path):
-    pipe = make(tmp_path, selectors=("dpp", "dpp+ucs", "votek+ucs"))
+    pipe = make(tmp_path, {"selector.method": ("dpp", "dpp+ucs", "votek+ucs")})
     first = pipe.run(limit=3)
     assert first.evaluation.n_new_records == 3 * 2 * 3
     backbone = DummyBackbone()
@@ -85,7 +93,7 @@ def test_embeddings_and_clusters_are_cached_on_disk(tmp_path):
 
 
 def test_clusters_are_refit_per_seed_and_recut_for_another_q(tmp_path):
-    pipe = make(tmp_path, dbscan_q_by_selector={"dpp": 0.3})
+    pipe = make(tmp_path, {"dbscan_q_by_selector": {"dpp": 0.3}})
     E = pipe.pool_embeddings()
     for seed in (42, 43):
         ref = LatentClusterer(**pipe.clusterer_params(seed)).fit(E)
@@ -100,13 +108,13 @@ def test_clusters_are_refit_per_seed_and_recut_for_another_q(tmp_path):
 
 @pytest.mark.parametrize("base", ["dpp", "votek", "topk", "mdl"])
 def test_lambda_zero_reproduces_the_base_selector(tmp_path, base):
-    pipe = make(tmp_path, lam=0.0)
+    pipe = make(tmp_path, {"prior.lam": 0.0})
     q = list(pipe.dataset.test.texts[:5])
     np.testing.assert_array_equal(pipe.select(f"{base}+ucs", 42, q), pipe.select(base, 42, q))
 
 
 def test_same_seed_same_selection_other_seed_other_random(tmp_path):
-    q = list(PipelineConfig().protocol().apply(__import__("ucs.data", fromlist=["x"]).load_dataset("sample")).test.texts[:5])
+    q = list(PipelineConfig(test_size=None).protocol().apply(__import__("ucs.data", fromlist=["x"]).load_dataset("sample")).test.texts[:5])
     a = make(tmp_path)
     b = make(tmp_path / "b")
     for m in ("random", "dpp+ucs", "votek+ucs"):
@@ -117,13 +125,13 @@ def test_same_seed_same_selection_other_seed_other_random(tmp_path):
 
 
 def test_resume_with_another_configuration_is_refused(tmp_path):
-    make(tmp_path, selectors=("dpp+ucs",)).run(limit=2)
+    make(tmp_path, {"selector.method": ("dpp+ucs",)}).run(limit=2)
     with pytest.raises(ValueError, match="different configuration"):
-        make(tmp_path, selectors=("dpp+ucs",), lam=0.7).run(limit=2)
+        make(tmp_path, {"selector.method": ("dpp+ucs",), "prior.lam": 0.7}).run(limit=2)
 
 
 def test_ucs_changes_coverage_diagnostics(tmp_path):
-    pipe = make(tmp_path, lam=1000.0, estimator="binomial", test_size=10)
+    pipe = make(tmp_path, {"prior.lam": 1000.0, "prior.estimator": "binomial", "test_size": 10})
     q = list(pipe.config.protocol().apply(pipe.dataset).test.texts)
     base_sel, ucs_sel = pipe.select("dpp", 42, q), pipe.select("dpp+ucs", 42, q)
     assert (base_sel != ucs_sel).any(axis=1).sum() >= 2  # the prior changes what some queries get
@@ -138,7 +146,7 @@ def test_sentence_transformer_retrieval_is_used_when_named(tmp_path):
     from ucs.testing.doubles import DummyEmbedder
 
     ret = DummyEmbedder(dim=8, seed=3)
-    cfg = PipelineConfig(**{**SMALL, "retrieval_embedder": "all-minilm-l6-v2"})
+    cfg = config({"retrieval_embedder": "all-minilm-l6-v2"})
     pipe = Pipeline(cfg, retrieval=ret, cache_dir=tmp_path / "c", progress=False)
     assert pipe.retrieval_pool().shape == (150, 8)
     np.testing.assert_allclose(np.linalg.norm(pipe.retrieval_pool(), axis=1), 1.0, rtol=1e-5)
@@ -149,18 +157,18 @@ def test_sentence_transformer_retrieval_is_used_when_named(tmp_path):
 def test_coverage_of_a_method_resumed_from_a_longer_run(tmp_path):
     """A method fully recorded by an earlier, longer run is skipped by the runner; its coverage comes from the
     runner's cached selection (first rows), equal to computing it directly."""
-    make(tmp_path, selectors=("dpp", "votek+ucs")).run(limit=5)
-    pipe = make(tmp_path, selectors=("dpp", "votek+ucs"))
+    make(tmp_path, {"selector.method": ("dpp", "votek+ucs")}).run(limit=5)
+    pipe = make(tmp_path, {"selector.method": ("dpp", "votek+ucs")})
     res = pipe.run(limit=3)
     assert res.evaluation.n_new_records == 0
     assert set(res.coverage) == {"dpp", "votek+ucs"}
-    fresh = make(tmp_path / "fresh", selectors=("dpp",))
+    fresh = make(tmp_path / "fresh", {"selector.method": ("dpp",)})
     direct = fresh.run(limit=3).coverage["dpp"]["42"]
     assert res.coverage["dpp"]["42"] == pytest.approx(direct)
 
 
 def test_executor_arguments_are_validated(tmp_path):
-    cfg = PipelineConfig(**SMALL)
+    cfg = config()
     for bad in (dict(executor="spark"), dict(shard_size=0), dict(knn="annoy"), dict(select_batch_size=1)):
         with pytest.raises(ValueError, match=next(iter(bad))):
             Pipeline(cfg, **bad)
@@ -175,7 +183,7 @@ def test_sharded_path_on_the_local_executor_equals_the_in_process_path(tmp_path)
     class Sharded(LocalExecutor):  # not the plain local executor: takes the executor path
         pass
 
-    cfg = PipelineConfig(**SMALL)
+    cfg = config()
     plain = Pipeline(cfg, backbone=DummyBackbone(), cache_dir=tmp_path / "a", progress=False)
     sharded = Pipeline(cfg, backbone=DummyBackbone(), cache_dir=tmp_path / "b", progress=False,
                        executor=Sharded(), shard_size=40, select_batch_size=2)
@@ -196,7 +204,7 @@ def test_mdl_ucs_reuses_the_subset_scores_of_mdl(tmp_path):
     q = list(pipe.dataset.test.texts[:5])
     base = pipe.select("mdl", 42, q)
     calls = pipe.backbone._lm.n_score_calls_
-    assert calls == 5 * pipe.config.mdl_select_time
+    assert calls == 5 * pipe.config.selector["params"]["mdl"]["select_time"]
     pipe.select("mdl+ucs", 42, q)  # the same candidate subsets (same run seed), scored by MDL already
     assert pipe.backbone._lm.n_score_calls_ == calls
     fresh = Pipeline(pipe.config, backbone=DummyBackbone(), cache_dir=tmp_path / "cache", progress=False)
@@ -206,7 +214,7 @@ def test_mdl_ucs_reuses_the_subset_scores_of_mdl(tmp_path):
                         reuse_answers=False)
     np.testing.assert_array_equal(uncached.select("mdl", 42, q), base)
     uncached.select("mdl+ucs", 42, q)
-    assert uncached.backbone._lm.n_score_calls_ == 2 * 5 * pipe.config.mdl_select_time
+    assert uncached.backbone._lm.n_score_calls_ == 2 * 5 * pipe.config.selector["params"]["mdl"]["select_time"]
 
 
 @pytest.mark.parametrize("clustering", ["kmeans", "dict_kmeans", "auto"])
@@ -217,7 +225,7 @@ def test_new_clusterings_on_the_executor_path_equal_the_in_process_path(tmp_path
     class Sharded(LocalExecutor):
         pass
 
-    cfg = PipelineConfig(**{**SMALL, "clustering": clustering})
+    cfg = config({"clusterer.method": clustering})
     plain = Pipeline(cfg, backbone=DummyBackbone(), cache_dir=tmp_path / "a", progress=False)
     sharded = Pipeline(cfg, backbone=DummyBackbone(), cache_dir=tmp_path / "b", progress=False,
                        executor=Sharded(), shard_size=40)
@@ -228,8 +236,7 @@ def test_new_clusterings_on_the_executor_path_equal_the_in_process_path(tmp_path
 def test_cluster_space_retrieval_clusters_the_retrieval_embeddings(tmp_path):
     from ucs.testing.doubles import DummyEmbedder
 
-    cfg = PipelineConfig(**{**SMALL, "clustering": "kmeans", "cluster_space": "retrieval",
-                            "retrieval_embedder": "dummy-retrieval"})
+    cfg = config({"clusterer.method": "kmeans", "cluster_space": "retrieval", "retrieval_embedder": "dummy-retrieval"})
     pipe = Pipeline(cfg, backbone=DummyBackbone(), retrieval=DummyEmbedder(dim=24, seed=5), cache_dir=tmp_path / "c",
                     progress=False)
     R = pipe.retrieval_pool()
@@ -247,8 +254,7 @@ def test_a_clustering_by_an_earlier_revision_of_the_kmeans_is_never_read_back(tm
     pl = importlib.import_module("ucs.pipeline.pipeline")  # the module (the package also exports a `pipeline`)
     from ucs.testing.doubles import DummyEmbedder
 
-    cfg = PipelineConfig(**{**SMALL, "clustering": "kmeans", "cluster_space": "retrieval",
-                            "retrieval_embedder": "dummy-retrieval"})
+    cfg = config({"clusterer.method": "kmeans", "cluster_space": "retrieval", "retrieval_embedder": "dummy-retrieval"})
 
     def pipe():
         return Pipeline(cfg, backbone=DummyBackbone(), retrieval=DummyEmbedder(dim=24, seed=5),
@@ -265,7 +271,7 @@ def test_a_clustering_by_an_earlier_revision_of_the_kmeans_is_never_read_back(tm
 
 
 def test_coverage_page_reports_cluster_health(tmp_path):
-    pipe = make(tmp_path, selectors=("dpp", "dpp+ucs"), clustering="kmeans")
+    pipe = make(tmp_path, {"selector.method": ("dpp", "dpp+ucs"), "clusterer.method": "kmeans"})
     res = pipe.run()
     assert set(res.health) == {"42", "43"}
     h = res.health["42"]
@@ -278,7 +284,7 @@ def test_coverage_page_reports_cluster_health(tmp_path):
 
 @pytest.mark.parametrize("relevance", ["candidates", "candidates_bonus"])
 def test_prior_carries_the_relevance_setting(tmp_path, relevance):
-    pipe = make(tmp_path, relevance=relevance, clustering="kmeans")
+    pipe = make(tmp_path, {"prior.relevance": relevance, "clusterer.method": "kmeans"})
     assert pipe.prior("dpp+ucs", 42).relevance == relevance
     assert make(tmp_path).prior("dpp+ucs", 42).relevance == "none"
 
@@ -288,8 +294,8 @@ def test_projection_shows_the_space_the_clusters_were_computed_in(tmp_path, spac
     from ucs.pipeline.run_files import projection_2d
     from ucs.testing.doubles import DummyEmbedder
 
-    cfg = PipelineConfig(**{**SMALL, "selectors": ("topk",), "clustering": "kmeans", "cluster_space": space,
-                            "retrieval_embedder": "dummy-retrieval"})
+    cfg = config({"selector.method": ("topk",), "clusterer.method": "kmeans", "cluster_space": space,
+                  "retrieval_embedder": "dummy-retrieval"})
     pipe = Pipeline(cfg, backbone=DummyBackbone(), retrieval=DummyEmbedder(dim=24, seed=5), cache_dir=tmp_path / "c",
                     out_dir=tmp_path / "out", progress=False)
     pipe.run()
@@ -303,7 +309,7 @@ def test_projection_shows_the_space_the_clusters_were_computed_in(tmp_path, spac
 def test_a_cut_prompt_keeps_the_most_similar_demonstrations_in_either_order(tmp_path, order, kept):
     # a context that holds only part of the ten: similar_last drops from the start, so both orders keep the
     # same most similar demonstrations
-    cfg = PipelineConfig(**{**SMALL, "selectors": ("topk",), "order": order, "budget": 10, "n_runs": 1})
+    cfg = config({"selector.method": ("topk",), "order": order, "budget": 10, "n_runs": 1})
     pipe = Pipeline(cfg, backbone=DummyBackbone(context_length=160), cache_dir=tmp_path / "cache",
                     out_dir=tmp_path / "out", progress=False)
     pipe.run()

@@ -27,8 +27,11 @@ TEMPLATES = {
     "card_lost": ["i lost my card", "my card was stolen", "block my card now", "cannot find my debit card"],
     "exchange_rate": ["what is the euro rate", "dollar to yen rate", "exchange rate for pounds", "current fx rate"],
 }
-SMALL = dict(backbone="dummy", mode="likelihood", test_size=9, n_runs=2, budget=4, pca_dim=16, dict_n_atoms=8,
-             dbscan_k=5, dbscan_q=0.1, candidate_num=20, retrieval_embedder="backbone")
+#: On the paper preset (its clustering and estimator in the backbone's space), with ridge codes and small sizes.
+SMALL = {"backbone": "dummy", "mode": "likelihood", "test_size": 9, "n_runs": 2, "budget": 4,
+         "retrieval_embedder": "backbone", "mdl_scorer": "backbone",
+         "clusterer": {"pca_dim": 16, "n_atoms": 8, "dbscan_k": 5, "dbscan_q": 0.1, "coding": "ridge"},
+         "selector.params": {b: {"candidate_num": 20} for b in ("topk", "labelaware", "dpp", "mdl")}}
 
 
 def write_table(path: Path) -> Path:
@@ -48,12 +51,14 @@ def write_table(path: Path) -> Path:
 
 
 def make_run(root: Path, selectors=("random", "dpp", "dpp+ucs"), **kw) -> Path:
-    """Run the pipeline on :func:`write_table`'s data into ``root/out``; returns the run folder."""
+    """Run the pipeline on :func:`write_table`'s data into ``root/out``; returns the run folder. ``kw``: settings
+    by field or path name (``clusterer.method``)."""
     from ucs.data import load_table
     from ucs.pipeline import Pipeline, PipelineConfig
 
     ds = load_table(write_table(root / "bank.jsonl"), split_column="split", name="bank-xss")
-    cfg = PipelineConfig(dataset=str(root / "bank.jsonl"), selectors=selectors, **{**SMALL, **kw})
+    cfg = PipelineConfig.resolve("paper", overrides={"dataset": str(root / "bank.jsonl"), "selector.method": selectors,
+                                                     **SMALL, **kw})
     Pipeline(cfg, dataset=ds, cache_dir=root / "cache", out_dir=root / "out", progress=False).run()
     return root / "out"
 

@@ -78,8 +78,10 @@ def test_dataset_help_names_tables_and_their_columns(command):
 
 
 def test_reproduce_writes_a_report_per_evaluation_folder(tmp_path):
-    tiny = [x for kv in ("pca_dim=16", "dict_n_atoms=8", "dbscan_k=5", "dbscan_q=0.1", "candidate_num=20",
-                         "retrieval_embedder=backbone", "budget=3") for x in ("--set", kv)]
+    tiny = [x for kv in ("clusterer.pca_dim=16", "clusterer.n_atoms=8", "clusterer.dbscan_k=5",
+                         "clusterer.dbscan_q=0.1", "retrieval_embedder=backbone", "budget=3",
+                         *(f"selector.params.{b}.candidate_num=20" for b in ("topk", "labelaware", "dpp", "mdl")))
+            for x in ("--set", kv)]
     res = runner.invoke(app, ["reproduce", "--only", "ablation_rarity", "--preset", "cpu", "--datasets", "sample",
                               "--backbones", "dummy", "--runs", "1", "--test-size", "4", "--work-dir",
                               str(tmp_path / "w"), "--results-dir", str(tmp_path / "r"), "--cache-dir",

@@ -155,7 +155,7 @@ class LatentClusterer(ClusterMixin, BaseEstimator):
 
     def __init__(
         self,
-        method: str = D.CLUSTERING_METHOD,
+        method: str = D.PAPER_CLUSTERING_METHOD,
         pca_dim: Optional[int] = D.PCA_DIM,
         n_atoms: int = D.N_ATOMS,
         coding: str = D.CODING,

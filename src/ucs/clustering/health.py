@@ -69,7 +69,7 @@ class ClusterHealth:
             return None
         return (
             f"one cluster holds {self.largest_fraction:.0%} of the pool ({self.largest_size} of {self.n_items}): "
-            "the coverage prior has little to act on. Try clustering='kmeans' or 'auto' (docs/clustering.md)."
+            "the coverage prior has little to act on. Try clusterer.method='kmeans' or 'auto' (docs/clustering.md)."
         )
 
     def to_dict(self) -> Dict[str, Any]:

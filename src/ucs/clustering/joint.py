@@ -49,7 +49,7 @@ class JointLatentClusterer(LatentClusterer):
         step fits the lasso objective and the codes are ridge (or OMP) codes.
     """
 
-    def __init__(self, method: str = D.CLUSTERING_METHOD, pca_dim: Optional[int] = D.PCA_DIM,
+    def __init__(self, method: str = D.PAPER_CLUSTERING_METHOD, pca_dim: Optional[int] = D.PCA_DIM,
                  n_atoms: int = D.N_ATOMS, coding: str = D.CODING, ridge_alpha: float = D.RIDGE_ALPHA,
                  omp_n_nonzero: int = D.OMP_N_NONZERO, dict_alpha: float = 1.0,
                  dict_batch_size: int = D.DICT_BATCH_SIZE, dict_max_iter: int = D.DICT_MAX_ITER,

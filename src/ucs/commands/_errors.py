@@ -42,20 +42,6 @@ EXIT_USER_ERROR = 2
 EXIT_INTERRUPTED = 130
 _STATE = {"debug": False}
 
-#: Names used in library messages (configuration fields, estimator parameters) → the options that set them,
-#: in order of preference; the first one the running command has is named.
-_FIELD_OPTIONS = {
-    "backbone": ("--model",), "n_runs": ("--runs",), "retrieval_embedder": ("--retrieval",),
-    "dbscan_q": ("--dbscan-q", "--q"), "dbscan_k": ("--k",), "test_size": ("--test-size", "--queries", "--val-size"),
-    "lam_by_selector": ("--lam-by",), "dbscan_q_by_selector": ("--q-by",), "data_dir": ("--data-dir",),
-    "cache_dir": ("--cache-dir",), "mdl_scorer": ("--mdl-scorer",), "n_gpu_layers": ("--n-gpu-layers",),
-    "method": ("--method", "--selectors"), "selectors": ("--selectors",), "query_embeddings": ("--queries",),
-    "pool_embeddings": ("--pool",), "cluster_ids": ("--cluster-ids", "--clusters"), "n_atoms": ("--n-atoms",),
-    "test_file": ("--test-file",), "val_fraction": ("--val-fraction",), "preset": ("--preset",),
-    "datasets": ("--datasets",), "dataset": ("--dataset", "--datasets"), "variants": ("--variants",),
-}
-
-
 class Terminated(KeyboardInterrupt):
     """SIGTERM received while a command ran (handled like Ctrl-C: the run records ``interrupted``)."""
 
@@ -113,7 +99,8 @@ def _param_for_path(filename: str, params: List[Tuple[str, str, Any]]) -> Option
 
 def _param_for_message(message: str, params: List[Tuple[str, str, Any]]) -> Optional[str]:
     """The option the message is about: an option it names, else the one mentioned first — by its parameter
-    name, a library name for it (:data:`_FIELD_OPTIONS`), or its value."""
+    name (commands name their parameters as the library does: ``backbone`` for ``--model``, ``dbscan_q`` for
+    ``--q``, so a message about ``clusterer.dbscan_q`` finds its option) or its value."""
     named = re.findall(r"(?<![\w-])(--[a-z][a-z0-9-]*)", message)
     known = {label for _, label, _ in params}
     for opt in named:
@@ -133,11 +120,6 @@ def _param_for_message(message: str, params: List[Tuple[str, str, Any]]) -> Opti
             pos = message.find(str(value))
             if pos >= 0:
                 found.append((pos, 1, label))
-    for field, opts in _FIELD_OPTIONS.items():
-        opt = next((o for o in opts if o in known), None)
-        pos = word(field) if opt else None
-        if pos is not None:
-            found.append((pos, 0, opt))
     if found:
         return min(found)[2]
     return named[0] if named else None
@@ -207,12 +189,15 @@ _USAGE = (_CLICK_EXCEPTIONS.UsageError,)
 
 def _show_warning(message: Any, category: type, filename: str, lineno: int, file: Any = None,
                   line: Optional[str] = None) -> None:
-    """Damaged-file, engine-fallback and dataset warnings as one ``warning: ...`` line; others as Python prints them."""
+    """Damaged-file, engine-fallback, dataset and deprecated-setting warnings as one ``warning: ...`` line; others as
+    Python prints them."""
     from ucs.data.dataset import DatasetWarning
     from ucs.utils.integrity import DamagedFileWarning
     from ucs.utils.optional import EngineFallbackWarning
 
-    if issubclass(category, (DamagedFileWarning, EngineFallbackWarning, DatasetWarning)):
+    # ucs.pipeline.config's DeprecatedSettingWarning by name: showing a warning never loads the pipeline floor
+    if issubclass(category, (DamagedFileWarning, EngineFallbackWarning, DatasetWarning)) or \
+            category.__name__ == "DeprecatedSettingWarning":
         typer.echo(redact(f"warning: {message}"), err=True)
     else:
         _PYTHON_SHOWWARNING(redact(message), category, filename, lineno, file, line)

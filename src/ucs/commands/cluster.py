@@ -23,8 +23,9 @@ def register(app: typer.Typer) -> None:
         n_clusters: Optional[int] = typer.Option(None, "--n-clusters", help="k of the k-means methods (default ⌈√N⌉)."),
         labels: Optional[Path] = typer.Option(
             None, "--labels", exists=True, dir_okay=False, help="Gold labels (.npy, one per row) to score the clusters (AMI, purity)."),
-        q: Optional[float] = typer.Option(None, "--q", help=f"Quantile of k-NN distances used as DBSCAN eps{_d('DBSCAN_Q')}."),
-        k: Optional[int] = typer.Option(None, "--k", help=f"k of the k-NN distances{_d('DBSCAN_K')}."),
+        dbscan_q: Optional[float] = typer.Option(
+            None, "--q", help=f"Quantile of k-NN distances used as DBSCAN eps{_d('DBSCAN_Q')}."),
+        dbscan_k: Optional[int] = typer.Option(None, "--k", help=f"k of the k-NN distances{_d('DBSCAN_K')}."),
         min_samples: Optional[int] = typer.Option(None, help=f"DBSCAN min_samples{_d('MIN_SAMPLES')}."),
         pca_dim: Optional[int] = typer.Option(None, help=f"PCA dimension, 0 disables PCA{_d('PCA_DIM')}."),
         n_atoms: Optional[int] = typer.Option(None, help=f"Dictionary atoms{_d('N_ATOMS')}."),
@@ -42,8 +43,8 @@ def register(app: typer.Typer) -> None:
         y = None if labels is None else load_npy(labels)
         if y is not None and y.shape != (E.shape[0],):
             raise ValueError(f"--labels has shape {y.shape}; give one label per row of EMBEDDINGS, shape ({E.shape[0]},)")
-        settings = set_options(method=method, dbscan_q=q, dbscan_k=k, min_samples=min_samples, pca_dim=pca_dim,
-                               n_atoms=n_atoms, coding=coding)
+        settings = set_options(method=method, dbscan_q=dbscan_q, dbscan_k=dbscan_k, min_samples=min_samples,
+                               pca_dim=pca_dim, n_atoms=n_atoms, coding=coding)
         if settings.get("pca_dim") == 0:
             settings["pca_dim"] = None
         c = LatentClusterer(

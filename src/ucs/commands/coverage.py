@@ -89,7 +89,8 @@ def _print_table(title: str, rows: list[dict]) -> None:
 def register(app: typer.Typer) -> None:
     @app.command("coverage")
     def coverage(
-        clusters: Optional[Path] = typer.Option(None, "--clusters", help="Cluster ids: .npy, or a text file with one id per line."),
+        cluster_ids: Optional[Path] = typer.Option(
+            None, "--clusters", help="Cluster ids: .npy, or a text file with one id per line."),
         subset: Optional[str] = typer.Option(None, "--subset", help="Comma-separated pool indices, e.g. 0,5,9."),
         estimator: str = typer.Option("all", "--estimator", help="Estimator name(s), comma-separated, or 'all'."),
         design: Optional[str] = typer.Option(None, "--design", help="full (default) | seen_only | unseen_only | ratio."),
@@ -113,16 +114,16 @@ def register(app: typer.Typer) -> None:
             raise typer.BadParameter(str(exc), param_hint="--estimator")
         cases: list[tuple[str, np.ndarray, np.ndarray]] = []
         if demo:
-            if clusters is not None or subset is not None:
+            if cluster_ids is not None or subset is not None:
                 raise typer.BadParameter("--demo takes no --clusters/--subset", param_hint="--demo")
             for title, mult in DEMO_SUBSETS.items():
                 ids = np.repeat(np.arange(len(mult)), mult)
                 cases.append((title, ids, np.arange(ids.size)))
         else:
-            if clusters is None or subset is None:
+            if cluster_ids is None or subset is None:
                 raise typer.BadParameter("give --clusters FILE and --subset i,j,k (or --demo)", param_hint="--clusters")
-            ids = read_cluster_ids(clusters)
-            cases.append((f"subset of {clusters.name}", ids, parse_subset(subset, ids.size)))
+            ids = read_cluster_ids(cluster_ids)
+            cases.append((f"subset of {cluster_ids.name}", ids, parse_subset(subset, ids.size)))
         try:
             results = [(title, coverage_table(ids, sub, names, design, t, bin_size, alpha, integer)) for title, ids, sub in cases]
         except ValueError as exc:

@@ -6,11 +6,12 @@ import os
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, List, Optional
 
 import numpy as np
 import typer
 
+from ucs.commands._config import SET_HELP, parse_settings
 from ucs.commands._health import echo_health
 from ucs.commands._runs import FRESH_HELP, WAIT_HELP, run_folder
 from ucs.report.console import DATASET_HELP
@@ -27,11 +28,12 @@ def clustering_text(cfg: Any) -> str:
     """``dict_dbscan, q = 0.01`` / ``kmeans, k = ⌈√N⌉`` / ``kmeans, k = 40``: the clustering in a few words."""
     from ucs.clustering.estimator import EPS_METHODS
 
-    text = cfg.clustering
-    if cfg.clustering in EPS_METHODS:
-        text += f", q = {cfg.dbscan_q}, min_samples = {cfg.min_samples}"
-    elif cfg.clustering in ("dict_kmeans", "kmeans"):
-        text += ", k = " + ("⌈√N⌉" if cfg.n_clusters is None else str(cfg.n_clusters))
+    c = cfg.clusterer
+    text = c["method"]
+    if c["method"] in EPS_METHODS:
+        text += f", q = {c['dbscan_q']}, min_samples = {c['min_samples']}"
+    elif c["method"] in ("dict_kmeans", "kmeans"):
+        text += ", k = " + ("⌈√N⌉" if c["n_clusters"] is None else str(c["n_clusters"]))
     return text + ("" if cfg.cluster_space == "backbone" else f", {cfg.cluster_space} space")
 
 
@@ -57,18 +59,21 @@ def run_demo(
     backbone_obj: Any = None,
     clustering: Optional[str] = None,
     test_file: Optional[str] = None,
+    settings: Optional[dict] = None,
 ) -> Any:
-    """Run the demo and print it; returns the :class:`~ucs.pipeline.PipelineResult`."""
+    """Run the demo and print it; returns the :class:`~ucs.pipeline.PipelineResult`. ``clustering`` is
+    ``clusterer.method``; ``settings`` are further settings by path (``{"clusterer.n_clusters": 6}``), applied
+    last."""
     from ucs.pipeline import Pipeline, PipelineConfig
 
-    options = dict(lam=lam, dbscan_q=dbscan_q, estimator=estimator, clustering=clustering)
+    options = {"dataset": dataset, "data_dir": data_dir, "test_file": test_file, "backbone": backbone,
+               "engine": engine, "selector.method": selectors, "budget": budget, "n_runs": runs,
+               "test_size": queries, "mode": "likelihood", "prior.lam": lam, "clusterer.dbscan_q": dbscan_q,
+               "prior.estimator": estimator, "clusterer.method": clustering}
     # the default preset's method settings; retrieval by the backbone itself, so the demo needs no extra model
-    cfg = PipelineConfig.from_preset(
-        "default", dataset=dataset, data_dir=data_dir, test_file=test_file, backbone=backbone, engine=engine,
-        selectors=selectors, budget=budget, n_runs=runs, test_size=queries, mode="likelihood",
-        retrieval_embedder="backbone",
-        **{k: v for k, v in options.items() if v is not None},
-    ).replace(preset="demo")
+    cfg = PipelineConfig.resolve("default", overrides={
+        **{k: v for k, v in options.items() if v is not None}, "retrieval_embedder": "backbone", "preset": "demo",
+        **(settings or {})})
     tmp = None
     if out is None:
         tmp = tempfile.TemporaryDirectory(prefix="ucs-demo-")
@@ -134,7 +139,7 @@ def _show_demonstrations(pipe: Any, cfg: Any, queries: int, show_prompts: int) -
     ds, seed = pipe.dataset, cfg.run_seeds[0]
     eval_ds = cfg.protocol().apply(ds)
     qtexts = list(eval_ds.test.texts[: min(queries, len(eval_ds.test))])
-    for m in cfg.selectors:
+    for m in cfg.selector["method"]:
         row = pipe.selection(m, seed, qtexts).indices[0]
         cids = pipe.cluster_ids(seed, cfg.dbscan_q_for(m))
         sizes = np.bincount(cids)
@@ -143,7 +148,8 @@ def _show_demonstrations(pipe: Any, cfg: Any, queries: int, show_prompts: int) -
             typer.echo(f"  - {ds.pool.texts[i]!r} → {ds.label_names[int(ds.pool.labels[i])]}"
                        f"  [cluster {int(cids[i])}, size {int(sizes[cids[i]])}]")
     builder = PromptBuilder(format_for_task(ds.task), ds.label_names, None, None, None)
-    shown = [m for m in cfg.selectors if m.endswith("+ucs")][:show_prompts] or list(cfg.selectors[:show_prompts])
+    methods = cfg.selector["method"]
+    shown = [m for m in methods if m.endswith("+ucs")][:show_prompts] or list(methods[:show_prompts])
     for m in shown:
         sel = pipe.selection(m, seed, qtexts)
         demos = [(ds.pool.texts[i], ds.label_names[int(ds.pool.labels[i])]) for i in sel.indices[0].tolist()]
@@ -172,17 +178,19 @@ def register(app: typer.Typer) -> None:
         test_file: Optional[Path] = typer.Option(
             None, "--test-file", help="Test split of a table --dataset (which then is the pool)."
         ),
-        model: str = typer.Option("smollm2", "--model", "-m", "--backbone", help="ICL backbone (smollm2, gemma3, ...)."),
+        backbone: str = typer.Option("smollm2", "--model", "-m", "--backbone", help="ICL backbone (smollm2, gemma3, ...)."),
         engine: Optional[str] = typer.Option(None, "--engine", help="llama | transformers."),
         selectors: str = typer.Option("dpp,dpp+ucs,votek,votek+ucs", "--selectors", "-s", help="Methods to compare."),
-        queries: int = typer.Option(8, "--queries", "-n", help="Test queries to evaluate."),
+        test_size: int = typer.Option(8, "--queries", "-n", help="Test queries to evaluate."),
         budget: int = typer.Option(5, "--budget", "-b", help="Demonstrations per prompt."),
-        runs: int = typer.Option(1, "--runs", help="Runs (seeds 42, 43, ...)."),
+        n_runs: int = typer.Option(1, "--runs", help="Runs (seeds 42, 43, ...)."),
         lam: Optional[float] = typer.Option(None, "--lam", help="UCS weight λ."),
         dbscan_q: Optional[float] = typer.Option(None, "--dbscan-q", help="Clustering quantile q."),
         estimator: Optional[str] = typer.Option(None, "--estimator", help="Unseen estimator (paper, binomial, ...)."),
         clustering: Optional[str] = typer.Option(
-            None, "--clustering", help="Latent clustering (default: the default preset's; dict_dbscan is the paper's)."),
+            None, "--clustering", hidden=True,
+            help="Deprecated: --set clusterer.method=NAME (kmeans, the default | dict_dbscan, the paper's | ...)."),
+        settings: Optional[List[str]] = typer.Option(None, "--set", help=SET_HELP),
         out: Optional[Path] = typer.Option(None, "--out", "-o", help="Keep the run's files here (default: temporary)."),
         cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help="Embedding/cluster cache."),
         wait: bool = typer.Option(False, "--wait", help=WAIT_HELP),
@@ -190,8 +198,16 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         import contextlib
 
+        given = parse_settings(settings)
+        if clustering is not None:
+            import warnings
+
+            from ucs.pipeline import DeprecatedSettingWarning
+
+            warnings.warn(f"--clustering is deprecated: write --set clusterer.method={clustering}",
+                          DeprecatedSettingWarning, stacklevel=2)
         with run_folder(out, wait=wait, fresh=fresh, kind="ucs evaluate / ucs demo") if out is not None \
                 else contextlib.nullcontext():
-            run_demo(dataset, None if data_dir is None else str(data_dir), model, engine, selectors, queries, budget,
-                     runs, lam, dbscan_q, estimator, out, cache_dir, clustering=clustering,
-                     test_file=None if test_file is None else str(test_file))
+            run_demo(dataset, None if data_dir is None else str(data_dir), backbone, engine, selectors, test_size,
+                     budget, n_runs, lam, dbscan_q, estimator, out, cache_dir, clustering=clustering,
+                     test_file=None if test_file is None else str(test_file), settings=given)

@@ -81,12 +81,13 @@ def register(app: typer.Typer) -> None:
         embeddings: Path = typer.Argument(..., exists=True, dir_okay=False,
                                           help="Embeddings: a .npy (n × d) or a pool manifest .json from 'embed'."),
         out: Path = typer.Argument(..., file_okay=False, help="Directory for labels.npy and summary.json."),
-        q: Optional[float] = typer.Option(None, "--q", help=f"Quantile of k-NN distances used as DBSCAN eps{_d('DBSCAN_Q')}."),
-        k: Optional[int] = typer.Option(None, "--k", help=f"k of the k-NN distances{_d('DBSCAN_K')}."),
+        dbscan_q: Optional[float] = typer.Option(
+            None, "--q", help=f"Quantile of k-NN distances used as DBSCAN eps{_d('DBSCAN_Q')}."),
+        dbscan_k: Optional[int] = typer.Option(None, "--k", help=f"k of the k-NN distances{_d('DBSCAN_K')}."),
         pca_dim: Optional[int] = typer.Option(None, help=f"PCA dimension, 0 disables PCA{_d('PCA_DIM')}."),
         n_atoms: Optional[int] = typer.Option(None, help=f"Dictionary atoms{_d('N_ATOMS')}."),
         coding: Optional[str] = typer.Option(None, help=f"ridge | omp{_d('CODING')}."),
-        method: Optional[str] = typer.Option(None, help=f"dict_dbscan | dbscan | dict_argmax{_d('CLUSTERING_METHOD')}."),
+        method: Optional[str] = typer.Option(None, help=f"dict_dbscan | dbscan | dict_argmax{_d('PAPER_CLUSTERING_METHOD')}."),
         knn: str = typer.Option(D.KNN, help="exact | hnsw | ivf (approximate ones need faiss)."),
         shard_size: int = typer.Option(D.ROW_SHARD_SIZE, help="Rows per shard for a .npy input."),
         fit_sample: int = typer.Option(D.FIT_SAMPLE_SIZE, help="Rows the PCA and dictionary are fitted on."),
@@ -100,7 +101,8 @@ def register(app: typer.Typer) -> None:
         from ucs.utils.io import atomic_save_npy, atomic_write_json
 
         source = _pool(embeddings, "EMBEDDINGS", PoolEmbeddings, lazy=True)
-        settings = set_options(method=method, dbscan_q=q, dbscan_k=k, pca_dim=pca_dim, n_atoms=n_atoms, coding=coding)
+        settings = set_options(method=method, dbscan_q=dbscan_q, dbscan_k=dbscan_k, pca_dim=pca_dim, n_atoms=n_atoms,
+                               coding=coding)
         if settings.get("pca_dim") == 0:
             settings["pca_dim"] = None
         with _executor(executor, address, num_cpus) as ex:
@@ -109,14 +111,15 @@ def register(app: typer.Typer) -> None:
         atomic_save_npy(out / "labels.npy", res.labels_)
         summary = {"n": int(res.labels_.size), "n_clusters": res.n_clusters_, "eps": res.eps_,
                    "knn_exact": res.knn_exact_, "timings": res.timings_, "executor": executor,
-                   "params": {k_: v for k_, v in res.params.items()}}
+                   "params": dict(res.params)}
         atomic_write_json(out / "summary.json", summary)
-        typer.echo(json.dumps({k_: summary[k_] for k_ in ("n", "n_clusters", "eps")}))
+        typer.echo(json.dumps({k: summary[k] for k in ("n", "n_clusters", "eps")}))
 
     @sub.command("select")
     def select_cmd(
-        pool: Path = typer.Option(..., "--pool", exists=True, help="Pool embeddings .npy (N, d) or pool manifest .json."),
-        queries: Path = typer.Option(..., "--queries", exists=True, help="Query embeddings .npy (Q, d)."),
+        pool_embeddings: Path = typer.Option(
+            ..., "--pool", exists=True, help="Pool embeddings .npy (N, d) or pool manifest .json."),
+        query_embeddings: Path = typer.Option(..., "--queries", exists=True, help="Query embeddings .npy (Q, d)."),
         cluster_ids: Path = typer.Option(..., exists=True, help="Cluster ids .npy (N,)."),
         method: str = typer.Option(D.METHOD, help=" | ".join(_SELECT_METHODS)),
         lam: Optional[float] = typer.Option(None, help=f"UCS weight λ, 0 = the base selector{_d('LAM')}."),
@@ -138,9 +141,9 @@ def register(app: typer.Typer) -> None:
             raise typer.BadParameter(f"must be one of {', '.join(_SELECT_METHODS)}; got {method!r}",
                                      param_hint="--method")
         check_out_suffix(out, "--out", (".json", ".csv"))
-        E = _pool(pool, "--pool", PoolEmbeddings)
+        E = _pool(pool_embeddings, "--pool", PoolEmbeddings)
         ids = read_ids(cluster_ids, "--cluster-ids", n=E.shape[0])
-        Q = read_matrix(queries, "--queries", dim=E.shape[1])
+        Q = read_matrix(query_embeddings, "--queries", dim=E.shape[1])
         prior = UCSPrior(ids, estimator=estimator, **set_options(lam=lam))
         sel = make_selector(method, prior=prior).fit(E, cluster_ids=ids)
         with _executor(executor, address, num_cpus) as ex:

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Dict, List, Optional
 
 import typer
 
 from ucs import defaults as D
+from ucs.commands._config import SET_HELP, config_from_options, parse_selectors, parse_settings
 from ucs.commands._health import echo_health
 from ucs.commands._runs import FRESH_HELP, WAIT_HELP, run_folder
 from ucs.evaluation.run_folder import RunFolder
@@ -17,8 +18,10 @@ HELP = """Run the UCS pipeline on a dataset and write the results table (markdow
 
 Stages: pool embeddings with the ICL backbone (cached) → latent clusters per run seed → retrieval
 embeddings → each selector → ICL evaluation (resumable: rerun the same command to continue).
-Settings start from --preset (paper Tables 8-10: 'paper', 'default' = paper with ridge codes,
-'cpu' = small evaluation for a CPU machine), then --config FILE, then the options given.
+Settings start from --preset ('default' = the project's configuration, 'paper' = paper Table 8, 'cpu' = small
+evaluation for a CPU machine) or --config FILE, then the options given, then each --set PATH=VALUE, which reaches
+any setting under its class's own parameter name (--set selector.params.mmr.lambda_mult=0.8,
+--set clusterer.n_atoms=32; --print-config shows every path).
 """
 
 
@@ -38,29 +41,6 @@ def _parse_overrides(items: Optional[List[str]], param: str) -> Dict[str, float]
     return out
 
 
-def build_config(preset: Optional[str] = None, config_file: Optional[Path] = None, **options: Any):
-    """A :class:`~ucs.pipeline.PipelineConfig` from a preset (default ``default``) or a JSON file, then the
-    explicit ``options`` (``None`` keeps the earlier value)."""
-    from ucs.pipeline import PipelineConfig
-
-    if config_file is not None and preset is not None:
-        raise ValueError("give either --preset or --config, not both (a configuration file is complete)")
-    if config_file is not None:
-        from ucs.commands._inputs import read_json
-
-        obj = read_json(config_file, "--config")
-        if not isinstance(obj, dict):
-            raise ValueError(f"--config: {config_file} must hold a JSON object of settings (see --print-config)")
-        try:
-            base = PipelineConfig.from_dict(obj).to_dict()
-        except (TypeError, ValueError) as exc:
-            raise ValueError(f"--config: {config_file}: {str(exc)[:300]}") from None
-    else:
-        base = PipelineConfig.from_preset(preset or "default").to_dict()
-    base.update({k: v for k, v in options.items() if v is not None})
-    return PipelineConfig.from_dict(base)
-
-
 def register(app: typer.Typer) -> None:
     @app.command("evaluate", help=HELP)
     def evaluate_cmd(
@@ -70,13 +50,13 @@ def register(app: typer.Typer) -> None:
             None, "--test-file", help="Test split of a table --dataset (which then is the pool); default: the "
             "table's 'split' column (pool/train, test), else a seeded 80/20 split."
         ),
-        model: Optional[str] = typer.Option(None, "--model", "-m", help="ICL backbone: smollm2, gemma3, GGUF file, hub id."),
+        backbone: Optional[str] = typer.Option(None, "--model", "-m", help="ICL backbone: smollm2, gemma3, GGUF file, hub id."),
         engine: Optional[str] = typer.Option(None, "--engine", help="llama | transformers (default: the model layer's)."),
         selectors: Optional[str] = typer.Option(
             None, "--selectors", "-s", help="Comma-separated: random,topk,dpp,dpp+ucs,mdl,mdl+ucs,votek,votek+ucs."
         ),
         budget: Optional[int] = typer.Option(None, "--budget", "-b", help="Demonstrations per prompt."),
-        runs: Optional[int] = typer.Option(None, "--runs", help="Number of runs (seeds 42, 43, ...)."),
+        n_runs: Optional[int] = typer.Option(None, "--runs", help="Number of runs (seeds 42, 43, ...)."),
         test_size: Optional[int] = typer.Option(None, "--test-size", help="Test queries drawn once with seed 42."),
         mode: Optional[str] = typer.Option(
             None, "--mode", help="likelihood | generate (greedy) | greedy-strict | paper (sampled, T=0.1)."
@@ -84,20 +64,21 @@ def register(app: typer.Typer) -> None:
         estimator: Optional[str] = typer.Option(
             None, "--estimator", help="paper | poisson | binomial | efron_thisted | good_toulmin | chao1."
         ),
-        lam: Optional[float] = typer.Option(None, "--lam", help="UCS weight λ (0 = the base selector)."),
-        lam_by: Optional[List[str]] = typer.Option(None, "--lam-by", help="Per-selector λ, e.g. votek=5,dpp=0.5."),
-        dbscan_q: Optional[float] = typer.Option(None, "--dbscan-q", help="Clustering quantile q."),
-        q_by: Optional[List[str]] = typer.Option(None, "--q-by", help="Per-selector q, e.g. dpp=0.1."),
+        lam: Optional[float] = typer.Option(None, "--lam", help="UCS weight λ, prior.lam (0 = the base selector)."),
+        lam_by_selector: Optional[List[str]] = typer.Option(
+            None, "--lam-by", help="Per-selector λ, e.g. votek=5,dpp=0.5."),
+        dbscan_q: Optional[float] = typer.Option(None, "--dbscan-q", help="Clustering quantile q, clusterer.dbscan_q."),
+        dbscan_q_by_selector: Optional[List[str]] = typer.Option(None, "--q-by", help="Per-selector q, e.g. dpp=0.1."),
         design: Optional[str] = typer.Option(None, "--design", help="full | seen_only | unseen_only | ratio."),
         clustering: Optional[str] = typer.Option(
-            None, "--clustering",
-            help="Latent clustering: kmeans (default preset) | dict_kmeans | dict_hdbscan | auto | dict_dbscan (paper) | dbscan | dict_argmax."),
+            None, "--clustering", hidden=True,
+            help="Deprecated: --set clusterer.method=NAME (kmeans, the default | dict_dbscan, the paper's | ...)."),
         n_clusters: Optional[int] = typer.Option(None, "--n-clusters", help="k of the k-means clusterings (default ⌈√N⌉)."),
         cluster_space: Optional[str] = typer.Option(
             None, "--cluster-space", help="Embeddings clustered: retrieval (default preset) | backbone (paper)."),
         relevance: Optional[str] = typer.Option(
             None, "--relevance", help="Coverage weighting of query-dependent UCS forms: none (the default and the paper's) | candidates | candidates_bonus (see docs/selectors.md)."),
-        retrieval: Optional[str] = typer.Option(
+        retrieval_embedder: Optional[str] = typer.Option(
             None, "--retrieval", help="backbone | all-minilm-l6-v2 | all-mpnet-base-v2 | sentence-transformers dir."
         ),
         mdl_scorer: Optional[str] = typer.Option(
@@ -107,6 +88,7 @@ def register(app: typer.Typer) -> None:
         limit: Optional[int] = typer.Option(None, "--limit", help="Only the first N test queries (resumable)."),
         preset: Optional[str] = typer.Option(None, "--preset", help="paper | default | cpu (default: default)."),
         config_file: Optional[Path] = typer.Option(None, "--config", help="JSON configuration (PipelineConfig)."),
+        settings: Optional[List[str]] = typer.Option(None, "--set", help=SET_HELP),
         cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help="Embedding/cluster cache (default ~/.cache/ucs)."),
         device: Optional[str] = typer.Option(None, "--device", help="Torch device for the transformers engine (cuda)."),
         dtype: Optional[str] = typer.Option(
@@ -133,18 +115,27 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         from ucs.pipeline import Pipeline
 
-        cfg = build_config(
-            preset, config_file,
-            dataset=dataset, data_dir=None if data_dir is None else str(data_dir), backbone=model, engine=engine,
-            test_file=None if test_file is None else str(test_file),
-            selectors=selectors, budget=budget, n_runs=runs, test_size=test_size, mode=mode,
-            estimator=estimator, lam=lam, dbscan_q=dbscan_q, design=design, retrieval_embedder=retrieval,
-            clustering=clustering, n_clusters=n_clusters, cluster_space=cluster_space, relevance=relevance,
-            device=device, dtype=dtype, n_gpu_layers=n_gpu_layers, seed=seed, mdl_scorer=mdl_scorer,
-            lam_by_selector=_parse_overrides(lam_by, "--lam-by") or None,
-            dbscan_q_by_selector=_parse_overrides(q_by, "--q-by") or None,
-        )
-        if retrieval is None and config_file is None:  # the preset's embedder, not one the user asked for
+        given = parse_settings(settings)
+        if clustering is not None:
+            import warnings
+
+            from ucs.pipeline import DeprecatedSettingWarning
+
+            warnings.warn(f"--clustering is deprecated: write --set clusterer.method={clustering}",
+                          DeprecatedSettingWarning, stacklevel=2)
+        cfg = config_from_options(preset, config_file, {
+            "dataset": dataset, "data_dir": None if data_dir is None else str(data_dir), "backbone": backbone,
+            "engine": engine, "test_file": None if test_file is None else str(test_file),
+            "selector.method": parse_selectors(selectors), "budget": budget, "n_runs": n_runs, "test_size": test_size, "mode": mode,
+            "prior.estimator": estimator, "prior.lam": lam, "clusterer.dbscan_q": dbscan_q, "prior.design": design,
+            "retrieval_embedder": retrieval_embedder, "clusterer.method": clustering,
+            "clusterer.n_clusters": n_clusters, "cluster_space": cluster_space, "prior.relevance": relevance,
+            "device": device, "dtype": dtype, "n_gpu_layers": n_gpu_layers, "seed": seed, "mdl_scorer": mdl_scorer,
+            "lam_by_selector": _parse_overrides(lam_by_selector, "--lam-by") or None,
+            "dbscan_q_by_selector": _parse_overrides(dbscan_q_by_selector, "--q-by") or None,
+        }, given)
+        if retrieval_embedder is None and config_file is None and "retrieval_embedder" not in given:
+            # the preset's embedder, not one the user asked for
             from ucs.pipeline.backbones import retrieval_fallback
 
             cfg, note = retrieval_fallback(cfg)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import shlex
 import sys
 from pathlib import Path
@@ -10,6 +9,7 @@ from typing import Any, Dict, List, Optional
 
 import typer
 
+from ucs.commands._config import SET_HELP, parse_settings
 from ucs.commands._runs import WAIT_HELP, run_folder
 
 HELP = """Run named experiments end to end and write <results-dir>/<name>.md (+ .png, + .manifest.json).
@@ -28,20 +28,6 @@ def _split(value: Optional[str]) -> Optional[List[str]]:
     return items or None
 
 
-def parse_settings(items: Optional[List[str]]) -> Dict[str, Any]:
-    """``["lam=0.5", "retrieval_embedder=backbone"]`` → dict; values parse as JSON when they can."""
-    out: Dict[str, Any] = {}
-    for it in items or []:
-        if "=" not in it:
-            raise typer.BadParameter(f"expected KEY=VALUE such as lam=0.5; got {it!r}", param_hint="--set")
-        k, v = it.split("=", 1)
-        try:
-            out[k.strip()] = json.loads(v)
-        except json.JSONDecodeError:
-            out[k.strip()] = v
-    return out
-
-
 def register(app: typer.Typer) -> None:
     @app.command("reproduce", help=HELP)
     def reproduce_cmd(
@@ -55,7 +41,7 @@ def register(app: typer.Typer) -> None:
             None, "--variants", help="Comma-separated variant names of the experiment (default: all); run a long "
             "experiment a part at a time, the page shows the parts run so far in this invocation."),
         test_size: Optional[int] = typer.Option(None, "--test-size", help="Test queries drawn once with seed 42."),
-        runs: Optional[int] = typer.Option(None, "--runs", help="Number of runs (seeds 42, 43, ...)."),
+        n_runs: Optional[int] = typer.Option(None, "--runs", help="Number of runs (seeds 42, 43, ...)."),
         limit: Optional[int] = typer.Option(None, "--limit", help="Only the first N test queries (resumable)."),
         mode: Optional[str] = typer.Option(None, "--mode", help="likelihood | generate | greedy-strict | paper."),
         data_dir: Optional[Path] = typer.Option(None, "--data-dir", help="Folder of the public data files."),
@@ -66,7 +52,7 @@ def register(app: typer.Typer) -> None:
             None, "--store-dir", help="Answer and MDL-score stores (default: inside --cache-dir). Small and "
             "content-addressed: commit it beside the results so that a later run, elsewhere, resumes without "
             "asking the model again."),
-        settings: Optional[List[str]] = typer.Option(None, "--set", help="Any PipelineConfig setting, KEY=VALUE (repeatable)."),
+        settings: Optional[List[str]] = typer.Option(None, "--set", help=SET_HELP),
         render_only: bool = typer.Option(
             False, "--render-only", help="Write the pages from what --work-dir already holds, computing nothing "
             "(accuracy experiments): a long run's page while it is under way; unfinished methods show as '—'."),
@@ -82,7 +68,7 @@ def register(app: typer.Typer) -> None:
         opts = ReproduceOptions(
             preset=preset, datasets=_split(datasets), backbones=_split(backbones), selectors=_split(selectors),
             variants=_split(variants),
-            test_size=test_size, runs=runs, mode=mode, data_dir=None if data_dir is None else str(data_dir),
+            test_size=test_size, runs=n_runs, mode=mode, data_dir=None if data_dir is None else str(data_dir),
             settings=parse_settings(settings), limit=limit, work_dir=str(work_dir), results_dir=str(results_dir),
             cache_dir=None if cache_dir is None else str(cache_dir), progress=progress,
             store_dir=None if store_dir is None else str(store_dir), render_only=render_only,
@@ -104,11 +90,8 @@ def _check_arguments(only: Optional[str], variants: Optional[str], datasets: Opt
                      settings: Optional[List[str]], limit: Optional[int]) -> List[str]:
     """The experiment names ``--only`` resolves to; a bad name, variant, dataset, setting or limit is refused by
     the option's name."""
-    import dataclasses
-
     from ucs.data.registry import check_dataset_name
     from ucs.experiments.registry import get_experiment, resolve_names
-    from ucs.pipeline import PipelineConfig
 
     try:
         names = resolve_names(only)
@@ -125,11 +108,7 @@ def _check_arguments(only: Optional[str], variants: Optional[str], datasets: Opt
             check_dataset_name(name)
         except ValueError as exc:
             raise typer.BadParameter(str(exc), param_hint="--datasets") from None
-    known = {f.name for f in dataclasses.fields(PipelineConfig)}
-    unknown = sorted(set(parse_settings(settings)) - known)
-    if unknown:
-        raise typer.BadParameter(f"unknown setting(s) {unknown}; see the fields of `ucs evaluate --print-config`",
-                                 param_hint="--set")
+    parse_settings(settings)  # a path the configuration does not have is refused naming --set
     if limit is not None and limit < 1:
         raise typer.BadParameter(f"must be a positive number of queries; got {limit}", param_hint="--limit")
     return names

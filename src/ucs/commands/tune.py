@@ -7,6 +7,7 @@ from typing import List, Optional
 
 import typer
 
+from ucs.commands._config import SET_HELP, config_from_options, parse_selectors, parse_settings
 from ucs.commands._runs import FRESH_HELP, WAIT_HELP, run_folder
 
 HELP = """Grid-search the clustering quantile q and the UCS weight λ of each UCS selector.
@@ -16,9 +17,11 @@ choose from the rest of the pool; the criterion is ICL accuracy (likelihood mode
 come from the cache and every q is a re-cut of one clustering per run seed. Writes tune.md / tune.json, and
 chosen.json + tuned_config.json (use: ucs evaluate --config OUT/tuned_config.json ...).
 
+Settings start from --preset or --config FILE, then the options given, then each --set PATH=VALUE.
+
 With --variants, choose among whole settings instead (clustering method, cluster space, estimator, relevance,
-selector settings such as mmr_lambda or label_cap, demonstration order):
---variants "paper:clustering=dict_dbscan;km:clustering=kmeans,cluster_space=retrieval,estimator=binomial".
+selector settings such as selector.params.mmr.lambda_mult, demonstration order), each KEY a path of --set:
+--variants "paper:clusterer.method=dict_dbscan;km:clusterer.method=kmeans,cluster_space=retrieval,prior.estimator=binomial".
 Each variant's UCS methods are scored by their gain over their base selectors on the same validation queries
 (with --against topk: every selector by its gain over TopK, and each one's best variant is named);
 writes variants.md / variants.json and tuned_config.json.
@@ -43,7 +46,7 @@ def register(app: typer.Typer) -> None:
     def tune_cmd(
         dataset: Optional[str] = typer.Option(None, "--dataset", "-d", help="Dataset name or table path (default: the config's)."),
         data_dir: Optional[Path] = typer.Option(None, "--data-dir", help="Folder of the public data files."),
-        model: Optional[str] = typer.Option(None, "--model", "-m", help="ICL backbone: smollm2, gemma3, ..."),
+        backbone: Optional[str] = typer.Option(None, "--model", "-m", help="ICL backbone: smollm2, gemma3, ..."),
         selectors: Optional[str] = typer.Option(
             None, "--selectors", "-s",
             help="Methods to tune (default: the --config file's, else dpp+ucs,votek+ucs)."),
@@ -51,13 +54,17 @@ def register(app: typer.Typer) -> None:
         lam_grid: Optional[str] = typer.Option(None, "--lam-grid", help="Comma-separated λ values (default: Table 10's + 0)."),
         val_fraction: float = typer.Option(0.1, "--val-fraction", help="Share of the pool held out for validation."),
         val_seed: int = typer.Option(0, "--val-seed", help="Seed of the validation split."),
-        val_size: Optional[int] = typer.Option(None, "--val-size", help="Validation queries used, drawn once from the held-out items (default: the protocol size, 500 or 40)."),
-        runs: Optional[int] = typer.Option(None, "--runs", help="Runs per grid point (default 1)."),
+        test_size: Optional[int] = typer.Option(
+            None, "--val-size", help="Validation queries used, drawn once from the held-out items (default: the "
+            "protocol size, 500 or 40)."),
+        n_runs: Optional[int] = typer.Option(None, "--runs", help="Runs per grid point (default 1)."),
         mode: str = typer.Option("likelihood", "--mode", help="likelihood | generate | greedy-strict | paper."),
         limit: Optional[int] = typer.Option(None, "--limit", help="Only the first N validation queries."),
-        retrieval: Optional[str] = typer.Option(None, "--retrieval", help="Retrieval embedder (default: the preset's)."),
+        retrieval_embedder: Optional[str] = typer.Option(
+            None, "--retrieval", help="Retrieval embedder (default: the preset's)."),
         preset: Optional[str] = typer.Option(None, "--preset", help="paper | default | cpu (default: default)."),
         config_file: Optional[Path] = typer.Option(None, "--config", help="JSON configuration (PipelineConfig)."),
+        settings: Optional[List[str]] = typer.Option(None, "--set", help=SET_HELP),
         out: Path = typer.Option(..., "--out", "-o", help="Output folder (rerun to resume)."),
         cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help="Embedding/cluster cache (default ~/.cache/ucs)."),
         progress: bool = typer.Option(True, "--progress/--no-progress",
@@ -73,19 +80,21 @@ def register(app: typer.Typer) -> None:
         wait: bool = typer.Option(False, "--wait", help=WAIT_HELP),
         fresh: bool = typer.Option(False, "--fresh", "--overwrite", help=FRESH_HELP),
     ) -> None:
-        from ucs.commands.evaluate import build_config
         from ucs.experiments.tune import tune
 
         if not 0.0 < val_fraction < 1.0:
             raise typer.BadParameter(f"must be in (0, 1); got {val_fraction}", param_hint="--val-fraction")
-        cfg = build_config(
-            preset, config_file, dataset=dataset, data_dir=None if data_dir is None else str(data_dir),
-            backbone=model, mode=mode, n_runs=runs if runs is not None else 1, test_size=val_size,
-            retrieval_embedder=retrieval, selectors=selectors or (None if config_file is not None else DEFAULT_SELECTORS),
-        )
-        if val_size is None:
+        given = parse_settings(settings)
+        cfg = config_from_options(preset, config_file, {
+            "dataset": dataset, "data_dir": None if data_dir is None else str(data_dir), "backbone": backbone,
+            "mode": mode, "n_runs": n_runs if n_runs is not None else 1, "test_size": test_size,
+            "retrieval_embedder": retrieval_embedder,
+            "selector.method": parse_selectors(selectors) or (None if config_file is not None else DEFAULT_SELECTORS),
+        }, given)
+        if test_size is None and "test_size" not in given:
             cfg = cfg.replace(test_size=None)
-        if retrieval is None and config_file is None:  # the preset's embedder, not one the user asked for
+        if retrieval_embedder is None and config_file is None and "retrieval_embedder" not in given:
+            # the preset's embedder, not one the user asked for
             from ucs.pipeline.backbones import retrieval_fallback
 
             cfg, note = retrieval_fallback(cfg)

@@ -51,10 +51,10 @@ def evaluation_cost(config: Any, *, limit: Optional[int] = None, cache_dir: Any 
     ds = pipe.dataset
     n_test = len(config.protocol().apply(ds).test)
     nq = n_test if limit is None else min(n_test, int(limit))
-    methods = list(methods or config.selectors)
+    methods = list(methods or config.selector["method"])
     prompts = len(methods) * config.n_runs * nq
     n_mdl = min(1, sum(parse_method(m)[0] == "mdl" for m in methods))
-    mdl = 0 if config.budget == 0 else n_mdl * config.n_runs * nq * config.mdl_select_time
+    mdl = 0 if config.budget == 0 else n_mdl * config.n_runs * nq * config.selector["params"]["mdl"]["select_time"]
     seconds = _probe_seconds(pipe.backbone, ds, config.budget, config.mode)
     return {"queries": nq, "methods": methods, "runs": config.n_runs, "labels": len(ds.label_names),
             "icl_prompts": prompts, "mdl_scorings": mdl, "seconds_per_call": seconds,

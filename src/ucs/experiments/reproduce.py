@@ -44,7 +44,8 @@ __all__ = ["ReproduceOptions", "ExperimentRun", "plan", "reproduce", "run_experi
 class ReproduceOptions:
     """How to run experiments. ``None`` keeps the experiment's (or its size preset's) value.
 
-    ``settings`` are any :class:`~ucs.pipeline.PipelineConfig` fields (``--set KEY=VALUE``); ``limit`` evaluates
+    ``settings`` are :class:`~ucs.pipeline.PipelineConfig` settings by path (``--set clusterer.dbscan_q=0.1``,
+    :meth:`~ucs.pipeline.PipelineConfig.with_settings`); ``limit`` evaluates
     only the first ``limit`` protocol queries (resumable into the full run); ``store_dir`` holds the answer and
     score stores (default: inside ``cache_dir``) — commit it beside the results to resume a long run elsewhere.
     ``render_only`` writes the pages from what the runner folders hold, computing nothing (accuracy experiments;
@@ -122,13 +123,14 @@ def estimate_cost(exp: Experiment, cell: Cell, n_test: Optional[int] = None, n_p
     if exp.kind != "runtime":  # MDL+UCS scores MDL's candidate subsets, which the score store answers once
         n_mdl = min(n_mdl, 1)
     prompts = 0 if exp.kind in ("coverage", "clusters", "health") else (None if nq is None else len(cell.methods) * c.n_runs * nq)
-    mdl = None if nq is None else n_mdl * c.n_runs * nq * c.mdl_select_time
+    select_time = c.selector["params"]["mdl"]["select_time"]
+    mdl = None if nq is None else n_mdl * c.n_runs * nq * select_time
     if exp.kind in ("clusters", "health") or c.budget == 0:  # budget 0: MDL makes no LM call
         mdl = 0
     embed = [c.dataset, c.backbone, c.engine, c.layer, c.pooling, c.embed_normalize, *c.joint_backbones]
     # what MDL's candidate subsets and their scores depend on (not λ, the estimator or the clusters)
     subsets = [c.dataset, c.data_dir, c.backbone, c.engine, c.dtype, c.mdl_scorer, c.retrieval_embedder, c.budget,
-               c.candidate_num, c.mdl_select_time, c.test_size, c.test_seed, *c.run_seeds, nq]
+               c.selector["params"]["mdl"]["candidate_num"], select_time, c.test_size, c.test_seed, *c.run_seeds, nq]
     return {"icl_prompts": prompts, "mdl_scorings": mdl, "queries": nq, "pool": n_pool,
             "embedding": "/".join(str(x) for x in embed), "mdl_subsets": "/".join(str(x) for x in subsets)}
 
@@ -281,7 +283,8 @@ def describe_cells(names: "str | Sequence[str] | None", options: ReproduceOption
             n_test, n_pool, load_error = sizes[key]
             cost = estimate_cost(exp, c, n_test, n_pool, options.limit)
             shared = exp.kind in ("accuracy", "coverage")
-            rows.append({"experiment": n, "kind": exp.kind, "mdl_select_time": c.config.mdl_select_time, **c.describe(),
+            rows.append({"experiment": n, "kind": exp.kind,
+                         "mdl_select_time": c.config.selector["params"]["mdl"]["select_time"], **c.describe(),
                          "eval_dir": _rel(eval_dir_for(options.work_dir, c)) if shared else
                          _rel(Path(options.work_dir) / n / c.id),
                          "answered": _answered(eval_dir_for(options.work_dir, c), c.methods, cost["queries"])

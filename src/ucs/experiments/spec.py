@@ -5,9 +5,9 @@ what it varies. :meth:`Experiment.plan` expands it for a size preset (``paper`` 
 :class:`Cell` s — one (dataset, backbone, variant) each, carrying the complete
 :class:`~ucs.pipeline.PipelineConfig` and the methods it evaluates. Settings are layered, later wins:
 
-1. the pipeline preset the size preset names (``ucs.experiments.presets``: ``paper`` or ``cpu``);
+1. the pipeline preset the size preset names (:mod:`ucs.pipeline.presets`: ``paper`` or ``cpu``);
 2. the experiment's ``settings``; 3. the size preset's ``settings``;
-4. the caller's overrides (``--test-size``, ``--runs``, ``--mode``, ``--set KEY=VALUE``, ``--data-dir``);
+4. the caller's overrides (``--test-size``, ``--runs``, ``--mode``, ``--set PATH=VALUE``, ``--data-dir``);
 5. the variant's ``settings`` (what the experiment varies);
 6. the cell's dataset and backbone.
 """
@@ -19,8 +19,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from ucs.experiments.presets import DEFAULT_COVERAGE, PAPER_COVERAGE
-from ucs.pipeline.config import LATE_DEFAULTS, PipelineConfig, parse_method, parse_methods
+from ucs.pipeline.config import FLAT_NAMES, LATE_DEFAULTS, PipelineConfig, parse_method, parse_methods
+from ucs.pipeline.presets import COVERAGE
 
 __all__ = ["KINDS", "SIZE_PRESETS", "Variant", "Experiment", "Cell"]
 
@@ -33,18 +33,22 @@ _TOP_KEYS = ("name", "title", "paper_ref", "varies", "kind", "outputs", "descrip
 _PRESET_KEYS = ("pipeline_preset", "settings", "options", "datasets", "backbones", "selectors", "note")
 
 
+#: The settings added after results were first published, at the values that leave them out of the results' key,
+#: by path: a named coverage setting starts from them.
+_LATE_DEFAULT_PATHS = {p: v for k, v in LATE_DEFAULTS.items() for p in FLAT_NAMES.get(k, (k,))}
+
+
 def _coverage_settings(settings: Dict[str, Any]) -> Dict[str, Any]:
-    """Expand ``"coverage": "default" | "paper"`` into that coverage setting's values (``DEFAULT_COVERAGE`` /
-    ``PAPER_COVERAGE`` of :mod:`ucs.experiments.presets`); the variant's other keys win."""
+    """Expand ``"coverage": "default" | "paper"`` into that coverage setting's values by path
+    (:data:`ucs.pipeline.presets.COVERAGE`); the variant's other keys win."""
     name = settings.pop("coverage", None)
     if name is None:
         return settings
 
-    table = {"default": DEFAULT_COVERAGE, "paper": PAPER_COVERAGE}
-    if name not in table:
-        raise ValueError(f"a variant's coverage must be one of {sorted(table)}; got {name!r}")
+    if name not in COVERAGE:
+        raise ValueError(f"a variant's coverage must be one of {sorted(COVERAGE)}; got {name!r}")
 
-    return {**LATE_DEFAULTS, **table[name], **settings}
+    return {**_LATE_DEFAULT_PATHS, **COVERAGE[name], **settings}
 
 
 def _safe(text: str) -> str:
@@ -195,7 +199,8 @@ class Experiment:
         """The cells of this experiment under size ``preset`` (``paper`` or ``cpu``).
 
         ``datasets`` / ``backbones`` / ``selectors`` replace the experiment's (and preset's) lists; ``variants``
-        keeps only the named variants (a long experiment run a part at a time); ``overrides`` are :class:`~ucs.pipeline.PipelineConfig` settings (layer 4 of the module docstring).
+        keeps only the named variants (a long experiment run a part at a time); ``overrides`` are
+        :class:`~ucs.pipeline.PipelineConfig` settings by path (layer 4 of the module docstring).
         Raises ``ValueError`` naming the setting when a cell's configuration is invalid.
         """
         p = self.preset(preset)
@@ -212,10 +217,8 @@ class Experiment:
                 raise ValueError(f"{self.name}: variants must name some of {names}; got {list(variants)}")
             chosen = tuple(v for v in self.variants if v.name in set(variants))
         opts = self.resolved_options(preset, backbones)
-        base = PipelineConfig.from_preset(p.get("pipeline_preset", preset)).to_dict()
-        base.update(_coverage_settings(dict(self.settings)))
-        base.update(dict(p.get("settings", {})))
-        base.update(dict(overrides or {}))
+        base = PipelineConfig.resolve(p.get("pipeline_preset", preset))
+        layers = [_coverage_settings(dict(self.settings)), dict(p.get("settings", {})), dict(overrides or {})]
         cells: List[Cell] = []
         for ds in ds_list:
             for bb in bb_list:
@@ -234,9 +237,11 @@ class Experiment:
                                     f"{self.name}: the joint dictionary of backbone {bb!r} needs another backbone; "
                                     f"give two or more with --backbones (joint set now {opts['joint_with']})")
                         settings["joint_backbones"] = others
-                    d = {**base, **settings, "dataset": ds, "backbone": bb, "selectors": list(methods)}
+                    cell = {**settings, "dataset": ds, "backbone": bb, "selector.method": list(methods)}
                     try:
-                        cfg = PipelineConfig.from_dict(d)
+                        cfg = base
+                        for layer in (*layers, cell):
+                            cfg = cfg.with_settings(layer)
                     except (TypeError, ValueError) as exc:
                         raise ValueError(f"{self.name} / {v.name}: {exc}") from None
                     shown = cfg.key_dict()["backbone"]  # a model URL without credentials or client options

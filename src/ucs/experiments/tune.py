@@ -22,7 +22,6 @@ It is cheap because nothing expensive is recomputed per grid point:
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
 import re
@@ -34,9 +33,9 @@ import numpy as np
 
 from ucs.data.splits import pool_test_split
 from ucs.evaluation.summary import paired_delta
-from ucs.experiments.presets import TUNED_DBSCAN_Q, TUNED_LAMBDA
 from ucs.pipeline import Pipeline
 from ucs.pipeline.config import parse_method, parse_methods
+from ucs.pipeline.presets import TUNED_DBSCAN_Q, TUNED_LAMBDA
 from ucs.utils.io import atomic_write_json, atomic_write_text
 
 __all__ = ["default_grids", "validation_split", "TuneResult", "tune", "tune_variants", "parse_variants"]
@@ -126,7 +125,7 @@ def _choose(rows: List[Dict[str, Any]], q0: float, lam0: float) -> Tuple[float, 
 
 
 def _validation_setup(config: Any, dataset: Any, backbone: Any, retrieval: Any, cache_dir: Any,
-                      val_fraction: float, val_seed: int, variants: Sequence[Dict[str, Any]] = ()
+                      val_fraction: float, val_seed: int, variants: Sequence[Any] = ()
                       ) -> Tuple[Any, np.ndarray, np.ndarray, Dict[str, Any]]:
     """The full pool's pipeline (its embeddings from the cache), the kept and validation pool indices, and the
     keyword arguments every validation pipeline shares (the validation dataset, the models, the kept rows).
@@ -135,9 +134,8 @@ def _validation_setup(config: Any, dataset: Any, backbone: Any, retrieval: Any, 
     retrieval): with the retrieval embedder's clusters, ICL needs no pool embedding from the backbone at all."""
     full = Pipeline(config, dataset=dataset, backbone=backbone, retrieval=retrieval, cache_dir=cache_dir,
                     progress=False)
-    settings = [dict(config.to_dict()), *[{**config.to_dict(), **v} for v in variants]]
-    needs_backbone = any(s.get("cluster_space") == "backbone" or s.get("retrieval_embedder") == "backbone"
-                         for s in settings)
+    needs_backbone = any(c.cluster_space == "backbone" or c.retrieval_embedder == "backbone"
+                         for c in (config, *variants))
     E = full.pool_embeddings() if needs_backbone else None
     R = full.retrieval_pool() if config.retrieval_embedder != "backbone" else None
     val_ds, keep, val = validation_split(full.dataset, val_fraction, val_seed)
@@ -175,7 +173,7 @@ def tune(
         ``dbscan_q_by_selector``), ``tuned_config.json`` (a complete configuration for ``ucs evaluate
         --config``) and one runner folder per grid point under ``grid/`` (rerun to resume).
     selectors : sequence of str, optional
-        UCS methods to tune (default: the ``+ucs`` methods of ``config.selectors``).
+        UCS methods to tune (default: the ``+ucs`` methods of ``config.selector["method"]``).
     q_grid, lam_grid : sequence of float, optional
         Default :func:`default_grids` (paper Tables 9 and 10, plus ``λ = 0``).
     val_fraction, val_seed : float, int
@@ -231,9 +229,10 @@ def _check_grid(config: Any, selectors: Optional[Sequence[str]], q_grid: Optiona
                 lam_grid: Optional[Sequence[float]]) -> Tuple[Tuple[str, ...], Tuple[float, ...], Tuple[float, ...]]:
     """The UCS methods to tune and the q and λ grids (defaults filled in); a bad one is refused by name."""
     methods = parse_methods(selectors) if selectors is not None else tuple(
-        m for m in config.selectors if parse_method(m)[1])
+        m for m in config.selector["method"] if parse_method(m)[1])
     if not methods or any(not parse_method(m)[1] for m in methods):
-        raise ValueError(f"selectors must be UCS methods such as 'dpp+ucs'; got {list(methods) or config.selectors}")
+        raise ValueError("selectors must be UCS methods such as 'dpp+ucs'; got "
+                         f"{list(methods) or list(config.selector['method'])}")
     dq, dl = default_grids()
     qs = tuple(float(q) for q in (q_grid if q_grid is not None else dq))
     lams = tuple(float(v) for v in (lam_grid if lam_grid is not None else dl))
@@ -256,7 +255,7 @@ def _evaluate_grid(config: Any, method: str, q_grid: Sequence[float], lam_grid: 
     rows: List[Dict[str, Any]] = []
     for q, lam in points:
         cfg = config.replace(
-            selectors=(method,),
+            selector={"method": (method,)},
             lam_by_selector={**config.lam_by_selector, base: lam},
             dbscan_q_by_selector={**config.dbscan_q_by_selector, base: q},
         )
@@ -270,7 +269,8 @@ def _evaluate_grid(config: Any, method: str, q_grid: Sequence[float], lam_grid: 
 
 
 def parse_variants(spec: str) -> Dict[str, Dict[str, Any]]:
-    """``"paper:clustering=dict_dbscan;km:clustering=dict_kmeans,estimator=binomial"`` → named settings.
+    """``"paper:clusterer.method=dict_dbscan;km:clusterer.method=kmeans,prior.estimator=binomial"`` → named
+    settings (each key a configuration path, :meth:`~ucs.pipeline.PipelineConfig.with_settings`).
 
     Values are read as JSON where they parse (numbers, ``null``, ``true``), else as strings.
     """
@@ -312,17 +312,14 @@ def check_variant_name(name: str) -> str:
 
 def _variant_configs(config: Any, variants: Dict[str, Dict[str, Any]], methods: Sequence[str]) -> Dict[str, Any]:
     """Every variant's configuration, all checked before any runs: names, known settings, valid values."""
-    valid = sorted(f.name for f in dataclasses.fields(config))
     out = {}
     for name, settings in variants.items():
         check_variant_name(name)
-        unknown = sorted(set(settings) - set(valid) - {"selectors"})
-        if unknown:
-            raise ValueError(f"variant {name!r} of variants: unknown setting(s) {unknown}; valid settings: {valid}")
-        if "selectors" in settings:
-            raise ValueError(f"variant {name!r} of variants: selectors is not a variant setting; pass --selectors once")
+        if any(k in ("selectors", "selector.method") for k in settings) or "method" in settings.get("selector", {}):
+            raise ValueError(f"variant {name!r} of variants: the selector methods are not a variant setting; pass "
+                             "--selectors once")
         try:
-            out[name] = config.replace(**settings, selectors=methods)
+            out[name] = config.with_settings({**settings, "selector.method": list(methods)})
         except (TypeError, ValueError) as exc:
             raise ValueError(f"variant {name!r} of variants: {exc}") from exc
     return out
@@ -346,15 +343,15 @@ def tune_variants(
     """Choose among whole settings (clustering method, cluster space, estimator, relevance, selector settings,
     demonstration order, ...) on a validation split of the pool, the way :func:`tune` chooses ``q`` and ``λ``.
 
-    Every variant evaluates the compared methods of ``config.selectors`` on the same validation queries: the UCS
-    methods against their base selectors (evaluated in every variant folder, answered from the shared answer
+    Every variant evaluates the compared methods of ``config.selector["method"]`` on the same validation queries:
+    the UCS methods against their base selectors (evaluated in every variant folder, answered from the shared answer
     store), or, with ``against`` (e.g. ``"topk"``), every other method against that one reference **as the first
     variant has it** — so a variant that changes the reference's own settings (``order=similar_last``) also
     scores the reference itself against its first form (with ``selectors`` naming only the reference, that is
     all it compares: e.g. TopK's demonstration orders). The criterion is the mean over the compared methods of each variant's accuracy **gain over its reference**;
     ties go to the earlier variant, so list the configuration's own settings first. ``chosen["by_method"]``
     also names each method's own best variant (for settings that concern one selector, such as
-    ``mmr_lambda``). The test split is never read.
+    ``selector.params.mmr.lambda_mult``). The test split is never read.
 
     Returns
     -------
@@ -366,11 +363,11 @@ def tune_variants(
     out = Path(out_dir)
     if not variants:
         raise ValueError("variants must hold at least one named setting")
-    compared, reference = _compared_methods(config.selectors, against)
+    compared, reference = _compared_methods(config.selector["method"], against)
     methods = tuple(dict.fromkeys([reference(m) for m in compared] + compared))
     configs = _variant_configs(config, variants, methods)
     full, keep, val, shared = _validation_setup(config, dataset, backbone, retrieval, cache_dir, val_fraction,
-                                                val_seed, list(variants.values()))
+                                                val_seed, list(configs.values()))
     grid: List[Dict[str, Any]] = []
     first: Dict[str, Any] = {}  # with ``against``: the reference as the first variant has it, for every variant
     for name, settings in variants.items():
@@ -392,7 +389,7 @@ def tune_variants(
     best = max(variants, key=lambda n: (round(scores[n], 12), -list(variants).index(n)))
     chosen = {"variant": best, "settings": dict(variants[best]), "mean_gain": scores[best],
               "by_method": {m: _best_variant(grid, m, list(variants)) for m in dict.fromkeys(r["selector"] for r in grid)}}
-    tuned = config.replace(**variants[best])
+    tuned = config.with_settings(variants[best])
     info = {"dataset": full.dataset.name, "val_fraction": float(val_fraction), "val_seed": int(val_seed),
             "n_val_pool": int(len(val)), "n_pool": int(len(keep)), "selectors": list(compared),
             "against": None if against is None else reference(compared[0]),

@@ -1,23 +1,43 @@
 """The pipeline configuration: one dataclass that names every choice of a run and round-trips to JSON.
 
-Field names follow the hyper-parameter presets of :mod:`ucs.pipeline.presets` (paper Tables 8–10), so a
-preset becomes a configuration with :meth:`PipelineConfig.from_preset`; everything else (dataset, backbone,
-selectors, estimator, prediction mode) has its own field. The configuration is written into the run
-manifest (:func:`ucs.evaluation.evaluate`'s ``config=``) and a resume with different settings is refused.
+The settings of the three library classes a run builds nest under each class's own parameter names:
+
+* ``selector``: ``method`` (the methods evaluated, e.g. ``["dpp", "dpp+ucs"]``) and ``params``, each base
+  selector's constructor parameters by its short name (``params["mmr"]["lambda_mult"]``,
+  ``params["votek"]["k"]``; :mod:`ucs.selectors`);
+* ``prior``: :class:`ucs.selectors.UCSPrior`'s parameters and its estimator's (``lam``, ``estimator``, ``t`` ...);
+* ``clusterer``: :class:`ucs.clustering.LatentClusterer`'s (``method``, ``n_atoms``, ``dbscan_q`` ...).
+
+Everything else (dataset, backbone, budget, prediction mode, protocol) is a field of its own. A path names any
+setting: ``selector.params.mmr.lambda_mult``, ``clusterer.dbscan_q``, ``budget`` (``ucs evaluate --set``).
+
+``PipelineConfig()`` is the ``default`` preset; :meth:`PipelineConfig.resolve` layers a preset of
+:mod:`ucs.pipeline.presets` (``paper``, ``default``, ``cpu``) or a configuration file, then overrides. The
+configuration is written into the run manifest (:func:`ucs.evaluation.evaluate`'s ``config=``) through
+:meth:`PipelineConfig.key_dict`, and a resume with different settings is refused.
+
+Configurations in the flat form of earlier releases (``mmr_lambda``, ``votek_k``, ``dict_n_atoms``, ``dbscan_q``
+... as top-level keys; :data:`FLAT_NAMES`) still load, each old name with a one-line
+:class:`DeprecatedSettingWarning`, and give the runs they gave: a flat configuration's missing settings mean what
+they meant then. The results' key keeps the flat names, so run folders and committed results keep their keys.
 """
 
 from __future__ import annotations
 
+import copy
 import dataclasses
+import inspect
 import json
 import numbers
+import warnings
 from dataclasses import dataclass, field, fields
+from functools import lru_cache
 from pathlib import Path
-from typing import Any, Dict, Mapping, Optional, Tuple
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple
 
 from ucs import defaults as D
 from ucs.clustering.estimator import METHODS as CLUSTERINGS
-from ucs.clustering.estimator import RAW_METHODS
+from ucs.clustering.estimator import RAW_METHODS, LatentClusterer
 from ucs.clustering.partition import KMEANS_IMPL, LLOYD_REVISION
 from ucs.data import TestProtocol
 from ucs.data.table import TABLE_SUFFIXES
@@ -27,17 +47,21 @@ from ucs.models.http_spec import public_spec
 from ucs.pipeline.presets import get_preset
 from ucs.selectors.base import ORDERS
 from ucs.selectors.labelaware import MODES as LABEL_MODES
-from ucs.selectors.factory import BASE_SELECTORS, METHODS, NO_UCS_FORM, canonical_method, parse_method
-from ucs.selectors.prior import CORPUS_PRIORS, RELEVANCE, SCORE_DESIGNS
+from ucs.selectors.factory import BASE_SELECTORS, METHODS, NO_UCS_FORM, canonical_method, parse_method, selector_class
+from ucs.selectors.prior import CORPUS_PRIORS, RELEVANCE, SCORE_DESIGNS, UCSPrior
 from ucs.utils.io import atomic_write_text
 
 __all__ = [
     "BASE_SELECTORS",
+    "DeprecatedSettingWarning",
+    "FLAT_NAMES",
     "METHODS",
     "MODE_ALIASES",
     "NO_UCS_FORM",
     "PipelineConfig",
+    "SECTIONS",
     "canonical_method",
+    "check_setting_names",
     "parse_method",
     "parse_methods",
 ]
@@ -50,11 +74,64 @@ BACKBONE_RETRIEVAL = "backbone"
 CLUSTER_SPACES = ("backbone", "retrieval")
 #: Clusterings that run k-means (``auto`` chooses among candidates that include it).
 KMEANS_FAMILY = ("kmeans", "dict_kmeans", "auto")
-#: Settings added after results were first published: left out of the results' key while at these values.
+#: The settings nested under a library class's parameter names.
+SECTIONS = ("selector", "prior", "clusterer")
+
+#: The flat names of earlier releases → the nested paths each one sets. They still load (with a
+#: :class:`DeprecatedSettingWarning`), and they stay the names of the results' key (:meth:`PipelineConfig.key_dict`),
+#: so that every run folder and committed result keeps its key. ``candidate_num`` set the four selectors that
+#: took it then (Set-BSR kept its own default, all candidates).
+FLAT_NAMES: Dict[str, Tuple[str, ...]] = {
+    "selectors": ("selector.method",),
+    "candidate_num": tuple(f"selector.params.{b}.candidate_num" for b in ("topk", "labelaware", "dpp", "mdl")),
+    "topk_floor": ("selector.params.topk.floor",),
+    "mmr_lambda": ("selector.params.mmr.lambda_mult",),
+    "mmr_fetch_k": ("selector.params.mmr.fetch_k",),
+    "label_mode": ("selector.params.labelaware.mode",),
+    "label_cap": ("selector.params.labelaware.max_per_label",),
+    "dpp_scale_factor": ("selector.params.dpp.scale_factor",),
+    "votek_k": ("selector.params.votek.k",),
+    "mdl_select_time": ("selector.params.mdl.select_time",),
+    "clustering": ("clusterer.method",),
+    "pca_dim": ("clusterer.pca_dim",),
+    "dict_n_atoms": ("clusterer.n_atoms",),
+    "dict_coding": ("clusterer.coding",),
+    "dict_ridge_alpha": ("clusterer.ridge_alpha",),
+    "dict_omp_nonzeros": ("clusterer.omp_n_nonzero",),
+    "dict_batch_size": ("clusterer.dict_batch_size",),
+    "dict_max_iter": ("clusterer.dict_max_iter",),
+    "dbscan_k": ("clusterer.dbscan_k",),
+    "dbscan_q": ("clusterer.dbscan_q",),
+    "min_samples": ("clusterer.min_samples",),
+    "standardize": ("clusterer.standardize",),
+    "n_clusters": ("clusterer.n_clusters",),
+    "hdbscan_min_cluster_size": ("clusterer.hdbscan_min_cluster_size",),
+    **{name: (f"prior.{name}",) for name in ("estimator", "lam", "t", "bin_size", "alpha", "integer", "design",
+                                              "corpus_prior", "relevance")},
+}
+#: Settings added after results were first published: left out of the results' key while at these values
+#: (the key's flat names).
 LATE_DEFAULTS = {"n_clusters": None, "hdbscan_min_cluster_size": D.HDBSCAN_MIN_CLUSTER_SIZE,
                   "cluster_space": "backbone", "relevance": D.RELEVANCE, "mmr_lambda": D.MMR_LAMBDA,
                   "mmr_fetch_k": D.MMR_FETCH_K, "label_mode": D.LABEL_MODE, "label_cap": D.LABEL_CAP,
                   "topk_floor": D.TOPK_FLOOR, "order": D.ORDER}
+#: What a flat configuration's missing settings meant (the defaults of earlier releases): the paper's clustering
+#: and estimator on the backbone's embeddings, retrieval by the backbone, every test query.
+_FLAT_FORM_BASE = {"retrieval_embedder": BACKBONE_RETRIEVAL, "test_size": None, "cluster_space": "backbone",
+                   "clusterer.method": D.PAPER_CLUSTERING_METHOD, "prior.estimator": D.PAPER_ESTIMATOR,
+                   "preset": None}
+#: The clusterer settings every cached clustering is keyed by (passed to the class even at its defaults).
+_CLUSTERER_KEYED = ("method", "pca_dim", "n_atoms", "coding", "ridge_alpha", "omp_n_nonzero", "dict_batch_size",
+                    "dict_max_iter", "dbscan_k", "dbscan_q", "min_samples", "standardize")
+#: Parameters a pipeline supplies itself: never configuration.
+_SUPPLIED = {"prior", "random_state", "scorer", "label_set", "token_embedder", "cluster_ids", "kmeans_impl"}
+#: The unseen estimator's parameters the prior passes on (:class:`ucs.estimators.UnseenCoverage`).
+_ESTIMATOR_PARAMS = ("t", "bin_size", "alpha", "integer")
+
+
+class DeprecatedSettingWarning(FutureWarning):
+    """A setting written in a form of an earlier release (a flat name such as ``mmr_lambda``): it still loads;
+    the message names the nested path to write instead. Shown to users by default (a :class:`FutureWarning`)."""
 
 
 def parse_methods(spec: "str | Any") -> Tuple[str, ...]:
@@ -72,30 +149,180 @@ def parse_methods(spec: "str | Any") -> Tuple[str, ...]:
     return tuple(out)
 
 
-#: Selector parameter → configuration field, per base selector (the stages' own names on the left).
-_SELECTOR_FIELDS: Dict[str, Dict[str, str]] = {
-    "topk": {"candidate_num": "candidate_num", "floor": "topk_floor"},
-    "mmr": {"lambda_mult": "mmr_lambda", "fetch_k": "mmr_fetch_k"},
-    "labelaware": {"mode": "label_mode", "max_per_label": "label_cap", "candidate_num": "candidate_num"},
-    "dpp": {"candidate_num": "candidate_num", "scale_factor": "dpp_scale_factor"},
-    "votek": {"k": "votek_k"},
-    "mdl": {"candidate_num": "candidate_num", "select_time": "mdl_select_time"},
-}
-#: :class:`~ucs.clustering.LatentClusterer` parameter → configuration field (in the cache key's order).
-_CLUSTERER_FIELDS: Dict[str, str] = {
-    "method": "clustering", "pca_dim": "pca_dim", "n_atoms": "dict_n_atoms", "coding": "dict_coding",
-    "ridge_alpha": "dict_ridge_alpha", "omp_n_nonzero": "dict_omp_nonzeros", "dict_batch_size": "dict_batch_size",
-    "dict_max_iter": "dict_max_iter", "dbscan_k": "dbscan_k", "dbscan_q": "dbscan_q",
-    "min_samples": "min_samples", "standardize": "standardize",
-}
+# ---------------------------------------------------------------- the sections' names and defaults
+def _signature(cls: type) -> Dict[str, Any]:
+    """``{parameter: default}`` of ``cls``'s constructor (``inspect.Parameter.empty`` where there is none)."""
+    return {n: p.default for n, p in inspect.signature(cls).parameters.items()
+            if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)}
 
 
-def _translate(params: Mapping[str, Any], table: Mapping[str, str], stage: str) -> Dict[str, Any]:
-    """Class parameter names → configuration fields through ``table``; an unknown name is refused."""
-    unknown = sorted(set(params) - set(table))
-    if unknown:
-        raise ValueError(f"stage {stage!r} has no parameter {unknown[0]!r}; it takes {', '.join(sorted(table))}")
-    return {table[k]: v for k, v in params.items()}
+@lru_cache(maxsize=None)
+def _section_params(section: str, base: Optional[str] = None) -> Dict[str, Any]:
+    """The parameters a section (``clusterer``, ``prior``, or base selector ``base``'s params) accepts, with the
+    owning class's defaults: the constructor's, less what a pipeline supplies (seeds, the prior, models)."""
+    if section == "clusterer":
+        sig = _signature(LatentClusterer)
+    elif section == "prior":
+        sig = {**_signature(UCSPrior), "t": D.T, "bin_size": D.BIN_SIZE, "alpha": D.ALPHA, "integer": False}
+    else:
+        sig = _signature(selector_class(base))
+    return {k: v for k, v in sig.items() if k not in _SUPPLIED}
+
+
+def _default_selector() -> Dict[str, Any]:
+    return {"method": ("random", "topk", "dpp", "dpp+ucs", "votek", "votek+ucs"),
+            "params": {"topk": {"candidate_num": 50, "floor": D.TOPK_FLOOR},
+                       "mmr": {"lambda_mult": D.MMR_LAMBDA, "fetch_k": D.MMR_FETCH_K},
+                       "labelaware": {"mode": D.LABEL_MODE, "max_per_label": D.LABEL_CAP, "candidate_num": 50},
+                       "dpp": {"candidate_num": 50, "scale_factor": 0.1},
+                       "votek": {"k": 3},
+                       "mdl": {"candidate_num": 50, "select_time": 5}}}
+
+
+def _default_clusterer() -> Dict[str, Any]:
+    return {"method": D.DEFAULT_CLUSTERING_METHOD, "pca_dim": D.PCA_DIM, "n_atoms": D.N_ATOMS, "coding": D.CODING,
+            "ridge_alpha": D.RIDGE_ALPHA, "omp_n_nonzero": D.OMP_N_NONZERO, "dict_batch_size": D.DICT_BATCH_SIZE,
+            "dict_max_iter": D.DICT_MAX_ITER, "dbscan_k": D.DBSCAN_K, "dbscan_q": D.DBSCAN_Q,
+            "min_samples": D.MIN_SAMPLES, "standardize": False, "n_clusters": None,
+            "hdbscan_min_cluster_size": D.HDBSCAN_MIN_CLUSTER_SIZE}
+
+
+def _default_prior() -> Dict[str, Any]:
+    return {"estimator": D.DEFAULT_ESTIMATOR, "lam": D.LAM, "t": D.T, "bin_size": D.BIN_SIZE, "alpha": D.ALPHA,
+            "integer": False, "design": D.DESIGN, "corpus_prior": D.CORPUS_PRIOR, "relevance": D.RELEVANCE}
+
+
+def _unknown(where: str, name: Any, valid: "List[str] | Tuple[str, ...]") -> ValueError:
+    return ValueError(f"{where} has no setting {name!r}; valid keys: {', '.join(sorted(valid))}")
+
+
+def _mapping(value: Any, where: str) -> Dict[str, Any]:
+    if not isinstance(value, Mapping):
+        raise ValueError(f"{where} must be a mapping of settings (a JSON object); got {value!r}")
+    return dict(value)
+
+
+def _merged_section(section: str, given: Any, base: Mapping[str, Any]) -> Dict[str, Any]:
+    """``given`` (a whole or partial section) merged over ``base``; an unknown key is refused by its path."""
+    out = copy.deepcopy(dict(base))
+    if section == "selector":
+        given = _mapping(given, "selector")
+        for k in given:
+            if k not in ("method", "params"):
+                raise _unknown("selector", k, ("method", "params"))
+        if "method" in given:
+            out["method"] = given["method"]
+        params = _mapping(given.get("params", {}), "selector.params")
+        for b, p in params.items():
+            if b not in BASE_SELECTORS:
+                raise _unknown("selector.params", b, BASE_SELECTORS)
+            p = _mapping(p, f"selector.params.{b}")
+            valid = _section_params("selector", b)
+            for k in p:
+                if k not in valid:
+                    raise _unknown(f"selector.params.{b}", k, list(valid))
+            out.setdefault("params", {}).setdefault(b, {}).update(copy.deepcopy(p))
+        return out
+    given = _mapping(given, section)
+    valid = _section_params(section)
+    for k in given:
+        if k not in valid:
+            raise _unknown(section, k, list(valid))
+    out.update(copy.deepcopy(given))
+    return out
+
+
+def _split(path: str) -> List[str]:
+    parts = path.split(".")
+    if not all(parts):
+        raise ValueError(f"setting {path!r} is not a path such as 'selector.params.mmr.lambda_mult' or 'budget'")
+    return parts
+
+
+def _nest(path: str, value: Any) -> Dict[str, Any]:
+    """``"selector.params.mmr.lambda_mult", 0.8`` → ``{"selector": {"params": {"mmr": {"lambda_mult": 0.8}}}}``."""
+    parts = _split(path)
+    out: Any = value
+    for part in reversed(parts):
+        out = {part: out}
+    return out
+
+
+def _get(tree: Mapping[str, Any], path: str) -> Any:
+    out: Any = tree
+    for part in _split(path):
+        out = out[part]
+    return out
+
+
+def _leaves(tree: Mapping[str, Any], prefix: str) -> Iterator[Tuple[str, Any]]:
+    """``(path, value)`` of every setting under ``tree`` (a section), depth first."""
+    for k, v in tree.items():
+        path = f"{prefix}.{k}"
+        if isinstance(v, Mapping):
+            yield from _leaves(v, path)
+        else:
+            yield path, v
+
+
+def _class_default(path: str) -> Any:
+    """The owning class's default of the setting at ``path`` (``inspect.Parameter.empty`` if it has none)."""
+    parts = _split(path)
+    if parts[0] == "selector":
+        return _section_params("selector", parts[2]).get(parts[3], inspect.Parameter.empty)
+    return _section_params(parts[0]).get(parts[1], inspect.Parameter.empty)
+
+
+def _flat_paths(settings: Mapping[str, Any]) -> Dict[str, Any]:
+    """Flat names of earlier releases → their paths, with one :class:`DeprecatedSettingWarning` line naming them."""
+    out: Dict[str, Any] = {}
+    renamed: List[str] = []
+    for k, v in settings.items():
+        if k in FLAT_NAMES:
+            paths = FLAT_NAMES[k]
+            shown = paths[0]
+            if len(paths) > 1:  # candidate_num: one parameter of four selectors
+                bases = ",".join(p.split(".")[2] for p in paths)
+                shown = f"selector.params.{{{bases}}}.{paths[0].rpartition('.')[2]}"
+            renamed.append(f"{k} → {shown}")
+            out.update({p: copy.deepcopy(v) for p in paths})
+        else:
+            out[k] = v
+    if renamed:
+        more = f" and {len(renamed) - 4} more (--print-config writes the nested form)" if len(renamed) > 4 else ""
+        warnings.warn(f"flat setting names of earlier releases still load but are deprecated: "
+                      f"{', '.join(renamed[:4])}{more}", DeprecatedSettingWarning, stacklevel=4)
+    return out
+
+
+def check_setting_names(settings: "Mapping[str, Any] | List[str]") -> None:
+    """Raise ``ValueError`` for a setting name that is neither a field (``budget``), a section or a path into one
+    (``selector.params.mmr.lambda_mult``, ``clusterer.dbscan_q``), nor a flat name of earlier releases; the message
+    names the valid keys at the level that went wrong. Values are not checked here."""
+    names = [f.name for f in fields(PipelineConfig)]
+    for key in settings:
+        if key in FLAT_NAMES:
+            continue
+        parts = _split(str(key))
+        if parts[0] not in names:
+            raise _unknown("the configuration", key, names)
+        if parts[0] == "selector":
+            levels = [("selector", ("method", "params"))]
+            if len(parts) > 2 and parts[1] == "params":
+                levels.append(("selector.params", BASE_SELECTORS))
+                if len(parts) > 3 and parts[2] in BASE_SELECTORS:
+                    levels.append((f"selector.params.{parts[2]}", list(_section_params("selector", parts[2]))))
+            depth = 4 if parts[1:2] == ["params"] else 2
+        elif parts[0] in SECTIONS:
+            levels, depth = [(parts[0], list(_section_params(parts[0])))], 2
+        else:
+            levels, depth = [], 1
+        for (where, valid), name in zip(levels, parts[1:]):
+            if name not in valid:
+                raise _unknown(where, name, valid)
+        if len(parts) > depth:
+            raise ValueError(f"setting {key!r}: {'.'.join(parts[:depth])} is a single value, not a section; "
+                             f"write {'.'.join(parts[:depth])}=...")
 
 
 def _check_int(value: Any, name: str, low: int, allow_none: bool = False) -> None:
@@ -123,7 +350,11 @@ def _public_models(d: Mapping[str, Any], keep_options: bool) -> Dict[str, Any]:
 
 @dataclass(frozen=True)
 class PipelineConfig:
-    """Every setting of a UCS run: data, backbone, clustering, retrieval, selectors, prior, evaluation.
+    """Every setting of a UCS run: data, backbone, retrieval, selectors, prior, clustering, evaluation.
+
+    ``PipelineConfig()`` is the ``default`` preset. A section given to the constructor (``selector``,
+    ``prior``, ``clusterer``) may be partial: it is completed from the defaults (by :meth:`replace`: from that
+    configuration), so ``PipelineConfig(clusterer={"dbscan_q": 0.1})`` changes ``q`` alone.
 
     Parameters
     ----------
@@ -151,50 +382,64 @@ class PipelineConfig:
         accuracy) and slower on CPUs without them. Part of the results' key when set.
     retrieval_embedder : str
         Similarity used inside TopK / DPP / MDL / VoteK: ``backbone`` (the backbone's embeddings,
-        ℓ2-normalised), ``all-minilm-l6-v2``, ``all-mpnet-base-v2`` (the paper's), or a
+        ℓ2-normalised), ``all-minilm-l6-v2``, ``all-mpnet-base-v2`` (the paper's and the default), or a
         sentence-transformers directory / hub id.
-    selectors : tuple of str
-        Methods to evaluate (see :data:`METHODS`).
-    budget, candidate_num, dpp_scale_factor, votek_k, mdl_select_time, mdl_scorer
-        Selector settings (paper Table 8). ``mdl_scorer="backbone"`` scores MDL with the ICL model.
-    mmr_lambda, mmr_fetch_k, label_mode, label_cap, topk_floor
-        Settings of the relevance-keeping selectors: MMR's ``λ`` and candidates, label-aware similarity's mode
-        (``cap`` / ``round_robin``) and cap per label, and the relevance floor of TopK(+UCS) (the ``m`` nearest
-        kept before coverage chooses the rest). Defaults in :mod:`ucs.defaults`.
+    selector : dict
+        ``method``: the methods to evaluate (see :data:`METHODS`); ``params``: each base selector's
+        constructor parameters under its short name, e.g. ``{"dpp": {"candidate_num": 50, "scale_factor": 0.1},
+        "votek": {"k": 3}, "mmr": {"lambda_mult": 0.5, "fetch_k": 20}}`` (paper Table 8; the relevance-keeping
+        selectors' defaults are in :mod:`ucs.defaults`). Any parameter of a selector class may be set here except
+        those the pipeline supplies (the prior, the seed, MDL's scorer and label set, Set-BSR's token embedder).
+    budget : int
+        Demonstrations per prompt.
+    mdl_scorer : str
+        The LM that scores MDL's candidate subsets: ``backbone`` (the ICL model) or any ``backbone`` value.
     order : str
         Demonstration order in every prompt of a query-dependent selector: ``selected`` (as chosen),
         ``similar_first`` or ``similar_last`` (by cosine similarity to the query), or ``vote_last`` (grouped by
         label, the label most frequent among the demonstrations last; ``ucs.selectors.base.vote_last_order``).
-    clustering, pca_dim, dict_n_atoms, dict_coding, dict_ridge_alpha, dict_omp_nonzeros, dict_tau,
-    dict_max_iter, dict_batch_size, dbscan_k, dbscan_q, min_samples, standardize, n_clusters,
-    hdbscan_min_cluster_size
-        :class:`ucs.clustering.LatentClusterer` settings (``clustering`` is its ``method``: the paper's
-        ``dict_dbscan``, ``dbscan``, ``dict_argmax``, or ``dict_kmeans``, ``kmeans``, ``dict_hdbscan``,
-        ``auto``). ``dict_tau`` is recorded for parity with the paper's table; the clusterer has no such
-        parameter.
+    clusterer : dict
+        :class:`ucs.clustering.LatentClusterer`'s parameters: ``method`` (``kmeans`` by default; the paper's
+        ``dict_dbscan``, ``dbscan``, ``dict_argmax``, ``dict_kmeans``, ``dict_hdbscan``, ``auto``), ``pca_dim``,
+        ``n_atoms``, ``coding``, ``ridge_alpha``, ``omp_n_nonzero``, ``dict_batch_size``, ``dict_max_iter``,
+        ``dbscan_k``, ``dbscan_q``, ``min_samples``, ``standardize``, ``n_clusters``,
+        ``hdbscan_min_cluster_size`` (and any other of its parameters but the seed).
     cluster_space : str
-        Which embeddings are clustered: ``backbone`` (the paper: the ICL model's own) or ``retrieval`` (the
-        retrieval embedder's, ℓ2-normalised).
-    estimator, lam, t, bin_size, alpha, integer, design, corpus_prior, relevance
-        The UCS prior: unseen estimator, weight ``λ``, expansion ``t``, truncation ``M``, offset ``α``,
-        integer floor, score design, corpus-level prior of VoteK+UCS, and whether query-dependent selectors
-        weigh coverage by the query's own candidates (``relevance``, :class:`ucs.selectors.UCSPrior`).
+        Which embeddings are clustered: ``retrieval`` (the retrieval embedder's, ℓ2-normalised; the default) or
+        ``backbone`` (the paper: the ICL model's own).
+    dict_tau : float
+        Recorded for parity with the paper's Table 8; the clusterer has no such parameter.
+    prior : dict
+        The UCS prior (:class:`ucs.selectors.UCSPrior`): ``estimator`` (``binomial`` by default, the paper's
+        ``paper``), weight ``lam``, expansion ``t``, truncation ``bin_size``, offset ``alpha``, ``integer``
+        floor, score ``design``, ``corpus_prior`` of VoteK+UCS, and ``relevance`` (whether query-dependent
+        selectors weigh coverage by the query's own candidates).
     joint_backbones : tuple of str
         Extra backbones whose pool embeddings join this backbone's in a joint dictionary
         (:class:`ucs.clustering.JointLatentClusterer`, paper §5.1); empty (default) = single-source clusters.
         The ICL model stays ``backbone``. ``joint_iter`` is the number of alternation rounds.
     lam_by_selector, dbscan_q_by_selector : dict
-        Per-base-selector overrides of ``lam`` / ``dbscan_q`` (paper Tables 9–10 tune them per selector),
-        e.g. ``{"votek": 5.0}``. A selector-specific ``q`` re-cuts the run's clustering; nothing is refitted.
+        Per-base-selector overrides of ``prior.lam`` / ``clusterer.dbscan_q`` (paper Tables 9–10 tune them per
+        selector), e.g. ``{"votek": 5.0}``. A selector-specific ``q`` re-cuts the run's clustering; nothing is
+        refitted.
     mode : str
         Prediction mode: ``paper``, ``greedy`` (alias ``generate``), ``greedy-strict``, ``likelihood``.
     test_size, test_seed, n_runs, seed
-        Evaluation protocol: ``test_size`` queries drawn once with ``test_seed``; ``n_runs`` runs with seeds
-        ``seed, seed + 1, ...`` (each run re-fits the clustering and re-seeds the selectors).
+        Evaluation protocol: ``test_size`` queries drawn once with ``test_seed`` (``None``: the protocol's size,
+        500 intent / 40 reasoning queries); ``n_runs`` runs with seeds ``seed, seed + 1, ...`` (each run re-fits
+        the clustering and re-seeds the selectors).
     icl_batch_size : int
         Prompts per generation call (part of the sampling seeds).
     preset : str, optional
         Name of the preset the settings came from (recorded only).
+
+    Examples
+    --------
+    >>> cfg = PipelineConfig.resolve("paper", overrides={"selector.params.votek.k": 5, "budget": 4})
+    >>> cfg.clusterer["method"], cfg.selector["params"]["votek"], cfg.budget
+    ('dict_dbscan', {'k': 5}, 4)
+    >>> PipelineConfig() == PipelineConfig.resolve("default")
+    True
     """
 
     dataset: str = "sample"
@@ -210,59 +455,35 @@ class PipelineConfig:
     device: Optional[str] = None
     dtype: Optional[str] = None
     n_gpu_layers: int = 0
-    retrieval_embedder: str = BACKBONE_RETRIEVAL
-    selectors: Tuple[str, ...] = ("random", "topk", "dpp", "dpp+ucs", "votek", "votek+ucs")
+    retrieval_embedder: str = "all-mpnet-base-v2"
+    selector: Dict[str, Any] = field(default_factory=_default_selector)
     budget: int = 10
-    candidate_num: int = 50
-    dpp_scale_factor: float = 0.1
-    votek_k: int = 3
-    mdl_select_time: int = 5
     mdl_scorer: str = "backbone"
-    mmr_lambda: float = D.MMR_LAMBDA
-    mmr_fetch_k: int = D.MMR_FETCH_K
-    label_mode: str = D.LABEL_MODE
-    label_cap: int = D.LABEL_CAP
-    topk_floor: int = D.TOPK_FLOOR
     order: str = D.ORDER
-    clustering: str = D.CLUSTERING_METHOD
-    pca_dim: Optional[int] = D.PCA_DIM
-    dict_n_atoms: int = D.N_ATOMS
-    dict_coding: str = D.CODING
-    dict_ridge_alpha: float = D.RIDGE_ALPHA
-    dict_omp_nonzeros: int = D.OMP_N_NONZERO
+    clusterer: Dict[str, Any] = field(default_factory=_default_clusterer)
+    cluster_space: str = D.DEFAULT_COVERAGE["cluster_space"]
     dict_tau: float = 1e-3
-    dict_max_iter: int = D.DICT_MAX_ITER
-    dict_batch_size: int = D.DICT_BATCH_SIZE
-    dbscan_k: int = D.DBSCAN_K
-    dbscan_q: float = D.DBSCAN_Q
-    min_samples: int = D.MIN_SAMPLES
-    standardize: bool = False
-    n_clusters: Optional[int] = None
-    hdbscan_min_cluster_size: int = D.HDBSCAN_MIN_CLUSTER_SIZE
-    cluster_space: str = "backbone"
-    estimator: str = D.ESTIMATOR
-    lam: float = D.LAM
-    t: float = D.T
-    bin_size: int = D.BIN_SIZE
-    alpha: float = D.ALPHA
-    integer: bool = False
-    design: str = D.DESIGN
-    corpus_prior: str = D.CORPUS_PRIOR
-    relevance: str = D.RELEVANCE
+    prior: Dict[str, Any] = field(default_factory=_default_prior)
     joint_backbones: Tuple[str, ...] = ()
     joint_iter: int = 5
     lam_by_selector: Dict[str, float] = field(default_factory=dict)
     dbscan_q_by_selector: Dict[str, float] = field(default_factory=dict)
     mode: str = "paper"
-    test_size: Optional[int] = None
+    test_size: Optional[int] = 500
     test_seed: int = 42
     n_runs: int = 3
     seed: int = 42
     icl_batch_size: int = 16
-    preset: Optional[str] = None
+    preset: Optional[str] = "default"
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "selectors", parse_methods(self.selectors))
+        defaults = {"selector": _default_selector(), "prior": _default_prior(), "clusterer": _default_clusterer()}
+        for name in SECTIONS:
+            object.__setattr__(self, name, _merged_section(name, getattr(self, name), defaults[name]))
+        try:
+            self.selector["method"] = parse_methods(self.selector["method"])
+        except ValueError as exc:
+            raise ValueError(f"selector.method: {exc}") from None
         object.__setattr__(self, "mode", MODE_ALIASES.get(self.mode, self.mode))
         jb = self.joint_backbones
         object.__setattr__(self, "joint_backbones", (jb,) if isinstance(jb, str) else tuple(jb or ()))
@@ -277,7 +498,7 @@ class PipelineConfig:
 
     # ---------------------------------------------------------------- checks
     def validate(self) -> "PipelineConfig":
-        """Raise ``ValueError`` naming the first invalid setting."""
+        """Raise ``ValueError`` naming the first invalid setting by its path (``clusterer.dbscan_q``)."""
         if not isinstance(self.dataset, str) or not self.dataset:
             raise ValueError(f"dataset must be a dataset name or table path; got {self.dataset!r}")
         if self.test_file is not None:
@@ -299,58 +520,81 @@ class PipelineConfig:
             raise ValueError(f"layer must be 'last', 'mid' or an integer; got {self.layer!r}")
         if self.mode not in MODES:
             raise ValueError(f"mode must be one of {sorted(MODES) + sorted(MODE_ALIASES)}; got {self.mode!r}")
-        for name, low in (("embed_max_length", 1), ("budget", 0), ("candidate_num", 1), ("votek_k", 1),
-                          ("mdl_select_time", 1), ("dict_n_atoms", 1), ("dict_omp_nonzeros", 1),
-                          ("dict_max_iter", 1), ("dict_batch_size", 1), ("dbscan_k", 1), ("min_samples", 1),
-                          ("bin_size", 1), ("test_seed", 0), ("n_runs", 1), ("seed", 0), ("icl_batch_size", 1),
-                          ("n_gpu_layers", -1), ("joint_iter", 1)):
+        for name, low in (("embed_max_length", 1), ("budget", 0), ("test_seed", 0), ("n_runs", 1), ("seed", 0),
+                          ("icl_batch_size", 1), ("n_gpu_layers", -1), ("joint_iter", 1)):
             _check_int(getattr(self, name), name, low)
-        for name in ("pca_dim", "test_size", "context_length"):
+        for name in ("test_size", "context_length"):
             _check_int(getattr(self, name), name, 1, allow_none=True)
-        _check_float(self.dpp_scale_factor, "dpp_scale_factor", strict=True)
-        _check_float(self.mmr_lambda, "mmr_lambda")
-        if self.mmr_lambda > 1:
-            raise ValueError(f"mmr_lambda must be in [0, 1]; got {self.mmr_lambda!r}")
-        for name in ("mmr_fetch_k", "label_cap"):
-            _check_int(getattr(self, name), name, 1)
-        _check_int(self.topk_floor, "topk_floor", 0)
-        if self.label_mode not in LABEL_MODES:
-            raise ValueError(f"label_mode must be one of {', '.join(LABEL_MODES)}; got {self.label_mode!r}")
         if self.order not in ORDERS:
             raise ValueError(f"order must be one of {', '.join(ORDERS)}; got {self.order!r}")
-        _check_float(self.dict_ridge_alpha, "dict_ridge_alpha", strict=True)
-        _check_float(self.lam, "lam")
-        _check_float(self.t, "t", strict=True)
-        _check_float(self.alpha, "alpha", strict=True)
-        _check_float(self.dbscan_q, "dbscan_q", strict=True, high=1.0)
+        self._validate_selector()
+        self._validate_clusterer()
+        self._validate_prior()
         for k, v in self.lam_by_selector.items():
             _check_float(v, f"lam_by_selector[{k!r}]")
         for k, v in self.dbscan_q_by_selector.items():
             _check_float(v, f"dbscan_q_by_selector[{k!r}]", strict=True, high=1.0)
         if any(not isinstance(b, str) or not b for b in self.joint_backbones):
             raise ValueError(f"joint_backbones must be backbone names (e.g. ['gemma3']); got {self.joint_backbones!r}")
-        if self.joint_backbones and self.clustering == "dbscan":
-            raise ValueError("joint_backbones needs a dictionary: set clustering to 'dict_dbscan' or 'dict_argmax'")
-
-        if self.clustering not in CLUSTERINGS:
-            raise ValueError(f"clustering must be one of {', '.join(CLUSTERINGS)}; got {self.clustering!r}")
-        if self.joint_backbones and self.clustering in RAW_METHODS:
-            raise ValueError(f"joint_backbones needs a dictionary: clustering={self.clustering!r} has none")
+        if self.joint_backbones and self.clusterer["method"] in RAW_METHODS:
+            raise ValueError(f"joint_backbones needs a dictionary: clusterer.method={self.clusterer['method']!r} has "
+                             "none (set it to 'dict_dbscan' or 'dict_argmax')")
         if self.cluster_space not in CLUSTER_SPACES:
             raise ValueError(f"cluster_space must be one of {', '.join(CLUSTER_SPACES)}; got {self.cluster_space!r}")
-        if self.relevance not in RELEVANCE:
-            raise ValueError(f"relevance must be one of {', '.join(RELEVANCE)}; got {self.relevance!r}")
-        _check_int(self.n_clusters, "n_clusters", 1, allow_none=True)
-        _check_int(self.hdbscan_min_cluster_size, "hdbscan_min_cluster_size", 2)
-        if self.dict_coding not in ("ridge", "omp"):
-            raise ValueError(f"dict_coding must be 'ridge' or 'omp'; got {self.dict_coding!r}")
-        if self.design not in SCORE_DESIGNS:
-            raise ValueError(f"design must be one of {', '.join(SCORE_DESIGNS)}; got {self.design!r}")
-        if self.corpus_prior not in CORPUS_PRIORS:
-            raise ValueError(f"corpus_prior must be one of {', '.join(CORPUS_PRIORS)}; got {self.corpus_prior!r}")
-
-        resolve_estimator_name(self.estimator)
         return self
+
+    def _validate_selector(self) -> None:
+        """The selector settings the pipeline checks before a run (each class checks all of its own at fit)."""
+        p = self.selector["params"]
+        for base, params in p.items():
+            if "candidate_num" in params and not (base == "bsr" and params["candidate_num"] is None):
+                _check_int(params["candidate_num"], f"selector.params.{base}.candidate_num", 1)
+        checks = (("votek", "k", 1), ("mdl", "select_time", 1), ("mmr", "fetch_k", 1),
+                  ("labelaware", "max_per_label", 1), ("topk", "floor", 0))
+        for base, name, low in checks:
+            if name in p.get(base, {}):
+                _check_int(p[base][name], f"selector.params.{base}.{name}", low)
+        if "scale_factor" in p.get("dpp", {}):
+            _check_float(p["dpp"]["scale_factor"], "selector.params.dpp.scale_factor", strict=True)
+        if "lambda_mult" in p.get("mmr", {}):
+            lam = p["mmr"]["lambda_mult"]
+            _check_float(lam, "selector.params.mmr.lambda_mult")
+            if lam > 1:
+                raise ValueError(f"selector.params.mmr.lambda_mult must be in [0, 1]; got {lam!r}")
+        if "mode" in p.get("labelaware", {}) and p["labelaware"]["mode"] not in LABEL_MODES:
+            raise ValueError(f"selector.params.labelaware.mode must be one of {', '.join(LABEL_MODES)}; "
+                             f"got {p['labelaware']['mode']!r}")
+
+    def _validate_clusterer(self) -> None:
+        c = self.clusterer
+        if c["method"] not in CLUSTERINGS:
+            raise ValueError(f"clusterer.method must be one of {', '.join(CLUSTERINGS)}; got {c['method']!r}")
+        for name in ("n_atoms", "omp_n_nonzero", "dict_max_iter", "dict_batch_size", "dbscan_k", "min_samples"):
+            _check_int(c[name], f"clusterer.{name}", 1)
+        _check_int(c["pca_dim"], "clusterer.pca_dim", 1, allow_none=True)
+        _check_int(c["n_clusters"], "clusterer.n_clusters", 1, allow_none=True)
+        _check_int(c["hdbscan_min_cluster_size"], "clusterer.hdbscan_min_cluster_size", 2)
+        _check_float(c["ridge_alpha"], "clusterer.ridge_alpha", strict=True)
+        _check_float(c["dbscan_q"], "clusterer.dbscan_q", strict=True, high=1.0)
+        if c["coding"] not in ("ridge", "omp"):
+            raise ValueError(f"clusterer.coding must be 'ridge' or 'omp'; got {c['coding']!r}")
+
+    def _validate_prior(self) -> None:
+        p = self.prior
+        _check_float(p["lam"], "prior.lam")
+        _check_float(p["t"], "prior.t", strict=True)
+        _check_float(p["alpha"], "prior.alpha", strict=True)
+        _check_int(p["bin_size"], "prior.bin_size", 1)
+        if p["design"] not in SCORE_DESIGNS:
+            raise ValueError(f"prior.design must be one of {', '.join(SCORE_DESIGNS)}; got {p['design']!r}")
+        if p["corpus_prior"] not in CORPUS_PRIORS:
+            raise ValueError(f"prior.corpus_prior must be one of {', '.join(CORPUS_PRIORS)}; got {p['corpus_prior']!r}")
+        if p["relevance"] not in RELEVANCE:
+            raise ValueError(f"prior.relevance must be one of {', '.join(RELEVANCE)}; got {p['relevance']!r}")
+        try:
+            resolve_estimator_name(p["estimator"])
+        except ValueError as exc:
+            raise ValueError(f"prior.estimator: {exc}") from None
 
     # ------------------------------------------------------------- derived
     @property
@@ -359,95 +603,118 @@ class PipelineConfig:
         return tuple(self.seed + i for i in range(self.n_runs))
 
     def lam_for(self, method: str) -> float:
-        """``λ`` of ``method`` (a per-selector override, else ``lam``)."""
+        """``λ`` of ``method`` (a per-selector override, else ``prior.lam``)."""
         base, _ = parse_method(method)
-        return float(self.lam_by_selector.get(base, self.lam))
+        return float(self.lam_by_selector.get(base, self.prior["lam"]))
 
     def dbscan_q_for(self, method: str) -> float:
-        """Clustering quantile ``q`` of ``method`` (a per-selector override, else ``dbscan_q``).
+        """Clustering quantile ``q`` of ``method`` (a per-selector override, else ``clusterer.dbscan_q``).
 
         A base selector gets the ``q`` of its UCS form, so both are diagnosed on the same clusters."""
         base, _ = parse_method(method)
-        return float(self.dbscan_q_by_selector.get(base, self.dbscan_q))
+        return float(self.dbscan_q_by_selector.get(base, self.clusterer["dbscan_q"]))
 
     def selector_params(self, base: str) -> Dict[str, Any]:
-        """Constructor parameters of base selector ``base`` under the class's own names (``scale_factor`` for
-        ``dpp_scale_factor``, ``k`` for ``votek_k`` ...), for :func:`ucs.selectors.factory.make_selector`."""
-        return {param: getattr(self, name) for param, name in _SELECTOR_FIELDS.get(base, {}).items()}
+        """``selector.params[base]``: base selector ``base``'s constructor parameters (a copy), for
+        :func:`ucs.selectors.factory.make_selector`."""
+        return copy.deepcopy(self.selector["params"].get(base, {}))
 
     def clusterer_params(self, seed: int) -> Dict[str, Any]:
-        """Keyword arguments of :class:`ucs.clustering.LatentClusterer` for run ``seed``, under its names."""
-        params: Dict[str, Any] = {param: getattr(self, name) for param, name in _CLUSTERER_FIELDS.items()}
+        """Keyword arguments of :class:`ucs.clustering.LatentClusterer` for run ``seed``: ``clusterer`` with the
+        seed, the settings added later only when they differ from the class's defaults (so the cache keys of
+        earlier clusterings stay put)."""
+        c = self.clusterer
+        params: Dict[str, Any] = {k: c[k] for k in _CLUSTERER_KEYED}
         params["random_state"] = int(seed)
-        # added later: only when set, so the cache keys of earlier clusterings stay put
-        if self.n_clusters is not None:
-            params["n_clusters"] = self.n_clusters
-        if self.hdbscan_min_cluster_size != D.HDBSCAN_MIN_CLUSTER_SIZE:
-            params["hdbscan_min_cluster_size"] = self.hdbscan_min_cluster_size
-        if self.clustering in KMEANS_FAMILY:  # the float32 Lloyd k-means: never a clustering cached by the old one
+        if c["n_clusters"] is not None:
+            params["n_clusters"] = c["n_clusters"]
+        if c["hdbscan_min_cluster_size"] != D.HDBSCAN_MIN_CLUSTER_SIZE:
+            params["hdbscan_min_cluster_size"] = c["hdbscan_min_cluster_size"]
+        for k, v in c.items():
+            if k not in params and k not in ("n_clusters", "hdbscan_min_cluster_size") and v != _class_default(
+                    f"clusterer.{k}"):
+                params[k] = v
+        if c["method"] in KMEANS_FAMILY:  # the float32 Lloyd k-means: never a clustering cached by the old one
             params["kmeans_impl"] = KMEANS_IMPL
         return params
 
     def prior_params(self, method: Optional[str] = None) -> Dict[str, Any]:
-        """Keyword arguments of :class:`ucs.selectors.UCSPrior` (all but the cluster ids), under its names;
-        ``method`` applies a per-selector λ."""
-        return {"estimator": self.estimator, "lam": self.lam if method is None else self.lam_for(method),
-                "design": self.design, "corpus_prior": self.corpus_prior, "relevance": self.relevance,
-                **self.estimator_params()}
-
-    def stages(self) -> Dict[str, Any]:
-        """The settings of each stage under the library classes' own names: ``clusterer`` (LatentClusterer,
-        for run ``seed``), ``prior`` (UCSPrior) and ``selectors`` (each base selector's parameters).
-        :meth:`from_stages` reads this form back."""
-        return {"clusterer": self.clusterer_params(self.seed), "prior": self.prior_params(),
-                "selectors": {b: self.selector_params(b) for b in _SELECTOR_FIELDS}}
-
-    @classmethod
-    def from_stages(cls, stages: Mapping[str, Any], **fields_: Any) -> "PipelineConfig":
-        """A configuration from per-stage settings under the classes' names (the form of :meth:`stages`) and
-        other fields by their configuration names; an unknown stage or parameter is refused by name."""
-        d: Dict[str, Any] = dict(fields_)
-        for stage, params in stages.items():
-            if stage == "clusterer":
-                table = {**_CLUSTERER_FIELDS, "n_clusters": "n_clusters",
-                         "hdbscan_min_cluster_size": "hdbscan_min_cluster_size", "random_state": "seed"}
-                if params.get("kmeans_impl", KMEANS_IMPL) != KMEANS_IMPL:
-                    raise ValueError(f"clusterer: kmeans_impl={params['kmeans_impl']!r} is not the pipeline's; "
-                                     f"a PipelineConfig runs {KMEANS_IMPL!r} (use LatentClusterer directly for another)")
-                params = {k: v for k, v in params.items() if k != "kmeans_impl"}
-                d.update(_translate(params, table, "clusterer"))
-            elif stage == "prior":
-                table = {"estimator": "estimator", "lam": "lam", "design": "design", "corpus_prior": "corpus_prior",
-                         "relevance": "relevance", "t": "t", "bin_size": "bin_size", "alpha": "alpha",
-                         "integer": "integer"}
-                d.update(_translate(params, table, "prior"))
-            elif stage == "selectors":
-                for base, sp in params.items():
-                    if base not in _SELECTOR_FIELDS:
-                        raise ValueError(f"stages['selectors'] has no selector {base!r}; "
-                                         f"choose from {', '.join(_SELECTOR_FIELDS)}")
-                    d.update(_translate(sp, _SELECTOR_FIELDS[base], f"selectors.{base}"))
-            else:
-                raise ValueError(f"unknown stage {stage!r}; stages are clusterer, prior and selectors")
-        return cls.from_dict(d)
+        """Keyword arguments of :class:`ucs.selectors.UCSPrior` (all but the cluster ids); ``method`` applies a
+        per-selector λ. The estimator's parameters follow the estimator (:meth:`estimator_params`)."""
+        p = self.prior
+        out = {"estimator": p["estimator"], "lam": p["lam"] if method is None else self.lam_for(method),
+               "design": p["design"], "corpus_prior": p["corpus_prior"], "relevance": p["relevance"],
+               **self.estimator_params()}
+        out.update({k: v for k, v in p.items() if k not in out and k not in _ESTIMATOR_PARAMS})
+        return out
 
     def estimator_params(self) -> Dict[str, Any]:
         """Keyword arguments of :class:`ucs.estimators.UnseenCoverage` for the chosen estimator."""
-        params: Dict[str, Any] = {"t": float(self.t)}
-        if resolve_estimator_name(self.estimator) == "paper":
-            params.update(bin_size=int(self.bin_size), alpha=float(self.alpha), integer=bool(self.integer))
+        p = self.prior
+        params: Dict[str, Any] = {"t": float(p["t"])}
+        if resolve_estimator_name(p["estimator"]) == "paper":
+            params.update(bin_size=int(p["bin_size"]), alpha=float(p["alpha"]), integer=bool(p["integer"]))
         return params
 
     def protocol(self):
         """The :class:`ucs.data.TestProtocol` of this configuration."""
         return TestProtocol(test_size=self.test_size, test_seed=self.test_seed, run_seeds=self.run_seeds)
 
+    # ------------------------------------------------------------- building
+    @classmethod
+    def resolve(cls, preset: Optional[str] = None, file: "str | Path | None" = None,
+                overrides: Optional[Mapping[str, Any]] = None) -> "PipelineConfig":
+        """A configuration from a preset (``paper``, ``default``, ``cpu``; default ``default``) or a JSON
+        configuration file (complete: not both), then ``overrides`` (see :meth:`with_settings`)."""
+        if file is not None and preset is not None:
+            raise ValueError("give either a preset or a configuration file, not both (a configuration file is "
+                             "complete)")
+        if file is not None:
+            try:
+                base = cls.from_json(Path(file))
+            except ValueError as exc:
+                raise ValueError(f"{file}: {exc}") from None
+        else:
+            name = preset or "default"
+            base = cls().with_settings({**get_preset(name).settings, "preset": name})
+        return base.with_settings(overrides or {})
+
+    def with_settings(self, settings: Mapping[str, Any]) -> "PipelineConfig":
+        """This configuration with ``settings`` applied, in order; each key is a field (``budget``), a section
+        given as a mapping (merged into this one's), or a path (``selector.params.mmr.lambda_mult``,
+        ``clusterer.dbscan_q``, ``prior.lam``). The flat names of earlier releases (``mmr_lambda``) still apply,
+        each with a :class:`DeprecatedSettingWarning`. An unknown name is refused with the valid keys."""
+        check_setting_names(settings)
+        tree = self.to_dict()
+        for key, value in _flat_paths(dict(settings)).items():
+            parts = _split(str(key))
+            if parts[0] in SECTIONS:
+                tree[parts[0]] = _merged_section(parts[0], _nest(".".join(parts[1:]), value)
+                                                 if len(parts) > 1 else value, tree[parts[0]])
+            else:
+                tree[parts[0]] = value
+        return type(self)._from_tree(tree)
+
+    def replace(self, **changes: Any) -> "PipelineConfig":
+        """A copy with ``changes`` (field names; a section given as a mapping is merged into this one's)."""
+        return self.with_settings(changes)
+
     # ------------------------------------------------------------- JSON
     def to_dict(self) -> Dict[str, Any]:
-        """Plain JSON types (tuples become lists); :meth:`from_dict` inverts it."""
+        """Plain JSON types (tuples become lists), nested sections included; :meth:`from_dict` inverts it."""
         d = dataclasses.asdict(self)
-        d["selectors"] = list(self.selectors)
+        d["selector"]["method"] = list(self.selector["method"])
         d["joint_backbones"] = list(self.joint_backbones)
+        return d
+
+    def flat_dict(self) -> Dict[str, Any]:
+        """Every setting under the flat names of earlier releases (:data:`FLAT_NAMES`: ``selectors``,
+        ``mmr_lambda``, ``votek_k``, ``dbscan_q`` ...): the names the results' key speaks (:meth:`key_dict`).
+        Parameters that had no flat name are not in it."""
+        d = {k: v for k, v in self.to_dict().items() if k not in SECTIONS}
+        tree = self.to_dict()
+        for name, paths in FLAT_NAMES.items():
+            d[name] = _get(tree, paths[0])
         return d
 
     def public_dict(self) -> Dict[str, Any]:
@@ -468,43 +735,42 @@ class PipelineConfig:
         return text
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "PipelineConfig":
-        names = {f.name for f in fields(cls)}
-        unknown = sorted(set(data) - names)
-        if unknown:
-            raise ValueError(f"unknown configuration key(s) {unknown}; valid keys: {sorted(names)}")
-        d = dict(data)
-        if "selectors" in d:
-            d["selectors"] = tuple(d["selectors"]) if not isinstance(d["selectors"], str) else d["selectors"]
+    def _from_tree(cls, tree: Mapping[str, Any]) -> "PipelineConfig":
+        d = dict(tree)
         if "joint_backbones" in d and not isinstance(d["joint_backbones"], str):
             d["joint_backbones"] = tuple(d["joint_backbones"] or ())
         return cls(**d)
 
     @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "PipelineConfig":
+        """A configuration from :meth:`to_dict`'s form; sections may be partial (completed from the defaults).
+        The flat form of earlier releases (``mmr_lambda``, ``dbscan_q`` ... at the top, no section) loads as it
+        did then: each flat name with a :class:`DeprecatedSettingWarning`, and a missing setting meaning what it
+        meant then (the paper's clustering and estimator on the backbone's embeddings, retrieval by the backbone,
+        every test query)."""
+        if not isinstance(data, Mapping):
+            raise ValueError("a configuration must be a mapping of settings (a JSON object); got "
+                             f"{type(data).__name__}")
+        names = [f.name for f in fields(cls)]
+        unknown = sorted(k for k in data if k not in names and k not in FLAT_NAMES)
+        if unknown:
+            raise ValueError(f"unknown configuration key(s) {unknown}; valid keys: {sorted(names)}")
+        flat_form = any(k in FLAT_NAMES for k in data) and not any(s in data for s in SECTIONS)
+        base = cls().with_settings(_FLAT_FORM_BASE) if flat_form else cls()
+        return base.with_settings(data)
+
+    @classmethod
     def from_json(cls, text_or_path: "str | Path") -> "PipelineConfig":
+        """A configuration from JSON text or a JSON file (:meth:`from_dict`)."""
         p = Path(text_or_path) if not str(text_or_path).lstrip().startswith("{") else None
         text = p.read_text(encoding="utf-8") if p is not None else str(text_or_path)
         return cls.from_dict(json.loads(text))
 
-    def replace(self, **changes: Any) -> "PipelineConfig":
-        return dataclasses.replace(self, **changes)
-
-    @classmethod
-    def from_preset(cls, name: str, **overrides: Any) -> "PipelineConfig":
-        """Settings of a named preset (``paper``, ``default``, ``cpu``), then ``overrides``.
-
-        Preset keys that are not configuration fields are ignored (``icl_batch_size`` etc. map one to one).
-        """
-        preset = get_preset(name)
-        names = {f.name for f in fields(cls)}
-        settings = {k: v for k, v in preset.settings.items() if k in names}
-        settings["preset"] = name
-        settings.update({k: v for k, v in overrides.items() if v is not None})
-        return cls.from_dict(settings)
-
     def key_dict(self) -> Dict[str, Any]:
-        """The settings that change results: what the resume check compares (no paths, no method list)."""
-        d = self.to_dict()
+        """The settings that change results: what the resume check compares (no paths, no method list), under
+        the flat names results were first keyed by (:meth:`flat_dict`); a section parameter without a flat name
+        enters by its path (``selector.params.mdl.block``) only when it differs from its class's default."""
+        d = self.flat_dict()
         for k in ("data_dir", "test_file", "selectors", "preset", "device", "n_gpu_layers"):
             d.pop(k, None)
         if self.dtype is None:  # runs made before the setting existed keep their key
@@ -515,8 +781,26 @@ class PipelineConfig:
         if not self.joint_backbones:  # single-source runs keep the key they had before joint clustering existed
             d.pop("joint_backbones", None)
             d.pop("joint_iter", None)
-        if self.clustering in KMEANS_FAMILY and KMEANS_IMPL == "lloyd" and LLOYD_REVISION >= 3:
+        if self.clusterer["method"] in KMEANS_FAMILY and KMEANS_IMPL == "lloyd" and LLOYD_REVISION >= 3:
             # a run folder never mixes selections made on two revisions' clusters (revisions ≤ 2 keep their key)
             d["lloyd_revision"] = LLOYD_REVISION
+        d.update(self._unflat_settings())
         d.update(_public_models(d, keep_options=False))  # no credentials, no client options (timeouts)
         return d
+
+    def _unflat_settings(self) -> Dict[str, Any]:
+        """``{path: value}`` of the section parameters the flat names do not carry: one without a flat name that
+        differs from its class's default, and a second path of a flat name whose value differs from the first's."""
+        tree = self.to_dict()
+        first = {p: paths[0] for paths in FLAT_NAMES.values() for p in paths}
+        out: Dict[str, Any] = {}
+        for section in SECTIONS:
+            for path, value in _leaves(tree[section], section):
+                if path == "selector.method":
+                    continue
+                if path in first:
+                    if value != _get(tree, first[path]):
+                        out[path] = value
+                elif value != _class_default(path):
+                    out[path] = value
+        return out

@@ -391,14 +391,15 @@ class Pipeline:
         executor path has no re-cut, so another ``q`` is a new sharded run with the same seed)."""
         if not self.distributed:
             q = None
-        qv = float(self.config.dbscan_q if q is None else q)
-        memo = ("clusterer", int(seed)) if q is None or qv == float(self.config.dbscan_q) else ("clusterer", int(seed), qv)
+        q0 = float(self.config.clusterer["dbscan_q"])
+        qv = q0 if q is None else float(q)
+        memo = ("clusterer", int(seed)) if q is None or qv == q0 else ("clusterer", int(seed), qv)
         if memo not in self._memo:
             t0 = time.perf_counter()
             if self.distributed and self.config.joint_backbones:
                 raise ValueError("joint_backbones (a joint dictionary) runs in-process only; use executor=None")
 
-            eps_method = self.config.clustering in EPS_METHODS
+            eps_method = self.config.clusterer["method"] in EPS_METHODS
             if self.config.joint_backbones:
                 Es = [self.cluster_embeddings(), *self.joint_embeddings()]
                 est = JointLatentClusterer(**self.clusterer_params(seed), joint_iter=self.config.joint_iter).fit(Es)
@@ -408,7 +409,7 @@ class Pipeline:
                     self._memo["pool_shards"], {**self.clusterer_params(seed), "dbscan_q": qv}, self._executor(),
                     fit_sample_size=self.fit_sample_size, knn=self.knn,
                 )
-            elif self.distributed and self.config.clustering in DISTRIBUTED_PARTITIONS:
+            elif self.distributed and self.config.clusterer["method"] in DISTRIBUTED_PARTITIONS:
                 est = kmeans_pool(self.cluster_embeddings(), self.clusterer_params(seed), self._executor(),
                                   shard_size=self.shard_size)
             else:
@@ -421,7 +422,7 @@ class Pipeline:
             atomic_write_json(self.layout.cluster_meta(d), {
                 "params": self.clusterer_params(seed), "eps": getattr(est, "eps_", None),
                 "n_clusters": int(est.n_clusters_), "timings": getattr(est, "timings_", {}),
-                "chosen_method": getattr(est, "chosen_method_", self.config.clustering),
+                "chosen_method": getattr(est, "chosen_method_", self.config.clusterer["method"]),
                 "auto_choice": None if getattr(est, "auto_choice_", None) is None else est.auto_choice_.to_dict(),
             })
         return self._memo[memo]
@@ -435,12 +436,13 @@ class Pipeline:
         return json.loads(path.read_text(encoding="utf-8"))
 
     def cluster_ids(self, seed: int, q: Optional[float] = None) -> np.ndarray:
-        """Cluster id of every pool item for run ``seed`` at quantile ``q`` (default ``config.dbscan_q``).
+        """Cluster id of every pool item for run ``seed`` at quantile ``q`` (default ``clusterer.dbscan_q``).
 
         Loaded from the cluster cache when present; otherwise the run's clusterer is fitted once and other
         quantiles are re-cut from it (``LatentClusterer.recut``, no refit).
         """
-        q = float(self.config.dbscan_q if q is None else q)
+        q0 = float(self.config.clusterer["dbscan_q"])
+        q = q0 if q is None else float(q)
         memo = ("ids", int(seed), q)
         if memo in self._memo:
             return self._memo[memo]
@@ -451,11 +453,12 @@ class Pipeline:
         if ids is not None:
             ids = ids.astype(np.int64)
         else:
+            method = self.config.clusterer["method"]
             with progress_enabled(self.progress), stage(  # the pool is embedded by now (_cluster_dir hashed it)
-                    f"clustering {len(self.dataset.pool)} pool items (seed {seed}, {self.config.clustering}"
-                    + (f", q {q:g})" if self.config.clustering in EPS_METHODS else ")"), kind="cluster"):
+                    f"clustering {len(self.dataset.pool)} pool items (seed {seed}, {method}"
+                    + (f", q {q:g})" if method in EPS_METHODS else ")"), kind="cluster"):
                 est = self.clusterer(seed, q)
-            if q == float(self.config.dbscan_q) or self.distributed or getattr(est, "kth_distances_", 1) is None:
+            if q == q0 or self.distributed or getattr(est, "kth_distances_", 1) is None:
                 ids = np.asarray(est.labels_, dtype=np.int64)
             else:
                 t0 = time.perf_counter()
@@ -546,7 +549,8 @@ class Pipeline:
         """Per-prompt coverage exposure of ``indices`` on run ``seed``'s clusters (at ``method``'s ``q``), with Φ
         under the configured estimator (for base selectors too, so both forms are comparable)."""
         ids = self.cluster_ids(seed, self.config.dbscan_q_for(method))
-        cov = UnseenCoverage(self.config.estimator, design=self.config.design, **self.config.estimator_params()).fit(ids)
+        prior = self.config.prior
+        cov = UnseenCoverage(prior["estimator"], design=prior["design"], **self.config.estimator_params()).fit(ids)
         return coverage_stats(ids, np.asarray(indices), cov)
 
     def coverage_table(self, methods: Sequence[str], n_queries: int) -> Dict[str, Dict[str, Dict[str, float]]]:
@@ -561,7 +565,7 @@ class Pipeline:
         *,
         limit: Optional[int] = None,
     ) -> PipelineResult:
-        """Evaluate ``methods`` (default ``config.selectors``) with the resumable runner.
+        """Evaluate ``methods`` (default ``config.selector["method"]``) with the resumable runner.
 
         Writes the runner's files (``records.jsonl``, ``manifest.json`` with this configuration,
         ``results.{json,md}``) and ``coverage.{json,md}`` and ``pipeline/config.json`` to ``out_dir``, and the
@@ -573,7 +577,7 @@ class Pipeline:
             self.layout = ArtifactLayout(self.cache_dir, self.store_dir, out_dir)
         if self.out_dir is None:
             raise ValueError("out_dir is required: pass run(out_dir=...) or Pipeline(..., out_dir=...)")
-        methods = tuple(canonical_method(m) for m in (methods or self.config.selectors))
+        methods = tuple(canonical_method(m) for m in (methods or self.config.selector["method"]))
         out = self.out_dir
         folder = RunFolder(out)
         self.config.to_json(folder.config)

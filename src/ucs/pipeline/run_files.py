@@ -72,7 +72,7 @@ def write_run_files(pipe: Any, out: Path, methods: Sequence[str], query_texts: S
             path = folder.cluster_file(int(s), q)
             atomic_save_npy(path, np.asarray(pipe.cluster_ids(int(s), q), dtype=np.int64))
             files.setdefault(str(int(s)), {})[repr(q)] = path.relative_to(folder.diagnostics_dir).as_posix()
-    atomic_write_json(folder.clusters, {"default_q": float(cfg.dbscan_q), "q_by_method": by_method,
+    atomic_write_json(folder.clusters, {"default_q": float(cfg.clusterer["dbscan_q"]), "q_by_method": by_method,
                                             "files": files})
     if not folder.projection.is_file():
         memo = getattr(pipe, "_memo", {})

@@ -29,12 +29,24 @@ def _short(v: Any) -> str:
     return "—" if v is None else str(v)
 
 
+def _clustering(cfg: Dict[str, Any]) -> Dict[str, Any]:
+    """The clustering settings of a run's ``pipeline/config.json`` under the results' key names (``clustering``,
+    ``cluster_space``, ``dbscan_q``, ``n_clusters``), from the nested form (``clusterer``) or the flat one of
+    folders written before it."""
+    c = cfg.get("clusterer")
+    if not isinstance(c, dict):
+        return cfg
+    return {"clustering": c.get("method"), "cluster_space": cfg.get("cluster_space"), "dbscan_q": c.get("dbscan_q"),
+            "n_clusters": c.get("n_clusters")}
+
+
 def summary_rows(run: RunData) -> List[List[str]]:
     """``[name, value]`` rows: dataset, sizes, backbone, hashes, preset, mode, seeds, status, versions."""
     key = run.manifest.get("key", {})
     ds = key.get("dataset", {})
     model = key.get("model", {})
     cfg = run.config or {}
+    clu = _clustering(cfg)
     proto = key.get("protocol", {})
     model_hash = str(model.get("revision") or model.get("sha256") or "—")
     source = ds.get("source") or {}
@@ -49,8 +61,8 @@ def summary_rows(run: RunData) -> List[List[str]]:
         ["backbone", " · ".join(str(model[k]) for k in ("model", "engine", "pooling") if model.get(k)) or "—"],
         ["model hash", model_hash],
         ["preset", str(cfg.get("preset", "—"))],
-        ["clustering", " · ".join(f"{k} {cfg[k]}" for k in ("clustering", "cluster_space", "dbscan_q", "n_clusters")
-                                  if cfg.get(k) is not None and applies(k, cfg.get("clustering"))) or "—"],
+        ["clustering", " · ".join(f"{k} {clu[k]}" for k in ("clustering", "cluster_space", "dbscan_q", "n_clusters")
+                                  if clu.get(k) is not None and applies(k, clu.get("clustering"))) or "—"],
         ["prediction mode", str(run.summary.get("mode", key.get("mode", {}).get("name", "—")))],
         ["demonstrations per prompt", str(cfg.get("budget", key.get("config", {}).get("pipeline", {}).get("budget", "—")))],
         ["run seeds", _short(proto.get("run_seeds"))],
@@ -83,7 +95,7 @@ def settings_rows(run: RunData) -> List[List[str]]:
     clustering method than the run's (the DBSCAN quantile ``q`` on a k-means run) are left out."""
     pipe = run.manifest.get("key", {}).get("config", {}).get("pipeline")
     src = pipe if isinstance(pipe, dict) else (run.config or {})
-    clustering = src.get("clustering", (run.config or {}).get("clustering"))
+    clustering = src.get("clustering", _clustering(run.config or {}).get("clustering"))
     return [[k, _short(v)] for k, v in sorted(src.items()) if applies(k, clustering)]
 
 

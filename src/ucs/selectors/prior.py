@@ -82,7 +82,7 @@ class UCSPrior:
     def __init__(
         self,
         cluster_ids: Any,
-        estimator: str = D.ESTIMATOR,
+        estimator: str = D.PAPER_ESTIMATOR,
         lam: float = D.LAM,
         design: str = D.DESIGN,
         corpus_prior: str = D.CORPUS_PRIOR,
