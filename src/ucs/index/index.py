@@ -153,12 +153,13 @@ class SelectorIndex:
     def _check_params(self) -> None:
         self.method_ = canonical_method(self.method)
         self.base_, self.ucs_ = parse_method(self.method_)
-        if self.base_ == "mdl" and self.lm is None:
+        cls = selector_class(self.base_)
+        if cls.needs_scorer and self.lm is None:
             raise ValueError(
                 f"method={self.method!r} scores candidate subsets with a language model; pass lm= "
                 "(e.g. ucs.models.load_backbone()) or choose topk, dpp or votek"
             )
-        if self.base_ == "mdl" and self.output_key is None:
+        if cls.needs_scorer and self.output_key is None:
             raise ValueError(f"method={self.method!r} builds labelled prompts; pass output_key= (the label field)")
         if self.candidate_search not in SEARCHES:
             raise ValueError(f"candidate_search must be one of {SEARCHES}; got {self.candidate_search!r}")
@@ -270,19 +271,16 @@ class SelectorIndex:
             raise ValueError(f"selector_params {unknown} are not parameters of {cls.__name__}; valid: {sorted(accepted)}")
         params.setdefault("random_state", int(self.random_state))
         self.coverage_prior_ = self._prior()
-        if self.base_ == "mdl":
+        if cls.needs_scorer:
             params["scorer"] = self.lm
-        if self.base_ == "bsr":  # Set-BSR reads the embedder's contextual token embeddings
+        if cls.needs_token_embedder:  # Set-BSR reads the embedder's contextual token embeddings
             params["token_embedder"] = self.get_embedder()
         texts = [example_text(e, self.input_keys_) for e in self.examples_]
         labels = None if self.output_key_ is None else [str(e[self.output_key_]) for e in self.examples_]
         sel = make_selector(self.method_, prior=self.coverage_prior_ if self.ucs_ else None, **params)
         stored = stored or {}
-        if self.base_ == "bsr" and "bsr_tokens" in stored:
-            sel.fit_with_tokens(self.embeddings_, stored["bsr_tokens"], labels=labels, texts=texts,
-                                cluster_ids=self.cluster_ids_)
-        elif self.base_ == "votek" and "votek_graph" in stored:
-            sel.fit_with_graph(self.embeddings_, stored["votek_graph"], labels=labels, texts=texts,
+        if sel.stored_state is not None and sel.stored_state in stored:
+            sel.fit_with_state(self.embeddings_, stored[sel.stored_state], labels=labels, texts=texts,
                                cluster_ids=self.cluster_ids_)
         else:
             sel.fit(self.embeddings_, labels=labels, texts=texts, cluster_ids=self.cluster_ids_)
@@ -425,7 +423,7 @@ class SelectorIndex:
         self._check_fitted()
         probe = query if query is not None else example_text(self.examples_[0], self.input_keys_)
         k = min(int(k), self.n_examples_)
-        if not self.selector_.query_dependent and self.base_ != "mdl":
+        if not self.selector_.query_dependent:
             self.select(None, k)
             return self
         try:
@@ -438,7 +436,7 @@ class SelectorIndex:
             load()
         text = query_text(probe, self.input_keys_)
         qe = self._embed_query_texts([text])
-        if self.base_ != "mdl":
+        if not self.selector_.needs_scorer:
             self.select(text, k, query_embeddings=qe[0])
         return self
 
@@ -502,7 +500,7 @@ class SelectorIndex:
             return select_restricted(self, texts, qe, k, single, where=where, dedupe=dedupe,
                                      example_keys=example_keys, order=order)
         sel = self.selector_
-        if not sel.query_dependent and self.base_ != "mdl":
+        if not sel.query_dependent:
             out = self._shared(k, example_keys)
             n = max(len(texts), 0 if qe is None else qe.shape[0], 1)
             return out if single else [out] * n
@@ -510,14 +508,15 @@ class SelectorIndex:
             if not texts:
                 raise ValueError(f"method={self.method_!r} is query-dependent; pass queries or query_embeddings")
             qe = self._embed_query_texts(texts)
-        if self.base_ == "bsr" and not texts:
-            raise ValueError("method 'bsr' covers the query's tokens: pass the queries' texts, not only embeddings")
+        if sel.needs_token_embedder and not texts:
+            raise ValueError(f"method {self.base_!r} covers the query's tokens: pass the queries' texts, not only "
+                             "embeddings")
         # one query at serving time: the faiss scan and numpy run on the query's threads too (their OpenMP / BLAS
         # pools otherwise wait at barriers for a busy core: +12 ms a call with one of two cores busy)
         if order is None:
             order = getattr(self, "order", None) or D.application_order(sel.labels_ is not None)
         with limit_threads(self._serving_threads() if qe.shape[0] == 1 else None):
-            result = sel.select(qe, k, query_texts=texts if self.base_ in ("mdl", "bsr") else None, order=order)
+            result = sel.select(qe, k, query_texts=texts if sel.needs_query_texts else None, order=order)
         rows = [self._wrap(result, r, texts[r] if texts else None, example_keys) for r in range(qe.shape[0])]
         return rows[0] if single else rows
 

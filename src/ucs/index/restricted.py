@@ -48,8 +48,9 @@ def select_restricted(index: Any, texts: List[str], qe: Optional[np.ndarray], k:
         if not texts:
             raise ValueError(f"method={index.method_!r} is query-dependent; pass queries or query_embeddings")
         qe = index._embed_query_texts(texts)
-    if index.base_ == "bsr" and not texts:
-        raise ValueError("method 'bsr' covers the query's tokens: pass the queries' texts, not only embeddings")
+    if index.selector_.needs_token_embedder and not texts:
+        raise ValueError(f"method {index.base_!r} covers the query's tokens: pass the queries' texts, not only "
+                         "embeddings")
     if order is None:
         order = getattr(index, "order", None) or D.application_order(sub.labels_ is not None)
     with limit_threads(index._serving_threads() if qe.shape[0] == 1 else None):
@@ -95,13 +96,12 @@ def _fit_subset(index: Any, rows: np.ndarray) -> Any:
     method's fit on M rows (VoteK: its vote graph)."""
     params = dict(index.selector_params or {})
     params.setdefault("random_state", int(index.random_state))
-    if index.base_ == "mdl":
+    if index.selector_.needs_scorer:
         params["scorer"] = index.lm
         params.setdefault("label_set", list(index.selector_.label_set_))  # the whole index's labels
-    if index.base_ == "bsr":
+    if index.selector_.needs_token_embedder:
         params["token_embedder"] = _PoolTokens(index.get_embedder(), index.selector_.pool_tokens_, rows)
-    if index.base_ == "votek" and rows.size <= int(params.get("k", index.selector_.k)):
-        params["k"] = max(int(rows.size) - 1, 1)  # each item votes for at most the others
+    index.selector_.params_for_pool(params, int(rows.size))  # e.g. VoteK: k below the subset's size
     _, cids = np.unique(index.cluster_ids_[rows], return_inverse=True)
     cids = cids.astype(np.int64)
     prior = index.coverage_prior_.clone(cluster_ids=cids) if index.ucs_ else None  # the index's settings
@@ -136,7 +136,7 @@ def _choose(index: Any, sub: Any, rows: Optional[np.ndarray], qe: Optional[np.nd
     """Per query, the chosen positions in ``sub``'s pool and their scores, near-duplicates dropped."""
     n = sub.n_pool_
     b = min(k, n)
-    query_texts = (texts or None) if index.base_ in ("mdl", "bsr") or qe is None else None
+    query_texts = (texts or None) if sub.needs_query_texts or qe is None else None
     if threshold is None:
         res = sub.select(qe, b, query_texts=query_texts, order=order)
         return [(res.indices[r], res.scores[r]) for r in range(res.indices.shape[0])]

@@ -294,7 +294,8 @@ class ServedIndex:
                 E = self.batcher.call(base.embed_examples, examples)  # the shared model, between two batches
                 grow = base.copy().add_examples
                 # Set-BSR's refit embeds the pool's tokens with the model: that part runs on the worker too
-                index = self.batcher.call(grow, examples, E) if base.base_ == "bsr" else grow(examples, E)
+                index = self.batcher.call(grow, examples, E) if base.selector_.needs_token_embedder \
+                    else grow(examples, E)
                 if SelectorIndex.latest_version(self.directory) == base.version_:
                     break
             index.save(self.directory)

@@ -143,6 +143,17 @@ class Selector:
     query_dependent: ClassVar[bool] = True
     #: Short name used in :class:`Selection` and exports.
     name: ClassVar[str] = "selector"
+    #: Whether the selector scores prompts with a language model, given as its ``scorer`` parameter (MDL):
+    #: callers pass their model, and a selection costs model calls.
+    needs_scorer: ClassVar[bool] = False
+    #: Whether :meth:`select` reads the queries' texts, not only their embeddings (MDL, Set-BSR).
+    needs_query_texts: ClassVar[bool] = False
+    #: Whether the selector embeds texts' tokens with its ``token_embedder`` parameter (Set-BSR): callers pass
+    #: their embedder, and a fit runs it over the pool.
+    needs_token_embedder: ClassVar[bool] = False
+    #: The name under which a saved index stores the selector's costly fit state (:meth:`fit_with_state`),
+    #: ``None`` when it has none.
+    stored_state: ClassVar[Optional[str]] = None
 
     # ------------------------------------------------------------ parameters
     @classmethod
@@ -249,6 +260,16 @@ class Selector:
         prior = getattr(self, "prior", None)
         cids = _pool_cluster_ids(cluster_ids, prior, n, "pool_embeddings has")
         return self._set_pool(l2_normalize(x), cids, labels, texts)
+
+    def fit_with_state(self, pool_embeddings: Any, state: Any, **kwargs: Any) -> "Selector":
+        """:meth:`fit` reusing the costly fit state a saved index stored under :attr:`stored_state` (Set-BSR's
+        pool tokens, VoteK's vote graph). ``kwargs`` are :meth:`fit`'s. Classes without such state refuse."""
+        raise ValueError(f"{type(self).__name__} stores no fit state; call fit()")
+
+    def params_for_pool(self, params: Dict[str, Any], n_pool: int) -> Dict[str, Any]:
+        """Constructor ``params`` (a dict, updated in place and returned) for a copy of this selector fitted on a
+        pool of ``n_pool`` rows, e.g. a subset of this one's pool. Default: unchanged."""
+        return params
 
     def _set_pool(self, pool: np.ndarray, cids: Optional[np.ndarray], labels: Optional[Sequence[Any]],
                   texts: Optional[Sequence[str]]) -> "Selector":

@@ -144,6 +144,9 @@ class BSRSelector(Selector):
     """
 
     name = "bsr"
+    needs_query_texts = True
+    needs_token_embedder = True
+    stored_state = "bsr_tokens"
 
     def __init__(self, token_embedder: Any = None, coverage: bool = True, candidate_num: Optional[int] = None,
                  block: int = 1024) -> None:
@@ -171,6 +174,10 @@ class BSRSelector(Selector):
             return
         vectors, _ = self.token_embedder.embed_tokens(self.texts_)
         self.pool_tokens_ = PackedTokens(vectors)
+
+    def fit_with_state(self, pool_embeddings: Any, state: Any, **kwargs: Any) -> "BSRSelector":
+        """:meth:`fit_with_tokens` (the stored state is the pool's tokens)."""
+        return self.fit_with_tokens(pool_embeddings, state, **kwargs)
 
     def fit_with_tokens(self, pool_embeddings: Any, pool_tokens: PackedTokens,
                         **kwargs: Any) -> "BSRSelector":

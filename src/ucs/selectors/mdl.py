@@ -122,6 +122,8 @@ class MDLSelector(Selector):
     """
 
     name = "mdl"
+    needs_scorer = True
+    needs_query_texts = True
 
     def __init__(
         self,

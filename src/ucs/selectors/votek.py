@@ -144,6 +144,7 @@ class VoteKSelector(Selector):
 
     name = "votek"
     query_dependent = False
+    stored_state = "votek_graph"
 
     def __init__(
         self,
@@ -191,6 +192,16 @@ class VoteKSelector(Selector):
             return self.fit(pool_embeddings, **kwargs)
         finally:
             self.__dict__.pop("_stored_graph", None)
+
+    def fit_with_state(self, pool_embeddings: Any, state: Any, **kwargs: Any) -> "VoteKSelector":
+        """:meth:`fit_with_graph` (the stored state is the vote graph)."""
+        return self.fit_with_graph(pool_embeddings, state, **kwargs)
+
+    def params_for_pool(self, params: Dict[str, Any], n_pool: int) -> Dict[str, Any]:
+        """``k`` capped at ``n_pool - 1`` (at least 1): each item votes for at most the others."""
+        if n_pool <= int(params.get("k", self.k)):
+            params["k"] = max(int(n_pool) - 1, 1)
+        return params
 
     def item_scores(self) -> np.ndarray:
         """Ranking score of every pool item, shape (N,): votes, plus ``λ · log w_{c(i)}`` with a prior."""
