@@ -220,7 +220,7 @@ class UCSExampleSelector(BaseExampleSelector):
     def select_examples(self, input_variables: Dict[str, Any]) -> List[Dict[str, Any]]:
         """The ``k`` examples for the prompt variables ``input_variables`` (a list of dicts)."""
         text = self._query_text(input_variables)
-        if not self.index.selector_.query_dependent and self.index.base_ != "mdl":
+        if not self.index.selector_.query_dependent:
             return self._select(text, None, input_variables)
         return self._select(text, self._embed_query(text), input_variables)
 
@@ -231,7 +231,7 @@ class UCSExampleSelector(BaseExampleSelector):
         if not isinstance(emb, DocumentsEmbedder):
             return await super().aselect_examples(input_variables)
         text = self._query_text(input_variables)
-        if not self.index.selector_.query_dependent and self.index.base_ != "mdl":
+        if not self.index.selector_.query_dependent:
             return self._select(text, None, input_variables)
         return self._select(text, await emb.aembed_query(text), input_variables)
 

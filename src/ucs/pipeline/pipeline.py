@@ -65,7 +65,7 @@ from ucs.pipeline.layout import ArtifactLayout
 from ucs.pipeline.run_files import append_timings, write_run_files
 from ucs.selectors import UCSPrior
 from ucs.selectors.base import LAST_ORDERS
-from ucs.selectors.factory import make_selector
+from ucs.selectors.factory import make_selector, selector_class
 from ucs.utils.integrity import load_checked_npy, save_checked_npy
 from ucs.utils.io import atomic_write_json, atomic_write_text, hash_array
 from ucs.utils.progress import progress_enabled, stage
@@ -501,9 +501,10 @@ class Pipeline:
         built by :func:`ucs.selectors.factory.make_selector` from the configuration's selector settings."""
         base, ucs = parse_method(method)
         params = self.config.selector_params(base)
-        if base == "mdl":
+        cls = selector_class(base)
+        if cls.needs_scorer:
             params.update(scorer=self.mdl_scorer(), label_set=list(self.dataset.label_names))
-        if base == "bsr":  # Set-BSR reads contextual token embeddings of the retrieval embedder (or the backbone's)
+        if cls.needs_token_embedder:  # Set-BSR: token embeddings of the retrieval embedder (or the backbone's)
             params.update(token_embedder=self.retrieval if self.retrieval is not None else self.backbone)
         return make_selector(method, prior=self.prior(method, seed) if ucs else None, random_state=int(seed),
                              **params)
@@ -515,22 +516,23 @@ class Pipeline:
         memo = ("selection", method, int(seed), qkey)
         if memo in self._memo:
             return self._memo[memo]
-        base, _ = parse_method(method)
         ids = self.cluster_ids(seed, self.config.dbscan_q_for(method))
         pool = self.retrieval_pool()
         selector = self.build_selector(method, seed)
         t0 = time.perf_counter()
         selector.fit(pool, labels=self.pool_labels_text(), texts=list(self.dataset.pool.texts), cluster_ids=ids)
-        queries = self.retrieval_queries(query_texts) if selector.query_dependent or base == "mdl" else None
-        if self.distributed and queries is not None and base not in ("mdl", "bsr"):
-            # MDL scores with the driver's backbone, which is not shipped to workers
+        queries = self.retrieval_queries(query_texts) if selector.query_dependent else None
+        on_driver = selector.needs_scorer or selector.needs_token_embedder
+        if self.distributed and queries is not None and not on_driver:
+            # MDL scores with the driver's backbone, Set-BSR embeds tokens with its embedder: neither is shipped
+            # to workers
 
             ex = self._executor()
             bs = self.select_batch_size or max(2, -(-len(query_texts) // max(1, ex.num_workers)))
             sel = select_queries(selector, queries, ex, bs, budget=self.config.budget,
                                  query_texts=list(query_texts), exclude_query_texts=True, order=self.config.order)
         else:
-            with progress_enabled(self.progress and base == "mdl"), stage(  # MDL scores subsets query by query
+            with progress_enabled(self.progress and selector.needs_scorer), stage(  # MDL scores query by query
                     f"MDL scoring {method} (seed {seed})", len(query_texts), kind="mdl"):
                 # a test query is never offered a pool item with its own text (leaky splits are also warned about)
                 sel = selector.select(queries, self.config.budget, query_texts=list(query_texts),
