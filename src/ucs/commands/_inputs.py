@@ -14,7 +14,7 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 __all__ = ["InputError", "read_array", "read_matrix", "read_ids", "read_lines", "read_json", "check_out_suffix", "set_options",
-           "default_note"]
+           "default_note", "executor_from_options"]
 
 
 #: Largest magnitude accepted in an embedding matrix: squares of larger values overflow float64 distances.
@@ -122,3 +122,16 @@ def default_note(name: str) -> str:
     from ucs import defaults
 
     return f"; default {getattr(defaults, name)}"
+
+
+def executor_from_options(executor: str, address: Optional[str], num_cpus: Optional[int]) -> Any:
+    """:func:`ucs.distributed.make_executor` for ``--executor``/``--address``/``--num-cpus``, an inconsistent pair
+    reported as a usage error of the command."""
+    import typer
+
+    from ucs.distributed import ExecutorOptionError, make_executor
+
+    try:
+        return make_executor(executor, address, num_cpus)
+    except ExecutorOptionError as exc:
+        raise typer.BadParameter(str(exc)) from None

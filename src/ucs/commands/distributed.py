@@ -10,7 +10,7 @@ import typer
 
 from ucs import defaults as D
 from ucs.commands._inputs import default_note as _d
-from ucs.commands._inputs import set_options
+from ucs.commands._inputs import executor_from_options, set_options
 from ucs.selectors.factory import BASE_SELECTORS, NO_UCS_FORM
 
 #: Selectors run with the UCS prior over query batches (MDL scores with the driver's LM, which is not shipped).
@@ -18,18 +18,6 @@ _SELECT_METHODS = tuple(b for b in BASE_SELECTORS if b not in NO_UCS_FORM and b 
 
 _EXECUTOR_HELP = "local (default, in-process) or ray"
 _ADDRESS_HELP = "Ray cluster: 'auto' (ray start on this machine), 'ray://host:10001', or empty for a private local one."
-
-
-def _executor(executor: str, address: Optional[str], num_cpus: Optional[int]):
-    from ucs.distributed import get_executor
-
-    if executor == "local":
-        if address:
-            raise typer.BadParameter("--address needs --executor ray")
-        return get_executor("local")
-    if executor == "ray":
-        return get_executor("ray", address=address or None, num_cpus=num_cpus)
-    raise typer.BadParameter(f"--executor must be 'local' or 'ray'; got {executor!r}")
 
 
 def _pool(path: Path, param: str, pool_cls, lazy: bool = False):
@@ -70,7 +58,7 @@ def register(app: typer.Typer) -> None:
         from ucs.embedding import load_retrieval_embedder
 
         lines = texts.read_text(encoding="utf-8").splitlines()
-        with _executor(executor, address, num_cpus) as ex:
+        with executor_from_options(executor, address, num_cpus) as ex:
             pool = embed_pool(functools.partial(load_retrieval_embedder, model), lines, ex, shard_size, out_dir,
                               num_gpus=num_gpus)
         typer.echo(f"{pool.n} texts in {pool.n_shards} shards ({pool.n_embedded} embedded, {pool.n_skipped} reused); "
@@ -105,7 +93,7 @@ def register(app: typer.Typer) -> None:
                                coding=coding)
         if settings.get("pca_dim") == 0:
             settings["pca_dim"] = None
-        with _executor(executor, address, num_cpus) as ex:
+        with executor_from_options(executor, address, num_cpus) as ex:
             res = cluster_pool(source, None, ex, shard_size=shard_size, fit_sample_size=fit_sample, knn=knn,
                                random_state=seed, **settings)
         atomic_save_npy(out / "labels.npy", res.labels_)
@@ -146,7 +134,7 @@ def register(app: typer.Typer) -> None:
         Q = read_matrix(query_embeddings, "--queries", dim=E.shape[1])
         prior = UCSPrior(ids, estimator=estimator, **set_options(lam=lam))
         sel = make_selector(method, prior=prior).fit(E, cluster_ids=ids)
-        with _executor(executor, address, num_cpus) as ex:
+        with executor_from_options(executor, address, num_cpus) as ex:
             selection = select_queries(sel, Q, ex, batch_size, budget=budget)
         if out.suffix == ".csv":
             selection.to_csv(str(out))

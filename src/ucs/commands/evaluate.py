@@ -149,9 +149,9 @@ def register(app: typer.Typer) -> None:
 
             typer.echo("\n".join(cost_lines(evaluation_cost(cfg, limit=limit, cache_dir=cache_dir))))
             raise typer.Exit()
-        from ucs.commands.distributed import _executor
+        from ucs.commands._inputs import executor_from_options
 
-        ex = _executor(executor, address, num_cpus)
+        ex = executor_from_options(executor, address, num_cpus)
         try:
             with run_folder(out, wait=wait, fresh=fresh, kind="ucs evaluate / ucs demo"), \
                     Pipeline(cfg, cache_dir=cache_dir, out_dir=out, progress=progress, executor=ex,

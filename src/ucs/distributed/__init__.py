@@ -11,7 +11,7 @@ from ucs.distributed.cluster import PoolClustering, cluster_pool
 from ucs.distributed.embed import PoolEmbeddings, embed_pool
 from ucs.distributed.eps_graph import EpsGraphResult, sharded_eps_components
 from ucs.distributed.executor import EXECUTORS, Executor, LocalExecutor
-from ucs.distributed.executors import get_executor
+from ucs.distributed.executors import ExecutorOptionError, get_executor, make_executor
 from ucs.distributed.partition import DISTRIBUTED_PARTITIONS, kmeans_pool
 from ucs.distributed.ray_executor import RayExecutor, have_ray
 from ucs.distributed.select import select_queries
@@ -23,6 +23,7 @@ __all__ = [
     "EXECUTORS",
     "EpsGraphResult",
     "Executor",
+    "ExecutorOptionError",
     "LocalExecutor",
     "PoolClustering",
     "PoolEmbeddings",
@@ -33,6 +34,7 @@ __all__ = [
     "embed_pool",
     "get_executor",
     "kmeans_pool",
+    "make_executor",
     "have_ray",
     "load_shard",
     "select_queries",

@@ -6,11 +6,11 @@ class, is imported only here and only when asked for (Ray is an optional depende
 
 from __future__ import annotations
 
-from typing import Any, Union
+from typing import Any, Optional, Union
 
 from ucs.distributed.executor import EXECUTORS, Executor, LocalExecutor
 
-__all__ = ["get_executor"]
+__all__ = ["ExecutorOptionError", "get_executor", "make_executor"]
 
 
 def get_executor(executor: Union[None, str, Executor] = None, **kwargs: Any) -> Executor:
@@ -28,3 +28,23 @@ def get_executor(executor: Union[None, str, Executor] = None, **kwargs: Any) -> 
 
         return RayExecutor(**kwargs)
     raise ValueError(f"executor must be one of {EXECUTORS} or an Executor instance; got {executor!r}")
+
+
+class ExecutorOptionError(ValueError):
+    """The ``--executor``/``--address`` pair of a command is inconsistent; the message names the option."""
+
+
+def make_executor(executor: str, address: Optional[str] = None, num_cpus: Optional[int] = None) -> Executor:
+    """The executor the commands' ``--executor``, ``--address`` and ``--num-cpus`` options ask for.
+
+    ``"local"`` takes no address; ``"ray"`` passes ``address`` (empty → a private local cluster) and ``num_cpus``
+    to :class:`~ucs.distributed.RayExecutor`. Raises :class:`ExecutorOptionError` for an unknown executor or an
+    address without Ray. O(1); Ray connects only when first used.
+    """
+    if executor == "local":
+        if address:
+            raise ExecutorOptionError("--address needs --executor ray")
+        return get_executor("local")
+    if executor == "ray":
+        return get_executor("ray", address=address or None, num_cpus=num_cpus)
+    raise ExecutorOptionError(f"--executor must be 'local' or 'ray'; got {executor!r}")
