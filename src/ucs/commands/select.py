@@ -9,10 +9,10 @@ import typer
 
 from ucs import defaults as D
 from ucs.commands._inputs import default_note as _d, set_options
-from ucs.selectors.factory import BASE_SELECTORS
+from ucs.selectors.factory import BASE_SELECTORS, selector_class
 
-#: Every base selector but MDL, which scores subsets with a language model (the Python API takes one).
-METHODS = tuple(b for b in BASE_SELECTORS if b != "mdl")
+#: Every base selector but those that score subsets with a language model (MDL; the Python API takes one).
+METHODS = tuple(b for b in BASE_SELECTORS if not selector_class(b).needs_scorer)
 
 
 def register(app: typer.Typer) -> None:

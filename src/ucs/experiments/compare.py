@@ -370,7 +370,7 @@ def _select(index: SelectorIndex, text: str, k: int, query_emb: np.ndarray, orde
     the query an example with exactly its own text (its copies move behind every other candidate); returns the
     chosen positions and examples."""
     sel = index.selector_
-    if not sel.query_dependent and index.base_ != "mdl":  # one shared set, the same for every query
+    if not sel.query_dependent:  # one shared set, the same for every query
         shared = index.select(text, k, query_embeddings=query_emb)
         return [int(i) for i in shared.indices], shared.examples
     result = sel.select(query_emb[None, :], k, query_texts=[text], exclude_query_texts=True, order=order)
