@@ -245,3 +245,16 @@ def test_the_kmeans_revision_enters_the_key_of_runs_that_cluster_with_it():
     assert PipelineConfig(clusterer={"method": "kmeans"}).key_dict()["lloyd_revision"] == LLOYD_REVISION
     # the paper's runs keep theirs
     assert "lloyd_revision" not in PipelineConfig(clusterer={"method": "dict_dbscan"}).key_dict()
+
+
+def test_from_preset_of_earlier_releases_is_resolve_with_a_note():
+    import warnings as _w
+
+    from ucs.pipeline.config import DeprecatedSettingWarning, PipelineConfig
+
+    with _w.catch_warnings(record=True) as got:
+        _w.simplefilter("always")
+        old = PipelineConfig.from_preset("cpu", dataset="banking77", n_runs=1)
+    assert old == PipelineConfig.resolve("cpu", overrides={"dataset": "banking77", "n_runs": 1})
+    assert [w.category for w in got] == [DeprecatedSettingWarning]
+    assert "PipelineConfig.resolve('cpu'" in str(got[0].message)

@@ -679,6 +679,14 @@ class PipelineConfig:
             base = cls().with_settings({**get_preset(name).settings, "preset": name})
         return base.with_settings(overrides or {})
 
+    @classmethod
+    def from_preset(cls, name: str, **overrides: Any) -> "PipelineConfig":
+        """Deprecated spelling of ``PipelineConfig.resolve(name, overrides=overrides)`` (earlier releases, and the
+        commands on earlier results pages); warns once with a :class:`DeprecatedSettingWarning`."""
+        warnings.warn(f"PipelineConfig.from_preset({name!r}, ...) is now PipelineConfig.resolve({name!r}, "
+                      "overrides={...})", DeprecatedSettingWarning, stacklevel=2)
+        return cls.resolve(name, overrides=overrides)
+
     def with_settings(self, settings: Mapping[str, Any]) -> "PipelineConfig":
         """This configuration with ``settings`` applied, in order; each key is a field (``budget``), a section
         given as a mapping (merged into this one's), or a path (``selector.params.mmr.lambda_mult``,
