@@ -119,3 +119,20 @@ def test_the_installed_avx512_build_loads_and_scores_as_the_portable_one():
     assert fast_path == str(folder) and slow_path.endswith(os.path.join("llama_cpp", "lib"))
     assert fast == pytest.approx(slow, rel=2e-3)  # other accumulation orders through 30 layers: ≈ 0.006 nats
     assert max(range(3), key=fast.__getitem__) == max(range(3), key=slow.__getitem__)
+
+
+def test_children_load_the_build_this_process_loaded(monkeypatch):
+    """A worker must answer as its parent does: a parent that imported the portable build (e.g. the user imported
+    llama_cpp first) tells its children to keep it, and one that loaded the AVX-512 build names that folder."""
+    import llama_cpp.llama_cpp as ll
+
+    for name in (lk.LIB_PATH_ENV, lk.KERNELS_ENV):
+        monkeypatch.setenv(name, "")
+        monkeypatch.delenv(name)
+    env = lk.child_environment()
+    if lk._is_sidecar(ll._base_path):
+        assert env == {lk.LIB_PATH_ENV: str(ll._base_path), lk.KERNELS_ENV: None}
+    else:
+        assert env == {lk.LIB_PATH_ENV: None, lk.KERNELS_ENV: "portable"}
+    lk.apply_environment(env)
+    assert lk.decide()[0] == (None if env[lk.KERNELS_ENV] else ll._base_path)

@@ -32,8 +32,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
-__all__ = ["AVX512_FLAGS", "KERNELS_ENV", "install_kernels", "kernel_library_dir", "remove_kernels",
-           "select_kernels"]
+__all__ = ["AVX512_FLAGS", "KERNELS_ENV", "apply_environment", "child_environment", "install_kernels",
+           "kernel_library_dir", "remove_kernels", "select_kernels"]
 
 KERNELS_ENV = "UCS_LLAMA_KERNELS"
 LIB_PATH_ENV = "LLAMA_CPP_LIB_PATH"
@@ -141,6 +141,30 @@ def _is_sidecar(path: Path) -> bool:
     """Whether ``path`` is the AVX-512 folder (set by :func:`select_kernels` here or in a parent process)."""
     folder = sidecar_dir()
     return folder is not None and path.resolve() == folder.resolve()
+
+
+def child_environment() -> Dict[str, Optional[str]]:
+    """What a child process needs in its environment to load the build this process loaded (or, before any
+    load here, the one :func:`select_kernels` picks), so that workers answer bit for bit as this process does;
+    ``None`` values are to be removed (:func:`apply_environment`)."""
+    loaded = sys.modules.get("llama_cpp.llama_cpp")
+    if loaded is None:
+        select_kernels()
+        return {LIB_PATH_ENV: os.environ.get(LIB_PATH_ENV), KERNELS_ENV: os.environ.get(KERNELS_ENV)}
+    base = Path(str(getattr(loaded, "_base_path", "")))
+    pkg = _package_dir()
+    if pkg is not None and base.resolve() == (pkg / "lib").resolve():
+        return {LIB_PATH_ENV: None, KERNELS_ENV: "portable"}
+    return {LIB_PATH_ENV: str(base), KERNELS_ENV: None}
+
+
+def apply_environment(env: Dict[str, Optional[str]]) -> None:
+    """Set (or, for ``None``, remove) each variable of :func:`child_environment`'s result in this process."""
+    for name, value in env.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
 
 
 def kernel_library_dir() -> Optional[Path]:

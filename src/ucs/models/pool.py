@@ -22,6 +22,7 @@ from typing import Any, Callable, Deque, Dict, Iterable, Iterator, List, Optiona
 
 import numpy as np
 
+from ucs.models.llama_kernels import child_environment
 from ucs.utils.cpu import available_cores
 
 __all__ = ["BackbonePool", "default_workers"]
@@ -34,10 +35,14 @@ def default_workers() -> int:
     return available_cores()
 
 
-def _start(model: str, engine: str, kwargs: Dict[str, Any]) -> None:
-    """Worker initializer: one thread, then the backbone."""
+def _start(model: str, engine: str, kwargs: Dict[str, Any], kernels: Optional[Dict[str, Optional[str]]] = None
+           ) -> None:
+    """Worker initializer: the parent's llama.cpp build (``kernels``, before anything loads it), one thread, then
+    the backbone."""
+    from ucs.models.llama_kernels import apply_environment
     from ucs.models.registry import load_backbone
 
+    apply_environment(kernels or {})
     if engine == "transformers":
         import torch
 
@@ -128,7 +133,7 @@ class BackbonePool:
             if self.engine == "llama":  # convert a float copy once, here, not in every worker at once
                 self.local.load()
             self._pool = ProcessPoolExecutor(self.workers, mp_context=mp.get_context("spawn"),
-                                             initializer=_start, initargs=self._recipe)
+                                             initializer=_start, initargs=(*self._recipe, child_environment()))
         return self._pool
 
     def _stream(self, fn: Callable[..., Any], items: Iterable[Any], *extra: Any) -> Iterator[Any]:
