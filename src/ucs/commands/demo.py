@@ -159,7 +159,7 @@ def _show_demonstrations(pipe: Any, cfg: Any, queries: int, show_prompts: int) -
 
 def _write_report(out: Path, temporary: bool) -> None:
     """The HTML report of the run: beside its files, or (for a temporary run folder) in a file of its own."""
-    from ucs.commands.report import try_write_report
+    from ucs.commands._report import try_write_report
 
     if not temporary:
         typer.echo(f"files: {out}")

@@ -159,7 +159,7 @@ def register(app: typer.Typer) -> None:
                 result = pipe.run(out, limit=limit)
         finally:
             ex.close()
-        from ucs.commands.report import try_write_report
+        from ucs.commands._report import try_write_report
         from ucs.report.console import demonstrations_text, timings_line
         from ucs.report.data import load_run
 

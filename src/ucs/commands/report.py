@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Optional
 
 import typer
+
+from ucs.commands._report import MISSING
 
 HELP = """Write the HTML report of a run folder (from ucs evaluate, ucs demo --out or a ucs reproduce cell).
 
@@ -14,44 +16,27 @@ paired difference, the cluster explorer, coverage per method, and every query wi
 each method chose. Default: RUN_DIR/report.html. See docs/report.md.
 """
 
-MISSING = "the report needs jinja2 and plotly: pip install -e '.[report]' in the ucs repository (or pip install jinja2 plotly)"
 
-
-def try_write_report(run_dir: Path, out: Optional[Path] = None,
-                     echo: Callable[[str], None] = typer.echo) -> Optional[Path]:
-    """Write the report and print where; print why not (missing extra, not a run folder) and return ``None``."""
+def report_cmd(
+    run_dir: Path = typer.Argument(..., help="A run folder (it holds manifest.json and results.json)."),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="HTML file to write (default RUN_DIR/report.html)."),
+) -> None:
     try:
-        from ucs.report import write_report
+        import jinja2  # noqa: F401
+        import plotly  # noqa: F401
 
-        path = write_report(run_dir, out)
+        from ucs.report import write_report
     except ImportError:
-        echo(f"report: not written ({MISSING})")
-        return None
-    except (FileNotFoundError, ValueError) as exc:  # not a run folder; a damaged or unexpected file (named)
-        echo(f"report: not written ({exc})")
-        return None
-    echo(f"report: {path}")
-    return path
+        raise typer.BadParameter(MISSING) from None
+    if not run_dir.is_dir():
+        raise typer.BadParameter(f"{run_dir} is not a folder; give a run folder such as the --out of ucs evaluate",
+                                 param_hint="RUN_DIR")
+    try:
+        path = write_report(run_dir, out)
+    except (FileNotFoundError, ValueError) as exc:  # RunFolderError names the file and the field
+        raise typer.BadParameter(str(exc), param_hint="RUN_DIR") from None
+    typer.echo(f"report: {path} ({path.stat().st_size / 1e6:.1f} MB)")
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("report", help=HELP)
-    def report_cmd(
-        run_dir: Path = typer.Argument(..., help="A run folder (it holds manifest.json and results.json)."),
-        out: Optional[Path] = typer.Option(None, "--out", "-o", help="HTML file to write (default RUN_DIR/report.html)."),
-    ) -> None:
-        try:
-            import jinja2  # noqa: F401
-            import plotly  # noqa: F401
-
-            from ucs.report import write_report
-        except ImportError:
-            raise typer.BadParameter(MISSING) from None
-        if not run_dir.is_dir():
-            raise typer.BadParameter(f"{run_dir} is not a folder; give a run folder such as the --out of ucs evaluate",
-                                     param_hint="RUN_DIR")
-        try:
-            path = write_report(run_dir, out)
-        except (FileNotFoundError, ValueError) as exc:  # RunFolderError names the file and the field
-            raise typer.BadParameter(str(exc), param_hint="RUN_DIR") from None
-        typer.echo(f"report: {path} ({path.stat().st_size / 1e6:.1f} MB)")
+    app.command("report", help=HELP)(report_cmd)

@@ -170,7 +170,7 @@ def _print_dry_run(names: List[str], opts: Any) -> None:
 
 def _run(names: List[str], opts: Any, work_dir: Path, wait: bool) -> None:
     """Run (or, with ``--render-only``, only render) the experiments and write an HTML report per folder."""
-    from ucs.commands.report import try_write_report
+    from ucs.commands._report import try_write_report
     from ucs.experiments.registry import get_experiment
     from ucs.experiments.reproduce import reproduce
 
