@@ -86,50 +86,52 @@ def _print_table(title: str, rows: list[dict]) -> None:
     console.print("spectrum f_s (s = 1, 2, …): " + ", ".join(f"f_{s}={v}" for s, v in enumerate(spec) if s and v))
 
 
-def register(app: typer.Typer) -> None:
-    @app.command("coverage")
-    def coverage(
-        cluster_ids: Optional[Path] = typer.Option(
-            None, "--clusters", help="Cluster ids: .npy, or a text file with one id per line."),
-        subset: Optional[str] = typer.Option(None, "--subset", help="Comma-separated pool indices, e.g. 0,5,9."),
-        estimator: str = typer.Option("all", "--estimator", help="Estimator name(s), comma-separated, or 'all'."),
-        design: Optional[str] = typer.Option(None, "--design", help="full (default) | seen_only | unseen_only | ratio."),
-        t: float = typer.Option(D.T, "--t", help="Expansion factor t = m/|S|."),
-        bin_size: int = typer.Option(D.BIN_SIZE, "--bin-size", "-M", help="Truncation M of the paper estimator."),
-        alpha: float = typer.Option(D.ALPHA, "--alpha", help="Offset α in [1, 2] of the paper estimator."),
-        integer: bool = typer.Option(False, "--integer", help="Floor the paper estimator (authors' code parity)."),
-        demo: bool = typer.Option(False, "--demo", help="Show the worked ten-demonstration examples of SPEC §3."),
-        as_json: bool = typer.Option(False, "--json", help="Print JSON instead of tables."),
-    ) -> None:
-        """Print K_seen, Û, Φ and the spectrum of a subset under every estimator side by side."""
-        from ucs import defaults
-        from ucs.estimators import DESIGNS, ESTIMATORS, resolve_estimator_name
+def coverage_cmd(
+    cluster_ids: Optional[Path] = typer.Option(
+        None, "--clusters", help="Cluster ids: .npy, or a text file with one id per line."),
+    subset: Optional[str] = typer.Option(None, "--subset", help="Comma-separated pool indices, e.g. 0,5,9."),
+    estimator: str = typer.Option("all", "--estimator", help="Estimator name(s), comma-separated, or 'all'."),
+    design: Optional[str] = typer.Option(None, "--design", help="full (default) | seen_only | unseen_only | ratio."),
+    t: float = typer.Option(D.T, "--t", help="Expansion factor t = m/|S|."),
+    bin_size: int = typer.Option(D.BIN_SIZE, "--bin-size", "-M", help="Truncation M of the paper estimator."),
+    alpha: float = typer.Option(D.ALPHA, "--alpha", help="Offset α in [1, 2] of the paper estimator."),
+    integer: bool = typer.Option(False, "--integer", help="Floor the paper estimator (authors' code parity)."),
+    demo: bool = typer.Option(False, "--demo", help="Show the worked ten-demonstration examples of SPEC §3."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON instead of tables."),
+) -> None:
+    """Print K_seen, Û, Φ and the spectrum of a subset under every estimator side by side."""
+    from ucs import defaults
+    from ucs.estimators import DESIGNS, ESTIMATORS, resolve_estimator_name
 
-        design = defaults.DESIGN if design is None else design
-        if design not in DESIGNS:
-            raise typer.BadParameter(f"must be one of {', '.join(DESIGNS)}", param_hint="--design")
-        try:
-            names = list(ESTIMATORS) if estimator == "all" else [resolve_estimator_name(x) for x in estimator.split(",")]
-        except ValueError as exc:
-            raise typer.BadParameter(str(exc), param_hint="--estimator")
-        cases: list[tuple[str, np.ndarray, np.ndarray]] = []
-        if demo:
-            if cluster_ids is not None or subset is not None:
-                raise typer.BadParameter("--demo takes no --clusters/--subset", param_hint="--demo")
-            for title, mult in DEMO_SUBSETS.items():
-                ids = np.repeat(np.arange(len(mult)), mult)
-                cases.append((title, ids, np.arange(ids.size)))
-        else:
-            if cluster_ids is None or subset is None:
-                raise typer.BadParameter("give --clusters FILE and --subset i,j,k (or --demo)", param_hint="--clusters")
-            ids = read_cluster_ids(cluster_ids)
-            cases.append((f"subset of {cluster_ids.name}", ids, parse_subset(subset, ids.size)))
-        try:
-            results = [(title, coverage_table(ids, sub, names, design, t, bin_size, alpha, integer)) for title, ids, sub in cases]
-        except ValueError as exc:
-            raise typer.BadParameter(str(exc))
-        if as_json:
-            typer.echo(json.dumps([{"case": title, "rows": rows} for title, rows in results], indent=2))
-            return
-        for title, rows in results:
-            _print_table(title, rows)
+    design = defaults.DESIGN if design is None else design
+    if design not in DESIGNS:
+        raise typer.BadParameter(f"must be one of {', '.join(DESIGNS)}", param_hint="--design")
+    try:
+        names = list(ESTIMATORS) if estimator == "all" else [resolve_estimator_name(x) for x in estimator.split(",")]
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--estimator")
+    cases: list[tuple[str, np.ndarray, np.ndarray]] = []
+    if demo:
+        if cluster_ids is not None or subset is not None:
+            raise typer.BadParameter("--demo takes no --clusters/--subset", param_hint="--demo")
+        for title, mult in DEMO_SUBSETS.items():
+            ids = np.repeat(np.arange(len(mult)), mult)
+            cases.append((title, ids, np.arange(ids.size)))
+    else:
+        if cluster_ids is None or subset is None:
+            raise typer.BadParameter("give --clusters FILE and --subset i,j,k (or --demo)", param_hint="--clusters")
+        ids = read_cluster_ids(cluster_ids)
+        cases.append((f"subset of {cluster_ids.name}", ids, parse_subset(subset, ids.size)))
+    try:
+        results = [(title, coverage_table(ids, sub, names, design, t, bin_size, alpha, integer)) for title, ids, sub in cases]
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc))
+    if as_json:
+        typer.echo(json.dumps([{"case": title, "rows": rows} for title, rows in results], indent=2))
+        return
+    for title, rows in results:
+        _print_table(title, rows)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("coverage")(coverage_cmd)
