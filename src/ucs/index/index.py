@@ -20,9 +20,9 @@ from ucs.index.selection import IndexSelection
 from ucs.index.search import SEARCHES, make_search
 from ucs.index.storage import latest_version, load_index, save_index
 from ucs.models import load_backbone
-from ucs.selectors import UCSPrior
+from ucs.selectors import MethodSpec, UCSPrior
 from ucs.selectors.base import ORDERS, check_random_state
-from ucs.selectors.factory import canonical_method, make_selector, parse_method, selector_class
+from ucs.selectors.factory import make_selector
 
 __all__ = ["SelectorIndex", "IndexSelection"]
 
@@ -151,15 +151,14 @@ class SelectorIndex:
 
     # ------------------------------------------------------------------ parameters
     def _check_params(self) -> None:
-        self.method_ = canonical_method(self.method)
-        self.base_, self.ucs_ = parse_method(self.method_)
-        cls = selector_class(self.base_)
-        if cls.needs_scorer and self.lm is None:
+        spec = self.spec_ = MethodSpec.parse(self.method)  # the one parse of the index's method
+        self.method_, self.base_, self.ucs_ = spec.name, spec.base, spec.ucs
+        if spec.needs_scorer and self.lm is None:
             raise ValueError(
                 f"method={self.method!r} scores candidate subsets with a language model; pass lm= "
                 "(e.g. ucs.models.load_backbone()) or choose topk, dpp or votek"
             )
-        if cls.needs_scorer and self.output_key is None:
+        if spec.needs_scorer and self.output_key is None:
             raise ValueError(f"method={self.method!r} builds labelled prompts; pass output_key= (the label field)")
         if self.candidate_search not in SEARCHES:
             raise ValueError(f"candidate_search must be one of {SEARCHES}; got {self.candidate_search!r}")
@@ -229,15 +228,15 @@ class SelectorIndex:
         self
         """
         self._check_fitted()
-        if canonical_method(method) == self.method_:  # the same method in another spelling: nothing to refit
+        if MethodSpec.parse(method) == self.spec_:  # the same method in another spelling: nothing to refit
             return self
-        old = (self.method, self.selector_params, self.method_, self.base_, self.ucs_)
+        old = (self.method, self.selector_params, self.spec_, self.method_, self.base_, self.ucs_)
         self.method, self.selector_params = method, None
         try:  # the selector is replaced only once the new one is fitted
             self._check_params()
             return self._fit_selector()
         except Exception:
-            self.method, self.selector_params, self.method_, self.base_, self.ucs_ = old
+            self.method, self.selector_params, self.spec_, self.method_, self.base_, self.ucs_ = old
             raise
 
     def _cluster_and_fit(self) -> "SelectorIndex":
@@ -257,27 +256,28 @@ class SelectorIndex:
         self.search_ = make_search(self.candidate_search, self.embeddings_, dict(self.hnsw or {}), serialized)
 
     def _prior(self) -> Any:
-        return UCSPrior(self.cluster_ids_, **{**_defaults(), **(self.prior or {})})
+        return UCSPrior.build(self.cluster_ids_, {**_defaults(), **(self.prior or {})})
 
     def _fit_selector(self, stored: Optional[Dict[str, Any]] = None) -> "SelectorIndex":
         """Build the selector with :func:`ucs.selectors.factory.make_selector` and fit it (``stored``: state read
         with a saved index, so that loading computes nothing costly: Set-BSR's pool tokens as ``bsr_tokens``, a
         ``PackedTokens``; VoteK's vote graph as ``votek_graph``)."""
-        cls = selector_class(self.base_)
-        accepted = set(cls._param_names())
+        spec = self.spec_
+        cls = spec.selector_class
+        accepted = set(spec.param_names())
         params: Dict[str, Any] = dict(self.selector_params or {})
         unknown = sorted(set(params) - accepted)
         if unknown:
             raise ValueError(f"selector_params {unknown} are not parameters of {cls.__name__}; valid: {sorted(accepted)}")
         params.setdefault("random_state", int(self.random_state))
         self.coverage_prior_ = self._prior()
-        if cls.needs_scorer:
+        if spec.needs_scorer:
             params["scorer"] = self.lm
-        if cls.needs_token_embedder:  # Set-BSR reads the embedder's contextual token embeddings
+        if spec.needs_token_embedder:  # Set-BSR reads the embedder's contextual token embeddings
             params["token_embedder"] = self.get_embedder()
         texts = [example_text(e, self.input_keys_) for e in self.examples_]
         labels = None if self.output_key_ is None else [str(e[self.output_key_]) for e in self.examples_]
-        sel = make_selector(self.method_, prior=self.coverage_prior_ if self.ucs_ else None, **params)
+        sel = make_selector(spec, prior=self.coverage_prior_ if spec.ucs else None, **params)
         stored = stored or {}
         if sel.stored_state is not None and sel.stored_state in stored:
             sel.fit_with_state(self.embeddings_, stored[sel.stored_state], labels=labels, texts=texts,

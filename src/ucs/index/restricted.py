@@ -107,7 +107,7 @@ def _fit_subset(index: Any, rows: np.ndarray) -> Any:
     prior = index.coverage_prior_.clone(cluster_ids=cids) if index.ucs_ else None  # the index's settings
     labels = None if index.output_key_ is None else [str(index.examples_[i][index.output_key_]) for i in rows]
     texts = [index.selector_.texts_[i] for i in rows] if index.selector_.texts_ is not None else None
-    sel = make_selector(index.method_, prior=prior, **params)
+    sel = make_selector(index.spec_, prior=prior, **params)
     sel.fit(index.embeddings_[rows], labels=labels, texts=texts, cluster_ids=cids)
     if sel.query_dependent:
         sel.set_candidate_search(RestrictedSearch(index.search_, rows))

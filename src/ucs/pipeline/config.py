@@ -48,7 +48,9 @@ from ucs.pipeline.presets import get_preset
 from ucs.selectors.base import ORDERS
 from ucs.selectors.labelaware import MODES as LABEL_MODES
 from ucs.selectors.factory import BASE_SELECTORS, METHODS, NO_UCS_FORM, canonical_method, parse_method, selector_class
-from ucs.selectors.prior import CORPUS_PRIORS, RELEVANCE, SCORE_DESIGNS, UCSPrior
+from ucs.selectors.method import MethodSpec
+from ucs.selectors.mmr import check_lambda_mult
+from ucs.selectors.prior import CORPUS_PRIORS, RELEVANCE, SCORE_DESIGNS, UCSPrior, check_lam
 from ucs.utils.io import atomic_write_text
 
 __all__ = [
@@ -141,7 +143,7 @@ def parse_methods(spec: "str | Any") -> Tuple[str, ...]:
     for it in items:
         if isinstance(it, str) and not it.strip():
             continue
-        m = canonical_method(it)
+        m = MethodSpec.parse(it).name
         if m not in out:
             out.append(m)
     if not out:
@@ -491,8 +493,7 @@ class PipelineConfig:
             raw = dict(getattr(self, name) or {})
             clean = {}
             for k, v in raw.items():
-                base, _ = parse_method(k)
-                clean[base] = float(v)
+                clean[MethodSpec.parse(k).base] = float(v)
             object.__setattr__(self, name, clean)
         self.validate()
 
@@ -531,7 +532,7 @@ class PipelineConfig:
         self._validate_clusterer()
         self._validate_prior()
         for k, v in self.lam_by_selector.items():
-            _check_float(v, f"lam_by_selector[{k!r}]")
+            check_lam(v, f"lam_by_selector[{k!r}]")
         for k, v in self.dbscan_q_by_selector.items():
             _check_float(v, f"dbscan_q_by_selector[{k!r}]", strict=True, high=1.0)
         if any(not isinstance(b, str) or not b for b in self.joint_backbones):
@@ -557,10 +558,7 @@ class PipelineConfig:
         if "scale_factor" in p.get("dpp", {}):
             _check_float(p["dpp"]["scale_factor"], "selector.params.dpp.scale_factor", strict=True)
         if "lambda_mult" in p.get("mmr", {}):
-            lam = p["mmr"]["lambda_mult"]
-            _check_float(lam, "selector.params.mmr.lambda_mult")
-            if lam > 1:
-                raise ValueError(f"selector.params.mmr.lambda_mult must be in [0, 1]; got {lam!r}")
+            check_lambda_mult(p["mmr"]["lambda_mult"], "selector.params.mmr.lambda_mult")
         if "mode" in p.get("labelaware", {}) and p["labelaware"]["mode"] not in LABEL_MODES:
             raise ValueError(f"selector.params.labelaware.mode must be one of {', '.join(LABEL_MODES)}; "
                              f"got {p['labelaware']['mode']!r}")
@@ -581,7 +579,7 @@ class PipelineConfig:
 
     def _validate_prior(self) -> None:
         p = self.prior
-        _check_float(p["lam"], "prior.lam")
+        check_lam(p["lam"], "prior.lam")
         _check_float(p["t"], "prior.t", strict=True)
         _check_float(p["alpha"], "prior.alpha", strict=True)
         _check_int(p["bin_size"], "prior.bin_size", 1)
@@ -602,17 +600,21 @@ class PipelineConfig:
         """``seed, seed + 1, ..., seed + n_runs - 1`` (the paper: 42, 43, 44)."""
         return tuple(self.seed + i for i in range(self.n_runs))
 
-    def lam_for(self, method: str) -> float:
-        """``λ`` of ``method`` (a per-selector override, else ``prior.lam``)."""
-        base, _ = parse_method(method)
-        return float(self.lam_by_selector.get(base, self.prior["lam"]))
+    @property
+    def method_specs(self) -> Tuple[MethodSpec, ...]:
+        """The methods of ``selector.method`` (canonical names, parsed when the configuration was made) as
+        :class:`~ucs.selectors.MethodSpec`, in order."""
+        return tuple(MethodSpec.parse(m) for m in self.selector["method"])
 
-    def dbscan_q_for(self, method: str) -> float:
+    def lam_for(self, method: "MethodSpec | str") -> float:
+        """``λ`` of ``method`` (a per-selector override, else ``prior.lam``)."""
+        return float(self.lam_by_selector.get(MethodSpec.parse(method).base, self.prior["lam"]))
+
+    def dbscan_q_for(self, method: "MethodSpec | str") -> float:
         """Clustering quantile ``q`` of ``method`` (a per-selector override, else ``clusterer.dbscan_q``).
 
         A base selector gets the ``q`` of its UCS form, so both are diagnosed on the same clusters."""
-        base, _ = parse_method(method)
-        return float(self.dbscan_q_by_selector.get(base, self.clusterer["dbscan_q"]))
+        return float(self.dbscan_q_by_selector.get(MethodSpec.parse(method).base, self.clusterer["dbscan_q"]))
 
     def selector_params(self, base: str) -> Dict[str, Any]:
         """``selector.params[base]``: base selector ``base``'s constructor parameters (a copy), for
@@ -638,7 +640,7 @@ class PipelineConfig:
             params["kmeans_impl"] = KMEANS_IMPL
         return params
 
-    def prior_params(self, method: Optional[str] = None) -> Dict[str, Any]:
+    def prior_params(self, method: "MethodSpec | str | None" = None) -> Dict[str, Any]:
         """Keyword arguments of :class:`ucs.selectors.UCSPrior` (all but the cluster ids); ``method`` applies a
         per-selector λ. The estimator's parameters follow the estimator (:meth:`estimator_params`)."""
         p = self.prior

@@ -58,14 +58,14 @@ from ucs.evaluation.summary import label_agreement
 from ucs.evaluation.run_folder import RunFolder
 from ucs.lm.cache import CachedScorer
 from ucs.pipeline.backbones import load_backbone_for, load_retrieval_for
-from ucs.pipeline.config import PipelineConfig, canonical_method, parse_method
+from ucs.pipeline.config import PipelineConfig
 from ucs.pipeline.coverage_log import CoverageLog
 from ucs.pipeline.diagnostics import coverage_markdown, coverage_stats, label_agreement_markdown
 from ucs.pipeline.layout import ArtifactLayout
 from ucs.pipeline.run_files import append_timings, write_run_files
-from ucs.selectors import UCSPrior
+from ucs.selectors import MethodSpec, UCSPrior
 from ucs.selectors.base import LAST_ORDERS
-from ucs.selectors.factory import make_selector, selector_class
+from ucs.selectors.factory import make_selector
 from ucs.utils.integrity import load_checked_npy, save_checked_npy
 from ucs.utils.io import atomic_write_json, atomic_write_text, hash_array
 from ucs.utils.progress import progress_enabled, stage
@@ -471,9 +471,10 @@ class Pipeline:
         return ids
 
     # ------------------------------------------------------------------ stage 3: selectors
-    def prior(self, method: str, seed: int) -> Any:
+    def prior(self, method: "MethodSpec | str", seed: int) -> Any:
         """The :class:`~ucs.selectors.UCSPrior` of a ``+ucs`` method for run ``seed``."""
-        return UCSPrior(self.cluster_ids(seed, self.config.dbscan_q_for(method)), **self.config.prior_params(method))
+        spec = MethodSpec.parse(method)
+        return UCSPrior.build(self.cluster_ids(seed, self.config.dbscan_q_for(spec)), self.config.prior_params(spec))
 
     def mdl_scorer(self) -> Any:
         """The LM that scores MDL's candidate subsets (the backbone unless ``config.mdl_scorer`` names another).
@@ -496,29 +497,29 @@ class Pipeline:
         self._memo[memo] = scorer
         return scorer
 
-    def build_selector(self, method: str, seed: int) -> Any:
+    def build_selector(self, method: "MethodSpec | str", seed: int) -> Any:
         """An unfitted selector for ``method`` (``dpp``, ``dpp+ucs``, ...) seeded with the run ``seed``,
         built by :func:`ucs.selectors.factory.make_selector` from the configuration's selector settings."""
-        base, ucs = parse_method(method)
-        params = self.config.selector_params(base)
-        cls = selector_class(base)
-        if cls.needs_scorer:
+        spec = MethodSpec.parse(method)
+        params = self.config.selector_params(spec.base)
+        if spec.needs_scorer:
             params.update(scorer=self.mdl_scorer(), label_set=list(self.dataset.label_names))
-        if cls.needs_token_embedder:  # Set-BSR: token embeddings of the retrieval embedder (or the backbone's)
+        if spec.needs_token_embedder:  # Set-BSR: token embeddings of the retrieval embedder (or the backbone's)
             params.update(token_embedder=self.retrieval if self.retrieval is not None else self.backbone)
-        return make_selector(method, prior=self.prior(method, seed) if ucs else None, random_state=int(seed),
+        return make_selector(spec, prior=self.prior(spec, seed) if spec.ucs else None, random_state=int(seed),
                              **params)
 
-    def selection(self, method: str, seed: int, query_texts: Sequence[str]) -> Any:
+    def selection(self, method: "MethodSpec | str", seed: int, query_texts: Sequence[str]) -> Any:
         """The :class:`~ucs.selectors.Selection` of ``method`` for run ``seed`` on ``query_texts`` (memoised)."""
-        method = canonical_method(method)
+        spec = MethodSpec.parse(method)
+        method = spec.name  # the key of the memo, the timings and the coverage log
         qkey = hashlib.sha256("\x00".join(query_texts).encode("utf-8", "surrogatepass")).hexdigest()[:16]
         memo = ("selection", method, int(seed), qkey)
         if memo in self._memo:
             return self._memo[memo]
-        ids = self.cluster_ids(seed, self.config.dbscan_q_for(method))
+        ids = self.cluster_ids(seed, self.config.dbscan_q_for(spec))
         pool = self.retrieval_pool()
-        selector = self.build_selector(method, seed)
+        selector = self.build_selector(spec, seed)
         t0 = time.perf_counter()
         selector.fit(pool, labels=self.pool_labels_text(), texts=list(self.dataset.pool.texts), cluster_ids=ids)
         queries = self.retrieval_queries(query_texts) if selector.query_dependent else None
@@ -579,7 +580,8 @@ class Pipeline:
             self.layout = ArtifactLayout(self.cache_dir, self.store_dir, out_dir)
         if self.out_dir is None:
             raise ValueError("out_dir is required: pass run(out_dir=...) or Pipeline(..., out_dir=...)")
-        methods = tuple(canonical_method(m) for m in (methods or self.config.selector["method"]))
+        specs = self.config.method_specs if not methods else tuple(MethodSpec.parse(m) for m in methods)
+        methods = tuple(s.name for s in specs)
         out = self.out_dir
         folder = RunFolder(out)
         self.config.to_json(folder.config)

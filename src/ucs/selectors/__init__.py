@@ -17,6 +17,7 @@ from ucs.selectors.cover import CoverSelector
 from ucs.selectors.dpp import DPPSelector, dpp_kernel, greedy_map_dpp
 from ucs.selectors.labelaware import LabelAwareSelector
 from ucs.selectors.mdl import ContinuationScorer, MDLSelector, negative_entropy
+from ucs.selectors.method import MethodSpec
 from ucs.selectors.mmr import MMRSelector
 from ucs.selectors.prior import CORPUS_PRIORS, SCORE_DESIGNS, UCSPrior
 from ucs.selectors.random import RandomSelector
@@ -34,6 +35,7 @@ __all__ = [
     "LabelAwareSelector",
     "MDLSelector",
     "MMRSelector",
+    "MethodSpec",
     "RandomSelector",
     "Selection",
     "Selector",

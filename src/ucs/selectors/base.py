@@ -217,7 +217,7 @@ class Selector:
             if isinstance(v, str) and v.startswith("<") and v.endswith(">") and k not in objects:
                 raise ValueError(f"parameter {k!r} is an object ({v}); pass it to from_config({k}=...)")
         if isinstance(params.get("prior"), dict):
-            params["prior"] = UCSPrior(**params["prior"])
+            params["prior"] = UCSPrior.build(None, params["prior"])
         return _REGISTRY[name](**params)
 
     def __init_subclass__(cls, **kwargs: Any) -> None:

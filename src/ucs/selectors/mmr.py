@@ -12,14 +12,21 @@ candidates in the same order it picks what ``langchain_core.vectorstores.utils.m
 from __future__ import annotations
 
 import numbers
-from typing import Dict, Optional, Sequence, Tuple
+from typing import Any, Dict, Optional, Sequence, Tuple
 
 import numpy as np
 
 from ucs import defaults as D
 from ucs.selectors.base import Selector, _check_int
 
-__all__ = ["MMRSelector", "mmr_order"]
+__all__ = ["MMRSelector", "check_lambda_mult", "mmr_order"]
+
+
+def check_lambda_mult(value: Any, name: str = "lambda_mult") -> None:
+    """The one check of MMR's relevance weight: a real number in ``[0, 1]``. ``name`` is the setting's name
+    in the error (``lambda_mult``, or a configuration's ``selector.params.mmr.lambda_mult``). Cost: O(1)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0.0 <= float(value) <= 1.0:
+        raise ValueError(f"{name} must be a number in [0, 1]; got {value!r}")
 
 
 def mmr_order(relevance: np.ndarray, gram: np.ndarray, budget: int, lambda_mult: float) -> Tuple[np.ndarray, np.ndarray]:
@@ -100,9 +107,7 @@ class MMRSelector(Selector):
         self.block = block
 
     def _validate_params(self) -> None:
-        lam = self.lambda_mult
-        if isinstance(lam, bool) or not isinstance(lam, numbers.Real) or not 0.0 <= float(lam) <= 1.0:
-            raise ValueError(f"lambda_mult must be a number in [0, 1]; got {lam!r}")
+        check_lambda_mult(self.lambda_mult)
         _check_int(self.fetch_k, "fetch_k", 1)
         _check_int(self.block, "block", 1)
 

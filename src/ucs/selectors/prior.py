@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import numbers
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Mapping, Optional
 
 import numpy as np
 
@@ -15,7 +15,7 @@ from ucs.estimators.spectrum import validate_cluster_ids
 from ucs.selectors._coverage import BatchedCoverage, candidate_share
 from ucs.utils.io import hash_array
 
-__all__ = ["UCSPrior", "SCORE_DESIGNS", "CORPUS_PRIORS", "RELEVANCE", "LAM_MAX"]
+__all__ = ["UCSPrior", "SCORE_DESIGNS", "CORPUS_PRIORS", "RELEVANCE", "LAM_MAX", "check_lam"]
 
 #: Subset-level score designs (paper Table 6): Φ = K_seen + Û, K_seen, Û, Û / K_seen.
 SCORE_DESIGNS = DESIGNS
@@ -28,6 +28,21 @@ RELEVANCE = ("none", "candidates", "candidates_bonus")
 
 #: The largest λ accepted: beyond it λ·Φ leaves the base score no say and large pools can overflow to inf.
 LAM_MAX = 1e6
+
+
+def check_lam(lam: Any, name: str = "lam") -> None:
+    """The one check of a prior weight λ: a finite real number in ``[0, LAM_MAX]``.
+
+    ``name`` is the setting's name in the error (``lam``, or a configuration's ``prior.lam``). Raises
+    ``ValueError`` naming it and the accepted range. Cost: O(1).
+    """
+    if isinstance(lam, bool) or not isinstance(lam, numbers.Real) or not np.isfinite(lam):
+        raise ValueError(f"{name} must be a finite number >= 0; got {lam!r}")
+    if lam < 0:
+        raise ValueError(f"{name} must be >= 0 (lam = 0 gives the base selector); got {lam!r}")
+    if lam > LAM_MAX:
+        raise ValueError(f"{name} must be <= {LAM_MAX:g} (beyond it λ·Φ leaves the base score no say and can "
+                         f"overflow to inf); got {lam!r}")
 
 
 class UCSPrior:
@@ -101,6 +116,25 @@ class UCSPrior:
         self.relevance = relevance
         self.estimator_params = dict(estimator_params)
 
+    @classmethod
+    def build(cls, cluster_ids: Any, params: Optional[Mapping[str, Any]] = None, **options: Any) -> "UCSPrior":
+        """The one place the package builds a prior: on ``cluster_ids``, with the keyword arguments ``params``
+        (a configuration's ``prior_params``, an index's ``prior`` over its defaults, a saved :meth:`config`),
+        then ``options`` whose value is not ``None`` (a command-line option left unset keeps the value beneath).
+
+        ``cluster_ids=None`` keeps the ids that ``params`` holds (a saved :meth:`config`). Like the
+        constructor it only stores the values; :meth:`validate` checks each once, when a selector is fitted
+        with the prior. Cost: O(len(params)); nothing is copied or fitted.
+
+        >>> UCSPrior.build([0, 0, 1], {"lam": 0.5, "estimator": "binomial"}, lam=2.0, design=None)
+        UCSPrior(cluster_ids=<3 ids>, estimator='binomial', lam=2.0, design='full', corpus_prior='good_turing')
+        """
+        kwargs = dict(params or {})
+        kwargs.update({k: v for k, v in options.items() if v is not None})
+        if cluster_ids is not None:
+            kwargs["cluster_ids"] = cluster_ids
+        return cls(**kwargs)
+
     # ------------------------------------------------------------ parameters
     def get_params(self) -> Dict[str, Any]:
         params = {
@@ -121,10 +155,10 @@ class UCSPrior:
         """A new prior with the same parameters (``overrides`` replace some), e.g. ``prior.clone(lam=0)``."""
         params = self.get_params()
         params.update(overrides)
-        return UCSPrior(**params)
+        return type(self).build(None, params)
 
     def config(self) -> Dict[str, Any]:
-        """JSON-friendly description (cluster ids as a list); ``UCSPrior(**config)`` rebuilds it."""
+        """JSON-friendly description (cluster ids as a list); ``UCSPrior.build(None, config)`` rebuilds it."""
         params = self.get_params()
         params["cluster_ids"] = np.asarray(self.cluster_ids).tolist()
         return params
@@ -158,14 +192,7 @@ class UCSPrior:
     # ------------------------------------------------------------ validation
     def validate(self) -> "UCSPrior":
         """Check every parameter; raise ``ValueError`` naming the bad one."""
-        lam = self.lam
-        if isinstance(lam, bool) or not isinstance(lam, numbers.Real) or not np.isfinite(lam):
-            raise ValueError(f"lam must be a finite number >= 0; got {lam!r}")
-        if lam < 0:
-            raise ValueError(f"lam must be >= 0 (lam = 0 gives the base selector); got {lam!r}")
-        if lam > LAM_MAX:
-            raise ValueError(f"lam must be <= {LAM_MAX:g} (beyond it λ·Φ leaves the base score no say and can "
-                             f"overflow to inf); got {lam!r}")
+        check_lam(self.lam)
         if self.design not in SCORE_DESIGNS:
             raise ValueError(f"design must be one of {SCORE_DESIGNS}; got {self.design!r}")
         if self.corpus_prior not in CORPUS_PRIORS:
