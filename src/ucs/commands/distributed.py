@@ -132,7 +132,7 @@ def register(app: typer.Typer) -> None:
         E = _pool(pool_embeddings, "--pool", PoolEmbeddings)
         ids = read_ids(cluster_ids, "--cluster-ids", n=E.shape[0])
         Q = read_matrix(query_embeddings, "--queries", dim=E.shape[1])
-        prior = UCSPrior(ids, estimator=estimator, **set_options(lam=lam))
+        prior = UCSPrior.build(ids, estimator=estimator, **set_options(lam=lam))
         sel = make_selector(method, prior=prior).fit(E, cluster_ids=ids)
         with executor_from_options(executor, address, num_cpus) as ex:
             selection = select_queries(sel, Q, ex, batch_size, budget=budget)

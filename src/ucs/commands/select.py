@@ -51,8 +51,8 @@ def select_cmd(
                                  param_hint="--cluster-ids")
     prior = None
     if ids is not None and has_ucs_form(method):  # the same λ as 'ucs distributed select' when unset
-        prior = UCSPrior(ids, estimator=estimator,
-                         **set_options(lam=lam, design=design, corpus_prior=corpus_prior))
+        prior = UCSPrior.build(ids, estimator=estimator,
+                               **set_options(lam=lam, design=design, corpus_prior=corpus_prior))
     sel = make_selector(method, prior=prior, random_state=seed)
     texts = None
     if pool_texts is not None:
