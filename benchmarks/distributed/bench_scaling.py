@@ -99,54 +99,101 @@ def run(args: argparse.Namespace) -> Dict[str, Any]:
         t0 = time.perf_counter()
         with PeakMemory() as mem:
             pool = embed_pool(fac, texts, ex, shard_size=args.embed_shard, out_dir=work / "cache")
-        stages["embed"] = {"seconds": time.perf_counter() - t0, "driver_rss": mem.driver_peak,
-                           "tree_rss": mem.tree_peak, "detail": {"shards": pool.n_shards}}
+        stages["embed"] = {
+            "seconds": time.perf_counter() - t0,
+            "driver_rss": mem.driver_peak,
+            "tree_rss": mem.tree_peak,
+            "detail": {"shards": pool.n_shards},
+        }
 
         t0 = time.perf_counter()
         with PeakMemory() as mem:
-            res = cluster_pool(pool, None, ex, fit_sample_size=args.fit_sample, knn=args.knn,
-                               random_state=0, index_shards=args.index_shards)
-        stages["cluster"] = {"seconds": time.perf_counter() - t0, "driver_rss": mem.driver_peak,
-                             "tree_rss": mem.tree_peak,
-                             "detail": {**{k: round(v, 2) for k, v in res.timings_.items()},
-                                        "n_clusters": res.n_clusters_, "eps": res.eps_,
-                                        "dense_rows": res.graph_.n_dense, "cross_pairs": res.graph_.n_cross_edges}}
+            res = cluster_pool(
+                pool,
+                None,
+                ex,
+                fit_sample_size=args.fit_sample,
+                knn=args.knn,
+                random_state=0,
+                index_shards=args.index_shards,
+            )
+        stages["cluster"] = {
+            "seconds": time.perf_counter() - t0,
+            "driver_rss": mem.driver_peak,
+            "tree_rss": mem.tree_peak,
+            "detail": {
+                **{k: round(v, 2) for k, v in res.timings_.items()},
+                "n_clusters": res.n_clusters_,
+                "eps": res.eps_,
+                "dense_rows": res.graph_.n_dense,
+                "cross_pairs": res.graph_.n_cross_edges,
+            },
+        }
         from sklearn.metrics import adjusted_rand_score
 
-        stages["cluster"]["detail"]["ari_vs_planted"] = round(float(adjusted_rand_score(topics, res.labels_)), 4)
+        stages["cluster"]["detail"]["ari_vs_planted"] = round(
+            float(adjusted_rand_score(topics, res.labels_)), 4
+        )
 
         t0 = time.perf_counter()
         with PeakMemory() as mem:
             E = pool.load()
             qtexts, _ = make_planted_texts(args.queries, n_clusters=args.topics, random_state=1)
             Q = PlantedEmbedder(dim=args.dim, seed=0).embed([f"{t}|query" for t in qtexts])
-            sel = DPPSelector(prior=UCSPrior(res.labels_, estimator="paper", lam=0.1)).fit(E, cluster_ids=res.labels_)
+            sel = DPPSelector(prior=UCSPrior(res.labels_, estimator="paper", lam=0.1)).fit(
+                E, cluster_ids=res.labels_
+            )
             t_fit = time.perf_counter() - t0
             out = select_queries(sel, Q, ex, batch_size=args.query_batch, budget=10)
-        stages["select"] = {"seconds": time.perf_counter() - t0, "driver_rss": mem.driver_peak,
-                            "tree_rss": mem.tree_peak,
-                            "detail": {"fit_on_driver": round(t_fit, 2), "queries": args.queries,
-                                       "mean_clusters_covered": round(float(out.clusters_covered.mean()), 3)}}
+        stages["select"] = {
+            "seconds": time.perf_counter() - t0,
+            "driver_rss": mem.driver_peak,
+            "tree_rss": mem.tree_peak,
+            "detail": {
+                "fit_on_driver": round(t_fit, 2),
+                "queries": args.queries,
+                "mean_clusters_covered": round(float(out.clusters_covered.mean()), 3),
+            },
+        }
         if args.check_local:
             m = min(args.check_local, args.queries)
             ref = sel.select(Q[:m], 10)
             stages["select"]["detail"][f"identical_to_local_first_{m}"] = bool(
-                np.array_equal(ref.indices, out.indices[:m]))
+                np.array_equal(ref.indices, out.indices[:m])
+            )
         if args.check_exact:
-            exact = cluster_pool(pool, None, ex, fit_sample_size=args.fit_sample, knn="exact", random_state=0,
-                                 index_shards=args.index_shards)
+            exact = cluster_pool(
+                pool,
+                None,
+                ex,
+                fit_sample_size=args.fit_sample,
+                knn="exact",
+                random_state=0,
+                index_shards=args.index_shards,
+            )
             stages["cluster"]["detail"]["ari_vs_exact_knn"] = round(
-                float(adjusted_rand_score(exact.labels_, res.labels_)), 4)
+                float(adjusted_rand_score(exact.labels_, res.labels_)), 4
+            )
             stages["cluster"]["detail"]["exact_knn_seconds"] = round(exact.timings_["knn"], 1)
     finally:
         ray.shutdown()
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
     return {
-        "n": n, "dim": args.dim, "topics": args.topics, "knn": args.knn, "num_cpus": args.num_cpus,
-        "queries": args.queries, "fit_sample": args.fit_sample, "stages": stages,
-        "machine": {"cpus": os.cpu_count(), "python": sys.version.split()[0], "platform": platform.platform(),
-                    "loadavg_after": os.getloadavg()},
+        "n": n,
+        "dim": args.dim,
+        "topics": args.topics,
+        "knn": args.knn,
+        "num_cpus": args.num_cpus,
+        "queries": args.queries,
+        "fit_sample": args.fit_sample,
+        "stages": stages,
+        "machine": {
+            "cpus": os.cpu_count(),
+            "python": sys.version.split()[0],
+            "platform": platform.platform(),
+            "loadavg_after": os.getloadavg(),
+        },
         "command": " ".join([Path(sys.executable).name, *sys.argv]),
     }
 
@@ -157,8 +204,11 @@ def _gib(b: float) -> str:
 
 def report(results: List[Dict[str, Any]]) -> str:
     results = sorted(results, key=lambda r: r["n"])
-    lines = ["| pool size | stage | time (s) | growth vs previous size | driver peak RSS (GiB) | "
-             "driver + Ray peak RSS (GiB) | details |", "|---|---|---|---|---|---|---|"]
+    lines = [
+        "| pool size | stage | time (s) | growth vs previous size | driver peak RSS (GiB) | "
+        "driver + Ray peak RSS (GiB) | details |",
+        "|---|---|---|---|---|---|---|",
+    ]
     prev: Dict[str, float] = {}
     prev_n = None
     for r in results:
@@ -168,13 +218,17 @@ def report(results: List[Dict[str, Any]]) -> str:
             if stage in prev and prev_n:
                 growth = f"×{s['seconds'] / prev[stage]:.2f} (size ×{r['n'] / prev_n:.2f})"
             detail = ", ".join(f"{k}={v}" for k, v in s["detail"].items())
-            lines.append(f"| {r['n']:,} | {stage} | {s['seconds']:.1f} | {growth} | {_gib(s['driver_rss'])} | "
-                         f"{_gib(s['tree_rss'])} | {detail} |")
+            lines.append(
+                f"| {r['n']:,} | {stage} | {s['seconds']:.1f} | {growth} | {_gib(s['driver_rss'])} | "
+                f"{_gib(s['tree_rss'])} | {detail} |"
+            )
             prev[stage] = s["seconds"]
         prev_n = r["n"]
         total = sum(r["stages"][k]["seconds"] for k in ("embed", "cluster", "select"))
-        lines.append(f"| {r['n']:,} | **total** | **{total:.1f}** | | | | load average after run: "
-                     f"{', '.join(f'{x:.1f}' for x in r['machine']['loadavg_after'])} |")
+        lines.append(
+            f"| {r['n']:,} | **total** | **{total:.1f}** | | | | load average after run: "
+            f"{', '.join(f'{x:.1f}' for x in r['machine']['loadavg_after'])} |"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -192,8 +246,12 @@ def main() -> None:
     ap.add_argument("--index-shards", type=int, default=None)
     ap.add_argument("--queries", type=int, default=2000)
     ap.add_argument("--query-batch", type=int, default=250)
-    ap.add_argument("--check-local", type=int, default=200, help="compare the first N queries with one local call")
-    ap.add_argument("--check-exact", action="store_true", help="also cluster with exact k-NN and report the ARI")
+    ap.add_argument(
+        "--check-local", type=int, default=200, help="compare the first N queries with one local call"
+    )
+    ap.add_argument(
+        "--check-exact", action="store_true", help="also cluster with exact k-NN and report the ARI"
+    )
     ap.add_argument("--work-dir", type=str, default=None)
     ap.add_argument("--keep", action="store_true")
     args = ap.parse_args()

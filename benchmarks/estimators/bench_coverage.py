@@ -79,7 +79,8 @@ def main() -> None:
     lines = [
         "# Coverage estimator benchmark",
         "",
-        "Command: `PYTHONPATH=src python benchmarks/estimators/bench_coverage.py --out benchmarks/estimators/RESULTS.md`",
+        "Command: `PYTHONPATH=src python benchmarks/estimators/bench_coverage.py --out "
+        "benchmarks/estimators/RESULTS.md`",
         "",
         f"Machine: {platform.machine()}, {platform.python_implementation()} {platform.python_version()}, "
         "2 CPU cores (shared). Pool of "
@@ -87,16 +88,23 @@ def main() -> None:
         "",
         "*reference* recomputes the paper estimator from scratch on every call (Counter spectrum + "
         "`scipy.stats.binom.sf`), the way the authors' DPP+UCS evaluates each candidate. *ucs Φ* recomputes "
-        "Φ from the subset's indices; *ucs gains(50)* is one vectorised call of `CoverageState.gains` over 50 "
+        "Φ from the subset's indices; *ucs gains(50)* is one vectorised call of `CoverageState.gains` over "
+        "50 "
         "candidates (exactly equal to recomputation).",
         "",
-        "| estimator | |S| | ucs Φ (µs) | ucs gains(50) (µs) | gains(50) / one Φ | reference Φ (µs) | reference 50 gains (µs) | speed-up on 50 gains |",
+        "| estimator | |S| | ucs Φ (µs) | ucs gains(50) (µs) | gains(50) / one Φ | reference Φ (µs) | "
+        "reference 50 gains (µs) | speed-up on 50 gains |",
         "|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for name, size, t_phi, t_gain, t_rp, t_rg in rows:
-        ref_cols = (f"{t_rp * 1e6:.1f} | {t_rg * 1e6:.0f} | {t_rg / t_gain:.0f}×") if name == "paper" else "– | – | –"
+        ref_cols = (
+            (f"{t_rp * 1e6:.1f} | {t_rg * 1e6:.0f} | {t_rg / t_gain:.0f}×")
+            if name == "paper"
+            else "– | – | –"
+        )
         lines.append(
-            f"| {name} | {size} | {t_phi * 1e6:.1f} | {t_gain * 1e6:.1f} | {t_gain / t_phi:.2f} | {ref_cols} |"
+            f"| {name} | {size} | {t_phi * 1e6:.1f} | {t_gain * 1e6:.1f} | {t_gain / t_phi:.2f} | {ref_cols} "
+            "|"
         )
     paper10 = [r for r in rows if r[0] == "paper" and r[1] == 10][0]
     lines += [

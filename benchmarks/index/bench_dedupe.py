@@ -5,14 +5,16 @@ Usage (benchmarks/index/RESULTS_dedupe.md was produced with this)::
     PYTHONPATH=src python benchmarks/index/bench_dedupe.py --data-dir ../shared/data \
         --json benchmarks/index/results_dedupe.json
 
-For BANKING77 and CLINC150: the whole training split is the index (all-MiniLM-L6-v2 embeddings, method ``topk``,
-exact search), 500 seeded test utterances are the queries (embedded once, given as ``query_embeddings``), k = 8.
-Per setting (``dedupe`` off, 0.95, 0.90) it reports, accuracy-free (no language model):
+For BANKING77 and CLINC150: the whole training split is the index (all-MiniLM-L6-v2 embeddings, method
+``topk``, exact search), 500 seeded test utterances are the queries (embedded once, given as
+``query_embeddings``), k = 8. Per setting (``dedupe`` off, 0.95, 0.90) it reports, accuracy-free (no language
+model):
 
 * ``share_dup``: the share of selections holding at least one pair with cosine >= 0.95 (retrieval space);
 * ``pairs``: near-duplicate pairs (cosine >= 0.95) per selection, mean;
 * ``changed``: demonstrations per selection that differ from the plain TopK selection, mean;
-* ``sim_to_query``: the chosen demonstrations' mean cosine with the query (what suppression costs in relevance);
+* ``sim_to_query``: the chosen demonstrations' mean cosine with the query (what suppression costs in
+  relevance);
 * ``n_returned``: the mean number returned (8 unless the pool ran out of distinct examples);
 * ``ms_median`` / ``ms_p95``: time per ``select`` call (one query, 1 BLAS / OpenMP thread).
 """
@@ -55,8 +57,9 @@ def run_dataset(name: str, args: argparse.Namespace, emb: Any) -> Dict[str, Any]
     rng = np.random.default_rng(0)
     qi = rng.choice(len(ds.test), args.queries, replace=False).tolist()
     t0 = time.perf_counter()
-    index = SelectorIndex(emb, "topk", input_keys=["text"], output_key="label", cache_dir=args.cache_dir,
-                          random_state=0).fit(examples)
+    index = SelectorIndex(
+        emb, "topk", input_keys=["text"], output_key="label", cache_dir=args.cache_dir, random_state=0
+    ).fit(examples)
     fit_s = time.perf_counter() - t0
     Q = np.ascontiguousarray(emb.embed([ds.test.texts[i] for i in qi]), dtype=np.float32)
     U = _unit(index.embeddings_)
@@ -78,7 +81,9 @@ def run_dataset(name: str, args: argparse.Namespace, emb: Any) -> Dict[str, Any]
             out["off" if dedupe is None else f"dedupe={dedupe}"] = {
                 "share_dup": float(np.mean([p > 0 for p in pairs])),
                 "pairs": float(np.mean(pairs)),
-                "changed": float(np.mean([len(set(c.tolist()) - set(b.tolist())) for c, b in zip(chosen, base)])),
+                "changed": float(
+                    np.mean([len(set(c.tolist()) - set(b.tolist())) for c, b in zip(chosen, base)])
+                ),
                 "sim_to_query": float(np.mean([float(np.mean(U[c] @ qu[r])) for r, c in enumerate(chosen)])),
                 "n_returned": float(np.mean([c.size for c in chosen])),
                 "ms_median": round(1e3 * float(np.median(times)), 3),
@@ -105,8 +110,10 @@ def main() -> None:
     emb = load_retrieval_embedder("all-minilm-l6-v2")
     res: Dict[str, Any] = {
         "machine": f"{platform.processor() or platform.machine()}, {len(os.sched_getaffinity(0))} cores, "
-                   f"Python {platform.python_version()}, faiss {faiss.__version__}",
-        "embedder": "all-MiniLM-L6-v2", "method": "topk", "k": args.k,
+        f"Python {platform.python_version()}, faiss {faiss.__version__}",
+        "embedder": "all-MiniLM-L6-v2",
+        "method": "topk",
+        "k": args.k,
     }
     if args.json and os.path.exists(args.json):  # other datasets' results of an earlier run are kept
         with open(args.json, encoding="utf-8") as f:

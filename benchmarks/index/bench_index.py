@@ -16,7 +16,8 @@ Paths
   relevance-weighted kernel, greedy MAP by incremental Cholesky in a Python loop, the chosen items ordered
   by relevance.
 - ``ucs_dpp`` / ``ucs_dpp_ucs``: ``SelectorIndex.select(query_embeddings=q, k=10)`` with exact candidate
-  search (faiss ``IndexFlatIP``), DPP and DPP+UCS; everything a caller gets (examples, scores, cluster ids, Φ).
+  search (faiss ``IndexFlatIP``), DPP and DPP+UCS; everything a caller gets (examples, scores, cluster ids,
+  Φ).
 - ``ucs_dpp_ucs_selector_f64``: the fitted ``DPPSelector`` called directly with its own float64 numpy scan.
 - ``ucs_dpp_ucs_uncached_signature``: that call with the constructor signature read by ``inspect.signature``
   on every call (the behaviour before the per-class cache), to show what the cache saves.
@@ -47,7 +48,9 @@ import numpy as np
 class OpenICLDPP:
     """OpenICL 0.1.8's per-query DPP retrieval, written from its description (not its code)."""
 
-    def __init__(self, pool: np.ndarray, candidate_num: int = 50, ice_num: int = 10, scale_factor: float = 0.1):
+    def __init__(
+        self, pool: np.ndarray, candidate_num: int = 50, ice_num: int = 10, scale_factor: float = 0.1
+    ):
         import faiss
 
         self.index = faiss.IndexIDMap(faiss.IndexFlatIP(pool.shape[1]))
@@ -91,21 +94,32 @@ class OpenICLDPP:
 def machine() -> Dict[str, Any]:
     cpu = ""
     try:
-        cpu = next(line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name"))
+        cpu = next(
+            line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")
+        )
     except (OSError, StopIteration):
         pass
     import faiss
 
     return {
-        "cpu": cpu, "cores": os.cpu_count(), "python": platform.python_version(), "numpy": np.__version__,
-        "faiss": faiss.__version__, "platform": platform.platform(), "loadavg_start": list(os.getloadavg()),
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "faiss": faiss.__version__,
+        "platform": platform.platform(),
+        "loadavg_start": list(os.getloadavg()),
     }
 
 
 def summary(times: List[float]) -> Dict[str, float]:
     t = np.asarray(times) * 1e3
-    return {"median_ms": float(np.median(t)), "p10_ms": float(np.percentile(t, 10)),
-            "p90_ms": float(np.percentile(t, 90)), "n": int(t.size)}
+    return {
+        "median_ms": float(np.median(t)),
+        "p10_ms": float(np.percentile(t, 10)),
+        "p90_ms": float(np.percentile(t, 90)),
+        "n": int(t.size),
+    }
 
 
 def rotate(paths: Dict[str, Callable[[int], Any]], n: int, warmup: int = 20) -> Dict[str, Dict[str, float]]:
@@ -132,8 +146,12 @@ def main() -> None:
     ap.add_argument("--cache-dir", default=".cache/bench/index")
     ap.add_argument("--out", default="benchmarks/index/results.json")
     ap.add_argument("--markdown", default=None)
-    ap.add_argument("--threads", type=int, default=1,
-                    help="BLAS / OpenMP / torch threads while timing (one per call, as a service worker runs)")
+    ap.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="BLAS / OpenMP / torch threads while timing (one per call, as a service worker runs)",
+    )
     args = ap.parse_args()
     import faiss
     import torch
@@ -193,20 +211,35 @@ def run(args: argparse.Namespace) -> None:
     }
     per_call = rotate(paths, len(qtexts))
     # the selector's own float64 scan reads 46 MB per call: timed in a group of its own
-    per_call.update(rotate({
-        "ucs_dpp_ucs_selector_f64": lambda i: direct.select(Q[i : i + 1], 10),
-        "ucs_dpp_ucs_uncached_signature": lambda i: uncached.select(Q[i : i + 1], 10),
-    }, min(200, len(qtexts))))
+    per_call.update(
+        rotate(
+            {
+                "ucs_dpp_ucs_selector_f64": lambda i: direct.select(Q[i : i + 1], 10),
+                "ucs_dpp_ucs_uncached_signature": lambda i: uncached.select(Q[i : i + 1], 10),
+            },
+            min(200, len(qtexts)),
+        )
+    )
 
     # agreement: ucs DPP (exact search) vs the OpenICL path on the same inputs
-    same = np.mean([set(openicl(Q[i])) == set(dpp_idx.select(query_embeddings=Q[i], k=10).indices.tolist())
-                    for i in range(len(qtexts))])
+    same = np.mean(
+        [
+            set(openicl(Q[i])) == set(dpp_idx.select(query_embeddings=Q[i], k=10).indices.tolist())
+            for i in range(len(qtexts))
+        ]
+    )
     exact_c = ucs_idx.search_(Q.astype(np.float64), 50)[0]
     approx_c = hnsw_idx.search_(Q.astype(np.float64), 50)[0]
     recall = float(np.mean([len(set(a) & set(b)) / 50 for a, b in zip(exact_c.tolist(), approx_c.tolist())]))
-    same_hnsw = float(np.mean([
-        ucs_idx.select(query_embeddings=Q[i], k=10).indices.tolist()
-        == hnsw_idx.select(query_embeddings=Q[i], k=10).indices.tolist() for i in range(len(qtexts))]))
+    same_hnsw = float(
+        np.mean(
+            [
+                ucs_idx.select(query_embeddings=Q[i], k=10).indices.tolist()
+                == hnsw_idx.select(query_embeddings=Q[i], k=10).indices.tolist()
+                for i in range(len(qtexts))
+            ]
+        )
+    )
 
     # the setting where the signature cost was first seen: a 3,000 × 64 pool (synthetic, planted clusters)
     from ucs.clustering.synthetic import make_planted_embeddings
@@ -218,17 +251,30 @@ def run(args: argparse.Namespace) -> None:
     cached_small = DPPSelector(prior=prior).fit(small)
     uncached_small = Uncached(prior=prior).fit(small)
     openicl_small = OpenICLDPP(small)
-    per_call.update({f"small_{k}": v for k, v in rotate({
-        "openicl_dpp": lambda i: openicl_small(small_q[i]),
-        "ucs_selector_cached": lambda i: cached_small.select(small_q[i : i + 1], 10),
-        "ucs_selector_uncached": lambda i: uncached_small.select(small_q[i : i + 1], 10),
-    }, 200).items()})
+    per_call.update(
+        {
+            f"small_{k}": v
+            for k, v in rotate(
+                {
+                    "openicl_dpp": lambda i: openicl_small(small_q[i]),
+                    "ucs_selector_cached": lambda i: cached_small.select(small_q[i : i + 1], 10),
+                    "ucs_selector_uncached": lambda i: uncached_small.select(small_q[i : i + 1], 10),
+                },
+                200,
+            ).items()
+        }
+    )
 
     from ucs.integrations.langchain import UCSExampleSelector
 
     lc = UCSExampleSelector(ucs_idx, k=10, input_keys=["text"])
-    lc_times = rotate({"langchain_minilm": lambda i: lc.select_examples({"text": qtexts[i]}),
-                       "minilm_embed_only": lambda i: emb.embed([qtexts[i]])}, min(100, len(qtexts)))
+    lc_times = rotate(
+        {
+            "langchain_minilm": lambda i: lc.select_examples({"text": qtexts[i]}),
+            "minilm_embed_only": lambda i: emb.embed([qtexts[i]]),
+        },
+        min(100, len(qtexts)),
+    )
 
     with tempfile.TemporaryDirectory() as tmp:
         t = time.perf_counter()
@@ -242,16 +288,30 @@ def run(args: argparse.Namespace) -> None:
             load_t.append(time.perf_counter() - t)
         same_loaded = all(
             loaded.select(query_embeddings=Q[i], k=10).indices.tolist()
-            == ucs_idx.select(query_embeddings=Q[i], k=10).indices.tolist() for i in range(20))
+            == ucs_idx.select(query_embeddings=Q[i], k=10).indices.tolist()
+            for i in range(20)
+        )
 
     info["loadavg_end"] = list(os.getloadavg())
     result = {
         "command": " ".join([Path(sys.executable).name] + sys.argv),
-        "machine": info, "threads": args.threads, "pool": list(pool.shape), "queries": len(qtexts), "candidates": 50, "budget": 10,
-        "n_clusters": ucs_idx.n_clusters_, "fit_s": fit_s, "hnsw_fit_s": hnsw_fit_s,
+        "machine": info,
+        "threads": args.threads,
+        "pool": list(pool.shape),
+        "queries": len(qtexts),
+        "candidates": 50,
+        "budget": 10,
+        "n_clusters": ucs_idx.n_clusters_,
+        "fit_s": fit_s,
+        "hnsw_fit_s": hnsw_fit_s,
         "per_call": {**per_call, **lc_times},
-        "openicl_agreement": float(same), "hnsw_recall_at_50": recall, "hnsw_same_selection": same_hnsw,
-        "save_s": save_s, "index_bytes": size, "load": summary(load_t), "loaded_same_selection": same_loaded,
+        "openicl_agreement": float(same),
+        "hnsw_recall_at_50": recall,
+        "hnsw_same_selection": same_hnsw,
+        "save_s": save_s,
+        "index_bytes": size,
+        "load": summary(load_t),
+        "loaded_same_selection": same_loaded,
     }
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(result, indent=2))
@@ -265,23 +325,34 @@ def render(r: Dict[str, Any]) -> str:
     m = r["machine"]
     base = pc["openicl_dpp"]["median_ms"]
     rows = [
-        ("openicl_dpp", "OpenICL 0.1.8 DPP, re-implemented (faiss IndexIDMap(IndexFlatIP), reconstruct, kernel, greedy MAP)"),
+        (
+            "openicl_dpp",
+            "OpenICL 0.1.8 DPP, re-implemented (faiss IndexIDMap(IndexFlatIP), reconstruct, kernel, greedy "
+            "MAP)",
+        ),
         ("ucs_dpp", "ucs `SelectorIndex.select`, DPP, exact search"),
         ("ucs_dpp_ucs", "ucs `SelectorIndex.select`, **DPP+UCS**, exact search"),
         ("ucs_dpp_ucs_hnsw", "ucs `SelectorIndex.select`, DPP+UCS, HNSW search"),
         ("ucs_dpp_ucs_selector_f64", "`DPPSelector.select` (DPP+UCS) with its own float64 numpy scan"),
-        ("ucs_dpp_ucs_uncached_signature", "the same with `inspect.signature` on every call (before the cache)"),
+        (
+            "ucs_dpp_ucs_uncached_signature",
+            "the same with `inspect.signature` on every call (before the cache)",
+        ),
     ]
     lines = [
         "# Selector index: per-call latency",
         "",
         f"Pool: the {r['pool'][0]:,} CLINC150 in-scope training utterances embedded by all-MiniLM-L6-v2 "
-        f"({r['pool'][0]:,} × {r['pool'][1]}, {r['n_clusters']:,} latent clusters); {r['queries']} CLINC150 test "
-        f"queries, already embedded (float32), one per call; {r['candidates']} candidates, budget {r['budget']}. "
-        "The first four paths ran on the same query embeddings, each query through every path in a fresh random "
+        f"({r['pool'][0]:,} × {r['pool'][1]}, {r['n_clusters']:,} latent clusters); {r['queries']} CLINC150 "
+        "test "
+        f"queries, already embedded (float32), one per call; {r['candidates']} candidates, budget "
+        f"{r['budget']}. "
+        "The first four paths ran on the same query embeddings, each query through every path in a fresh "
+        "random "
         "order, in one process (the last two, whose float64 scan reads 46 MB per call, in a second group of "
         "200 queries), "
-        f"with {r['threads']} BLAS/OpenMP/torch thread(s) (`--threads`; a service answers each call on one thread, "
+        f"with {r['threads']} BLAS/OpenMP/torch thread(s) (`--threads`; a service answers each call on one "
+        "thread, "
         "and on a shared machine more threads only wait on each other).",
         "",
         "| path | median ms | p10 ms | p90 ms | vs OpenICL |",
@@ -289,40 +360,55 @@ def render(r: Dict[str, Any]) -> str:
     ]
     for key, label in rows:
         s = pc[key]
-        lines.append(f"| {label} | {s['median_ms']:.3f} | {s['p10_ms']:.3f} | {s['p90_ms']:.3f} | "
-                     f"{base / s['median_ms']:.2f}× |")
+        lines.append(
+            f"| {label} | {s['median_ms']:.3f} | {s['p10_ms']:.3f} | {s['p90_ms']:.3f} | "
+            f"{base / s['median_ms']:.2f}× |"
+        )
     lc = pc["langchain_minilm"]
     sb = pc["small_openicl_dpp"]["median_ms"]
     lines += [
         "",
-        "The same per-call comparison on a 3,000 × 64 pool (synthetic, 300 planted clusters; the selector called "
+        "The same per-call comparison on a 3,000 × 64 pool (synthetic, 300 planted clusters; the selector "
+        "called "
         "directly with its float64 scan):",
         "",
         "| path | median ms | vs OpenICL |",
         "|---|---:|---:|",
     ]
-    for key, label in (("small_openicl_dpp", "OpenICL 0.1.8 DPP, re-implemented"),
-                       ("small_ucs_selector_cached", "`DPPSelector.select`, DPP+UCS"),
-                       ("small_ucs_selector_uncached", "the same with `inspect.signature` on every call")):
+    for key, label in (
+        ("small_openicl_dpp", "OpenICL 0.1.8 DPP, re-implemented"),
+        ("small_ucs_selector_cached", "`DPPSelector.select`, DPP+UCS"),
+        ("small_ucs_selector_uncached", "the same with `inspect.signature` on every call"),
+    ):
         lines.append(f"| {label} | {pc[key]['median_ms']:.3f} | {sb / pc[key]['median_ms']:.2f}× |")
     lines += [
         "",
-        f"- ucs DPP chose the same set as the OpenICL re-implementation for {100 * r['openicl_agreement']:.1f} % of "
-        "the queries (the paths differ only where float32 and float64 arithmetic break a near-tie differently).",
-        f"- HNSW (faiss `IndexHNSWFlat`, M = 32, efConstruction = 100, efSearch = 128): recall@50 against exact "
-        f"search {r['hnsw_recall_at_50']:.4f}; the DPP+UCS selection was identical to the exact-search one for "
+        "- ucs DPP chose the same set as the OpenICL re-implementation for "
+        f"{100 * r['openicl_agreement']:.1f} % of "
+        "the queries (the paths differ only where float32 and float64 arithmetic break a near-tie "
+        "differently).",
+        "- HNSW (faiss `IndexHNSWFlat`, M = 32, efConstruction = 100, efSearch = 128): recall@50 against "
+        "exact "
+        f"search {r['hnsw_recall_at_50']:.4f}; the DPP+UCS selection was identical to the exact-search one "
+        "for "
         f"{100 * r['hnsw_same_selection']:.1f} % of the queries; building it added "
         f"{r['hnsw_fit_s'] - r['fit_s']:.1f} s to the fit (single-threaded, so the graph is deterministic).",
-        f"- LangChain `UCSExampleSelector.select_examples` end to end (query embedded by all-MiniLM-L6-v2 on the "
-        f"CPU, then DPP+UCS, k = 10): median {lc['median_ms']:.2f} ms, p90 {lc['p90_ms']:.2f} ms over {lc['n']} queries; "
-        f"embedding the query alone took {pc['minilm_embed_only']['median_ms']:.2f} ms (median, same rotation).",
-        f"- `SelectorIndex.load` of the {r['pool'][0]:,}-example index ({r['index_bytes'] / 2**20:.1f} MiB on disk, "
+        "- LangChain `UCSExampleSelector.select_examples` end to end (query embedded by all-MiniLM-L6-v2 on "
+        "the "
+        f"CPU, then DPP+UCS, k = 10): median {lc['median_ms']:.2f} ms, p90 {lc['p90_ms']:.2f} ms over "
+        f"{lc['n']} queries; "
+        f"embedding the query alone took {pc['minilm_embed_only']['median_ms']:.2f} ms (median, same "
+        "rotation).",
+        f"- `SelectorIndex.load` of the {r['pool'][0]:,}-example index ({r['index_bytes'] / 2**20:.1f} MiB "
+        "on disk, "
         f"every file SHA-256-verified): median {r['load']['median_ms']:.0f} ms over {r['load']['n']} loads; "
         f"selections after loading identical: {r['loaded_same_selection']}. Save: {r['save_s']:.2f} s; "
         f"fit (cached embeddings, clustering, selector): {r['fit_s']:.1f} s.",
         "",
-        f"Machine: {m['cpu']}, {m['cores']} cores, Python {m['python']}, numpy {m['numpy']}, faiss {m['faiss']}; "
-        f"load average {m['loadavg_start'][0]:.2f} at the start and {r['machine']['loadavg_end'][0]:.2f} at the "
+        f"Machine: {m['cpu']}, {m['cores']} cores, Python {m['python']}, numpy {m['numpy']}, faiss "
+        f"{m['faiss']}; "
+        f"load average {m['loadavg_start'][0]:.2f} at the start and {r['machine']['loadavg_end'][0]:.2f} at "
+        "the "
         "end (the machine is shared: absolute times are noisy, the ratios are measured side by side).",
         "",
         f"Command: `PYTHONPATH=src {r['command']}`",

@@ -1,6 +1,6 @@
-"""Query latency as an application feels it: LangChain ``select_examples`` end to end while another process keeps
-one core busy, the first call after ``SelectorIndex.load`` with and without warmup, and ``SelectorIndex.select``
-alone (embedding given) against OpenICL's DPP.
+"""Query latency as an application feels it: LangChain ``select_examples`` end to end while another process
+keeps one core busy, the first call after ``SelectorIndex.load`` with and without warmup, and
+``SelectorIndex.select`` alone (embedding given) against OpenICL's DPP.
 
 Usage (benchmarks/index/RESULTS_latency.md was produced with this)::
 
@@ -13,15 +13,15 @@ Parts
   ``python -c 'while True: pass'`` child (started here, stopped at the end) keeps one of the 2 cores busy.
   Selectors: ``UCSExampleSelector`` (method ``topk``, the default, and ``dpp+ucs``) and LangChain's
   ``SemanticSimilarityExampleSelector`` over ``InMemoryVectorStore`` (the anchor) with the same model behind
-  LangChain's ``Embeddings`` interface (queries embedded with the same thread setting, so the difference is the
-  selection). A second, short group repeats ucs TopK with torch's default threads (one per core).
-- ``first_call``: a fresh embedder, ``SelectorIndex.load`` of the saved TopK index with ``warmup=True`` (default)
-  and ``warmup=False``, then the first ``select_examples``.
-- ``select``: ``SelectorIndex.select(query_embeddings=q, k=8)`` for TopK, DPP and DPP+UCS on the 15,000 CLINC150
-  in-scope training utterances (15,000 × 384, MiniLM) against the OpenICL 0.1.8 DPP re-implementation of
-  ``bench_index.py`` (50 candidates, k = 8), same query embeddings, rotated; 1 BLAS / OpenMP thread. TopK and DPP
-  again with ``candidate_search="hnsw"`` (faiss HNSW, M = 32, efSearch 128), and how often their selections equal
-  the exact ones.
+  LangChain's ``Embeddings`` interface (queries embedded with the same thread setting, so the difference is
+  the selection). A second, short group repeats ucs TopK with torch's default threads (one per core).
+- ``first_call``: a fresh embedder, ``SelectorIndex.load`` of the saved TopK index with ``warmup=True``
+  (default) and ``warmup=False``, then the first ``select_examples``.
+- ``select``: ``SelectorIndex.select(query_embeddings=q, k=8)`` for TopK, DPP and DPP+UCS on the 15,000
+  CLINC150 in-scope training utterances (15,000 × 384, MiniLM) against the OpenICL 0.1.8 DPP re-implementation
+  of ``bench_index.py`` (50 candidates, k = 8), same query embeddings, rotated; 1 BLAS / OpenMP thread. TopK
+  and DPP again with ``candidate_search="hnsw"`` (faiss HNSW, M = 32, efSearch 128), and how often their
+  selections equal the exact ones.
 """
 
 from __future__ import annotations
@@ -67,8 +67,9 @@ def rotate(paths: Dict[str, Callable[[int], Any]], n: int, warm: int = 10) -> Di
 
 
 def solo(paths: Dict[str, Callable[[int], Any]], n: int, warm: int = 10) -> Dict[str, Dict[str, float]]:
-    """Each path alone over ``n`` queries (after ``warm``), one path after the other — what an application that
-    serves only that path sees (the rotation's other paths no longer evict its caches); median and p95."""
+    """Each path alone over ``n`` queries (after ``warm``), one path after the other — what an application
+    that serves only that path sees (the rotation's other paths no longer evict its caches); median and
+    p95."""
     out = {}
     for name, f in paths.items():
         for i in range(warm):
@@ -123,7 +124,8 @@ def part_langchain(args: argparse.Namespace, out: Dict[str, Any]) -> None:
     ucs_topk_torch = UCSExampleSelector.from_examples(examples, emb_torch, k=8, method="topk", **kw)
     ucs_dpp = UCSExampleSelector.from_examples(examples, emb, k=8, method="dpp+ucs", **kw)
     anchor = SemanticSimilarityExampleSelector.from_examples(
-        examples, langchain_embeddings(emb_torch), InMemoryVectorStore, k=8, input_keys=["text"])
+        examples, langchain_embeddings(emb_torch), InMemoryVectorStore, k=8, input_keys=["text"]
+    )
     paths = {
         "ucs_topk": lambda i: ucs_topk.select_examples({"text": queries[i]}),
         "ucs_dpp_ucs": lambda i: ucs_dpp.select_examples({"text": queries[i]}),
@@ -140,12 +142,16 @@ def part_langchain(args: argparse.Namespace, out: Dict[str, Any]) -> None:
         out["loadavg_langchain_start"] = list(os.getloadavg())
         out["langchain"] = rotate(paths, args.queries)
         out["langchain_solo"] = solo(paths, args.queries)
-        default_threads = load_retrieval_embedder("all-minilm-l6-v2", query_threads=len(os.sched_getaffinity(0)))
+        default_threads = load_retrieval_embedder(
+            "all-minilm-l6-v2", query_threads=len(os.sched_getaffinity(0))
+        )
         default_threads.load()
         ucs_default = UCSExampleSelector.from_examples(examples, default_threads, k=8, method="topk", **kw)
         out["langchain_default_threads"] = rotate(
             {"ucs_topk_torch_default_threads": lambda i: ucs_default.select_examples({"text": queries[i]})},
-            args.default_thread_queries, warm=3)
+            args.default_thread_queries,
+            warm=3,
+        )
         out["loadavg_langchain_end"] = list(os.getloadavg())
 
         first: Dict[str, List[float]] = {"warmup": [], "no_warmup": []}
@@ -188,7 +194,13 @@ def part_select(args: argparse.Namespace, out: Dict[str, Any]) -> None:
     emb = load_retrieval_embedder("all-minilm-l6-v2")
     kw = dict(input_keys=["text"], output_key="intent", cache_dir=args.cache_dir, random_state=0)
     ix = {}
-    for m, search in [("topk", "exact"), ("dpp", "exact"), ("dpp+ucs", "exact"), ("topk", "hnsw"), ("dpp", "hnsw")]:
+    for m, search in [
+        ("topk", "exact"),
+        ("dpp", "exact"),
+        ("dpp+ucs", "exact"),
+        ("topk", "hnsw"),
+        ("dpp", "hnsw"),
+    ]:
         name = m if search == "exact" else f"{m}@hnsw"
         saved = Path(args.cache_dir) / "latency_indexes" / name.replace("+", "_").replace("@", "_")
         if (saved / "index.json").exists():
@@ -209,7 +221,9 @@ def part_select(args: argparse.Namespace, out: Dict[str, Any]) -> None:
             "ucs_dpp_hnsw": lambda i: ix["dpp@hnsw"].select(query_embeddings=Q[i % len(Q)], k=8),
         }
         out["select"] = rotate(paths, args.queries - 10)  # each call after the other paths evicted its caches
-        out["select_solo"] = solo(paths, args.queries - 10)  # each path alone: an index that serves one selector
+        out["select_solo"] = solo(
+            paths, args.queries - 10
+        )  # each path alone: an index that serves one selector
         out["loadavg_select_end"] = list(os.getloadavg())
         out["hnsw_agreement"] = {m: _agreement(ix[m], ix[f"{m}@hnsw"], Q) for m in ("topk", "dpp")}
         profiles = {}
@@ -227,8 +241,9 @@ def part_select(args: argparse.Namespace, out: Dict[str, Any]) -> None:
 
 
 def _agreement(exact: Any, approx: Any, Q: np.ndarray) -> Dict[str, float]:
-    """How often the approximate (HNSW) index chooses what the exact one does, over the rows of ``Q``: the mean share
-    of the k chosen demonstrations in common, and the share of queries with the identical ordered selection."""
+    """How often the approximate (HNSW) index chooses what the exact one does, over the rows of ``Q``: the
+    mean share of the k chosen demonstrations in common, and the share of queries with the identical ordered
+    selection."""
     common, same = [], []
     for q in Q:
         a = list(exact.select(query_embeddings=q, k=8).indices)
@@ -246,7 +261,7 @@ def _portable_paths(text: str) -> str:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data-dir", default="../shared/data")
     ap.add_argument("--queries", type=int, default=300)
     ap.add_argument("--default-thread-queries", type=int, default=30)
@@ -255,11 +270,18 @@ def main() -> None:
     ap.add_argument("--out", default="benchmarks/index/results_latency.json")
     ap.add_argument("--markdown", default=None)
     ap.add_argument("--parts", nargs="+", default=["langchain", "select"])
-    ap.add_argument("--no-busy", dest="busy", action="store_false",
-                    help="start no busy child: another process already keeps one core busy (say which on the page)")
+    ap.add_argument(
+        "--no-busy",
+        dest="busy",
+        action="store_false",
+        help="start no busy child: another process already keeps one core busy (say which on the page)",
+    )
     args = ap.parse_args()
-    out: Dict[str, Any] = {"command": " ".join(["python"] + sys.argv), "machine": machine(),
-                           "proc_loadavg_start": Path("/proc/loadavg").read_text().strip()}
+    out: Dict[str, Any] = {
+        "command": " ".join(["python"] + sys.argv),
+        "machine": machine(),
+        "proc_loadavg_start": Path("/proc/loadavg").read_text().strip(),
+    }
     if "langchain" in args.parts:
         part_langchain(args, out)
     if "select" in args.parts:

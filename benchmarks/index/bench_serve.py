@@ -75,8 +75,8 @@ def build_index(data_dir: str, folder: Path, n: int) -> List[str]:
 
 
 def in_process(folder: Path, queries: List[str], seconds: float, k: int) -> Dict[str, Any]:
-    """The in-process anchors: one query per call with its text, its embedding alone, the selection alone given
-    the embedding, and 8 queries per call (what one batch of 8 requests costs the server's worker)."""
+    """The in-process anchors: one query per call with its text, its embedding alone, the selection alone
+    given the embedding, and 8 queries per call (what one batch of 8 requests costs the server's worker)."""
     from ucs.embedding.threads import resolve_query_threads, set_threads
     from ucs.index import SelectorIndex
 
@@ -111,8 +111,16 @@ def _cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def measured_level(url: str, token: str, queries: List[str], clients: int, seconds: float, k: int,
-                   add_every: float, server_pid: int) -> Dict[str, Any]:
+def measured_level(
+    url: str,
+    token: str,
+    queries: List[str],
+    clients: int,
+    seconds: float,
+    k: int,
+    add_every: float,
+    server_pid: int,
+) -> Dict[str, Any]:
     """One level, with the CPU seconds the server and the clients spent per answered request."""
     load0, server0, client0 = os.getloadavg()[0], _cpu_seconds(server_pid), time.process_time()
     out = asyncio.run(load_level(url, token, queries, clients, seconds, k, add_every))
@@ -227,30 +235,37 @@ def render(res: Dict[str, Any]) -> str:
         "# `ucs serve` under load (127.0.0.1)",
         "",
         f"Machine: {m['cpu']}, {m['cores']} cores (shared), Python {m['python']}; load average "
-        f"{m['loadavg_start'][0]:.2f} at the start, {m['loadavg_end'][0]:.2f} at the end (1 min; each level's "
+        f"{m['loadavg_start'][0]:.2f} at the start, {m['loadavg_end'][0]:.2f} at the end (1 min; each "
+        "level's "
         "below).",
         f"Command: `{res['command']}`",
         "",
-        f"Index: the first {res['n_examples']:,} BANKING77 training utterances, `topk`, all-MiniLM-L6-v2, k = "
+        f"Index: the first {res['n_examples']:,} BANKING77 training utterances, `topk`, all-MiniLM-L6-v2, k "
+        "= "
         f"{res['k']}. **Every request carries the query's text: the server embeds it** (ONNX Runtime, one "
         "thread), then selects. One uvicorn worker; its selections run on one worker thread that answers the "
         f"requests waiting together (one embedding call and one selection call per batch; batch window "
         f"{res['batch_window_ms']:g} ms). The clients (asyncio httpx, closed loop) run on the same "
         f"{m['cores']} cores as the server. Each level lasts {res['seconds']:g} s; with additions, one more "
-        f"client adds one example every {res['add_every']:g} s (each a new saved version the server swaps in).",
+        f"client adds one example every {res['add_every']:g} s (each a new saved version the server swaps "
+        "in).",
         "",
         "| path | clients | requests | throughput (req/s) | p50 (ms) | p99 (ms) | errors | adds (p50 ms) "
         "| CPU ms/request: server + clients | load (1 min) |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     ip = res["in_process"]
-    for key, label, per in (("one_query", "in-process `select`, text", 1),
-                            ("embed_only", "in-process embedding only", 1),
-                            ("select_only", "in-process `select`, embedding given", 1),
-                            ("eight_queries", "in-process `select`, 8 texts per call", 8)):
+    for key, label, per in (
+        ("one_query", "in-process `select`, text", 1),
+        ("embed_only", "in-process embedding only", 1),
+        ("select_only", "in-process `select`, embedding given", 1),
+        ("eight_queries", "in-process `select`, 8 texts per call", 8),
+    ):
         r = ip[key]
-        lines.append(f"| {label} | 1 | {r['n'] * per} | {r['throughput_rps'] * per:.0f} | {r['p50_ms']:.2f} | "
-                     f"{r['p99_ms']:.2f} | 0 | - | - | - |")
+        lines.append(
+            f"| {label} | 1 | {r['n'] * per} | {r['throughput_rps'] * per:.0f} | {r['p50_ms']:.2f} | "
+            f"{r['p99_ms']:.2f} | 0 | - | - | - |"
+        )
     for r in res["http"]:
         lines.append(
             f"| HTTP `/v1/select`, text | {r['clients']} | {r['n']} | {r['throughput_rps']:.0f} | "
@@ -260,7 +275,16 @@ def render(res: Dict[str, Any]) -> str:
             f"{r['loadavg_1min'][0]:.2f} → {r['loadavg_1min'][1]:.2f} |"
         )
     if res.get("lscpu"):
-        lines += ["", "<details><summary>lscpu</summary>", "", "```", res["lscpu"].strip(), "```", "", "</details>"]
+        lines += [
+            "",
+            "<details><summary>lscpu</summary>",
+            "",
+            "```",
+            res["lscpu"].strip(),
+            "```",
+            "",
+            "</details>",
+        ]
     return "\n".join(lines + [""] + reading(res)) + "\n"
 
 
@@ -285,33 +309,43 @@ def reading(res: Dict[str, Any]) -> List[str]:
         out.append(
             f"* Target (8 clients, additions running, embedding included): p99 {eight['p99_ms']:.1f} ms "
             f"{verdict} the 50 ms target (p50 {eight['p50_ms']:.1f} ms, {eight['throughput_rps']:.0f} "
-            f"requests/s; load average {eight['loadavg_1min'][0]:.2f} → {eight['loadavg_1min'][1]:.2f} during "
+            f"requests/s; load average {eight['loadavg_1min'][0]:.2f} → {eight['loadavg_1min'][1]:.2f} "
+            "during "
             "the level)."
         )
     if many is not None:
-        out.append(f"* 64 clients with additions: {_errors(many)} errors in {many['n']} requests, "
-                   f"{many['adds']} additions ({many['add_errors']} failed).")
+        out.append(
+            f"* 64 clients with additions: {_errors(many)} errors in {many['n']} requests, "
+            f"{many['adds']} additions ({many['add_errors']} failed)."
+        )
     if quiet is not None and eight is not None:
         out.append(
             f"* Without additions ({quiet['clients']} clients): p99 {quiet['p99_ms']:.1f} ms, p50 "
-            f"{quiet['p50_ms']:.1f} ms, against p99 {eight['p99_ms']:.1f} ms with them: an addition embeds its "
-            "example on the worker (one short call between two batches) and copies, extends and saves the index "
+            f"{quiet['p50_ms']:.1f} ms, against p99 {eight['p99_ms']:.1f} ms with them: an addition embeds "
+            "its "
+            "example on the worker (one short call between two batches) and copies, extends and saves the "
+            "index "
             "on a lower-priority thread while the worker keeps answering from the served version."
         )
     e1, s1, b8 = ip["embed_only"]["p50_ms"], ip["select_only"]["p50_ms"], ip["eight_queries"]["p50_ms"]
     out.append(
-        f"* Where the time goes: one query in-process costs {ip['one_query']['p50_ms']:.2f} ms at the median, "
+        f"* Where the time goes: one query in-process costs {ip['one_query']['p50_ms']:.2f} ms at the "
+        "median, "
         f"of which the embedding {e1:.2f} ms and the selection given the embedding {s1:.2f} ms; 8 queries in "
-        f"one call cost {b8:.2f} ms ({b8 / 8:.2f} ms a query). A closed loop of c clients on one worker thread "
+        f"one call cost {b8:.2f} ms ({b8 / 8:.2f} ms a query). A closed loop of c clients on one worker "
+        "thread "
         "waits about one batch of c queries per request."
     )
     if one is not None:
-        out.append(f"* One client: {one['p50_ms']:.1f} ms at the median over HTTP against "
-                   f"{ip['one_query']['p50_ms']:.2f} ms in-process.")
+        out.append(
+            f"* One client: {one['p50_ms']:.1f} ms at the median over HTTP against "
+            f"{ip['one_query']['p50_ms']:.2f} ms in-process."
+        )
     if eight is not None:
         out.append(
             f"* CPU per request at 8 clients: server {eight['server_cpu_ms_per_request']:.2f} ms, clients "
-            f"{eight['client_cpu_ms_per_request']:.2f} ms, on {res['machine']['cores']} cores that other work "
+            f"{eight['client_cpu_ms_per_request']:.2f} ms, on {res['machine']['cores']} cores that other "
+            "work "
             "shares (see the load average): the throughput is bounded by the cores left over."
         )
     return out
@@ -364,8 +398,11 @@ def main() -> None:
                 for c in args.clients.split(",")
             ]
             if args.quiet_level:  # the same load without additions: what the adds cost the tail
-                res["http"].append(measured_level(url, token, queries, args.quiet_level, args.seconds, args.k,
-                                                  float("inf"), proc.pid))
+                res["http"].append(
+                    measured_level(
+                        url, token, queries, args.quiet_level, args.seconds, args.k, float("inf"), proc.pid
+                    )
+                )
         finally:
             proc.terminate()
             proc.wait(30)

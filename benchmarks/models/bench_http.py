@@ -1,4 +1,5 @@
-"""Cost of a decision (scoring every label of one prompt) through the HTTP backbone, beside the in-process engine.
+"""Cost of a decision (scoring every label of one prompt) through the HTTP backbone, beside the in-process
+engine.
 
 One run measures, with the same prompts and in the same run:
 
@@ -44,8 +45,10 @@ SECTION = "## Requests and seconds per decision (lists of prompts, fallback, in 
 
 NOTES = """Reading the table:
 
-- A decision is the scoring of every label of one prompt. "first" is the backbone's first decision (its warm-up
-  or not, the first list of prompts, the two requests of the alignment check); the other columns are the steady
+- A decision is the scoring of every label of one prompt. "first" is the backbone's first decision (its \
+warm-up
+  or not, the first list of prompts, the two requests of the alignment check); the other columns are the \
+steady
   state over the remaining prompts.
 - A server that takes a list of prompts (vLLM; here the double) costs one request per decision: all labels in
   one echoed `/v1/completions` request (`⌈labels / batch⌉` with `#model?batch=`), no warm-up. 77 labels are
@@ -79,9 +82,15 @@ def measure(model, prompts, gen_prompts: List[str]) -> Dict[str, object]:
     n = len(prompts) - 1
     r2 = sent(model)  # before generation: its requests are not a decision's
     t_g, _ = timed(lambda: model.generate(gen_prompts, max_new_tokens=16, temperature=0.0))
-    return {"first": r1 - r0, "per": (r2 - r1) / n, "sec": t_s / n, "score_pps": n / t_s,
-            "gen_pps": len(gen_prompts) / t_g, "scores": np.concatenate([first, rest]),
-            "path": path(model)}
+    return {
+        "first": r1 - r0,
+        "per": (r2 - r1) / n,
+        "sec": t_s / n,
+        "score_pps": n / t_s,
+        "gen_pps": len(gen_prompts) / t_g,
+        "scores": np.concatenate([first, rest]),
+        "path": path(model),
+    }
 
 
 def path(model) -> str:
@@ -125,13 +134,18 @@ def reference(name: str, rows) -> np.ndarray:
 
 
 def table(rows) -> List[str]:
-    lines = ["| backbone | path | requests, first decision | requests per decision | seconds per decision | "
-             "generation (prompts/s) | max abs(Δ) vs reference (nats) |", "|---|---|---|---|---|---|---|"]
+    lines = [
+        "| backbone | path | requests, first decision | requests per decision | seconds per decision | "
+        "generation (prompts/s) | max abs(Δ) vs reference (nats) |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for name, r in rows.items():
         delta = float(np.max(np.abs(r["scores"] - reference(name, rows))))
         reqs = ("—", "—") if r["path"] == "in process" else (str(r["first"]), f"{r['per']:.1f}")
-        lines.append(f"| {name} | {r['path']} | {reqs[0]} | {reqs[1]} | {r['sec']:.3f} | {r['gen_pps']:.2f} | "
-                     f"{delta:.1e} |")
+        lines.append(
+            f"| {name} | {r['path']} | {reqs[0]} | {reqs[1]} | {r['sec']:.3f} | {r['gen_pps']:.2f} | "
+            f"{delta:.1e} |"
+        )
     return lines
 
 
@@ -143,15 +157,18 @@ def write(out: Path, section: List[str]) -> None:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--score-prompts", type=int, default=4, help="at least 2: the first decision is apart")
     ap.add_argument("--gen-prompts", type=int, default=4)
     ap.add_argument("--threads", type=int, default=2, help="llama.cpp threads, server and in-process alike")
     ap.add_argument("--in-flight", type=int, default=4, help="requests in flight")
     ap.add_argument("--data-dir", default=str(ROOT.parent / "shared" / "data"))
     ap.add_argument("--out", default=str(HERE / "RESULTS_http.md"))
-    ap.add_argument("--load-note", default="a shared machine: the in-process engine is measured before and after "
-                    "the server", help="what the page says about the machine's load during the run")
+    ap.add_argument(
+        "--load-note",
+        default="a shared machine: the in-process engine is measured before and after the server",
+        help="what the page says about the machine's load during the run",
+    )
     args = ap.parse_args()
     load_start = Path("/proc/loadavg").read_text().split()[:3]
     cpu = shell("lscpu | sed -n 's/^Model name: *//p'")
@@ -171,17 +188,27 @@ def main() -> None:
     through_double(prompts, gen_prompts, rows, data, args.in_flight)
     load_end = Path("/proc/loadavg").read_text().split()[:3]
     section = [
-        SECTION, "",
+        SECTION,
+        "",
         f"Machine: {cpu}, {shell('nproc')} cores; load average at start {' '.join(load_start)}, at the end "
-        f"{' '.join(load_end)} ({args.load_note}); Python {sys.version.split()[0]}; {time.strftime('%Y-%m-%d')}. "
+        f"{' '.join(load_end)} ({args.load_note}); Python {sys.version.split()[0]}; "
+        f"{time.strftime('%Y-%m-%d')}. "
         f"SmolLM2-135M-Instruct (Q4_1 GGUF), {args.threads} llama.cpp threads in the server and in process; "
-        "llama-cpp-python's server on 127.0.0.1 with flash attention.", "",
+        "llama-cpp-python's server on 127.0.0.1 with flash attention.",
+        "",
         f"Command: `python benchmarks/models/bench_http.py --score-prompts {len(prompts)} "
-        f"--gen-prompts {args.gen_prompts} --threads {args.threads} --in-flight {args.in_flight}`", "",
+        f"--gen-prompts {args.gen_prompts} --threads {args.threads} --in-flight {args.in_flight}`",
+        "",
         f"Size: label scoring of {len(prompts)} zero-shot chat-rendered BANKING77 prompts with 3 labels each "
-        f"(the first decision apart, then {len(prompts) - 1} timed); the 77-label rows score the same prefixes "
-        f"with every BANKING77 label; generation of {len(gen_prompts)} such prompts, 16 new tokens each, greedy.",
-        "", *table(rows), "", NOTES]
+        f"(the first decision apart, then {len(prompts) - 1} timed); the 77-label rows score the same "
+        "prefixes "
+        f"with every BANKING77 label; generation of {len(gen_prompts)} such prompts, 16 new tokens each, "
+        "greedy.",
+        "",
+        *table(rows),
+        "",
+        NOTES,
+    ]
     write(Path(args.out), section)
     print("\n".join(section))
 

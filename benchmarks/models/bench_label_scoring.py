@@ -1,11 +1,12 @@
-"""Label scoring of BANKING77 prompts on one core: llama.cpp (the Q4_1 file, its float32 copy, branch and bound),
-transformers, and the limits of the work.
+"""Label scoring of BANKING77 prompts on one core: llama.cpp (the Q4_1 file, its float32 copy, branch and
+bound), transformers, and the limits of the work.
 
 Prompts are built as ``ucs compare`` builds them (``backbone_predictor``: a
 :class:`~ucs.evaluation.prompts.PromptBuilder` over ``INTENT_FORMAT`` with the 77 labels, ``--k``
 demonstrations drawn at random from the pool, a test query), each timed after one warm-up prompt per engine:
 
-* llama.cpp on the shipped Q4_1 file, every label scored (``score_continuations``: prefix reuse, one tree batch);
+* llama.cpp on the shipped Q4_1 file, every label scored (``score_continuations``: prefix reuse, one tree
+  batch);
 * llama.cpp on its float32 copy (``weights="f32"``), every label scored;
 * llama.cpp on the float32 copy, the label chosen by branch and bound (``choose_continuation``: what ``ucs
   compare`` runs);
@@ -13,9 +14,9 @@ demonstrations drawn at random from the pool, a test query), each timed after on
 
 The limit of each row's work: the positions it must compute (the prompt's tokens after the run shared with the
 previous prompt, plus the label trie's nodes with children — or, for branch and bound, the nodes it evaluated)
-× FLOPs a position (2 × the non-embedding parameters, plus attention over the context), plus the LM head where a
-distribution is needed, ÷ one core's float32 matmul rate (numpy pinned to one thread, threadpoolctl). llama.cpp's
-own rates (a 64-token batch at position 0) are given beside it.
+× FLOPs a position (2 × the non-embedding parameters, plus attention over the context), plus the LM head where
+a distribution is needed, ÷ one core's float32 matmul rate (numpy pinned to one thread, threadpoolctl).
+llama.cpp's own rates (a 64-token batch at position 0) are given beside it.
 
     python benchmarks/models/bench_label_scoring.py --prompts 6 --core 0 \\
         --out benchmarks/models/RESULTS_label_scoring.md
@@ -54,7 +55,11 @@ def build_prompts(data_dir: Path, n: int, k: int) -> "tuple[List[str], List[str]
 def timed(bb, prompts: List[str], labels: List[str], choose: bool = False) -> Dict[str, object]:
     """CPU and wall seconds of each prompt after one warm-up; ``choose``: branch and bound
     (``choose_continuation``), else every label scored. The label chosen, and the trie nodes evaluated."""
-    run = (lambda p: bb.choose_continuation(p, labels)) if choose else (lambda p: bb.score_continuations(p, labels))
+    run = (
+        (lambda p: bb.choose_continuation(p, labels))
+        if choose
+        else (lambda p: bb.score_continuations(p, labels))
+    )
     run(prompts[0])  # warm-up: loads, and caches the shared opening
     times, cpu, out, nodes = [], [], [], []
     for p in prompts[1:]:
@@ -65,8 +70,14 @@ def timed(bb, prompts: List[str], labels: List[str], choose: bool = False) -> Di
         cpu.append(time.process_time() - c)
         nodes.append(getattr(bb, "trie_tokens_evaluated", 0) - n0)
     picked = [int(o[0]) if choose else int(np.argmax(o)) for o in out]
-    return {"wall": float(np.median(times)), "s": float(np.median(cpu)), "all": cpu, "picked": picked,
-            "scores": None if choose else out, "nodes": nodes}
+    return {
+        "wall": float(np.median(times)),
+        "s": float(np.median(cpu)),
+        "all": cpu,
+        "picked": picked,
+        "scores": None if choose else out,
+        "nodes": nodes,
+    }
 
 
 def numpy_flops() -> float:
@@ -86,8 +97,12 @@ def numpy_flops() -> float:
 
 def model_shape(bb) -> Dict[str, int]:
     lc, model = bb._lc, bb._llm._model.model
-    return {"layers": int(lc.llama_model_n_layer(model)), "d": int(lc.llama_model_n_embd(model)),
-            "params": int(lc.llama_model_n_params(model)), "vocab": bb.vocab_size}
+    return {
+        "layers": int(lc.llama_model_n_layer(model)),
+        "d": int(lc.llama_model_n_embd(model)),
+        "params": int(lc.llama_model_n_params(model)),
+        "vocab": bb.vocab_size,
+    }
 
 
 def llama_flops(bb, shape: Dict[str, int], body: float) -> float:
@@ -107,12 +122,13 @@ def llama_flops(bb, shape: Dict[str, int], body: float) -> float:
     return 64 * body / best
 
 
-def needed_work(bb, prompts: List[str], labels: List[str], shape: Dict[str, int],
-                nodes: "List[int] | None" = None) -> Dict[str, float]:
-    """Positions, logits rows and FLOPs a prompt must compute (median over the timed prompts): its tokens after
-    the run shared with the previous prompt, plus the label trie's nodes with children (every label scored) or
-    ``nodes`` (the nodes branch and bound evaluated on each prompt), and the LM head where a distribution is
-    needed."""
+def needed_work(
+    bb, prompts: List[str], labels: List[str], shape: Dict[str, int], nodes: "List[int] | None" = None
+) -> Dict[str, float]:
+    """Positions, logits rows and FLOPs a prompt must compute (median over the timed prompts): its tokens
+    after the run shared with the previous prompt, plus the label trie's nodes with children (every label
+    scored) or ``nodes`` (the nodes branch and bound evaluated on each prompt), and the LM head where a
+    distribution is needed."""
     from ucs.lm.prefix_tree import build_trie
     from ucs.models.llamacpp import _shared_run
 
@@ -132,13 +148,19 @@ def needed_work(bb, prompts: List[str], labels: List[str], shape: Dict[str, int]
         flops.append((P - keep + n) * body + attn + (n + 1) * 2.0 * V * d)
         rows.append(P - keep + n)
         new.append(P - keep)
-    return {"flops": float(np.median(flops)), "positions": float(np.median(rows)),
-            "new": float(np.median(new)), "inner": inner, "nodes": trie.n_nodes,
-            "tokens": float(np.median([len(t) for t in toks[1:]])), "body": body}
+    return {
+        "flops": float(np.median(flops)),
+        "positions": float(np.median(rows)),
+        "new": float(np.median(new)),
+        "inner": inner,
+        "nodes": trie.n_nodes,
+        "tokens": float(np.median([len(t) for t in toks[1:]])),
+        "body": body,
+    }
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--prompts", type=int, default=4)
     ap.add_argument("--k", type=int, default=8)
     ap.add_argument("--core", type=int, default=None, help="pin the process to this CPU core")
@@ -152,8 +174,14 @@ def main() -> None:
     if a.chosen_only:
         return chosen_only(a)
     load = Path("/proc/loadavg").read_text().split()[:3]
-    cpu = next((ln.split(":", 1)[1].strip() for ln in Path("/proc/cpuinfo").read_text().splitlines()
-                if ln.startswith("model name")), "unknown")
+    cpu = next(
+        (
+            ln.split(":", 1)[1].strip()
+            for ln in Path("/proc/cpuinfo").read_text().splitlines()
+            if ln.startswith("model name")
+        ),
+        "unknown",
+    )
     from ucs.models import load_backbone
 
     prompts, labels = build_prompts(a.data_dir, a.prompts, a.k)
@@ -206,8 +234,17 @@ def portable_row(a: argparse.Namespace) -> "tuple[Dict[str, object], float]":
     import json
     import subprocess
 
-    cmd = [sys.executable, __file__, "--chosen-only", "--prompts", str(a.prompts), "--k", str(a.k),
-           "--data-dir", str(a.data_dir)] + (["--core", str(a.core)] if a.core is not None else [])
+    cmd = [
+        sys.executable,
+        __file__,
+        "--chosen-only",
+        "--prompts",
+        str(a.prompts),
+        "--k",
+        str(a.k),
+        "--data-dir",
+        str(a.data_dir),
+    ] + (["--core", str(a.core)] if a.core is not None else [])
     env = dict(os.environ, UCS_LLAMA_KERNELS="portable")
     env.pop("LLAMA_CPP_LIB_PATH", None)
     out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True).stdout
@@ -224,38 +261,54 @@ PORTABLE = "llama.cpp portable (AVX2) build, f32 copy, branch and bound"
 def render(a, rows, full, bnb, rate_np, rate_ll, rate_q41, cpu, load, build) -> str:
     """The page: set-up, the table (each row against the limit of its own work), the limits."""
     ref = rows["llama.cpp, f32 copy, every label scored"]
-    lines = ["| engine, weights, what | CPU s / prompt (median) | wall s (median) | each prompt, CPU s | trie nodes "
-             "evaluated (median) | × its limit (numpy FLOP/s) | max abs(Δ) vs f32 scored, nats | same label |",
-             "|---|---:|---:|---|---:|---:|---:|---:|"]
+    lines = [
+        "| engine, weights, what | CPU s / prompt (median) | wall s (median) | each prompt, CPU s | trie "
+        "nodes "
+        "evaluated (median) | × its limit (numpy FLOP/s) | max abs(Δ) vs f32 scored, nats | same label |",
+        "|---|---:|---:|---|---:|---:|---:|---:|",
+    ]
     for name, r in rows.items():
         work = bnb if name in (CHOSEN, PORTABLE) else full
-        delta = ("-" if r.get("scores") is None else
-                 f"{max(float(np.abs(x - y).max()) for x, y in zip(r['scores'], ref['scores'])):.1e}")
+        delta = (
+            "-"
+            if r.get("scores") is None
+            else f"{max(float(np.abs(x - y).max()) for x, y in zip(r['scores'], ref['scores'])):.1e}"
+        )
         same = sum(int(x == y) for x, y in zip(r["picked"], ref["picked"]))
         each = ", ".join(f"{t:.2f}" for t in r["all"])
         nodes = f"{np.median(r['nodes']):.0f}" if name != "transformers, float32, every label scored" else "-"
-        lines.append(f"| {name} | {r['s']:.2f} | {r['wall']:.2f} | {each} | {nodes} | "
-                     f"{r['s'] / (work['flops'] / rate_np):.2f} | {delta} | {same}/{len(r['picked'])} |")
+        lines.append(
+            f"| {name} | {r['s']:.2f} | {r['wall']:.2f} | {each} | {nodes} | "
+            f"{r['s'] / (work['flops'] / rate_np):.2f} | {delta} | {same}/{len(r['picked'])} |"
+        )
     for what, work in (("every label scored", full), ("branch and bound", bnb)):
-        lines.append(f"| limit, {what}: {work['flops'] / 1e9:.0f} GFLOP at numpy's float32 rate "
-                     f"({rate_np / 1e9:.0f} GFLOP/s) | {work['flops'] / rate_np:.2f} | | | | 1.00 | | |")
+        lines.append(
+            f"| limit, {what}: {work['flops'] / 1e9:.0f} GFLOP at numpy's float32 rate "
+            f"({rate_np / 1e9:.0f} GFLOP/s) | {work['flops'] / rate_np:.2f} | | | | 1.00 | | |"
+        )
     pin = f" --core {a.core}" if a.core is not None else ""
     head = [
-        f"- machine: {cpu}; one core (n_threads=1, torch threads 1{', pinned to core %d' % a.core if pin else ''});"
-        f" load average at start {' '.join(load)}, at the end {' '.join(Path('/proc/loadavg').read_text().split()[:3])};"
+        f"- machine: {cpu}; one core (n_threads=1, torch threads "
+        f"1{', pinned to core %d' % a.core if pin else ''});"
+        f" load average at start {' '.join(load)}, at the end "
+        f"{' '.join(Path('/proc/loadavg').read_text().split()[:3])};"
         f" Python {sys.version.split()[0]}",
         f"- command: `python benchmarks/models/bench_label_scoring.py --prompts {a.prompts} --k {a.k}{pin}`",
         f"- size: {a.prompts} BANKING77 prompts after one warm-up each, {a.k} demonstrations, all 77 labels; "
         f"prompts {full['tokens']:.0f} SmolLM2 tokens (median), label trie {full['nodes']} nodes "
         f"({full['inner']} with children)",
-        f"- work, every label scored: {full['new']:.0f} new prompt tokens (after the run shared with the previous "
+        f"- work, every label scored: {full['new']:.0f} new prompt tokens (after the run shared with the "
+        "previous "
         f"prompt) + {full['inner']} trie nodes with children = {full['positions']:.0f} positions × "
         f"{full['body'] / 1e6:.0f} MFLOP (2 × non-embedding parameters) + attention + the LM head at "
         f"{full['inner'] + 1} rows = {full['flops'] / 1e9:.0f} GFLOP",
-        f"- work, branch and bound: the same prompt tokens + the trie nodes it evaluated = {bnb['positions']:.0f} "
+        "- work, branch and bound: the same prompt tokens + the trie nodes it evaluated = "
+        f"{bnb['positions']:.0f} "
         f"positions (median) = {bnb['flops'] / 1e9:.0f} GFLOP",
-        f"- kernel rates on one core: numpy float32 matmul {rate_np / 1e9:.0f} GFLOP/s; llama.cpp's float32 copy "
-        f"{rate_ll / 1e9:.0f} GFLOP/s, its Q4_1 file {rate_q41 / 1e9:.0f} GFLOP/s (a 64-token batch at position 0)",
+        f"- kernel rates on one core: numpy float32 matmul {rate_np / 1e9:.0f} GFLOP/s; llama.cpp's float32 "
+        "copy "
+        f"{rate_ll / 1e9:.0f} GFLOP/s, its Q4_1 file {rate_q41 / 1e9:.0f} GFLOP/s (a 64-token batch at "
+        "position 0)",
         f"- llama.cpp build (`python -m ucs.models.llama_kernels`): {build}",
         "- times: CPU seconds of this process (`time.process_time`, one thread), which other jobs sharing "
         "the core do not inflate (the wall seconds beside them do)",

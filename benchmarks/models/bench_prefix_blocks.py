@@ -1,12 +1,14 @@
 """Label scoring of real ICL prompts with and without the transformers engine's prefix blocks, side by side.
 
-For each backbone: ``--prompts`` BANKING77 prompts as the evaluation renders them (instruction with the 77 labels,
-``--demos`` demonstrations drawn at random from the pool, a test query), every label scored in likelihood mode,
-first with ``prefix_cache_tokens=0`` (one pass over prompt and label trie) and then with the default cache; after
-one warm-up prompt each (which fills the cache with the shared instruction). Reports seconds per prompt, the
-ratio, the largest |Δ| in nats and how many prompts pick the same label. Writes a markdown table.
+For each backbone: ``--prompts`` BANKING77 prompts as the evaluation renders them (instruction with the 77
+labels, ``--demos`` demonstrations drawn at random from the pool, a test query), every label scored in
+likelihood mode, first with ``prefix_cache_tokens=0`` (one pass over prompt and label trie) and then with the
+default cache; after one warm-up prompt each (which fills the cache with the shared instruction). Reports
+seconds per prompt, the ratio, the largest |Δ| in nats and how many prompts pick the same label. Writes a
+markdown table.
 
-    python benchmarks/models/bench_prefix_blocks.py --prompts 8 --out benchmarks/models/RESULTS_prefix_blocks.md
+    python benchmarks/models/bench_prefix_blocks.py --prompts 8 \
+        --out benchmarks/models/RESULTS_prefix_blocks.md
 """
 
 from __future__ import annotations
@@ -44,8 +46,11 @@ def measure(name: str, tokens: int, prompts: List[str], labels: List[str]) -> Di
     bb.score_continuations_detailed(prompts[0], labels)  # warm-up (and the shared instruction's blocks)
     t = time.perf_counter()
     scores = [bb.score_continuations_detailed(p, labels).logprob for p in prompts[1:]]
-    return {"s_per_prompt": (time.perf_counter() - t) / (len(prompts) - 1), "scores": scores,
-            "tokens": len(bb.tokenize(prompts[1]))}
+    return {
+        "s_per_prompt": (time.perf_counter() - t) / (len(prompts) - 1),
+        "scores": scores,
+        "tokens": len(bb.tokenize(prompts[1])),
+    }
 
 
 def main() -> None:
@@ -62,23 +67,39 @@ def main() -> None:
     torch.set_num_threads(a.threads)
     prompts, labels = build_prompts(a.data_dir, a.prompts, a.demos)
     load = Path("/proc/loadavg").read_text().split()[:3]
-    cpu = next((ln.split(":", 1)[1].strip() for ln in Path("/proc/cpuinfo").read_text().splitlines()
-                if ln.startswith("model name")), "unknown")
-    lines = ["| backbone | prompt tokens | single pass s/prompt | prefix blocks s/prompt | speed-up | max abs(Δ) nats "
-             "| same label |", "|---|---:|---:|---:|---:|---:|---:|"]
+    cpu = next(
+        (
+            ln.split(":", 1)[1].strip()
+            for ln in Path("/proc/cpuinfo").read_text().splitlines()
+            if ln.startswith("model name")
+        ),
+        "unknown",
+    )
+    lines = [
+        "| backbone | prompt tokens | single pass s/prompt | prefix blocks s/prompt | speed-up | max abs(Δ) "
+        "nats "
+        "| same label |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
     for name in a.backbones:
         off, on = measure(name, 0, prompts, labels), measure(name, 8192, prompts, labels)
         delta = max(float(np.abs(x - y).max()) for x, y in zip(off["scores"], on["scores"]))
         same = sum(int(np.argmax(x) == np.argmax(y)) for x, y in zip(off["scores"], on["scores"]))
-        lines.append(f"| {name} | {on['tokens']} | {off['s_per_prompt']:.2f} | {on['s_per_prompt']:.2f} | "
-                     f"{off['s_per_prompt'] / on['s_per_prompt']:.2f}× | {delta:.1e} | {same}/{len(prompts) - 1} |")
+        lines.append(
+            f"| {name} | {on['tokens']} | {off['s_per_prompt']:.2f} | {on['s_per_prompt']:.2f} | "
+            f"{off['s_per_prompt'] / on['s_per_prompt']:.2f}× | {delta:.1e} | {same}/{len(prompts) - 1} |"
+        )
         print(lines[-1], flush=True)
-    head = [f"- machine: {cpu}; torch threads {a.threads}; 1-minute load at start {' '.join(load)}; Python "
-            f"{sys.version.split()[0]}",
-            f"- command: `python benchmarks/models/bench_prefix_blocks.py --prompts {a.prompts} --demos {a.demos} "
-            f"--threads {a.threads}`",
-            f"- size: {a.prompts} BANKING77 ICL prompts after one warm-up, {a.demos} demonstrations each, all "
-            f"{len(labels)} labels scored (float32, transformers engine)", ""]
+    head = [
+        f"- machine: {cpu}; torch threads {a.threads}; 1-minute load at start {' '.join(load)}; Python "
+        f"{sys.version.split()[0]}",
+        f"- command: `python benchmarks/models/bench_prefix_blocks.py --prompts {a.prompts} --demos "
+        f"{a.demos} "
+        f"--threads {a.threads}`",
+        f"- size: {a.prompts} BANKING77 ICL prompts after one warm-up, {a.demos} demonstrations each, all "
+        f"{len(labels)} labels scored (float32, transformers engine)",
+        "",
+    ]
     text = "\n".join(head + lines) + "\n"
     print(text)
     if a.out:

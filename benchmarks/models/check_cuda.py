@@ -36,7 +36,8 @@ EMBEDDER_CLAUSES = ["shape", "rows_independent", "deterministic", "identity", "e
 
 
 def prompts_and_labels(n: int) -> "tuple[List[str], List[str], List[str]]":
-    """``n`` likelihood prompts over the sample dataset (4 demonstrations each), the label continuations, texts."""
+    """``n`` likelihood prompts over the sample dataset (4 demonstrations each), the label continuations,
+    texts."""
     ds = load_dataset("sample")
     texts, labels, names = ds.pool.texts, ds.pool.labels, ds.label_names
     prompts = []
@@ -78,14 +79,24 @@ def timed(fn, *args, repeat: int = 1, sync: bool = False) -> "tuple[Any, float]"
     return out, (time.perf_counter() - t0) / repeat
 
 
-def measure(bb: TransformersBackbone, prompts: List[str], labels: List[str], texts: List[str],
-            sync: bool) -> Dict[str, Any]:
+def measure(
+    bb: TransformersBackbone, prompts: List[str], labels: List[str], texts: List[str], sync: bool
+) -> Dict[str, Any]:
     emb, t_emb = timed(bb.embed, texts, sync=sync)
-    scores, t_score = timed(lambda: np.array([bb.score_continuations(p, labels, "sum") for p in prompts]), sync=sync)
+    scores, t_score = timed(
+        lambda: np.array([bb.score_continuations(p, labels, "sum") for p in prompts]), sync=sync
+    )
     gen, t_gen = timed(lambda: bb.generate(prompts[:5], max_new_tokens=16, temperature=0.0), sync=sync)
-    return {"emb": emb, "scores": scores, "gen": gen,
-            "timing": {"embed_texts_per_s": len(texts) / t_emb, "score_s_per_prompt": t_score / len(prompts),
-                       "generate_s_per_prompt": t_gen / 5}}
+    return {
+        "emb": emb,
+        "scores": scores,
+        "gen": gen,
+        "timing": {
+            "embed_texts_per_s": len(texts) / t_emb,
+            "score_s_per_prompt": t_score / len(prompts),
+            "generate_s_per_prompt": t_gen / 5,
+        },
+    }
 
 
 def long_prompt(model: str, devices: List["tuple[str, str]"]) -> Dict[str, Any]:
@@ -100,8 +111,12 @@ def long_prompt(model: str, devices: List["tuple[str, str]"]) -> Dict[str, Any]:
         sync = dev.startswith("cuda")
         scores, t_score = timed(bb.score_continuations, prompt, labels, repeat=3, sync=sync)
         _, t_gen = timed(lambda: bb.generate([prompt], max_new_tokens=16), repeat=1, sync=sync)
-        out[f"{dev}_{dtype}"] = {"prompt_tokens": bb.count_tokens(prompt), "score_s": t_score, "generate16_s": t_gen,
-                                 "scores": [float(x) for x in scores]}
+        out[f"{dev}_{dtype}"] = {
+            "prompt_tokens": bb.count_tokens(prompt),
+            "score_s": t_score,
+            "generate16_s": t_gen,
+            "scores": [float(x) for x in scores],
+        }
     ref = np.array(out["cpu_float32"]["scores"])
     for k, v in out.items():
         v["score_max_abs_vs_cpu_float32"] = float(np.abs(np.array(v["scores"]) - ref).max())
@@ -112,9 +127,15 @@ def run(model: str, n_prompts: int) -> Dict[str, Any]:
     import torch
 
     prompts, labels, texts = prompts_and_labels(n_prompts)
-    report: Dict[str, Any] = {"model": model, "torch": torch.__version__, "python": platform.python_version(),
-                              "cpu_threads": torch.get_num_threads(), "n_prompts": n_prompts, "n_texts": len(texts),
-                              "n_labels": len(labels)}
+    report: Dict[str, Any] = {
+        "model": model,
+        "torch": torch.__version__,
+        "python": platform.python_version(),
+        "cpu_threads": torch.get_num_threads(),
+        "n_prompts": n_prompts,
+        "n_texts": len(texts),
+        "n_labels": len(labels),
+    }
     cpu = TransformersBackbone(model, device="cpu", dtype="float32")
     ref = measure(cpu, prompts, labels, texts, sync=False)
     report["cpu_float32"] = ref["timing"]
@@ -128,8 +149,9 @@ def run(model: str, n_prompts: int) -> Dict[str, Any]:
         res: Dict[str, Any] = {
             "lm_battery": check_language_model(gpu, LM_CLAUSES),
             "embedder_battery": check_embedder(gpu, EMBEDDER_CLAUSES),
-            "l2_twin_battery": check_embedder(TransformersBackbone(model, device="cuda", dtype=dtype, normalize=True),
-                                              ["unnormalized"]),
+            "l2_twin_battery": check_embedder(
+                TransformersBackbone(model, device="cuda", dtype=dtype, normalize=True), ["unnormalized"]
+            ),
         }
         tree = gpu.score_continuations_detailed(prompts[0], labels).logprob
         res["tree_vs_naive_max_abs"] = float(np.abs(tree - naive_scores(gpu, prompts[0], labels)).max())
@@ -143,12 +165,20 @@ def run(model: str, n_prompts: int) -> Dict[str, Any]:
             "same_greedy_continuation": float(np.mean([x == y for x, y in zip(got["gen"], ref["gen"])])),
         }
         res["timing"] = got["timing"]
-        res["speedup_vs_cpu_float32"] = {k: (got["timing"][k] / ref["timing"][k] if k.endswith("per_s")
-                                             else ref["timing"][k] / got["timing"][k]) for k in got["timing"]}
+        res["speedup_vs_cpu_float32"] = {
+            k: (
+                got["timing"][k] / ref["timing"][k]
+                if k.endswith("per_s")
+                else ref["timing"][k] / got["timing"][k]
+            )
+            for k in got["timing"]
+        }
         report[f"cuda_{dtype}"] = res
         del gpu
         torch.cuda.empty_cache()
-    report["long_prompt"] = long_prompt(model, [("cpu", "float32"), ("cuda", "float32"), ("cuda", "bfloat16")])
+    report["long_prompt"] = long_prompt(
+        model, [("cpu", "float32"), ("cuda", "float32"), ("cuda", "bfloat16")]
+    )
     return report
 
 

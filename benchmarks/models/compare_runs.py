@@ -51,8 +51,10 @@ def main(argv=None) -> None:
     print("|---|---|---|---|---|---|")
     for r in rows:
         n = r["n"]
-        print(f"| {r['method']} | {n} | {r['same_prompt']} | {r['same_pred']} ({r['same_pred'] / n:.1%}) | "
-              f"{100 * r['acc_a'] / n:.1f} | {100 * r['acc_b'] / n:.1f} |")
+        print(
+            f"| {r['method']} | {n} | {r['same_prompt']} | {r['same_pred']} ({r['same_pred'] / n:.1%}) | "
+            f"{100 * r['acc_a'] / n:.1f} | {100 * r['acc_b'] / n:.1f} |"
+        )
 
 
 if __name__ == "__main__":

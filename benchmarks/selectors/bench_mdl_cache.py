@@ -2,13 +2,14 @@
 
 Usage::
 
-    PYTHONPATH=src python benchmarks/selectors/bench_mdl_cache.py [--dataset banking77] [--data-dir ../shared/data]
-        [--queries 10] [--dtype bfloat16] [--threads 1] [--out benchmarks/selectors/RESULTS_mdl_cache.md]
+    PYTHONPATH=src python benchmarks/selectors/bench_mdl_cache.py [--dataset banking77]
+        [--data-dir ../shared/data] [--queries 10] [--dtype bfloat16] [--threads 1]
+        [--out benchmarks/selectors/RESULTS_mdl_cache.md]
 
-One :class:`~ucs.pipeline.Pipeline` (the ``cpu`` preset, SmolLM2 on the transformers engine; pool embeddings and
-clusters from ``--cache-dir``) selects for the first ``--queries`` test queries of run seed 42: MDL+UCS alone
-with an empty score cache (it scores its own candidate subsets), then MDL with another empty one, then MDL+UCS
-after MDL (the cache answers every subset MDL scored). It checks that MDL+UCS selects the
+One :class:`~ucs.pipeline.Pipeline` (the ``cpu`` preset, SmolLM2 on the transformers engine; pool embeddings
+and clusters from ``--cache-dir``) selects for the first ``--queries`` test queries of run seed 42: MDL+UCS
+alone with an empty score cache (it scores its own candidate subsets), then MDL with another empty one, then
+MDL+UCS after MDL (the cache answers every subset MDL scored). It checks that MDL+UCS selects the
 same demonstrations with and without the store, and writes wall times, LM calls and the speed-up.
 """
 
@@ -31,15 +32,24 @@ def main() -> None:
     ap.add_argument("--queries", type=int, default=10)
     ap.add_argument("--dtype", default="bfloat16")
     ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--cache-dir", default="runs/cache", help="embedding and cluster cache (its score store is not used)")
+    ap.add_argument(
+        "--cache-dir", default="runs/cache", help="embedding and cluster cache (its score store is not used)"
+    )
     ap.add_argument("--out", default="benchmarks/selectors/RESULTS_mdl_cache.md")
     args = ap.parse_args()
 
     import torch
 
     torch.set_num_threads(args.threads)
-    cfg = PipelineConfig.resolve("cpu", overrides={"dataset": args.dataset, "data_dir": args.data_dir,
-                                                   "engine": "transformers", "dtype": args.dtype})
+    cfg = PipelineConfig.resolve(
+        "cpu",
+        overrides={
+            "dataset": args.dataset,
+            "data_dir": args.data_dir,
+            "engine": "transformers",
+            "dtype": args.dtype,
+        },
+    )
     pipe = Pipeline(cfg, cache_dir=args.cache_dir, progress=False)
     queries = list(cfg.protocol().apply(pipe.dataset).test.texts[: args.queries])
     pipe.cluster_ids(42)
@@ -65,8 +75,11 @@ def main() -> None:
     sel_after = pipe.select("mdl+ucs", 42, queries)
     t_after, calls_after = time.perf_counter() - t0, scorer.misses - calls_mdl
     same = bool(np.array_equal(sel_alone, sel_after))
-    rows = [("MDL+UCS alone", t_alone, calls_alone), ("MDL", t_mdl, calls_mdl),
-            ("MDL+UCS after MDL (score store)", t_after, calls_after)]
+    rows = [
+        ("MDL+UCS alone", t_alone, calls_alone),
+        ("MDL", t_mdl, calls_mdl),
+        ("MDL+UCS after MDL (score store)", t_after, calls_after),
+    ]
     plat = platform_info()
     lines = [
         "# MDL+UCS after MDL: the shared score store",
@@ -75,14 +88,17 @@ def main() -> None:
         f"{args.queries} --dtype {args.dtype} --threads {args.threads}`",
         "",
         f"SmolLM2-135M-Instruct (transformers, {args.dtype}, {args.threads} torch thread(s)), `cpu` preset: "
-        f"{cfg.selector['params']['mdl']['select_time']} candidate subsets of {cfg.budget} per query, all {args.dataset} labels scored per "
-        f"subset; {args.queries} test queries, run seed 42. Machine: {plat['cpu']} ({plat['cpu_count']} CPUs).",
+        f"{cfg.selector['params']['mdl']['select_time']} candidate subsets of {cfg.budget} per query, all "
+        f"{args.dataset} labels scored per "
+        f"subset; {args.queries} test queries, run seed 42. Machine: {plat['cpu']} ({plat['cpu_count']} "
+        "CPUs).",
         "",
         "| selection | wall s | LM scorings |",
         "|---|---|---|",
         *[f"| {n} | {t:.2f} | {c} |" for n, t, c in rows],
         "",
-        f"MDL+UCS after MDL: **{t_alone / max(t_after, 1e-9):.0f}× faster** than alone; same demonstrations as "
+        f"MDL+UCS after MDL: **{t_alone / max(t_after, 1e-9):.0f}× faster** than alone; same demonstrations "
+        "as "
         f"alone: **{same}**.",
         "",
     ]

@@ -3,11 +3,12 @@
 Usage::
 
     PYTHONPATH=src python benchmarks/selectors/bench_relevance_baselines.py [--n-pool 15000] [--dim 384]
-        [--n-queries 500] [--budget 8] [--repeats 5] [--out benchmarks/selectors/RESULTS_relevance_baselines.md]
+        [--n-queries 500] [--budget 8] [--repeats 5]
+        [--out benchmarks/selectors/RESULTS_relevance_baselines.md]
 
-The pool is :func:`bench_selectors.synthetic`'s (150 intents, CLINC150-sized). Every selector is fitted once and
-its ``select`` timed over ``--repeats`` alternating rounds (process CPU time, fastest round; BLAS limited to
-``--threads`` threads), so machine load hits all alike. None of them calls a model.
+The pool is :func:`bench_selectors.synthetic`'s (150 intents, CLINC150-sized). Every selector is fitted once
+and its ``select`` timed over ``--repeats`` alternating rounds (process CPU time, fastest round; BLAS limited
+to ``--threads`` threads), so machine load hits all alike. None of them calls a model.
 """
 
 from __future__ import annotations
@@ -36,9 +37,12 @@ CASES = {
     "label-aware, round robin (50 candidates)": lambda: LabelAwareSelector(mode="round_robin"),
     "DPP (50 candidates)": lambda: DPPSelector(candidate_num=50),
     "BSR (whole pool)": lambda: BSRSelector(token_embedder=DummyTokenEmbedder(dim=384), coverage=False),
-    "Set-BSR (whole pool, the authors' setting)": lambda: BSRSelector(token_embedder=DummyTokenEmbedder(dim=384)),
-    "Set-BSR (50 nearest candidates)": lambda: BSRSelector(token_embedder=DummyTokenEmbedder(dim=384),
-                                                           candidate_num=50),
+    "Set-BSR (whole pool, the authors' setting)": lambda: BSRSelector(
+        token_embedder=DummyTokenEmbedder(dim=384)
+    ),
+    "Set-BSR (50 nearest candidates)": lambda: BSRSelector(
+        token_embedder=DummyTokenEmbedder(dim=384), candidate_num=50
+    ),
 }
 
 
@@ -66,22 +70,35 @@ def main(argv=None) -> None:
                 best[name] = min(best[name], time.process_time() - t0)
     base = best["TopK"]
     lines = [
-        "# Relevance-keeping selectors: cost per query", "",
-        f"Command: `PYTHONPATH=src python benchmarks/selectors/bench_relevance_baselines.py --n-pool {args.n_pool} "
-        f"--dim {args.dim} --n-queries {args.n_queries} --budget {args.budget} --repeats {args.repeats}`", "",
+        "# Relevance-keeping selectors: cost per query",
+        "",
+        "Command: `PYTHONPATH=src python benchmarks/selectors/bench_relevance_baselines.py --n-pool "
+        f"{args.n_pool} "
+        f"--dim {args.dim} --n-queries {args.n_queries} --budget {args.budget} --repeats {args.repeats}`",
+        "",
         f"Machine: {machine_signature()}; CPython {platform.python_version()}, numpy {np.__version__}; BLAS "
-        f"limited to {args.threads} thread(s); {time.strftime('%Y-%m-%d')}. Synthetic pool {args.n_pool} × {args.dim} "
-        f"(150 intents), {args.n_queries} queries selected in one call, B = {args.budget}. Process CPU time, fastest "
-        f"of {args.repeats} alternating rounds. Model calls: none for any of them. BSR's token vectors (384-d, "
-        "about 6 per text) come from a weight-free double, so its rows count the selection alone; a real token "
-        "embedder adds one forward pass per query text (as TopK's sentence embedding does).", "",
-        "| selector | ms per query | × TopK |", "|---|---:|---:|",
+        f"limited to {args.threads} thread(s); {time.strftime('%Y-%m-%d')}. Synthetic pool {args.n_pool} × "
+        f"{args.dim} "
+        f"(150 intents), {args.n_queries} queries selected in one call, B = {args.budget}. Process CPU time, "
+        "fastest "
+        f"of {args.repeats} alternating rounds. Model calls: none for any of them. BSR's token vectors "
+        "(384-d, "
+        "about 6 per text) come from a weight-free double, so its rows count the selection alone; a real "
+        "token "
+        "embedder adds one forward pass per query text (as TopK's sentence embedding does).",
+        "",
+        "| selector | ms per query | × TopK |",
+        "|---|---:|---:|",
     ]
     for name in CASES:
         lines.append(f"| {name} | {1000 * best[name] / args.n_queries:.3f} | {best[name] / base:.2f} |")
-    lines += ["", "All but BSR share one batched similarity product (TopK's cost); MMR adds a c × c Gram matrix per "
-              "query, label-aware similarity a pass over its candidates' labels. BSR compares every query token with "
-              "every token of its candidates: over the whole pool that is the cost to watch."]
+    lines += [
+        "",
+        "All but BSR share one batched similarity product (TopK's cost); MMR adds a c × c Gram matrix per "
+        "query, label-aware similarity a pass over its candidates' labels. BSR compares every query token "
+        "with "
+        "every token of its candidates: over the whole pool that is the cost to watch.",
+    ]
     atomic_write_text(args.out, "\n".join(lines) + "\n")
     print("\n".join(lines))
 

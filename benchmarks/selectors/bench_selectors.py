@@ -12,8 +12,8 @@ in machine load hit both alike. Ratios use process CPU time (the fastest run of 
 to ``--threads`` threads (default 1): on a shared machine wall time mostly measures other jobs. Wall-time
 medians are reported beside them.
 The DPP breakdown times retrieval, kernels and the greedy step with and without the prior on the same
-arrays, which isolates the cost of the prior from machine noise. MDL scores with the package's deterministic fake LM
-(``ucs.testing.doubles.DummyLM``), whose cost stands in for a real LM's.
+arrays, which isolates the cost of the prior from machine noise. MDL scores with the package's deterministic
+fake LM (``ucs.testing.doubles.DummyLM``), whose cost stands in for a real LM's.
 """
 
 from __future__ import annotations
@@ -73,8 +73,11 @@ def pair(name, base_fn, ucs_fn, repeats):
         cu.append(c)
         wu.append(w)
     b, u = min(cb), min(cu)
-    print(f"{name:<32} CPU base {b:8.3f} s  UCS {u:8.3f} s  ratio {u / b:.3f}   "
-          f"(wall medians {statistics.median(wb):.3f} / {statistics.median(wu):.3f})", flush=True)
+    print(
+        f"{name:<32} CPU base {b:8.3f} s  UCS {u:8.3f} s  ratio {u / b:.3f}   "
+        f"(wall medians {statistics.median(wb):.3f} / {statistics.median(wu):.3f})",
+        flush=True,
+    )
     return name, b, u, statistics.median(wb), statistics.median(wu)
 
 
@@ -125,8 +128,14 @@ def run(args) -> int:
     for est in ("paper", "binomial"):
         ucs = DPPSelector(prior=UCSPrior(cids, estimator=est, lam=0.1)).fit(pool, cluster_ids=cids)
         ucs.select(queries[:2], b)  # build the prior's fitted objects once (they are cached)
-        rows.append(pair(f"DPP vs DPP+UCS ({est})", lambda: dpp.select(queries, b), lambda: ucs.select(queries, b),
-                         args.repeats))
+        rows.append(
+            pair(
+                f"DPP vs DPP+UCS ({est})",
+                lambda: dpp.select(queries, b),
+                lambda: ucs.select(queries, b),
+                args.repeats,
+            )
+        )
 
     from ucs.selectors._retrieval import topk_cosine
     from ucs.selectors.dpp import dpp_kernel, greedy_map_dpp
@@ -140,7 +149,10 @@ def run(args) -> int:
         g_base.append(timed(lambda: greedy_map_dpp(kern, b))[0])
         g_ucs.append(timed(lambda: greedy_map_dpp(kern, b, gain_fn=bc.greedy(cand, b), lam=0.1))[0])
     breakdown = (t_ret, t_ker, min(g_base), min(g_ucs))
-    print("DPP breakdown: retrieval %.3f s, kernels %.3f s, greedy %.4f s, greedy+UCS %.4f s" % breakdown, flush=True)
+    print(
+        "DPP breakdown: retrieval %.3f s, kernels %.3f s, greedy %.4f s, greedy+UCS %.4f s" % breakdown,
+        flush=True,
+    )
 
     import os
 
@@ -161,14 +173,23 @@ def run(args) -> int:
     vk_ucs.graph_ = vk.graph_  # same pool: reuse the graph so the pair times the selection step
     vk_ucs.__dict__.update({k: v for k, v in vk.__dict__.items() if k.endswith("_") and k != "graph_"})
     vk_ucs.select(None, b)
-    rows.append(pair("VoteK vs VoteK+UCS (select)", lambda: vk.select(None, b), lambda: vk_ucs.select(None, b),
-                     args.repeats))
+    rows.append(
+        pair(
+            "VoteK vs VoteK+UCS (select)",
+            lambda: vk.select(None, b),
+            lambda: vk_ucs.select(None, b),
+            args.repeats,
+        )
+    )
     full_b = lambda: VoteKSelector().fit(pool, cluster_ids=cids).select(None, b)  # noqa: E731
     full_u = lambda: VoteKSelector(prior=UCSPrior(cids, lam=0.1)).fit(pool, cluster_ids=cids).select(None, b)  # noqa: E731
     rows.append(pair("VoteK vs VoteK+UCS (fit+select)", full_b, full_u, max(2, args.repeats // 2)))
 
     t_loop = loop_per_item * args.n_pool
-    print(f"{'OpenICL per-item vote loop':<28} {t_loop:8.1f} s (extrapolated from {args.loop_items} items)", flush=True)
+    print(
+        f"{'OpenICL per-item vote loop':<28} {t_loop:8.1f} s (extrapolated from {args.loop_items} items)",
+        flush=True,
+    )
     print(f"{'vote graph float32':<28} {t_graph32:8.3f} s", flush=True)
 
     mdl_rows = None
@@ -181,10 +202,15 @@ def run(args) -> int:
         qt = qtexts[: args.mdl_queries]
         mdl = MDLSelector(scorer=DummyLM()).fit(pool, labels=labels, texts=texts, cluster_ids=cids)
         mdl_u = MDLSelector(scorer=DummyLM(), prior=UCSPrior(cids, lam=0.1)).fit(
-            pool, labels=labels, texts=texts, cluster_ids=cids)
+            pool, labels=labels, texts=texts, cluster_ids=cids
+        )
         mdl_u.select(qm[:1], b, query_texts=qt[:1])
-        mdl_rows = pair(f"MDL vs MDL+UCS ({len(qm)} q)", lambda: mdl.select(qm, b, query_texts=qt),
-                        lambda: mdl_u.select(qm, b, query_texts=qt), max(2, args.repeats // 2))
+        mdl_rows = pair(
+            f"MDL vs MDL+UCS ({len(qm)} q)",
+            lambda: mdl.select(qm, b, query_texts=qt),
+            lambda: mdl_u.select(qm, b, query_texts=qt),
+            max(2, args.repeats // 2),
+        )
         rows.append(mdl_rows)
 
     import os
@@ -224,8 +250,10 @@ def run(args) -> int:
             "",
             "| other | wall (s) | CPU (s) |",
             "|---|---:|---:|",
-            f"| TopK, {args.n_queries} queries (one batched similarity product, {args.threads} thread) | {t_topk:.3f} | |",
-            f"| VoteK vote graph at {args.n_pool}, blocked matrix products, float64, {os.cpu_count()} threads "
+            f"| TopK, {args.n_queries} queries (one batched similarity product, {args.threads} thread) | "
+            f"{t_topk:.3f} | |",
+            f"| VoteK vote graph at {args.n_pool}, blocked matrix products, float64, {os.cpu_count()} "
+            "threads "
             f"| {t_graph:.2f} | {c_graph:.2f} |",
             f"| same, float32 | {t_graph32:.2f} | {c_graph32:.2f} |",
             f"| OpenICL's per-item Python loop (sklearn cosine + argsort per item), same threads, "
