@@ -125,11 +125,11 @@ def test_a_per_selector_lambda_is_checked_by_the_same_rule():
 
 @pytest.mark.parametrize("value", [-0.1, 1.5, float("nan"), True, "0.5"])
 def test_mmr_lambda_has_one_check_that_names_the_setting(value):
-    with pytest.raises(ValueError, match=r"^lambda_mult must be a number in \[0, 1\]"):
+    with pytest.raises(ValueError, match=r"^lambda_mult must be in \[0, 1\] \(a real number\); got"):
         check_lambda_mult(value)
-    with pytest.raises(ValueError, match=r"^lambda_mult must be a number in \[0, 1\]"):
+    with pytest.raises(ValueError, match=r"^lambda_mult must be in \[0, 1\] \(a real number\); got"):
         make_selector("mmr", lambda_mult=value).fit(np.eye(4))
-    with pytest.raises(ValueError, match=r"^selector.params.mmr.lambda_mult must be a number in \[0, 1\]"):
+    with pytest.raises(ValueError, match=r"^selector.params.mmr.lambda_mult must be in \[0, 1\] \(a real number\); got"):
         PipelineConfig(selector={"params": {"mmr": {"lambda_mult": value}}})
     for ok in (0, 0.5, 1.0):
         check_lambda_mult(ok)

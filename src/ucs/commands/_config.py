@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, Optional
+from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 import typer
 
@@ -42,16 +42,17 @@ def parse_settings(items: Optional[List[str]]) -> Dict[str, Any]:
     return out
 
 
-def parse_selectors(value: Optional[str], param: str = "--selectors") -> Optional[str]:
-    """``value`` (comma-separated method names) if every name is a method, else a usage error naming ``param``."""
-    if value is not None:
-        from ucs.pipeline.config import parse_methods
+def parse_selectors(value: Optional[str], param: str = "--selectors") -> Optional[Tuple[str, ...]]:
+    """``value`` (comma-separated method names) parsed once: the canonical names (``"DPP_sgt"`` → ``"dpp+ucs"``),
+    distinct and in order, or a usage error naming ``param``; ``None`` when the option is not given."""
+    if value is None:
+        return None
+    from ucs.pipeline.config import parse_methods
 
-        try:
-            parse_methods(value)
-        except ValueError as exc:
-            raise typer.BadParameter(str(exc), param_hint=param) from None
-    return value
+    try:
+        return parse_methods(value)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint=param) from None
 
 
 def config_from_options(preset: Optional[str], config_file: Optional[Path], options: Mapping[str, Any],

@@ -26,7 +26,7 @@ def check_lambda_mult(value: Any, name: str = "lambda_mult") -> None:
     """The one check of MMR's relevance weight: a real number in ``[0, 1]``. ``name`` is the setting's name
     in the error (``lambda_mult``, or a configuration's ``selector.params.mmr.lambda_mult``). Cost: O(1)."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0.0 <= float(value) <= 1.0:
-        raise ValueError(f"{name} must be a number in [0, 1]; got {value!r}")
+        raise ValueError(f"{name} must be in [0, 1] (a real number); got {value!r}")
 
 
 def mmr_order(relevance: np.ndarray, gram: np.ndarray, budget: int, lambda_mult: float) -> Tuple[np.ndarray, np.ndarray]:
