@@ -113,104 +113,106 @@ def _confirm(minutes: float, yes: bool) -> None:
                              "fewer --queries / --selectors", param_hint="--yes")
 
 
-def register(app: typer.Typer) -> None:
-    @app.command("compare", help=HELP)
-    def compare_cmd(
-        examples: Path = typer.Argument(..., exists=True, dir_okay=False, help="Labelled examples (a table)."),
-        model: str = typer.Option("smollm2", "--model", "-m",
-                                  help="smollm2 | gemma3 | GGUF file | hub id | http://host:port/v1#model."),
-        engine: Optional[str] = typer.Option(None, "--engine", help="llama | transformers (in-process models)."),
-        workers: Optional[int] = typer.Option(None, "--workers", min=1, help="Processes answering side by side, "
-                                              "each with its own copy of the model on one core (default: the "
-                                              "cores available; a served model: 1)."),
-        weights: str = typer.Option(D.COMPARE_WEIGHTS, "--weights", help="llama engine: f32 (a float32 copy of "
-                                    "the GGUF file, made once: faster on CPUs), f16, or file (as given)."),
-        test_file: Optional[Path] = typer.Option(None, "--test-file", exists=True, dir_okay=False,
-                                                 help="Held-out labelled queries (default: --queries rows of EXAMPLES)."),
-        text_column: str = typer.Option("text", "--text-column", help="The text column."),
-        label_column: str = typer.Option("label", "--label-column", help="The label column."),
-        selectors: str = typer.Option(",".join(D.COMPARE_SELECTORS), "--selectors", "-s",
-                                      help="Comma-separated methods; TopK is the reference of every Δ."),
-        k: str = typer.Option("8", "--k", help="Demonstrations per prompt; several make grid cells: 4,8,16."),
-        order: Optional[str] = typer.Option(
-            None, "--order", help="Demonstration orders, comma-separated: selected, similar_first, similar_last, "
-            "vote_last (default vote_last, what a saved index gives an application)."),
-        reference: Optional[str] = typer.Option(
-            None, "--reference", help="The cell of every Δ, selector:k:order (default topk:8:selected; TopK at the "
-            "first --k when 8 is not in it)."),
-        test_share: float = typer.Option(0.5, "--test-share", help="Share of the held-out queries that confirms "
-                                         "the validated cell (the rest validates), in (0, 1)."),
-        round_size: int = typer.Option(20, "--round-size", help="Validation queries per round of the race."),
-        alpha: float = typer.Option(0.05, "--alpha", help="Chance of eliminating the best cell, in (0, 1)."),
-        no_early_stop: bool = typer.Option(False, "--no-early-stop",
-                                           help="Answer every cell on every validation query."),
-        max_minutes: Optional[float] = typer.Option(None, "--max-minutes",
-                                                    help="Stop the race (between rounds) after this much model time."),
-        max_queries: Optional[int] = typer.Option(None, "--max-queries",
-                                                  help="Use at most this many validation queries."),
-        queries: int = typer.Option(200, "--queries", min=1, help="Held-out queries (the first N of --test-file)."),
-        embedder: str = typer.Option("all-minilm-l6-v2", "--embedder", help="Retrieval embedder of every selector."),
-        chat_template: Optional[str] = typer.Option(
-            None, "--chat-template", help="chatml: render prompts through the ChatML template (served SmolLM2/Qwen; "
-            "llama-cpp-python's server needs prompts that start with the model's BOS token)."),
-        out: Path = typer.Option(..., "--out", "-o", help="Results folder (rerun to resume)."),
-        cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help="Embedding cache."),
-        seed: int = typer.Option(0, "--seed", help="Seed of the held-out draw and of Random."),
-        yes: bool = typer.Option(False, "--yes", "-y", help="Start a long comparison without asking."),
-        dry_run: bool = typer.Option(False, "--dry-run", help="Print the cost estimate and stop."),
-        wait: bool = typer.Option(False, "--wait", help=WAIT_HELP),
-        fresh: bool = typer.Option(False, "--fresh", help=FRESH_HELP),
-        mode: str = typer.Option("likelihood", "--mode", help=MODE_HELP),
-        metric: Optional[str] = typer.Option(None, "--metric", help=METRIC_HELP),
-        max_new_tokens: Optional[int] = typer.Option(None, "--max-new-tokens", min=1,
-                                                     help=MAX_NEW_TOKENS_HELP),
-    ) -> None:
-        from ucs.commands._compare_generate import check_mode, generate_estimate_line
-        from ucs.experiments.compare import comparison_key, query_overlap, warn_overlap
-        from ucs.pipeline.config import parse_methods
+def compare_cmd(
+    examples: Path = typer.Argument(..., exists=True, dir_okay=False, help="Labelled examples (a table)."),
+    model: str = typer.Option("smollm2", "--model", "-m",
+                              help="smollm2 | gemma3 | GGUF file | hub id | http://host:port/v1#model."),
+    engine: Optional[str] = typer.Option(None, "--engine", help="llama | transformers (in-process models)."),
+    workers: Optional[int] = typer.Option(None, "--workers", min=1, help="Processes answering side by side, "
+                                          "each with its own copy of the model on one core (default: the "
+                                          "cores available; a served model: 1)."),
+    weights: str = typer.Option(D.COMPARE_WEIGHTS, "--weights", help="llama engine: f32 (a float32 copy of "
+                                "the GGUF file, made once: faster on CPUs), f16, or file (as given)."),
+    test_file: Optional[Path] = typer.Option(None, "--test-file", exists=True, dir_okay=False,
+                                             help="Held-out labelled queries (default: --queries rows of EXAMPLES)."),
+    text_column: str = typer.Option("text", "--text-column", help="The text column."),
+    label_column: str = typer.Option("label", "--label-column", help="The label column."),
+    selectors: str = typer.Option(",".join(D.COMPARE_SELECTORS), "--selectors", "-s",
+                                  help="Comma-separated methods; TopK is the reference of every Δ."),
+    k: str = typer.Option("8", "--k", help="Demonstrations per prompt; several make grid cells: 4,8,16."),
+    order: Optional[str] = typer.Option(
+        None, "--order", help="Demonstration orders, comma-separated: selected, similar_first, similar_last, "
+        "vote_last (default vote_last, what a saved index gives an application)."),
+    reference: Optional[str] = typer.Option(
+        None, "--reference", help="The cell of every Δ, selector:k:order (default topk:8:selected; TopK at the "
+        "first --k when 8 is not in it)."),
+    test_share: float = typer.Option(0.5, "--test-share", help="Share of the held-out queries that confirms "
+                                     "the validated cell (the rest validates), in (0, 1)."),
+    round_size: int = typer.Option(20, "--round-size", help="Validation queries per round of the race."),
+    alpha: float = typer.Option(0.05, "--alpha", help="Chance of eliminating the best cell, in (0, 1)."),
+    no_early_stop: bool = typer.Option(False, "--no-early-stop",
+                                       help="Answer every cell on every validation query."),
+    max_minutes: Optional[float] = typer.Option(None, "--max-minutes",
+                                                help="Stop the race (between rounds) after this much model time."),
+    max_queries: Optional[int] = typer.Option(None, "--max-queries",
+                                              help="Use at most this many validation queries."),
+    queries: int = typer.Option(200, "--queries", min=1, help="Held-out queries (the first N of --test-file)."),
+    embedder: str = typer.Option("all-minilm-l6-v2", "--embedder", help="Retrieval embedder of every selector."),
+    chat_template: Optional[str] = typer.Option(
+        None, "--chat-template", help="chatml: render prompts through the ChatML template (served SmolLM2/Qwen; "
+        "llama-cpp-python's server needs prompts that start with the model's BOS token)."),
+    out: Path = typer.Option(..., "--out", "-o", help="Results folder (rerun to resume)."),
+    cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help="Embedding cache."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the held-out draw and of Random."),
+    yes: bool = typer.Option(False, "--yes", "-y", help="Start a long comparison without asking."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Print the cost estimate and stop."),
+    wait: bool = typer.Option(False, "--wait", help=WAIT_HELP),
+    fresh: bool = typer.Option(False, "--fresh", help=FRESH_HELP),
+    mode: str = typer.Option("likelihood", "--mode", help=MODE_HELP),
+    metric: Optional[str] = typer.Option(None, "--metric", help=METRIC_HELP),
+    max_new_tokens: Optional[int] = typer.Option(None, "--max-new-tokens", min=1,
+                                                 help=MAX_NEW_TOKENS_HELP),
+) -> None:
+    from ucs.commands._compare_generate import check_mode, generate_estimate_line
+    from ucs.experiments.compare import comparison_key, query_overlap, warn_overlap
+    from ucs.pipeline.config import parse_methods
 
-        try:
-            names = list(parse_methods(selectors))
-        except ValueError as exc:
-            raise typer.BadParameter(str(exc), param_hint="--selectors") from None
-        _check_chat_template(chat_template)
-        grid = _grid(names, k, order, reference, round_size, alpha, max_minutes, max_queries)
-        if not 0.0 < test_share < 1.0:
-            raise typer.BadParameter(f"give a share strictly between 0 and 1 (0.5: half the held-out queries "
-                                     f"confirm the validated cell); got {test_share}", param_hint="--test-share")
-        scorer = check_mode(mode, metric, max_new_tokens)  # None: likelihood mode
-        pool, held = _inputs(examples, test_file, text_column, label_column, queries, seed)
-        split = _split(len(held), test_share, seed)
-        _check_out(out, None, fresh)
-        warn_overlap(query_overlap(pool, held, text_column), len(held))
-        labels = sorted({r[label_column] for r in pool + held})
-        gen = None if scorer is None else ([r[label_column] for r in pool], max_new_tokens)
-        backbone = _backbone(model, engine, workers, weights)
-        predictor, emb = _predictor(backbone, labels, text_column, label_column, chat_template, embedder, gen)
-        n_workers = getattr(backbone, "workers", 1)
-        with contextlib.closing(backbone) if hasattr(backbone, "close") else contextlib.nullcontext():
-            key = comparison_key(pool, held, k=grid["ks"], seed=seed, predictor=predictor, embedder=emb,
-                                 text_key=text_column, label_key=label_column,
-                                 metric=None if scorer is None else scorer.name, selectors=grid["selectors"],
-                                 orders=grid["orders"], reference=grid["reference"].id, test_share=test_share)
-            _check_out(out, key, fresh)
-            n_prompts, done, plan = _plan(out, fresh, grid, split, round_size, max_queries, len(held))
-            seconds = (_measure(_as_predictor(predictor, text_column, label_column), pool, held, max(grid["ks"]),
-                                n_workers) if n_prompts else 0.0)
-            line = (estimate_line(n_prompts, seconds, len(labels), n_workers) if scorer is None else
-                    generate_estimate_line(n_prompts, seconds, predictor.max_new_tokens, scorer.name, n_workers))
-            typer.echo(line + (f" ({done} answered in {out} already)" if done else "") + plan
-                       + (f"; the race stops after {max_minutes:g} minutes of model time" if max_minutes else ""))
-            if dry_run:
-                raise typer.Exit()
-            _confirm(n_prompts * seconds / 60, yes)
-            race = {"k": grid["ks"], "orders": grid["orders"], "reference": grid["reference"].id,
-                    "test_share": test_share, "round_size": round_size, "alpha": alpha,
-                    "early_stop": not no_early_stop, "max_minutes": max_minutes, "max_queries": max_queries}
-            result = _run(pool, held, predictor, emb, names, race, text_column, label_column, out, seed,
-                          cache_dir, wait, fresh, scorer)
-            typer.echo(result.to_markdown())
-            typer.echo(f"results: {out / 'compare.md'} (+ compare.json, compare.html, records.jsonl)")
+    try:
+        names = list(parse_methods(selectors))
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--selectors") from None
+    _check_chat_template(chat_template)
+    grid = _grid(names, k, order, reference, round_size, alpha, max_minutes, max_queries)
+    if not 0.0 < test_share < 1.0:
+        raise typer.BadParameter(f"give a share strictly between 0 and 1 (0.5: half the held-out queries "
+                                 f"confirm the validated cell); got {test_share}", param_hint="--test-share")
+    scorer = check_mode(mode, metric, max_new_tokens)  # None: likelihood mode
+    pool, held = _inputs(examples, test_file, text_column, label_column, queries, seed)
+    split = _split(len(held), test_share, seed)
+    _check_out(out, None, fresh)
+    warn_overlap(query_overlap(pool, held, text_column), len(held))
+    labels = sorted({r[label_column] for r in pool + held})
+    gen = None if scorer is None else ([r[label_column] for r in pool], max_new_tokens)
+    backbone = _backbone(model, engine, workers, weights)
+    predictor, emb = _predictor(backbone, labels, text_column, label_column, chat_template, embedder, gen)
+    n_workers = getattr(backbone, "workers", 1)
+    with contextlib.closing(backbone) if hasattr(backbone, "close") else contextlib.nullcontext():
+        key = comparison_key(pool, held, k=grid["ks"], seed=seed, predictor=predictor, embedder=emb,
+                             text_key=text_column, label_key=label_column,
+                             metric=None if scorer is None else scorer.name, selectors=grid["selectors"],
+                             orders=grid["orders"], reference=grid["reference"].id, test_share=test_share)
+        _check_out(out, key, fresh)
+        n_prompts, done, plan = _plan(out, fresh, grid, split, round_size, max_queries, len(held))
+        seconds = (_measure(_as_predictor(predictor, text_column, label_column), pool, held, max(grid["ks"]),
+                            n_workers) if n_prompts else 0.0)
+        line = (estimate_line(n_prompts, seconds, len(labels), n_workers) if scorer is None else
+                generate_estimate_line(n_prompts, seconds, predictor.max_new_tokens, scorer.name, n_workers))
+        typer.echo(line + (f" ({done} answered in {out} already)" if done else "") + plan
+                   + (f"; the race stops after {max_minutes:g} minutes of model time" if max_minutes else ""))
+        if dry_run:
+            raise typer.Exit()
+        _confirm(n_prompts * seconds / 60, yes)
+        race = {"k": grid["ks"], "orders": grid["orders"], "reference": grid["reference"].id,
+                "test_share": test_share, "round_size": round_size, "alpha": alpha,
+                "early_stop": not no_early_stop, "max_minutes": max_minutes, "max_queries": max_queries}
+        result = _run(pool, held, predictor, emb, names, race, text_column, label_column, out, seed,
+                      cache_dir, wait, fresh, scorer)
+        typer.echo(result.to_markdown())
+        typer.echo(f"results: {out / 'compare.md'} (+ compare.json, compare.html, records.jsonl)")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("compare", help=HELP)(compare_cmd)
 
 
 def _check_chat_template(chat_template: Optional[str]) -> None:

@@ -196,59 +196,61 @@ def _saved_index(folder: Path, emb: Any, method: Optional[str], text_column: Opt
     return index, saved
 
 
+def prompts_cmd(
+    examples: Path = typer.Argument(..., exists=True, help="Labelled examples: a table, or a saved index folder."),
+    queries: Path = typer.Argument(..., exists=True, dir_okay=False, help="New queries: .txt, .csv/.tsv or .jsonl."),
+    out: Path = typer.Option(..., "--out", "-o", help="Output .jsonl (written whole, then moved into place)."),
+    text_column: Optional[str] = typer.Option(
+        None, "--text-column", help="Examples' text column (default text; a saved index's own)."),
+    label_column: Optional[str] = typer.Option(
+        None, "--label-column", help="Examples' label column (default label; a saved index's own)."),
+    query_column: str = typer.Option("text", "--query-column", help="Queries' text column (tables)."),
+    method: Optional[str] = typer.Option(
+        None, "--method", help=f"Selector (topk, mmr, labelaware, bsr, dpp+ucs ...); default {D.METHOD}, "
+        "or a saved index's own (another one refits only its selector, on the stored embeddings)."),
+    k: int = typer.Option(4, "--k", min=0, help="Demonstrations per prompt."),
+    embedder: Optional[str] = typer.Option(
+        None, "--embedder", help="all-minilm-l6-v2, all-mpnet-base-v2 or a sentence-transformers folder "
+        "(default: the index's, or the embedded SmolLM2 backbone)."),
+    fmt: str = typer.Option("text", "--format", help="text | chat (OpenAI-style messages)."),
+    template: Optional[Path] = typer.Option(None, "--template", exists=True, dir_okay=False, help="A Jinja template."),
+    order: Optional[str] = typer.Option(None, "--order", help="selected | similar_first | similar_last | vote_last (grouped by label, the most frequent last); default vote_last where the examples have labels, else selected (ucs.defaults.application_order)."),
+    cache_dir: Optional[Path] = typer.Option(
+        None, "--cache-dir", help="Embedding cache (fitting from a table)."),
+) -> None:
+    from ucs.index import SelectorIndex
+    from ucs.index.prompting import prompt_records
+    from ucs.utils.progress import advance, stage
+
+    _check_out(out)
+    _check_choices(fmt, order)
+    tmpl = None if template is None else _template(template)
+    stream = _nonempty(_queries(queries, query_column), queries)
+    emb = None
+    if embedder is not None:
+        from ucs.embedding import load_retrieval_embedder
+
+        emb = load_retrieval_embedder(embedder)
+    saved = None
+    if examples.is_dir():
+        index, saved = _saved_index(examples, emb, method, text_column, label_column, cache_dir)
+        text_key, label_key = index.input_keys_[0], index.output_key_
+    else:
+        from ucs.data.table import read_table
+
+        text_key, label_key = text_column or "text", label_column or "label"
+        table = read_table(examples, text_key, label_key)
+        rows = [{text_key: t, label_key: y} for t, y in zip(table[text_key], table[label_key])]
+        index = SelectorIndex(emb, method or D.METHOD, input_keys=[text_key], output_key=label_key,
+                              cache_dir=cache_dir).fit(rows)
+    n = _write(out, prompt_records(index, stream, k, text_key=text_key, label_key=label_key, fmt=fmt,
+                                   template=tmpl, order=order), stage, advance)
+    note = f"; the index was saved with {saved}" if saved and saved != index.method_ else ""
+    typer.echo(f"{n} prompts ({index.method_}, k = {k}{note}) → {out}")
+
+
 def register(app: typer.Typer) -> None:
-    @app.command("prompts", help=HELP)
-    def prompts_cmd(
-        examples: Path = typer.Argument(..., exists=True, help="Labelled examples: a table, or a saved index folder."),
-        queries: Path = typer.Argument(..., exists=True, dir_okay=False, help="New queries: .txt, .csv/.tsv or .jsonl."),
-        out: Path = typer.Option(..., "--out", "-o", help="Output .jsonl (written whole, then moved into place)."),
-        text_column: Optional[str] = typer.Option(
-            None, "--text-column", help="Examples' text column (default text; a saved index's own)."),
-        label_column: Optional[str] = typer.Option(
-            None, "--label-column", help="Examples' label column (default label; a saved index's own)."),
-        query_column: str = typer.Option("text", "--query-column", help="Queries' text column (tables)."),
-        method: Optional[str] = typer.Option(
-            None, "--method", help=f"Selector (topk, mmr, labelaware, bsr, dpp+ucs ...); default {D.METHOD}, "
-            "or a saved index's own (another one refits only its selector, on the stored embeddings)."),
-        k: int = typer.Option(4, "--k", min=0, help="Demonstrations per prompt."),
-        embedder: Optional[str] = typer.Option(
-            None, "--embedder", help="all-minilm-l6-v2, all-mpnet-base-v2 or a sentence-transformers folder "
-            "(default: the index's, or the embedded SmolLM2 backbone)."),
-        fmt: str = typer.Option("text", "--format", help="text | chat (OpenAI-style messages)."),
-        template: Optional[Path] = typer.Option(None, "--template", exists=True, dir_okay=False, help="A Jinja template."),
-        order: Optional[str] = typer.Option(None, "--order", help="selected | similar_first | similar_last | vote_last (grouped by label, the most frequent last); default vote_last where the examples have labels, else selected (ucs.defaults.application_order)."),
-        cache_dir: Optional[Path] = typer.Option(
-            None, "--cache-dir", help="Embedding cache (fitting from a table)."),
-    ) -> None:
-        from ucs.index import SelectorIndex
-        from ucs.index.prompting import prompt_records
-        from ucs.utils.progress import advance, stage
-
-        _check_out(out)
-        _check_choices(fmt, order)
-        tmpl = None if template is None else _template(template)
-        stream = _nonempty(_queries(queries, query_column), queries)
-        emb = None
-        if embedder is not None:
-            from ucs.embedding import load_retrieval_embedder
-
-            emb = load_retrieval_embedder(embedder)
-        saved = None
-        if examples.is_dir():
-            index, saved = _saved_index(examples, emb, method, text_column, label_column, cache_dir)
-            text_key, label_key = index.input_keys_[0], index.output_key_
-        else:
-            from ucs.data.table import read_table
-
-            text_key, label_key = text_column or "text", label_column or "label"
-            table = read_table(examples, text_key, label_key)
-            rows = [{text_key: t, label_key: y} for t, y in zip(table[text_key], table[label_key])]
-            index = SelectorIndex(emb, method or D.METHOD, input_keys=[text_key], output_key=label_key,
-                                  cache_dir=cache_dir).fit(rows)
-        n = _write(out, prompt_records(index, stream, k, text_key=text_key, label_key=label_key, fmt=fmt,
-                                       template=tmpl, order=order), stage, advance)
-        note = f"; the index was saved with {saved}" if saved and saved != index.method_ else ""
-        typer.echo(f"{n} prompts ({index.method_}, k = {k}{note}) → {out}")
+    app.command("prompts", help=HELP)(prompts_cmd)
 
 
 def _write(out: Path, records: Iterator[dict], stage: Any, advance: Any) -> int:
