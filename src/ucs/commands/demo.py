@@ -170,44 +170,46 @@ def _write_report(out: Path, temporary: bool) -> None:
         try_write_report(out, Path(name))
 
 
+def demo_cmd(
+    dataset: str = typer.Option("sample", "--dataset", "-d", help=DATASET_HELP + " Default: the shipped sample."),
+    data_dir: Optional[Path] = typer.Option(None, "--data-dir", help="Folder of the public data files."),
+    test_file: Optional[Path] = typer.Option(
+        None, "--test-file", help="Test split of a table --dataset (which then is the pool)."
+    ),
+    backbone: str = typer.Option("smollm2", "--model", "-m", "--backbone", help="ICL backbone (smollm2, gemma3, ...)."),
+    engine: Optional[str] = typer.Option(None, "--engine", help="llama | transformers."),
+    selectors: str = typer.Option("dpp,dpp+ucs,votek,votek+ucs", "--selectors", "-s", help="Methods to compare."),
+    test_size: int = typer.Option(8, "--queries", "-n", help="Test queries to evaluate."),
+    budget: int = typer.Option(5, "--budget", "-b", help="Demonstrations per prompt."),
+    n_runs: int = typer.Option(1, "--runs", help="Runs (seeds 42, 43, ...)."),
+    lam: Optional[float] = typer.Option(None, "--lam", help="UCS weight λ."),
+    dbscan_q: Optional[float] = typer.Option(None, "--dbscan-q", help="Clustering quantile q."),
+    estimator: Optional[str] = typer.Option(None, "--estimator", help="Unseen estimator (paper, binomial, ...)."),
+    clustering: Optional[str] = typer.Option(
+        None, "--clustering", hidden=True,
+        help="Deprecated: --set clusterer.method=NAME (kmeans, the default | dict_dbscan, the paper's | ...)."),
+    settings: Optional[List[str]] = typer.Option(None, "--set", help=SET_HELP),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Keep the run's files here (default: temporary)."),
+    cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help="Embedding/cluster cache."),
+    wait: bool = typer.Option(False, "--wait", help=WAIT_HELP),
+    fresh: bool = typer.Option(False, "--fresh", "--overwrite", help=FRESH_HELP),
+) -> None:
+    import contextlib
+
+    given = parse_settings(settings)
+    if clustering is not None:
+        import warnings
+
+        from ucs.pipeline import DeprecatedSettingWarning
+
+        warnings.warn(f"--clustering is deprecated: write --set clusterer.method={clustering}",
+                      DeprecatedSettingWarning, stacklevel=2)
+    with run_folder(out, wait=wait, fresh=fresh, kind="ucs evaluate / ucs demo") if out is not None \
+            else contextlib.nullcontext():
+        run_demo(dataset, None if data_dir is None else str(data_dir), backbone, engine, selectors, test_size,
+                 budget, n_runs, lam, dbscan_q, estimator, out, cache_dir, clustering=clustering,
+                 test_file=None if test_file is None else str(test_file), settings=given)
+
+
 def register(app: typer.Typer) -> None:
-    @app.command("demo", help=HELP)
-    def demo_cmd(
-        dataset: str = typer.Option("sample", "--dataset", "-d", help=DATASET_HELP + " Default: the shipped sample."),
-        data_dir: Optional[Path] = typer.Option(None, "--data-dir", help="Folder of the public data files."),
-        test_file: Optional[Path] = typer.Option(
-            None, "--test-file", help="Test split of a table --dataset (which then is the pool)."
-        ),
-        backbone: str = typer.Option("smollm2", "--model", "-m", "--backbone", help="ICL backbone (smollm2, gemma3, ...)."),
-        engine: Optional[str] = typer.Option(None, "--engine", help="llama | transformers."),
-        selectors: str = typer.Option("dpp,dpp+ucs,votek,votek+ucs", "--selectors", "-s", help="Methods to compare."),
-        test_size: int = typer.Option(8, "--queries", "-n", help="Test queries to evaluate."),
-        budget: int = typer.Option(5, "--budget", "-b", help="Demonstrations per prompt."),
-        n_runs: int = typer.Option(1, "--runs", help="Runs (seeds 42, 43, ...)."),
-        lam: Optional[float] = typer.Option(None, "--lam", help="UCS weight λ."),
-        dbscan_q: Optional[float] = typer.Option(None, "--dbscan-q", help="Clustering quantile q."),
-        estimator: Optional[str] = typer.Option(None, "--estimator", help="Unseen estimator (paper, binomial, ...)."),
-        clustering: Optional[str] = typer.Option(
-            None, "--clustering", hidden=True,
-            help="Deprecated: --set clusterer.method=NAME (kmeans, the default | dict_dbscan, the paper's | ...)."),
-        settings: Optional[List[str]] = typer.Option(None, "--set", help=SET_HELP),
-        out: Optional[Path] = typer.Option(None, "--out", "-o", help="Keep the run's files here (default: temporary)."),
-        cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help="Embedding/cluster cache."),
-        wait: bool = typer.Option(False, "--wait", help=WAIT_HELP),
-        fresh: bool = typer.Option(False, "--fresh", "--overwrite", help=FRESH_HELP),
-    ) -> None:
-        import contextlib
-
-        given = parse_settings(settings)
-        if clustering is not None:
-            import warnings
-
-            from ucs.pipeline import DeprecatedSettingWarning
-
-            warnings.warn(f"--clustering is deprecated: write --set clusterer.method={clustering}",
-                          DeprecatedSettingWarning, stacklevel=2)
-        with run_folder(out, wait=wait, fresh=fresh, kind="ucs evaluate / ucs demo") if out is not None \
-                else contextlib.nullcontext():
-            run_demo(dataset, None if data_dir is None else str(data_dir), backbone, engine, selectors, test_size,
-                     budget, n_runs, lam, dbscan_q, estimator, out, cache_dir, clustering=clustering,
-                     test_file=None if test_file is None else str(test_file), settings=given)
+    app.command("demo", help=HELP)(demo_cmd)

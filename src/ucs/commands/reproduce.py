@@ -28,62 +28,64 @@ def _split(value: Optional[str]) -> Optional[List[str]]:
     return items or None
 
 
-def register(app: typer.Typer) -> None:
-    @app.command("reproduce", help=HELP)
-    def reproduce_cmd(
-        list_: bool = typer.Option(False, "--list", help="List the experiments (name, paper reference, cells)."),
-        only: Optional[str] = typer.Option(None, "--only", help="Comma-separated experiment names (default: all)."),
-        preset: str = typer.Option("paper", "--preset", help="Sizes: paper | cpu."),
-        datasets: Optional[str] = typer.Option(None, "--datasets", help="Comma-separated datasets (replaces the experiment's)."),
-        backbones: Optional[str] = typer.Option(None, "--backbones", help="Comma-separated backbones: smollm2, gemma3, ..."),
-        selectors: Optional[str] = typer.Option(None, "--selectors", help="Comma-separated methods (replaces the experiment's)."),
-        variants: Optional[str] = typer.Option(
-            None, "--variants", help="Comma-separated variant names of the experiment (default: all); run a long "
-            "experiment a part at a time, the page shows the parts run so far in this invocation."),
-        test_size: Optional[int] = typer.Option(None, "--test-size", help="Test queries drawn once with seed 42."),
-        n_runs: Optional[int] = typer.Option(None, "--runs", help="Number of runs (seeds 42, 43, ...)."),
-        limit: Optional[int] = typer.Option(None, "--limit", help="Only the first N test queries (resumable)."),
-        mode: Optional[str] = typer.Option(None, "--mode", help="likelihood | generate | greedy-strict | paper."),
-        data_dir: Optional[Path] = typer.Option(None, "--data-dir", help="Folder of the public data files."),
-        work_dir: Path = typer.Option(Path("runs/reproduce"), "--work-dir", help="Runner folders (resumable)."),
-        results_dir: Path = typer.Option(Path("docs/results"), "--results-dir", help="Where markdown/PNG/manifests go."),
-        cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help="Embedding/cluster cache (default ~/.cache/ucs)."),
-        store_dir: Optional[Path] = typer.Option(
-            None, "--store-dir", help="Answer and MDL-score stores (default: inside --cache-dir). Small and "
-            "content-addressed: commit it beside the results so that a later run, elsewhere, resumes without "
-            "asking the model again."),
-        settings: Optional[List[str]] = typer.Option(None, "--set", help=SET_HELP),
-        render_only: bool = typer.Option(
-            False, "--render-only", help="Write the pages from what --work-dir already holds, computing nothing "
-            "(accuracy experiments): a long run's page while it is under way; unfinished methods show as '—'."),
-        dry_run: bool = typer.Option(False, "--dry-run", help="Print the cells and their model-call estimates; run nothing."),
-        progress: bool = typer.Option(True, "--progress/--no-progress",
-                                      help="Progress of embedding, clustering, MDL scoring and evaluation (stderr)."),
-        wait: bool = typer.Option(False, "--wait", help=WAIT_HELP),
-    ) -> None:
-        from ucs.experiments.reproduce import ReproduceOptions, plan
+def reproduce_cmd(
+    list_: bool = typer.Option(False, "--list", help="List the experiments (name, paper reference, cells)."),
+    only: Optional[str] = typer.Option(None, "--only", help="Comma-separated experiment names (default: all)."),
+    preset: str = typer.Option("paper", "--preset", help="Sizes: paper | cpu."),
+    datasets: Optional[str] = typer.Option(None, "--datasets", help="Comma-separated datasets (replaces the experiment's)."),
+    backbones: Optional[str] = typer.Option(None, "--backbones", help="Comma-separated backbones: smollm2, gemma3, ..."),
+    selectors: Optional[str] = typer.Option(None, "--selectors", help="Comma-separated methods (replaces the experiment's)."),
+    variants: Optional[str] = typer.Option(
+        None, "--variants", help="Comma-separated variant names of the experiment (default: all); run a long "
+        "experiment a part at a time, the page shows the parts run so far in this invocation."),
+    test_size: Optional[int] = typer.Option(None, "--test-size", help="Test queries drawn once with seed 42."),
+    n_runs: Optional[int] = typer.Option(None, "--runs", help="Number of runs (seeds 42, 43, ...)."),
+    limit: Optional[int] = typer.Option(None, "--limit", help="Only the first N test queries (resumable)."),
+    mode: Optional[str] = typer.Option(None, "--mode", help="likelihood | generate | greedy-strict | paper."),
+    data_dir: Optional[Path] = typer.Option(None, "--data-dir", help="Folder of the public data files."),
+    work_dir: Path = typer.Option(Path("runs/reproduce"), "--work-dir", help="Runner folders (resumable)."),
+    results_dir: Path = typer.Option(Path("docs/results"), "--results-dir", help="Where markdown/PNG/manifests go."),
+    cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help="Embedding/cluster cache (default ~/.cache/ucs)."),
+    store_dir: Optional[Path] = typer.Option(
+        None, "--store-dir", help="Answer and MDL-score stores (default: inside --cache-dir). Small and "
+        "content-addressed: commit it beside the results so that a later run, elsewhere, resumes without "
+        "asking the model again."),
+    settings: Optional[List[str]] = typer.Option(None, "--set", help=SET_HELP),
+    render_only: bool = typer.Option(
+        False, "--render-only", help="Write the pages from what --work-dir already holds, computing nothing "
+        "(accuracy experiments): a long run's page while it is under way; unfinished methods show as '—'."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Print the cells and their model-call estimates; run nothing."),
+    progress: bool = typer.Option(True, "--progress/--no-progress",
+                                  help="Progress of embedding, clustering, MDL scoring and evaluation (stderr)."),
+    wait: bool = typer.Option(False, "--wait", help=WAIT_HELP),
+) -> None:
+    from ucs.experiments.reproduce import ReproduceOptions, plan
 
-        names = _check_arguments(only, variants, datasets, settings, limit)
-        names = _without_joint_when_one_backbone(names, only, _split(backbones))
-        opts = ReproduceOptions(
-            preset=preset, datasets=_split(datasets), backbones=_split(backbones), selectors=_split(selectors),
-            variants=_split(variants),
-            test_size=test_size, runs=n_runs, mode=mode, data_dir=None if data_dir is None else str(data_dir),
-            settings=parse_settings(settings), limit=limit, work_dir=str(work_dir), results_dir=str(results_dir),
-            cache_dir=None if cache_dir is None else str(cache_dir), progress=progress,
-            store_dir=None if store_dir is None else str(store_dir), render_only=render_only,
-            command="ucs " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv[1:] else None,
-        )
-        try:
-            planned = plan(names, opts)
-        except ValueError as exc:
-            raise typer.BadParameter(str(exc)) from None
-        if list_:
-            _print_list(planned, preset)
-        elif dry_run:
-            _print_dry_run(names, opts)
-        else:
-            _run(names, opts, work_dir, wait)
+    names = _check_arguments(only, variants, datasets, settings, limit)
+    names = _without_joint_when_one_backbone(names, only, _split(backbones))
+    opts = ReproduceOptions(
+        preset=preset, datasets=_split(datasets), backbones=_split(backbones), selectors=_split(selectors),
+        variants=_split(variants),
+        test_size=test_size, runs=n_runs, mode=mode, data_dir=None if data_dir is None else str(data_dir),
+        settings=parse_settings(settings), limit=limit, work_dir=str(work_dir), results_dir=str(results_dir),
+        cache_dir=None if cache_dir is None else str(cache_dir), progress=progress,
+        store_dir=None if store_dir is None else str(store_dir), render_only=render_only,
+        command="ucs " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv[1:] else None,
+    )
+    try:
+        planned = plan(names, opts)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc)) from None
+    if list_:
+        _print_list(planned, preset)
+    elif dry_run:
+        _print_dry_run(names, opts)
+    else:
+        _run(names, opts, work_dir, wait)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("reproduce", help=HELP)(reproduce_cmd)
 
 
 def _check_arguments(only: Optional[str], variants: Optional[str], datasets: Optional[str],
