@@ -34,7 +34,9 @@ __all__ = ["DESIGNS", "UnseenCoverage", "CoverageState", "CoverageReport", "comb
 DESIGNS: tuple[str, ...] = ("full", "seen_only", "unseen_only", "ratio")
 
 
-def combine_design(k_seen: NDArray[np.float64], unseen: NDArray[np.float64], design: str) -> NDArray[np.float64]:
+def combine_design(
+    k_seen: NDArray[np.float64], unseen: NDArray[np.float64], design: str
+) -> NDArray[np.float64]:
     """Φ from ``K_seen`` and ``Û`` under a score design (vectorised)."""
     if design == "full":
         return k_seen + unseen
@@ -115,7 +117,9 @@ class UnseenCoverage:
     array([-1.43,  4.47])
     """
 
-    def __init__(self, estimator: "str | UnseenEstimator" = "paper", design: str = "full", **estimator_params: Any) -> None:
+    def __init__(
+        self, estimator: "str | UnseenEstimator" = "paper", design: str = "full", **estimator_params: Any
+    ) -> None:
         self.estimator = estimator
         self.design = design
         self.estimator_params = estimator_params
@@ -284,7 +288,11 @@ class CoverageState:
             self._f[m - 1] += 1
         self._counts[c] = m - 1
         self.n -= 1
-        self.phi = float(self.coverage.phi_from_spectra(self._spectra_view()[None, :], self.n)[0]) if self.n else self._phi0
+        self.phi = (
+            float(self.coverage.phi_from_spectra(self._spectra_view()[None, :], self.n)[0])
+            if self.n
+            else self._phi0
+        )
         return item
 
     def reset(self) -> None:

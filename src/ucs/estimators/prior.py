@@ -67,7 +67,9 @@ class GoodTuringPrior:
     O(N log N) for the cluster sizes, O(max size) for the rest.
     """
 
-    def __init__(self, variant: str = "good_turing", smoothing: Optional[str] = "power_law", epsilon: float = 1e-6) -> None:
+    def __init__(
+        self, variant: str = "good_turing", smoothing: Optional[str] = "power_law", epsilon: float = 1e-6
+    ) -> None:
         self.variant = variant
         self.smoothing = smoothing
         self.epsilon = epsilon
@@ -84,7 +86,11 @@ class GoodTuringPrior:
         if self.smoothing is not None and self.smoothing not in SMOOTHERS:
             raise ValueError(f"smoothing must be None or one of {SMOOTHERS}; got {self.smoothing!r}")
         eps = self.epsilon
-        if isinstance(eps, bool) or not isinstance(eps, (int, float, np.number)) or not (eps > 0 and math.isfinite(eps)):
+        if (
+            isinstance(eps, bool)
+            or not isinstance(eps, (int, float, np.number))
+            or not (eps > 0 and math.isfinite(eps))
+        ):
             raise ValueError(f"epsilon must be a finite number > 0; got {eps!r}")
 
     def fit(self, cluster_ids: ArrayLike) -> "GoodTuringPrior":
@@ -100,7 +106,9 @@ class GoodTuringPrior:
         self.size_spectrum_ = g
         top = g.size - 1
         grid = np.arange(0, top + 2)
-        self.model_: Optional[SpectrumModel] = fit_spectrum_model(g, self.smoothing) if self.smoothing else None
+        self.model_: Optional[SpectrumModel] = (
+            fit_spectrum_model(g, self.smoothing) if self.smoothing else None
+        )
         if self.model_ is not None:
             ghat = self.model_(grid)
         else:

@@ -62,22 +62,30 @@ def validate_cluster_ids(cluster_ids: ArrayLike, name: str = "cluster_ids") -> N
         if not np.all(np.isfinite(arr)):
             raise ValueError(f"{name} contains NaN or inf; every item needs an integer cluster id")
         if not np.all(arr == np.round(arr)):
-            raise ValueError(f"{name} must contain integers; got non-integer values such as {arr[arr != np.round(arr)][0]!r}")
+            raise ValueError(
+                f"{name} must contain integers; got non-integer values such as "
+                f"{arr[arr != np.round(arr)][0]!r}"
+            )
     elif arr.dtype.kind not in "iu":
         raise ValueError(f"{name} must contain integer cluster ids; got dtype {arr.dtype}")
     if arr.size and arr.dtype.kind in "fu" and arr.max() > _MAX_ID:
-        raise ValueError(f"{name} contains {arr.max():.0f}, too large for an id (at most {_MAX_ID}); ids and indices "
-                         "count items, so they are below the number of items")
+        raise ValueError(
+            f"{name} contains {arr.max():.0f}, too large for an id (at most {_MAX_ID}); ids and indices "
+            "count items, so they are below the number of items"
+        )
     arr = arr.astype(np.int64, copy=False)
     if arr.size and arr.min() < 0:
         raise ValueError(
-            f"{name} must be non-negative; got {int(arr.min())}. Remap noise (-1) to fresh singleton ids first "
+            f"{name} must be non-negative; got {int(arr.min())}. Remap noise (-1) to fresh singleton ids "
+            "first "
             "(ucs.clustering does this)"
         )
     return arr
 
 
-def validate_subset(subset: ArrayLike, n_items: int, name: str = "subset", allow_empty: bool = True) -> NDArray[np.int64]:
+def validate_subset(
+    subset: ArrayLike, n_items: int, name: str = "subset", allow_empty: bool = True
+) -> NDArray[np.int64]:
     """Check an array of pool indices against a pool of ``n_items`` items.
 
     Returns the indices as int64; an empty subset is allowed unless ``allow_empty=False``.
@@ -167,4 +175,3 @@ def spectrum(ids: ArrayLike, length: Optional[int] = None) -> NDArray[np.int64]:
 def k_seen(ids: ArrayLike) -> int:
     """Number of distinct clusters ``K_seen`` among ``ids``."""
     return int(multiplicities(ids).size)
-

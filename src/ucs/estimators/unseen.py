@@ -263,7 +263,9 @@ class PaperSGT(UnseenEstimator):
     def coefficients(self, n: int = 0) -> NDArray[np.float64]:
         """Coefficients ``c_0..c_M`` (independent of ``n``)."""
         self._validate()
-        return _tail_coefficients("binom", self.t, float(self.bin_size), float(self.alpha) / (self.t + float(self.alpha)))
+        return _tail_coefficients(
+            "binom", self.t, float(self.bin_size), float(self.alpha) / (self.t + float(self.alpha))
+        )
 
     def valid_t_range(self, n: int) -> tuple[float, float]:
         return (0.0, 1.0)
@@ -387,7 +389,8 @@ class Chao1(UnseenEstimator):
 
 
 _REGISTRY: dict[str, type[UnseenEstimator]] = {
-    cls.name: cls for cls in (PaperSGT, PoissonSmoothedGT, BinomialSmoothedGT, EfronThisted, GoodToulmin, Chao1)
+    cls.name: cls
+    for cls in (PaperSGT, PoissonSmoothedGT, BinomialSmoothedGT, EfronThisted, GoodToulmin, Chao1)
 }
 ESTIMATORS: tuple[str, ...] = tuple(_REGISTRY)
 _ALIASES = {"sgt": "paper", "osw": "binomial", "gt": "good_toulmin", "et": "efron_thisted"}

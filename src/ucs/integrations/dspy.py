@@ -27,7 +27,10 @@ try:
     import dspy
     from dspy.teleprompt import Teleprompter
 except ImportError as exc:  # pragma: no cover - depends on the environment
-    raise ImportError("ucs.integrations.dspy needs DSPy: pip install -e '.[dspy]' in the ucs repository (or pip install dspy)") from exc
+    raise ImportError(
+        "ucs.integrations.dspy needs DSPy: pip install -e '.[dspy]' in the ucs repository (or pip install "
+        "dspy)"
+    ) from exc
 
 __all__ = ["UCSFewShot", "demos_of"]
 
@@ -49,7 +52,9 @@ def _input_keys(trainset: Sequence[Any]) -> List[str]:
         if keys is None:
             keys = these
         elif these != keys:
-            raise ValueError(f"trainset[{i}] has inputs {these} but trainset[0] has {keys}; use the same fields")
+            raise ValueError(
+                f"trainset[{i}] has inputs {these} but trainset[0] has {keys}; use the same fields"
+            )
     if not keys:
         raise ValueError("trainset is empty; give at least one dspy.Example")
     return keys
@@ -83,7 +88,8 @@ class UCSFewShot(Teleprompter):
     Attributes
     ----------
     index_ : SelectorIndex
-        The index fitted by the last :meth:`compile` (save it with ``index_.save(dir)`` for per-call programs).
+        The index fitted by the last :meth:`compile` (save it with ``index_.save(dir)`` for per-call
+        programs).
     """
 
     def __init__(
@@ -117,7 +123,12 @@ class UCSFewShot(Teleprompter):
         return self.method or _DEFAULT_METHOD[self.mode]
 
     def compile(
-        self, student: Any, *, trainset: List[Any], teacher: Any = None, valset: Optional[List[Any]] = None,
+        self,
+        student: Any,
+        *,
+        trainset: List[Any],
+        teacher: Any = None,
+        valset: Optional[List[Any]] = None,
         **kwargs: Any,
     ) -> Any:
         """A copy of ``student`` with ``k`` demonstrations from ``trainset`` on every predictor.
@@ -128,11 +139,14 @@ class UCSFewShot(Teleprompter):
         method = self._check()
         keys = _input_keys(trainset)
         examples = [dict(ex.toDict()) for ex in trainset]
-        index = SelectorIndex(self.embedder, method, input_keys=keys, random_state=int(self.seed), **self.index_kwargs)
+        index = SelectorIndex(
+            self.embedder, method, input_keys=keys, random_state=int(self.seed), **self.index_kwargs
+        )
         index.fit(examples)
         if self.mode == "fixed" and index.selector_.query_dependent:
             raise ValueError(
-                f"mode='fixed' needs a query-independent method such as 'votek+ucs'; {method!r} picks per input "
+                f"mode='fixed' needs a query-independent method such as 'votek+ucs'; {method!r} picks per "
+                "input "
                 "(use mode='per_call')"
             )
         self.index_ = index
@@ -141,7 +155,9 @@ class UCSFewShot(Teleprompter):
         _set_demos(program, [copy.deepcopy(trainset[i]) for i in fixed.indices])
         program.ucs_selection = fixed
         if self.mode == "per_call":
-            self.attach(program, index, k=int(self.k), trainset=trainset, where=self.where, dedupe=self.dedupe)
+            self.attach(
+                program, index, k=int(self.k), trainset=trainset, where=self.where, dedupe=self.dedupe
+            )
         return program
 
     def _fixed_selection(self, index: SelectorIndex, method: str) -> IndexSelection:
@@ -149,21 +165,33 @@ class UCSFewShot(Teleprompter):
         if not index.selector_.query_dependent:
             return index.select(None, int(self.k), **kw)
         # per-call programs start (and are saved) with the coverage set of a query-independent index
-        base = SelectorIndex(index.embedder, "votek+ucs", input_keys=index.input_keys_, random_state=int(self.seed),
-                             **{k: v for k, v in self.index_kwargs.items() if k in ("clusterer", "prior", "cache_dir")})
+        base = SelectorIndex(
+            index.embedder,
+            "votek+ucs",
+            input_keys=index.input_keys_,
+            random_state=int(self.seed),
+            **{k: v for k, v in self.index_kwargs.items() if k in ("clusterer", "prior", "cache_dir")},
+        )
         return base.fit(index.examples_).select(None, int(self.k), **kw)
 
     def warmup(self) -> "UCSFewShot":
-        """Warm the index of the last :meth:`compile` (:meth:`ucs.SelectorIndex.warmup`: the embedder loaded and
-        one query embedded and selected), so a per-call program's first input is not the slow one."""
+        """Warm the index of the last :meth:`compile` (:meth:`ucs.SelectorIndex.warmup`: the embedder loaded
+        and one query embedded and selected), so a per-call program's first input is not the slow one."""
         if not hasattr(self, "index_"):
             raise ValueError("UCSFewShot has no index yet; call compile(program, trainset=...) first")
         self.index_.warmup(k=min(int(self.k), self.index_.n_examples_))
         return self
 
     @staticmethod
-    def attach(program: Any, index: SelectorIndex, k: int = 4, trainset: Optional[Sequence[Any]] = None, *,
-               where: Optional[Dict[str, Any]] = None, dedupe: Optional[float] = None) -> Any:
+    def attach(
+        program: Any,
+        index: SelectorIndex,
+        k: int = 4,
+        trainset: Optional[Sequence[Any]] = None,
+        *,
+        where: Optional[Dict[str, Any]] = None,
+        dedupe: Optional[float] = None,
+    ) -> Any:
         """Make ``program`` pick its demonstrations per input from ``index`` (wraps ``program.forward``).
 
         Use it on a program loaded with ``program.load(path)`` and an index loaded with
@@ -174,8 +202,11 @@ class UCSFewShot(Teleprompter):
         """
         normalize_where(where, index.examples_)
         check_dedupe(dedupe)
-        items = list(trainset) if trainset is not None else [
-            dspy.Example(**ex).with_inputs(*index.input_keys_) for ex in index.examples_]
+        items = (
+            list(trainset)
+            if trainset is not None
+            else [dspy.Example(**ex).with_inputs(*index.input_keys_) for ex in index.examples_]
+        )
         original = program.forward
 
         def forward(self: Any, *args: Any, **kwargs: Any) -> Any:
@@ -195,7 +226,9 @@ class UCSFewShot(Teleprompter):
 def _set_demos(program: Any, demos: List[Any]) -> None:
     predictors = program.predictors()
     if not predictors:
-        raise ValueError("the program has no predictors (dspy.Predict, ChainOfThought …) to give demonstrations to")
+        raise ValueError(
+            "the program has no predictors (dspy.Predict, ChainOfThought …) to give demonstrations to"
+        )
     for p in predictors:
         p.demos = list(demos)
 

@@ -1,9 +1,10 @@
 """A LangChain example selector backed by :class:`ucs.SelectorIndex` (extra ``langchain``: langchain-core).
 
-``UCSExampleSelector.from_examples(examples, embeddings, k=4, input_keys=["input"], method="dpp+ucs")`` mirrors
-``SemanticSimilarityExampleSelector.from_examples`` without a vector store: the index is the store, it is
-saved with ``selector.index.save(dir)`` and reloaded with ``UCSExampleSelector(SelectorIndex.load(dir, ...))``.
-It plugs into ``FewShotPromptTemplate(example_selector=...)`` and ``FewShotChatMessagePromptTemplate``.
+``UCSExampleSelector.from_examples(examples, embeddings, k=4, input_keys=["input"], method="dpp+ucs")``
+mirrors ``SemanticSimilarityExampleSelector.from_examples`` without a vector store: the index is the store, it
+is saved with ``selector.index.save(dir)`` and reloaded with
+``UCSExampleSelector(SelectorIndex.load(dir, ...))``. It plugs into
+``FewShotPromptTemplate(example_selector=...)`` and ``FewShotChatMessagePromptTemplate``.
 """
 
 from __future__ import annotations
@@ -23,18 +24,20 @@ try:
     from langchain_core.example_selectors import BaseExampleSelector
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError(
-        "ucs.integrations.langchain needs langchain-core: pip install -e '.[langchain]' in the ucs repository (or pip install langchain-core)"
+        "ucs.integrations.langchain needs langchain-core: pip install -e '.[langchain]' in the ucs "
+        "repository (or pip install langchain-core)"
     ) from exc
 
 __all__ = ["LangChainEmbedder", "UCSExampleSelector"]
+
 
 class LangChainEmbedder(DocumentsEmbedder):
     """Any LangChain :class:`~langchain_core.embeddings.Embeddings` as a ucs embedder
     (:class:`ucs.embedding.adapters.DocumentsEmbedder`, which also accepts objects that only duck-type it).
 
     The cache identity names the class and its plain settings (never fields that look like credentials) and,
-    where no setting names the model, a fingerprint of the vectors of a few fixed texts: two models wrapped in the
-    same class never share a cache entry.
+    where no setting names the model, a fingerprint of the vectors of a few fixed texts: two models wrapped in
+    the same class never share a cache entry.
     """
 
     def __init__(self, embeddings: Embeddings) -> None:
@@ -58,8 +61,9 @@ class UCSExampleSelector(BaseExampleSelector):
     example_keys : list of str, optional
         Fields of each example to return (default: all).
     order : {"selected", "similar_first", "similar_last", "vote_last"}, optional
-        The demonstrations' order in the prompt: as chosen, or by similarity with the most similar first or last
-        (next to the query), or grouped by label with the most frequent label last (``vote_last``). Default
+        The demonstrations' order in the prompt: as chosen, or by similarity with the most similar first or
+        last (next to the query), or grouped by label with the most frequent label last (``vote_last``).
+        Default
         :func:`ucs.defaults.application_order`: ``vote_last`` when the examples have an output key.
     where : dict, optional
         A metadata filter applied to every call (:meth:`ucs.SelectorIndex.select`): ``{"lang": "de"}`` or
@@ -109,16 +113,34 @@ class UCSExampleSelector(BaseExampleSelector):
         self.last_selection: Optional[IndexSelection] = None
 
     @classmethod
-    def load(cls, directory: Any, embedder: Any = None, k: int = 4, input_keys: Optional[List[str]] = None,
-             example_keys: Optional[List[str]] = None, order: Optional[str] = None, *,
-             where: Optional[Dict[str, Any]] = None, where_keys: Optional[List[str]] = None,
-             dedupe: Optional[float] = None, **load_kwargs: Any) -> "UCSExampleSelector":
+    def load(
+        cls,
+        directory: Any,
+        embedder: Any = None,
+        k: int = 4,
+        input_keys: Optional[List[str]] = None,
+        example_keys: Optional[List[str]] = None,
+        order: Optional[str] = None,
+        *,
+        where: Optional[Dict[str, Any]] = None,
+        where_keys: Optional[List[str]] = None,
+        dedupe: Optional[float] = None,
+        **load_kwargs: Any,
+    ) -> "UCSExampleSelector":
         """A selector over the index saved in ``directory`` (``SelectorIndex.save``, or ``ucs compare``'s
-        recommendation), loaded and verified by :meth:`ucs.SelectorIndex.load`; an index built with an installed
-        retrieval embedder (all-MiniLM-L6-v2, all-mpnet-base-v2) needs no ``embedder``."""
+        recommendation), loaded and verified by :meth:`ucs.SelectorIndex.load`; an index built with an
+        installed retrieval embedder (all-MiniLM-L6-v2, all-mpnet-base-v2) needs no ``embedder``."""
         index = SelectorIndex.load(directory, embedder=embedder, **load_kwargs)
-        return cls(index, k=k, input_keys=input_keys, example_keys=example_keys, order=order, where=where,
-                   where_keys=where_keys, dedupe=dedupe)
+        return cls(
+            index,
+            k=k,
+            input_keys=input_keys,
+            example_keys=example_keys,
+            order=order,
+            where=where,
+            where_keys=where_keys,
+            dedupe=dedupe,
+        )
 
     @classmethod
     def from_examples(
@@ -149,8 +171,8 @@ class UCSExampleSelector(BaseExampleSelector):
         example_keys : list of str, optional
             Fields returned per example.
         method : str
-            ``topk`` (default, :data:`ucs.defaults.METHOD`), ``mmr``, ``labelaware``, ``dpp``, ``votek``, ``mdl``
-            (needs ``lm=``); ``topk``, ``dpp``, ``votek``, ``mdl`` with or without ``+ucs``.
+            ``topk`` (default, :data:`ucs.defaults.METHOD`), ``mmr``, ``labelaware``, ``dpp``, ``votek``,
+            ``mdl`` (needs ``lm=``); ``topk``, ``dpp``, ``votek``, ``mdl`` with or without ``+ucs``.
         output_key : str, optional
             The label field (MDL builds labelled prompts from it).
         where, where_keys, dedupe
@@ -164,8 +186,15 @@ class UCSExampleSelector(BaseExampleSelector):
         if keys is None and output_key is None and examples:
             keys = list(examples[0])  # LangChain's default: every field is embedded
         index = SelectorIndex(embedder, method, input_keys=keys, output_key=output_key, **index_kwargs)
-        return cls(index.fit(examples), k=k, input_keys=input_keys, example_keys=example_keys, where=where,
-                   where_keys=where_keys, dedupe=dedupe)
+        return cls(
+            index.fit(examples),
+            k=k,
+            input_keys=input_keys,
+            example_keys=example_keys,
+            where=where,
+            where_keys=where_keys,
+            dedupe=dedupe,
+        )
 
     # ------------------------------------------------------------------ the query
     def _query_text(self, input_variables: Dict[str, Any]) -> str:
@@ -184,9 +213,9 @@ class UCSExampleSelector(BaseExampleSelector):
         return self.index._embed_query_texts([text])[0]
 
     def warmup(self) -> "UCSExampleSelector":
-        """Load the embedder and run one query through :meth:`select_examples` (the first example's input as the
-        prompt variables), so the application's first call is not the slow one; ``last_selection`` stays as it
-        was. :meth:`ucs.SelectorIndex.load` already warms an index it loads (``warmup=True``)."""
+        """Load the embedder and run one query through :meth:`select_examples` (the first example's input as
+        the prompt variables), so the application's first call is not the slow one; ``last_selection`` stays
+        as it was. :meth:`ucs.SelectorIndex.load` already warms an index it loads (``warmup=True``)."""
         first = self.index.examples_[0]
         keys = self.input_keys or list(self.index.input_keys_)
         last = self.last_selection
@@ -201,15 +230,24 @@ class UCSExampleSelector(BaseExampleSelector):
         """``where`` with this call's ``where_keys`` values (``None`` when neither filters)."""
         missing = [k for k in self.where_keys if k not in input_variables]
         if missing:
-            raise ValueError(f"the prompt passed no variable(s) {missing} named in where_keys; pass them or drop "
-                             "them from where_keys")
+            raise ValueError(
+                f"the prompt passed no variable(s) {missing} named in where_keys; pass them or drop "
+                "them from where_keys"
+            )
         if not self.where and not self.where_keys:
             return None
         return {**(self.where or {}), **{k: input_variables[k] for k in self.where_keys}}
 
     def _select(self, text: str, qe: Any, input_variables: Dict[str, Any]) -> List[Dict[str, Any]]:
-        sel = self.index.select(text, self.k, query_embeddings=qe, example_keys=self.example_keys, order=self.order,
-                                where=self._where(input_variables), dedupe=self.dedupe)
+        sel = self.index.select(
+            text,
+            self.k,
+            query_embeddings=qe,
+            example_keys=self.example_keys,
+            order=self.order,
+            where=self._where(input_variables),
+            dedupe=self.dedupe,
+        )
         return self._finish(sel)
 
     def _finish(self, sel: IndexSelection) -> List[Dict[str, Any]]:

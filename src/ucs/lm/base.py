@@ -7,8 +7,14 @@ from typing import Optional, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
-__all__ = ["LanguageModel", "ContinuationScores", "REDUCTIONS", "ReducedScoresMixin", "reduce_scores",
-           "check_generation_args"]
+__all__ = [
+    "LanguageModel",
+    "ContinuationScores",
+    "REDUCTIONS",
+    "ReducedScoresMixin",
+    "reduce_scores",
+    "check_generation_args",
+]
 
 REDUCTIONS = ("sum", "mean")
 
@@ -49,8 +55,11 @@ def reduce_scores(scores: ContinuationScores, reduction: str) -> np.ndarray:
 class ReducedScoresMixin:
     """``score_continuations`` for a model that implements ``score_continuations_detailed``."""
 
-    def score_continuations(self, prefix: str, continuations: Sequence[str], reduction: str = "sum") -> np.ndarray:
-        """Total (``"sum"``) or per-token mean (``"mean"``) log-probability of each continuation, shape ``(k,)``."""
+    def score_continuations(
+        self, prefix: str, continuations: Sequence[str], reduction: str = "sum"
+    ) -> np.ndarray:
+        """Total (``"sum"``) or per-token mean (``"mean"``) log-probability of each continuation, shape
+        ``(k,)``."""
         return reduce_scores(self.score_continuations_detailed(prefix, continuations), reduction)  # type: ignore[attr-defined]
 
 

@@ -3,15 +3,15 @@
 A continuation's log-probability is the sum of its tokens' log-probabilities, each ≤ 0, so the sum over the
 first tokens of a path bounds every continuation through that path from above. :func:`best_continuation`
 evaluates trie nodes (each evaluation gives the next-token distribution after a node) best bound first until a
-complete continuation is scored, then evaluates only the nodes whose bound is not below the best complete score
-so far; a subtree whose bound is below it cannot hold the answer. The answer is exactly the argmax (the first
-continuation on ties) of the log-probabilities the engine computes for the nodes it evaluates; only the
+complete continuation is scored, then evaluates only the nodes whose bound is not below the best complete
+score so far; a subtree whose bound is below it cannot hold the answer. The answer is exactly the argmax (the
+first continuation on ties) of the log-probabilities the engine computes for the nodes it evaluates; only the
 continuations that cannot win are left unscored.
 
-Notation: a trie of ``m`` nodes over ``k`` continuations (:class:`~ucs.lm.prefix_tree.TokenTrie`), a vocabulary
-of ``V`` tokens; ``b(n)`` the sum of log-probabilities along the path to node ``n`` (inclusive). On a BANKING77
-prompt (77 labels, 371 nodes) a reader that is sure of its label evaluates a few dozen nodes instead of 294.
-Cost: the evaluations (engine calls of at most ``m`` nodes in all) plus O(m · log m) here.
+Notation: a trie of ``m`` nodes over ``k`` continuations (:class:`~ucs.lm.prefix_tree.TokenTrie`), a
+vocabulary of ``V`` tokens; ``b(n)`` the sum of log-probabilities along the path to node ``n`` (inclusive). On
+a BANKING77 prompt (77 labels, 371 nodes) a reader that is sure of its label evaluates a few dozen nodes
+instead of 294. Cost: the evaluations (engine calls of at most ``m`` nodes in all) plus O(m · log m) here.
 """
 
 from __future__ import annotations
@@ -29,8 +29,9 @@ __all__ = ["best_continuation"]
 DIVE_WIDTH = 8
 
 
-def best_continuation(trie: TokenTrie, first_logp: np.ndarray,
-                      evaluate: Callable[[Sequence[int]], np.ndarray]) -> Tuple[int, float, int]:
+def best_continuation(
+    trie: TokenTrie, first_logp: np.ndarray, evaluate: Callable[[Sequence[int]], np.ndarray]
+) -> Tuple[int, float, int]:
     """``(index of the most likely continuation, its log-probability, nodes evaluated)``.
 
     Parameters
@@ -57,8 +58,9 @@ def best_continuation(trie: TokenTrie, first_logp: np.ndarray,
     best, best_j, used = -np.inf, -1, 0
     best, best_j = _settle(np.nonzero(first)[0], bound, ends, best, best_j)
     while True:
-        frontier = sorted((n for n in open_ if np.isfinite(bound[n]) and bound[n] >= best),
-                          key=lambda n: (-bound[n], n))
+        frontier = sorted(
+            (n for n in open_ if np.isfinite(bound[n]) and bound[n] >= best), key=lambda n: (-bound[n], n)
+        )
         if not frontier:
             return best_j, float(best), used
         picked = frontier if best_j >= 0 else frontier[:DIVE_WIDTH]
@@ -73,8 +75,9 @@ def best_continuation(trie: TokenTrie, first_logp: np.ndarray,
         best, best_j = _settle(new, bound, ends, best, best_j)
 
 
-def _settle(nodes: Sequence[int], bound: np.ndarray, ends: List[List[int]], best: float, best_j: int
-            ) -> Tuple[float, int]:
+def _settle(
+    nodes: Sequence[int], bound: np.ndarray, ends: List[List[int]], best: float, best_j: int
+) -> Tuple[float, int]:
     """The best complete continuation after the scores of ``nodes`` became known (ties: the first index)."""
     for n in nodes:
         for j in ends[int(n)]:

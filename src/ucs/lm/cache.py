@@ -3,8 +3,8 @@
 MDL scores ``select_time`` candidate subsets per query with the LM, and MDL+UCS — seeded like MDL for the same
 run — scores exactly the same subsets again before adding ``λ Φ(S)``; experiments that share a configuration
 (the budget-10 column of a budget study and the main table, say) repeat them once more. :class:`CachedScorer`
-answers a repeated ``(prefix, continuations)`` from memory, and, given a ``store`` directory, from a JSONL file
-per model identity that other processes and later runs share (:class:`~ucs.utils.store.KeyedJsonlStore`).
+answers a repeated ``(prefix, continuations)`` from memory, and, given a ``store`` directory, from a JSONL
+file per model identity that other processes and later runs share (:class:`~ucs.utils.store.KeyedJsonlStore`).
 
 Stored values are the float64 log-probabilities the model returned, written as JSON numbers (which round-trip
 float64 exactly), so a cached score equals the computed one bit for bit.
@@ -39,9 +39,15 @@ class _ScoreStore(KeyedJsonlStore):
         if problem is not None:
             return problem
         lp, nt = entry.get("logprob"), entry.get("n_tokens")
-        if not isinstance(lp, list) or not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in lp):
+        if not isinstance(lp, list) or not all(
+            isinstance(x, (int, float)) and not isinstance(x, bool) for x in lp
+        ):
             return "'logprob' is not a list of numbers"
-        if not isinstance(nt, list) or len(nt) != len(lp) or not all(isinstance(x, int) and x >= 0 for x in nt):
+        if (
+            not isinstance(nt, list)
+            or len(nt) != len(lp)
+            or not all(isinstance(x, int) and x >= 0 for x in nt)
+        ):
             return "'n_tokens' is not a list of token counts as long as 'logprob'"
         return None
 
@@ -74,20 +80,33 @@ class CachedScorer(ReducedScoresMixin):
     computed for an input is the one every later call returns.
     """
 
-    def __init__(self, lm: Any, store: "str | os.PathLike[str] | None" = None,
-                 identity: Optional[Dict[str, Any]] = None) -> None:
+    def __init__(
+        self,
+        lm: Any,
+        store: "str | os.PathLike[str] | None" = None,
+        identity: Optional[Dict[str, Any]] = None,
+    ) -> None:
         if not callable(getattr(lm, "score_continuations_detailed", None)):
-            raise ValueError("lm must provide score_continuations_detailed(prefix, continuations) "
-                             "(any ucs.lm.LanguageModel)")
+            raise ValueError(
+                "lm must provide score_continuations_detailed(prefix, continuations) "
+                "(any ucs.lm.LanguageModel)"
+            )
         if store is not None and identity is None:
             identity = getattr(lm, "identity", None)
             if not isinstance(identity, dict):
-                raise ValueError("identity is required with store= when the model has no identity dict: "
-                                 "give identity={...} naming the model, its revision and its dtype")
+                raise ValueError(
+                    "identity is required with store= when the model has no identity dict: "
+                    "give identity={...} naming the model, its revision and its dtype"
+                )
         self.lm = lm
         self.identity_fields = None if identity is None else dict(identity)
-        self._store = None if store is None else _ScoreStore(
-            store, {"kind": "continuation_scores", "model": self.identity_fields}, key_field="key")
+        self._store = (
+            None
+            if store is None
+            else _ScoreStore(
+                store, {"kind": "continuation_scores", "model": self.identity_fields}, key_field="key"
+            )
+        )
         self._memory: Dict[str, ContinuationScores] = {}
         self.hits = 0
         self.misses = 0
@@ -106,18 +125,29 @@ class CachedScorer(ReducedScoresMixin):
         if got is None and self._store is not None:
             entry = self._store.get(key)
             if entry is not None and len(entry.get("logprob", ())) == len(conts):
-                got = self._memory[key] = ContinuationScores(np.asarray(entry["logprob"], dtype=np.float64),
-                                                             np.asarray(entry["n_tokens"], dtype=np.int64))
+                got = self._memory[key] = ContinuationScores(
+                    np.asarray(entry["logprob"], dtype=np.float64),
+                    np.asarray(entry["n_tokens"], dtype=np.int64),
+                )
         if got is not None:
             self.hits += 1
             return ContinuationScores(got.logprob.copy(), got.n_tokens.copy())
         self.misses += 1
         res = self.lm.score_continuations_detailed(prefix, conts)
-        res = ContinuationScores(np.asarray(res.logprob, dtype=np.float64), np.asarray(res.n_tokens, dtype=np.int64))
+        res = ContinuationScores(
+            np.asarray(res.logprob, dtype=np.float64), np.asarray(res.n_tokens, dtype=np.int64)
+        )
         self._memory[key] = res
         if self._store is not None:
-            self._store.put([{"key": key, "logprob": [float(x) for x in res.logprob],
-                              "n_tokens": [int(x) for x in res.n_tokens]}])
+            self._store.put(
+                [
+                    {
+                        "key": key,
+                        "logprob": [float(x) for x in res.logprob],
+                        "n_tokens": [int(x) for x in res.n_tokens],
+                    }
+                ]
+            )
         return ContinuationScores(res.logprob.copy(), res.n_tokens.copy())
 
     def __repr__(self) -> str:

@@ -24,7 +24,7 @@ def move_trailing_spaces(prefix: str, continuations: Sequence[str]) -> Tuple[str
     measures what the model would actually generate.
     """
     stripped = prefix.rstrip(" ")
-    pad = prefix[len(stripped):]
+    pad = prefix[len(stripped) :]
     return stripped, [pad + c for c in continuations]
 
 
@@ -111,7 +111,7 @@ def logsumexp_rows(logits: np.ndarray, rows_per_step: int = 8) -> np.ndarray:
     buf = np.empty((min(rows_per_step, x.shape[0]), x.shape[1]), dtype=np.float32)
     for s in range(0, x.shape[0], rows_per_step):
         e = buf[: min(rows_per_step, x.shape[0] - s)]
-        np.subtract(x[s:s + rows_per_step], m[s:s + rows_per_step], out=e)
+        np.subtract(x[s : s + rows_per_step], m[s : s + rows_per_step], out=e)
         np.exp(e, out=e)
-        out[s:s + e.shape[0]] = e.sum(axis=1, dtype=np.float64)
+        out[s : s + e.shape[0]] = e.sum(axis=1, dtype=np.float64)
     return m[:, 0].astype(np.float64) + np.log(out)

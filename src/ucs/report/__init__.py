@@ -15,5 +15,12 @@ from ucs.report.data import Demonstration, RunData, load_run
 from ucs.report.figures import MAX_SCATTER_POINTS
 from ucs.report.page import REPORT_NAME, build_report, write_report
 
-__all__ = ["build_report", "write_report", "load_run", "RunData", "Demonstration", "MAX_SCATTER_POINTS",
-           "REPORT_NAME"]
+__all__ = [
+    "build_report",
+    "write_report",
+    "load_run",
+    "RunData",
+    "Demonstration",
+    "MAX_SCATTER_POINTS",
+    "REPORT_NAME",
+]

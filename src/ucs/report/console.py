@@ -1,7 +1,7 @@
 """Plain-text views of a run folder for the terminal: stage timings and chosen demonstrations.
 
-``ucs evaluate`` ends with these (and ``ucs demo`` shows its demonstrations the same way); they read the folder
-through :func:`~ucs.report.data.load_run`, like the HTML report, and need neither jinja2 nor plotly.
+``ucs evaluate`` ends with these (and ``ucs demo`` shows its demonstrations the same way); they read the
+folder through :func:`~ucs.report.data.load_run`, like the HTML report, and need neither jinja2 nor plotly.
 """
 
 from __future__ import annotations
@@ -42,7 +42,9 @@ def demonstrations_text(run: RunData, query: int = 0, seed: Optional[int] = None
         r = by_key.get((m, int(seed), int(query))) if seed is not None else None
         if r is None:
             continue
-        lines.append(f"[{m}] demonstrations for query {query} ({run.query_text(query)!r}, gold {r.get('gold')}):")
+        lines.append(
+            f"[{m}] demonstrations for query {query} ({run.query_text(query)!r}, gold {r.get('gold')}):"
+        )
         for d in run.demonstrations(r):
             c = "" if d.cluster is None else f"  [cluster {d.cluster}, size {d.cluster_size}]"
             lines.append(f"  - {d.text!r} → {d.label}{c}")

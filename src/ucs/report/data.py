@@ -22,25 +22,30 @@ __all__ = ["RunData", "RunFolderError", "load_run", "Demonstration"]
 
 
 class RunFolderError(ValueError):
-    """A run folder's file is damaged or holds a field of an unexpected form; the message names file and field."""
+    """A run folder's file is damaged or holds a field of an unexpected form; the message names file and
+    field."""
 
 
 def _json(path: Path, kind: type = dict) -> Any:
-    """The JSON value of ``path`` (``None`` when absent); a damaged file or another top-level type is refused."""
+    """The JSON value of ``path`` (``None`` when absent); a damaged file or another top-level type is
+    refused."""
     if not path.is_file():
         return None
     try:
         value = json.loads(path.read_text(encoding="utf-8"))
     except (ValueError, UnicodeDecodeError) as exc:
-        raise RunFolderError(f"{path} is not readable JSON ({exc}); it is damaged or truncated: rerun the "
-                             "command that wrote it") from exc
+        raise RunFolderError(
+            f"{path} is not readable JSON ({exc}); it is damaged or truncated: rerun the "
+            "command that wrote it"
+        ) from exc
     if not isinstance(value, kind):
         raise RunFolderError(f"{path} holds a {type(value).__name__}, expected a JSON {kind.__name__}")
     return value
 
 
 def _jsonl(path: Path, required: tuple = ()) -> List[dict]:
-    """The objects of a JSON-lines file (``[]`` when absent); each must be an object with ``required`` fields."""
+    """The objects of a JSON-lines file (``[]`` when absent); each must be an object with ``required``
+    fields."""
     if not path.is_file():
         return []
     out = []
@@ -50,7 +55,9 @@ def _jsonl(path: Path, required: tuple = ()) -> List[dict]:
         try:
             row = json.loads(line)
         except ValueError as exc:
-            raise RunFolderError(f"{path}, line {n} is not readable JSON ({exc}); it is damaged or truncated") from exc
+            raise RunFolderError(
+                f"{path}, line {n} is not readable JSON ({exc}); it is damaged or truncated"
+            ) from exc
         if not isinstance(row, dict) or any(k not in row for k in required):
             raise RunFolderError(f"{path}, line {n}: expected an object with the field(s) {list(required)}")
         out.append(row)
@@ -81,9 +88,18 @@ def _projection(path: Path, n_pool: int) -> Optional[np.ndarray]:
     try:
         proj = np.load(path, allow_pickle=False)
     except (ValueError, OSError, EOFError) as exc:
-        raise RunFolderError(f"{path} is not a readable .npy array ({exc}); it is damaged or truncated") from exc
-    if proj.ndim != 2 or proj.shape[1] != 2 or (n_pool and proj.shape[0] != n_pool) or proj.dtype.kind not in "fiu":
-        raise RunFolderError(f"{path} has shape {proj.shape} and dtype {proj.dtype}; expected ({n_pool}, 2) numbers")
+        raise RunFolderError(
+            f"{path} is not a readable .npy array ({exc}); it is damaged or truncated"
+        ) from exc
+    if (
+        proj.ndim != 2
+        or proj.shape[1] != 2
+        or (n_pool and proj.shape[0] != n_pool)
+        or proj.dtype.kind not in "fiu"
+    ):
+        raise RunFolderError(
+            f"{path} has shape {proj.shape} and dtype {proj.dtype}; expected ({n_pool}, 2) numbers"
+        )
     return proj
 
 
@@ -112,7 +128,8 @@ class RunData:
     config : dict or None
         ``pipeline/config.json`` (the full :class:`~ucs.pipeline.PipelineConfig`).
     coverage : dict
-        ``coverage.json``'s ``coverage`` table: ``{method: {seed: {unique_clusters, mean_cluster_size, phi, ...}}}``.
+        ``coverage.json``'s ``coverage`` table: ``{method: {seed: {unique_clusters, mean_cluster_size,
+        phi, ...}}}``.
     label_agreement : dict
         ``coverage.json``'s ``label_agreement``: ``{method: {mean, ci, n_queries, per_query}}``, the share of
         demonstrations carrying the query's label (empty for folders written before it was recorded).
@@ -161,14 +178,18 @@ class RunData:
     @property
     def seeds(self) -> List[int]:
         return [int(s) for s in self.manifest.get("seeds", {}).get("run_seeds", [])] or sorted(
-            {int(r["seed"]) for r in self.records})
+            {int(r["seed"]) for r in self.records}
+        )
 
     @property
     def dataset_name(self) -> str:
-        return str(self.summary.get("dataset") or self.manifest.get("key", {}).get("dataset", {}).get("name", "?"))
+        return str(
+            self.summary.get("dataset") or self.manifest.get("key", {}).get("dataset", {}).get("name", "?")
+        )
 
     def q_for(self, method: str) -> Optional[str]:
-        """The clustering quantile (as written in ``clusters.json``) ``method``'s selections were made with."""
+        """The clustering quantile (as written in ``clusters.json``) ``method``'s selections were made
+        with."""
         q = self.clusters.get("q_by_method", {}).get(method, self.clusters.get("default_q"))
         return None if q is None else repr(float(q))
 
@@ -192,7 +213,9 @@ class RunData:
         out = []
         for i in record.get("selected", []):
             i = int(i)
-            text = self.pool_texts[i] if 0 <= i < len(self.pool_texts) else f"(pool item {i}, not in this pool)"
+            text = (
+                self.pool_texts[i] if 0 <= i < len(self.pool_texts) else f"(pool item {i}, not in this pool)"
+            )
             label = self.pool_labels[i] if 0 <= i < len(self.pool_labels) else "?"
             c = None if ids is None or not 0 <= i < len(ids) else int(ids[i])
             out.append(Demonstration(i, text, label, c, None if c is None else int(sizes[c])))
@@ -221,7 +244,11 @@ class RunData:
                 data = _json(path)
             except RunFolderError:
                 continue  # diagnostics only: a damaged file just leaves the scores out
-            if isinstance(data, dict) and isinstance(data.get("indices"), list) and isinstance(data.get("scores"), list):
+            if (
+                isinstance(data, dict)
+                and isinstance(data.get("indices"), list)
+                and isinstance(data.get("scores"), list)
+            ):
                 out.append((data["indices"], data["scores"], bool(data.get("query_dependent", True))))
         return out
 
@@ -242,8 +269,10 @@ def load_run(run_dir: "str | os.PathLike[str]") -> RunData:
     f = RunFolder(run_dir)
     manifest, summary = _json(f.manifest), _json(f.results)
     if manifest is None or summary is None:
-        raise FileNotFoundError(f"{f.path} is not a run folder (it needs {f.manifest.name} and {f.results.name}, as "
-                                "written by ucs evaluate, ucs demo --out or ucs reproduce)")
+        raise FileNotFoundError(
+            f"{f.path} is not a run folder (it needs {f.manifest.name} and {f.results.name}, as "
+            "written by ucs evaluate, ucs demo --out or ucs reproduce)"
+        )
     _check_run(f, manifest, summary)
     pool = _jsonl(f.pool, required=("text", "label"))
     timings = _jsonl(f.timings)

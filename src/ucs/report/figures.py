@@ -13,8 +13,15 @@ from typing import Any, Dict, List, Optional, Sequence
 
 import numpy as np
 
-__all__ = ["MAX_SCATTER_POINTS", "scatter_sample", "accuracy_figure", "delta_figure", "cluster_scatter",
-           "spectrum_figure", "figure_html"]
+__all__ = [
+    "MAX_SCATTER_POINTS",
+    "scatter_sample",
+    "accuracy_figure",
+    "delta_figure",
+    "cluster_scatter",
+    "spectrum_figure",
+    "figure_html",
+]
 
 #: The cluster explorer draws at most this many pool items (a uniform random sample, seed 0, above it); the
 #: page says so. Keeps a 15,000-item pool's report small and its scatter responsive.
@@ -49,33 +56,63 @@ def accuracy_figure(rows: Sequence[Dict[str, Any]], confidence: float = 0.95) ->
     y = [100 * r["mean"] for r in rows]
     hi = [100 * (r["ci"][1] - r["mean"]) if r["ci"] else 0 for r in rows]
     lo = [100 * (r["mean"] - r["ci"][0]) if r["ci"] else 0 for r in rows]
-    fig = go.Figure(go.Scatter(
-        x=[r["method"] for r in rows], y=y, mode="markers", marker=dict(size=11, color="#1f77b4"),
-        error_y=dict(type="data", symmetric=False, array=hi, arrayminus=lo), name="accuracy",
-        hovertemplate="%{x}: %{y:.1f}%<extra></extra>"))
-    fig.update_layout(title=f"accuracy (%) with {int(round(100 * confidence))}% interval over queries",
-                      yaxis_title="accuracy (%)", **_LAYOUT)
+    fig = go.Figure(
+        go.Scatter(
+            x=[r["method"] for r in rows],
+            y=y,
+            mode="markers",
+            marker=dict(size=11, color="#1f77b4"),
+            error_y=dict(type="data", symmetric=False, array=hi, arrayminus=lo),
+            name="accuracy",
+            hovertemplate="%{x}: %{y:.1f}%<extra></extra>",
+        )
+    )
+    fig.update_layout(
+        title=f"accuracy (%) with {int(round(100 * confidence))}% interval over queries",
+        yaxis_title="accuracy (%)",
+        **_LAYOUT,
+    )
     return fig
 
 
 def delta_figure(rows: Sequence[Dict[str, Any]], confidence: float = 0.95) -> Any:
-    """One marker per UCS form at its paired Δ accuracy (points) against the base selector, with its interval."""
+    """One marker per UCS form at its paired Δ accuracy (points) against the base selector, with its
+    interval."""
     go = _go()
-    fig = go.Figure(go.Scatter(
-        x=[f"{r['method']} − {r['base']}" for r in rows], y=[100 * r["delta"] for r in rows], mode="markers",
-        marker=dict(size=11, color="#d62728"), name="Δ",
-        error_y=dict(type="data", symmetric=False, array=[100 * (r["ci"][1] - r["delta"]) for r in rows],
-                     arrayminus=[100 * (r["delta"] - r["ci"][0]) for r in rows]),
-        hovertemplate="%{x}: %{y:+.1f} points<extra></extra>"))
+    fig = go.Figure(
+        go.Scatter(
+            x=[f"{r['method']} − {r['base']}" for r in rows],
+            y=[100 * r["delta"] for r in rows],
+            mode="markers",
+            marker=dict(size=11, color="#d62728"),
+            name="Δ",
+            error_y=dict(
+                type="data",
+                symmetric=False,
+                array=[100 * (r["ci"][1] - r["delta"]) for r in rows],
+                arrayminus=[100 * (r["delta"] - r["ci"][0]) for r in rows],
+            ),
+            hovertemplate="%{x}: %{y:+.1f} points<extra></extra>",
+        )
+    )
     fig.add_hline(y=0, line_dash="dot", line_color="#888")
-    fig.update_layout(title=f"paired Δ accuracy (points), {int(round(100 * confidence))}% paired bootstrap interval",
-                      yaxis_title="Δ (points)", **_LAYOUT)
+    fig.update_layout(
+        title=f"paired Δ accuracy (points), {int(round(100 * confidence))}% paired bootstrap interval",
+        yaxis_title="Δ (points)",
+        **_LAYOUT,
+    )
     return fig
 
 
-def cluster_scatter(projection: np.ndarray, ids: Optional[np.ndarray], texts: Sequence[str], labels: Sequence[str],
-                    max_points: int = MAX_SCATTER_POINTS) -> Any:
-    """The pool in two dimensions (PCA of its embeddings), coloured by cluster; hover: text, label, cluster, size.
+def cluster_scatter(
+    projection: np.ndarray,
+    ids: Optional[np.ndarray],
+    texts: Sequence[str],
+    labels: Sequence[str],
+    max_points: int = MAX_SCATTER_POINTS,
+) -> Any:
+    """The pool in two dimensions (PCA of its embeddings), coloured by cluster; hover: text, label, cluster,
+    size.
 
     One trace with one marker per drawn item (:func:`scatter_sample`)."""
     go = _go()
@@ -89,13 +126,24 @@ def cluster_scatter(projection: np.ndarray, ids: Optional[np.ndarray], texts: Se
         lab = labels[i] if i < len(labels) else "?"
         hover.append(f"{_hover(t)}<br>label: {_hover(lab)}{c}")
     color = ids[idx] if ids is not None else None
-    fig = go.Figure(go.Scatter(
-        x=np.round(projection[idx, 0], 4), y=np.round(projection[idx, 1], 4), mode="markers",
-        marker=dict(size=6, color=color, colorscale="Turbo", opacity=0.8, line=dict(width=0)),
-        hovertext=hover, hoverinfo="text", name="pool"))
+    fig = go.Figure(
+        go.Scatter(
+            x=np.round(projection[idx, 0], 4),
+            y=np.round(projection[idx, 1], 4),
+            mode="markers",
+            marker=dict(size=6, color=color, colorscale="Turbo", opacity=0.8, line=dict(width=0)),
+            hovertext=hover,
+            hoverinfo="text",
+            name="pool",
+        )
+    )
     shown = f"{idx.size} of {n} items (uniform sample)" if idx.size < n else f"all {n} items"
-    fig.update_layout(title=f"pool embeddings, PCA to 2-D, coloured by cluster — {shown}",
-                      xaxis_title="PC 1", yaxis_title="PC 2", **{**_LAYOUT, "height": 560})
+    fig.update_layout(
+        title=f"pool embeddings, PCA to 2-D, coloured by cluster — {shown}",
+        xaxis_title="PC 1",
+        yaxis_title="PC 2",
+        **{**_LAYOUT, "height": 560},
+    )
     return fig
 
 
@@ -105,20 +153,35 @@ def spectrum_figure(ids: np.ndarray) -> Any:
     sizes = np.bincount(np.bincount(ids))
     s = np.nonzero(sizes)[0]
     s = s[s > 0]
-    fig = go.Figure(go.Bar(x=s.tolist(), y=sizes[s].tolist(), name="clusters",
-                           hovertemplate="%{y} clusters of size %{x}<extra></extra>"))
+    fig = go.Figure(
+        go.Bar(
+            x=s.tolist(),
+            y=sizes[s].tolist(),
+            name="clusters",
+            hovertemplate="%{y} clusters of size %{x}<extra></extra>",
+        )
+    )
     many = s.size and sizes[s].max() > 50
-    fig.update_layout(title="cluster-size spectrum: number of clusters of each size",
-                      xaxis_title="cluster size (items)", yaxis_title="clusters" + (" (log scale)" if many else ""),
-                      yaxis_type="log" if many else "linear",
-                      xaxis_type="log" if s.size and s.max() > 50 else "linear", **_LAYOUT)
+    fig.update_layout(
+        title="cluster-size spectrum: number of clusters of each size",
+        xaxis_title="cluster size (items)",
+        yaxis_title="clusters" + (" (log scale)" if many else ""),
+        yaxis_type="log" if many else "linear",
+        xaxis_type="log" if s.size and s.max() > 50 else "linear",
+        **_LAYOUT,
+    )
     return fig
 
 
 def figure_html(fig: Any, div_id: str, include_js: bool) -> str:
     """``fig`` as an HTML fragment with ``div_id``; plotly's JavaScript inline when ``include_js``."""
-    return fig.to_html(full_html=False, include_plotlyjs=bool(include_js), div_id=div_id,
-                       config={"displaylogo": False, "responsive": True}, include_mathjax=False)
+    return fig.to_html(
+        full_html=False,
+        include_plotlyjs=bool(include_js),
+        div_id=div_id,
+        config={"displaylogo": False, "responsive": True},
+        include_mathjax=False,
+    )
 
 
 def figures_for(run: Any, accuracy: List[dict], deltas: List[dict], max_points: int) -> Dict[str, str]:

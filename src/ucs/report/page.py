@@ -15,8 +15,18 @@ from typing import Any, Dict, List, Optional
 
 from ucs.report.data import RunData, RunFolderError, load_run
 from ucs.report.figures import MAX_SCATTER_POINTS, figures_for
-from ucs.report.tables import (GIANT_FRACTION, accuracy_rows, coverage_rows, delta_rows, health_rows, pct, settings_rows,
-                               summary_rows, test_double_note, timing_rows)
+from ucs.report.tables import (
+    GIANT_FRACTION,
+    accuracy_rows,
+    coverage_rows,
+    delta_rows,
+    health_rows,
+    pct,
+    settings_rows,
+    summary_rows,
+    test_double_note,
+    timing_rows,
+)
 from ucs.utils.redact import redact_obj
 
 __all__ = ["build_report", "write_report", "REPORT_NAME", "browser_data"]
@@ -28,8 +38,13 @@ REPORT_NAME = "report.html"
 def _env() -> Any:
     from jinja2 import Environment, PackageLoader, StrictUndefined
 
-    env = Environment(loader=PackageLoader("ucs.report", "templates"), autoescape=True, undefined=StrictUndefined,
-                      trim_blocks=True, lstrip_blocks=True)
+    env = Environment(
+        loader=PackageLoader("ucs.report", "templates"),
+        autoescape=True,
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
     env.filters["pct"] = pct
     env.filters["num"] = lambda x, d=2: "—" if x is None else f"{x:.{d}f}"
     return env
@@ -49,17 +64,26 @@ def browser_data(run: RunData) -> Dict[str, Any]:
             score = scores[j] if j < len(scores) and scores[j] == scores[j] else None  # NaN → None
             demos.append([d.index, d.cluster, d.cluster_size, score, d.label == str(r.get("gold"))])
         rows.setdefault(str(r["seed"]), {}).setdefault(r["method"], {})[str(r["query"])] = [
-            r.get("parsed"), bool(r.get("correct")), demos]
+            r.get("parsed"),
+            bool(r.get("correct")),
+            demos,
+        ]
     qs = sorted({int(r["query"]) for r in run.records})
     gold = {int(r["query"]): r.get("gold") for r in run.records}
     queries = [{"q": q, "text": run.query_text(q), "gold": gold.get(q)} for q in qs]
-    return {"methods": run.methods, "seeds": [str(s) for s in run.seeds if str(s) in rows] or sorted(rows),
-            "queries": queries, "items": items, "rows": rows,
-            "labels": sorted({str(q["gold"]) for q in queries})}
+    return {
+        "methods": run.methods,
+        "seeds": [str(s) for s in run.seeds if str(s) in rows] or sorted(rows),
+        "queries": queries,
+        "items": items,
+        "rows": rows,
+        "labels": sorted({str(q["gold"]) for q in queries}),
+    }
 
 
-def build_report(run_dir: "str | os.PathLike[str]", *, max_points: int = MAX_SCATTER_POINTS,
-                 title: Optional[str] = None) -> str:
+def build_report(
+    run_dir: "str | os.PathLike[str]", *, max_points: int = MAX_SCATTER_POINTS, title: Optional[str] = None
+) -> str:
     """The HTML report of the run folder ``run_dir`` as a string.
 
     Parameters
@@ -84,10 +108,17 @@ def build_report(run_dir: "str | os.PathLike[str]", *, max_points: int = MAX_SCA
     run = load_run(run_dir)
     try:
         return _render(run, title, max_points)
-    except (KeyError, IndexError, TypeError, AttributeError) as exc:  # a field of a form load_run did not foresee
+    except (
+        KeyError,
+        IndexError,
+        TypeError,
+        AttributeError,
+    ) as exc:  # a field of a form load_run did not foresee
         raise RunFolderError(
-            f"{run_dir}: a file of this run folder holds a field the report cannot read ({type(exc).__name__}: "
-            f"{exc}); rerun the command that wrote the folder") from exc
+            f"{run_dir}: a file of this run folder holds a field the report cannot read "
+            f"({type(exc).__name__}: "
+            f"{exc}); rerun the command that wrote the folder"
+        ) from exc
 
 
 def _render(run: RunData, title: Optional[str], max_points: int) -> str:
@@ -118,8 +149,11 @@ def _render(run: RunData, title: Optional[str], max_points: int) -> str:
     return _env().get_template("report.html.j2").render(**ctx)
 
 
-def write_report(run_dir: "str | os.PathLike[str]", out: "str | os.PathLike[str] | None" = None, **kwargs: Any) -> Path:
-    """Write :func:`build_report`'s page to ``out`` (default ``<run_dir>/report.html``) atomically; returns it."""
+def write_report(
+    run_dir: "str | os.PathLike[str]", out: "str | os.PathLike[str] | None" = None, **kwargs: Any
+) -> Path:
+    """Write :func:`build_report`'s page to ``out`` (default ``<run_dir>/report.html``) atomically; returns
+    it."""
     from ucs.utils.io import atomic_write_text
 
     path = Path(out) if out is not None else Path(run_dir) / REPORT_NAME

@@ -1,5 +1,6 @@
-"""The report's tables as plain rows: run summary, accuracy with intervals, paired Δ, coverage, cluster health,
-timings. Each function takes a :class:`~ucs.report.data.RunData` and returns lists of dicts or strings."""
+"""The report's tables as plain rows: run summary, accuracy with intervals, paired Δ, coverage, cluster
+health, timings. Each function takes a :class:`~ucs.report.data.RunData` and returns lists of dicts or
+strings."""
 
 from __future__ import annotations
 
@@ -13,8 +14,17 @@ from ucs.evaluation.summary import paired_delta
 from ucs.report.data import RunData
 from ucs.utils.cpu import describe_machine
 
-__all__ = ["summary_rows", "accuracy_rows", "delta_rows", "coverage_rows", "health", "health_rows",
-           "timing_rows", "pct", "GIANT_FRACTION"]
+__all__ = [
+    "summary_rows",
+    "accuracy_rows",
+    "delta_rows",
+    "coverage_rows",
+    "health",
+    "health_rows",
+    "timing_rows",
+    "pct",
+    "GIANT_FRACTION",
+]
 
 
 def pct(x: Optional[float], digits: int = 1) -> str:
@@ -30,14 +40,18 @@ def _short(v: Any) -> str:
 
 
 def _clustering(cfg: Dict[str, Any]) -> Dict[str, Any]:
-    """The clustering settings of a run's ``pipeline/config.json`` under the results' key names (``clustering``,
-    ``cluster_space``, ``dbscan_q``, ``n_clusters``), from the nested form (``clusterer``) or the flat one of
-    folders written before it."""
+    """The clustering settings of a run's ``pipeline/config.json`` under the results' key names
+    (``clustering``, ``cluster_space``, ``dbscan_q``, ``n_clusters``), from the nested form (``clusterer``) or
+    the flat one of folders written before it."""
     c = cfg.get("clusterer")
     if not isinstance(c, dict):
         return cfg
-    return {"clustering": c.get("method"), "cluster_space": cfg.get("cluster_space"), "dbscan_q": c.get("dbscan_q"),
-            "n_clusters": c.get("n_clusters")}
+    return {
+        "clustering": c.get("method"),
+        "cluster_space": cfg.get("cluster_space"),
+        "dbscan_q": c.get("dbscan_q"),
+        "n_clusters": c.get("n_clusters"),
+    }
 
 
 def summary_rows(run: RunData) -> List[List[str]]:
@@ -50,7 +64,11 @@ def summary_rows(run: RunData) -> List[List[str]]:
     proto = key.get("protocol", {})
     model_hash = str(model.get("revision") or model.get("sha256") or "—")
     source = ds.get("source") or {}
-    files = ", ".join(f"{k} ({str(v)[:12]}…)" for k, v in source.items()) if isinstance(source, dict) else _short(source)
+    files = (
+        ", ".join(f"{k} ({str(v)[:12]}…)" for k, v in source.items())
+        if isinstance(source, dict)
+        else _short(source)
+    )
     versions = run.manifest.get("versions", {})
     rows = [
         ["dataset", str(ds.get("name", run.dataset_name))],
@@ -58,28 +76,58 @@ def summary_rows(run: RunData) -> List[List[str]]:
         ["data hash (fingerprint)", str(ds.get("fingerprint", "—"))],
         ["pool items", str(len(run.pool_texts)) if run.pool_texts else "—"],
         ["test queries evaluated", str(run.summary.get("n_queries_requested", len(run.queries)))],
-        ["backbone", " · ".join(str(model[k]) for k in ("model", "engine", "pooling") if model.get(k)) or "—"],
+        [
+            "backbone",
+            " · ".join(str(model[k]) for k in ("model", "engine", "pooling") if model.get(k)) or "—",
+        ],
         ["model hash", model_hash],
         ["preset", str(cfg.get("preset", "—"))],
-        ["clustering", " · ".join(f"{k} {clu[k]}" for k in ("clustering", "cluster_space", "dbscan_q", "n_clusters")
-                                  if clu.get(k) is not None and applies(k, clu.get("clustering"))) or "—"],
+        [
+            "clustering",
+            " · ".join(
+                f"{k} {clu[k]}"
+                for k in ("clustering", "cluster_space", "dbscan_q", "n_clusters")
+                if clu.get(k) is not None and applies(k, clu.get("clustering"))
+            )
+            or "—",
+        ],
         ["prediction mode", str(run.summary.get("mode", key.get("mode", {}).get("name", "—")))],
-        ["demonstrations per prompt", str(cfg.get("budget", key.get("config", {}).get("pipeline", {}).get("budget", "—")))],
+        [
+            "demonstrations per prompt",
+            str(cfg.get("budget", key.get("config", {}).get("pipeline", {}).get("budget", "—"))),
+        ],
         ["run seeds", _short(proto.get("run_seeds"))],
         ["test draw seed", str(proto.get("test_seed", "—"))],
-        ["status", f"{run.manifest.get('status', '?')} ({run.manifest.get('n_records', len(run.records))} records)"],
-        ["started / finished", f"{run.manifest.get('started_at', '?')} / {run.manifest.get('finished_at', '?')}"],
-        ["versions", ", ".join(f"{k} {v}" for k, v in versions.items() if k in ("ucs-icl", "ucs", "python", "numpy",
-                                                                               "llama_cpp_python", "torch"))],
-        ["machine", describe_machine(run.manifest.get("platform", {})) if run.manifest.get("platform") else "—"],
+        [
+            "status",
+            f"{run.manifest.get('status', '?')} ({run.manifest.get('n_records', len(run.records))} records)",
+        ],
+        [
+            "started / finished",
+            f"{run.manifest.get('started_at', '?')} / {run.manifest.get('finished_at', '?')}",
+        ],
+        [
+            "versions",
+            ", ".join(
+                f"{k} {v}"
+                for k, v in versions.items()
+                if k in ("ucs-icl", "ucs", "python", "numpy", "llama_cpp_python", "torch")
+            ),
+        ],
+        [
+            "machine",
+            describe_machine(run.manifest.get("platform", {})) if run.manifest.get("platform") else "—",
+        ],
     ]
     return rows
 
 
 #: Settings that only apply to some clusterings: shown only when the run's clustering uses them.
 _ONLY_FOR = {
-    "dbscan_q": ("dbscan", "dict_dbscan"), "dbscan_k": ("dbscan", "dict_dbscan"),
-    "dbscan_q_by_selector": ("dbscan", "dict_dbscan"), "min_samples": ("dbscan", "dict_dbscan"),
+    "dbscan_q": ("dbscan", "dict_dbscan"),
+    "dbscan_k": ("dbscan", "dict_dbscan"),
+    "dbscan_q_by_selector": ("dbscan", "dict_dbscan"),
+    "min_samples": ("dbscan", "dict_dbscan"),
     "n_clusters": ("kmeans", "dict_kmeans"),
     "hdbscan_min_cluster_size": ("hdbscan", "dict_hdbscan"),
 }
@@ -91,8 +139,8 @@ def applies(name: str, clustering: Any) -> bool:
 
 
 def settings_rows(run: RunData) -> List[List[str]]:
-    """The settings that change results (the configuration's resume key), ``[name, value]``; settings of another
-    clustering method than the run's (the DBSCAN quantile ``q`` on a k-means run) are left out."""
+    """The settings that change results (the configuration's resume key), ``[name, value]``; settings of
+    another clustering method than the run's (the DBSCAN quantile ``q`` on a k-means run) are left out."""
     pipe = run.manifest.get("key", {}).get("config", {}).get("pipeline")
     src = pipe if isinstance(pipe, dict) else (run.config or {})
     clustering = src.get("clustering", _clustering(run.config or {}).get("clustering"))
@@ -109,12 +157,18 @@ def accuracy_rows(run: RunData) -> List[Dict[str, Any]]:
     out = []
     for m in run.methods:
         s = run.summary["methods"][m]
-        out.append({
-            "method": m, "mean": s.get("mean"), "std": s.get("std"), "ci": s.get("ci"),
-            "per_run": [v.get("accuracy") for v in s.get("runs", {}).values()],
-            "unmatched": sum(int(v.get("unmatched", 0)) for v in s.get("runs", {}).values()),
-            "n_queries": s.get("n_queries"), "complete": s.get("complete"),
-        })
+        out.append(
+            {
+                "method": m,
+                "mean": s.get("mean"),
+                "std": s.get("std"),
+                "ci": s.get("ci"),
+                "per_run": [v.get("accuracy") for v in s.get("runs", {}).values()],
+                "unmatched": sum(int(v.get("unmatched", 0)) for v in s.get("runs", {}).values()),
+                "n_queries": s.get("n_queries"),
+                "complete": s.get("complete"),
+            }
+        )
     return out
 
 
@@ -134,8 +188,8 @@ def delta_rows(run: RunData) -> List[Dict[str, Any]]:
 
 
 def coverage_rows(run: RunData) -> List[Dict[str, Any]]:
-    """Per method: distinct clusters, mean cluster size and Φ of its prompts (means over runs), and the share of
-    their demonstrations that carry the query's label (``None`` when not recorded)."""
+    """Per method: distinct clusters, mean cluster size and Φ of its prompts (means over runs), and the share
+    of their demonstrations that carry the query's label (``None`` when not recorded)."""
     out = []
     order = [m for m in run.methods if m in run.coverage] + [m for m in run.coverage if m not in run.methods]
     for m in order:
@@ -145,9 +199,16 @@ def coverage_rows(run: RunData) -> List[Dict[str, Any]]:
             v = [r[k] for r in runs if r.get(k) is not None and np.isfinite(r[k])]
             return float(np.mean(v)) if v else None
 
-        out.append({"method": m, "unique_clusters": mean("unique_clusters"),
-                    "mean_cluster_size": mean("mean_cluster_size"), "phi": mean("phi"), "runs": len(runs),
-                    "same_label": (run.label_agreement.get(m) or {}).get("mean")})
+        out.append(
+            {
+                "method": m,
+                "unique_clusters": mean("unique_clusters"),
+                "mean_cluster_size": mean("mean_cluster_size"),
+                "phi": mean("phi"),
+                "runs": len(runs),
+                "same_label": (run.label_agreement.get(m) or {}).get("mean"),
+            }
+        )
     return out
 
 
@@ -173,8 +234,8 @@ def health_rows(run: RunData) -> List[Dict[str, Any]]:
 
 
 def timing_rows(run: RunData) -> List[Dict[str, Any]]:
-    """One row per recorded call: when, and the stages (name, seconds), longest first. Stages nest (``evaluate``
-    includes the selections and query embeddings it triggered), so they are not summed."""
+    """One row per recorded call: when, and the stages (name, seconds), longest first. Stages nest
+    (``evaluate`` includes the selections and query embeddings it triggered), so they are not summed."""
     out = []
     for t in run.timings:
         st = {k: float(v) for k, v in (t.get("timings") or {}).items()}

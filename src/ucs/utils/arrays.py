@@ -18,7 +18,7 @@ def l2_normalize(x: Any, dtype: Any = np.float32) -> np.ndarray:
 
 
 def take_rows(a: np.ndarray, idx: np.ndarray) -> np.ndarray:
-    """``a[r, idx[r, j]]`` for every row ``r``: ``np.take_along_axis(a, idx, axis=1)`` for 2-D arrays ``a`` (Q, N)
-    and ``idx`` (Q, k), as one fancy-indexing call (take_along_axis builds its index in Python: ≈ 3 µs a call, a
-    measurable share of a one-query selection). Same values, shape (Q, k). O(Q·k)."""
+    """``a[r, idx[r, j]]`` for every row ``r``: ``np.take_along_axis(a, idx, axis=1)`` for 2-D arrays ``a``
+    (Q, N) and ``idx`` (Q, k), as one fancy-indexing call (take_along_axis builds its index in Python: ≈ 3 µs
+    a call, a measurable share of a one-query selection). Same values, shape (Q, k). O(Q·k)."""
     return a[np.arange(a.shape[0])[:, None], idx]

@@ -13,8 +13,17 @@ import platform
 from functools import lru_cache
 from typing import Any, Mapping, Optional
 
-__all__ = ["KERNEL_FLAGS", "available_cores", "NATIVE_BF16_FLAGS", "cpu_model", "cpu_details", "describe_machine",
-           "machine_signature", "native_bf16", "bf16_cpu_warning"]
+__all__ = [
+    "KERNEL_FLAGS",
+    "available_cores",
+    "NATIVE_BF16_FLAGS",
+    "cpu_model",
+    "cpu_details",
+    "describe_machine",
+    "machine_signature",
+    "native_bf16",
+    "bf16_cpu_warning",
+]
 
 
 def available_cores() -> int:
@@ -43,8 +52,19 @@ def cpu_model() -> str:
 
 
 #: Instruction sets whose presence changes low-precision (bfloat16, int8) kernels, hence results.
-KERNEL_FLAGS = ("avx2", "fma", "f16c", "avx_vnni", "avx512f", "avx512_vnni", "avx512_bf16", "avx512_fp16",
-                "amx_tile", "amx_bf16", "amx_int8")
+KERNEL_FLAGS = (
+    "avx2",
+    "fma",
+    "f16c",
+    "avx_vnni",
+    "avx512f",
+    "avx512_vnni",
+    "avx512_bf16",
+    "avx512_fp16",
+    "amx_tile",
+    "amx_bf16",
+    "amx_int8",
+)
 
 
 def cpu_details(cpuinfo: "str | os.PathLike[str]" = "/proc/cpuinfo") -> dict[str, Any]:
@@ -76,8 +96,8 @@ NATIVE_BF16_FLAGS = ("avx512_bf16", "amx_bf16")
 
 
 def native_bf16(details: Optional[dict] = None) -> Optional[bool]:
-    """Whether this CPU (or ``details`` from :func:`cpu_details`) computes bfloat16 natively; ``None`` when its
-    flags are unknown (not Linux)."""
+    """Whether this CPU (or ``details`` from :func:`cpu_details`) computes bfloat16 natively; ``None`` when
+    its flags are unknown (not Linux)."""
     details = cpu_details() if details is None else details
     if "kernel_flags" not in details:
         return None
@@ -93,17 +113,20 @@ def bf16_cpu_warning(device: str, dtype: Optional[str], details: Optional[dict] 
     if native_bf16(details) is not False:
         return None
     flags = " ".join(details.get("kernel_flags", [])) or "none of them"
-    return (f"dtype='bfloat16' on a CPU without AVX-512-BF16 or AMX (its kernel flags: {flags}): torch emulates "
-            "bfloat16 there, which measured 3-7x slower than float32 on such a CPU (benchmarks/models/RESULTS.md), "
-            "and its results differ from a native-bfloat16 machine's. Use dtype='float32' (--set dtype=float32) "
-            "unless you must resume bfloat16 work; results of the two dtypes are cached apart.")
+    return (
+        f"dtype='bfloat16' on a CPU without AVX-512-BF16 or AMX (its kernel flags: {flags}): torch emulates "
+        "bfloat16 there, which measured 3-7x slower than float32 on such a CPU "
+        "(benchmarks/models/RESULTS.md), "
+        "and its results differ from a native-bfloat16 machine's. Use dtype='float32' (--set dtype=float32) "
+        "unless you must resume bfloat16 work; results of the two dtypes are cached apart."
+    )
 
 
 @lru_cache(maxsize=1)
 def machine_signature() -> str:
-    """A short name of this CPU kind for provenance, e.g. ``"AMD EPYC f25m1s1 avx2+fma+f16c"``: its model name,
-    family/model/stepping ids and :data:`KERNEL_FLAGS` (what decides low-precision arithmetic). Read once per
-    process."""
+    """A short name of this CPU kind for provenance, e.g. ``"AMD EPYC f25m1s1 avx2+fma+f16c"``: its model
+    name, family/model/stepping ids and :data:`KERNEL_FLAGS` (what decides low-precision arithmetic). Read
+    once per process."""
     d = cpu_details()
     ids = "".join(f"{k[0]}{d[k]}" for k in ("family", "model", "stepping") if k in d)
     flags = "+".join(d.get("kernel_flags", [])) if "kernel_flags" in d else ""

@@ -25,8 +25,17 @@ import numpy as np
 
 from ucs.utils.io import atomic_save_npy, atomic_write_text, hash_array, load_npy
 
-__all__ = ["DamagedFileWarning", "move_aside", "report_damage", "save_checked_npy", "load_checked_npy",
-           "checksum_path", "seal_record", "sealed_record_ok", "SEAL_KEY"]
+__all__ = [
+    "DamagedFileWarning",
+    "move_aside",
+    "report_damage",
+    "save_checked_npy",
+    "load_checked_npy",
+    "checksum_path",
+    "seal_record",
+    "sealed_record_ok",
+    "SEAL_KEY",
+]
 
 
 class DamagedFileWarning(UserWarning):
@@ -39,7 +48,8 @@ def report_damage(message: str) -> None:
 
 
 def move_aside(path: "str | os.PathLike[str]", tag: str = "damaged") -> Path:
-    """Rename ``path`` to ``<path>.<tag>-<UTC timestamp>`` (a counter is added if taken); returns the new path."""
+    """Rename ``path`` to ``<path>.<tag>-<UTC timestamp>`` (a counter is added if taken); returns the new
+    path."""
     path = Path(path)
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     target = path.with_name(f"{path.name}.{tag}-{stamp}")
@@ -58,7 +68,8 @@ def checksum_path(path: "str | os.PathLike[str]") -> Path:
 
 
 def save_checked_npy(path: "str | os.PathLike[str]", array: np.ndarray) -> Path:
-    """Save ``array`` atomically, then its content hash (a crash in between leaves an unverified = damaged file)."""
+    """Save ``array`` atomically, then its content hash (a crash in between leaves an unverified = damaged
+    file)."""
     arr = np.ascontiguousarray(array)
     atomic_save_npy(path, arr)
     atomic_write_text(checksum_path(path), hash_array(arr) + "\n")
@@ -102,7 +113,9 @@ def load_checked_npy(
             problem = "its checksum file is missing (written by an older version or interrupted)"
         elif want is not None and hash_array(arr) != want:
             problem = "its content does not match its checksum"
-        elif shape is not None and (arr.ndim != len(shape) or any(s not in (-1, a) for s, a in zip(shape, arr.shape))):
+        elif shape is not None and (
+            arr.ndim != len(shape) or any(s not in (-1, a) for s, a in zip(shape, arr.shape))
+        ):
             problem = f"it has shape {arr.shape}, expected {tuple(shape)}"
         elif arr.size and min_value is not None and arr.min() < min_value:
             problem = f"it holds values below {min_value}"
@@ -117,7 +130,9 @@ def load_checked_npy(
     moved = move_aside(path)
     if side.is_file():
         move_aside(side)
-    report_damage(f"{what} at {path} failed verification: {problem}; moved aside to {moved.name} and recomputed")
+    report_damage(
+        f"{what} at {path} failed verification: {problem}; moved aside to {moved.name} and recomputed"
+    )
     return None
 
 
@@ -142,5 +157,8 @@ def seal_record(record: dict) -> dict:
 
 def sealed_record_ok(record: object) -> bool:
     """Whether ``record`` is a dict carrying a seal that matches its content."""
-    return isinstance(record, dict) and isinstance(record.get(SEAL_KEY), str) and \
-        record[SEAL_KEY] == _record_digest(record)
+    return (
+        isinstance(record, dict)
+        and isinstance(record.get(SEAL_KEY), str)
+        and record[SEAL_KEY] == _record_digest(record)
+    )

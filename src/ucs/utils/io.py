@@ -77,7 +77,9 @@ def atomic_write_json(path: PathLike, obj: Any, indent: int = 2, inline_scalar_l
     """
     if inline_scalar_lists:
         return atomic_write_text(path, dumps_json(obj, indent=indent))
-    return atomic_write_text(path, json.dumps(obj, indent=indent, sort_keys=True, default=json_default) + "\n")
+    return atomic_write_text(
+        path, json.dumps(obj, indent=indent, sort_keys=True, default=json_default) + "\n"
+    )
 
 
 def dumps_json(obj: Any, indent: int = 2) -> str:
@@ -124,7 +126,8 @@ def load_npy(path: PathLike) -> np.ndarray:
 def load_verified_npy(npy: PathLike, manifest: PathLike, fmt: int) -> Optional[Tuple[dict, np.ndarray]]:
     """The JSON manifest and the array of a cache entry, or ``None`` when either file is absent or unreadable,
     the manifest's ``format`` is not ``fmt``, or the array's :func:`hash_array` is not its ``sha256``.
-    The caller checks what else the manifest promises (shape, rows). Cost: one read and hash, O(array size)."""
+    The caller checks what else the manifest promises (shape, rows). Cost: one read and hash, O(array
+    size)."""
     npy, manifest = Path(npy), Path(manifest)
     if not (npy.is_file() and manifest.is_file()):
         return None

@@ -56,8 +56,14 @@ def read_holder(folder: "str | os.PathLike[str]") -> dict:
 
 
 @contextlib.contextmanager
-def folder_lock(folder: "str | os.PathLike[str]", *, wait: bool = False, timeout: Optional[float] = None,
-                poll: float = 0.5, command: Optional[str] = None) -> Iterator[dict]:
+def folder_lock(
+    folder: "str | os.PathLike[str]",
+    *,
+    wait: bool = False,
+    timeout: Optional[float] = None,
+    poll: float = 0.5,
+    command: Optional[str] = None,
+) -> Iterator[dict]:
     """Hold the exclusive lock of ``folder`` (created if missing) inside the ``with`` block.
 
     Parameters
@@ -115,7 +121,11 @@ def folder_lock(folder: "str | os.PathLike[str]", *, wait: bool = False, timeout
         previous = read_holder(d)
         # holders empty the file when they finish: a record left here is from a process that died holding it
         stale = previous or None
-        info = {"pid": os.getpid(), "host": socket.gethostname(), "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+        info = {
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+            "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        }
         if command:
             info["command"] = command
         os.ftruncate(fd, 0)

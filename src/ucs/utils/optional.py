@@ -4,14 +4,23 @@ from __future__ import annotations
 
 import importlib
 
-__all__ = ["MissingDependencyError", "InvalidModelFileError", "EngineCrashedError", "EngineFallbackWarning",
-           "LLAMA_REBUILD", "require", "extra_install"]
+__all__ = [
+    "MissingDependencyError",
+    "InvalidModelFileError",
+    "EngineCrashedError",
+    "EngineFallbackWarning",
+    "LLAMA_REBUILD",
+    "require",
+    "extra_install",
+]
 
 
 def extra_install(extra: str, packages: str) -> str:
     """How to install an optional extra of this repository (the package is installed from its source tree)."""
-    return (f"-e '.[{extra}]'` in the ucs repository, or `bash scripts/install.sh dev` for every extra, "
-            f"or `pip install {packages}")
+    return (
+        f"-e '.[{extra}]'` in the ucs repository, or `bash scripts/install.sh dev` for every extra, "
+        f"or `pip install {packages}"
+    )
 
 
 class MissingDependencyError(ImportError):
@@ -31,15 +40,16 @@ def require(module: str, install: str, what: str):
         return importlib.import_module(module)
     except ImportError as exc:
         raise MissingDependencyError(
-            f"{what} needs the Python package {module!r}, which is not installed: "
-            f"run `pip install {install}`"
+            f"{what} needs the Python package {module!r}, which is not installed: run `pip install {install}`"
         ) from exc
 
 
 #: How to rebuild llama-cpp-python so that it runs on this CPU (named wherever the engine is found crashing).
-LLAMA_REBUILD = ("`bash scripts/install.sh --rebuild-llama` in the ucs repository (a portable build; SSE4.2-only "
-                 "if that crashes too), or `CMAKE_ARGS=\"-DGGML_NATIVE=OFF\" pip install --force-reinstall "
-                 "--no-cache-dir llama-cpp-python`")
+LLAMA_REBUILD = (
+    "`bash scripts/install.sh --rebuild-llama` in the ucs repository (a portable build; SSE4.2-only "
+    'if that crashes too), or `CMAKE_ARGS="-DGGML_NATIVE=OFF" pip install --force-reinstall '
+    "--no-cache-dir llama-cpp-python`"
+)
 
 
 class EngineCrashedError(MissingDependencyError):

@@ -18,9 +18,9 @@ calls stay silent. Where it is shown depends on standard error:
   line per :data:`LOG_MIN_GAP_S` seconds), and when it ends — so a log can be followed with ``tail -f``.
 
 Stages nest (an evaluation that fits MDL for a method shows both); :func:`advance` moves the innermost open
-stage of its ``kind`` (``embed``, ``mdl``, ...), so a loop never moves a stage it does not belong to. A stage's
-ETA is its own rate: time spent in stages opened inside it does not count (an evaluation that scored MDL
-subsets for ten minutes before its first prompt would otherwise promise a day), so the line says it leaves
+stage of its ``kind`` (``embed``, ``mdl``, ...), so a loop never moves a stage it does not belong to. A
+stage's ETA is its own rate: time spent in stages opened inside it does not count (an evaluation that scored
+MDL subsets for ten minutes before its first prompt would otherwise promise a day), so the line says it leaves
 that time out once there was some. Units a loop reports as ``reused`` (read back from a cache or store, not
 computed) count as done but not in the rate, so a resumed run's ETA is the rate of its new work.
 A stage whose total is unknown (clustering) shows elapsed time only.
@@ -35,8 +35,17 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any, Iterator, List, Optional, TextIO
 
-__all__ = ["LOG_INTERVAL_S", "LOG_STEP", "LOG_MIN_GAP_S", "Stage", "stage", "advance", "progress_enabled",
-           "is_enabled", "format_seconds"]
+__all__ = [
+    "LOG_INTERVAL_S",
+    "LOG_STEP",
+    "LOG_MIN_GAP_S",
+    "Stage",
+    "stage",
+    "advance",
+    "progress_enabled",
+    "is_enabled",
+    "format_seconds",
+]
 
 #: Seconds between two plain progress lines of a stage when output is not a terminal.
 LOG_INTERVAL_S = 10.0
@@ -93,8 +102,15 @@ class Stage:
         Force the terminal (rich) or plain display; default: whether ``stream`` is a terminal.
     """
 
-    def __init__(self, description: str, total: Optional[int] = None, *, kind: str = "", stream: Optional[TextIO] = None,
-                 terminal: Optional[bool] = None) -> None:
+    def __init__(
+        self,
+        description: str,
+        total: Optional[int] = None,
+        *,
+        kind: str = "",
+        stream: Optional[TextIO] = None,
+        terminal: Optional[bool] = None,
+    ) -> None:
         self.description = description
         self.kind = kind
         self.total = None if total is None else max(0, int(total))
@@ -132,29 +148,52 @@ class Stage:
             n = f"{self.done}/{self.total} " if self.total else ""
             return f"[ucs] {self.description}: {n}{'stopped after' if self.failed else 'done in'} {el}"
         if not self.total:
-            return f"[ucs] {self.description}: {self.done or ''}{' ' if self.done else ''}elapsed {el}".replace("  ", " ")
+            return (
+                f"[ucs] {self.description}: {self.done or ''}{' ' if self.done else ''}elapsed {el}".replace(
+                    "  ", " "
+                )
+            )
         pct = 100.0 * self.done / self.total
         inner = " + inner stages" if self.inner_s >= 1.0 else ""
-        return (f"[ucs] {self.description}: {self.done}/{self.total} ({pct:.0f}%) elapsed {el}, "
-                f"eta {format_seconds(self.eta())}{inner}")
+        return (
+            f"[ucs] {self.description}: {self.done}/{self.total} ({pct:.0f}%) elapsed {el}, "
+            f"eta {format_seconds(self.eta())}{inner}"
+        )
 
     # ------------------------------------------------------------------ display
     def _start(self) -> None:
         if self.terminal:
             from rich.console import Console
-            from rich.progress import (BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn,
-                                       TimeElapsedColumn, TimeRemainingColumn)
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                SpinnerColumn,
+                TextColumn,
+                TimeElapsedColumn,
+                TimeRemainingColumn,
+            )
 
             if not _RICH:
-                bar = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                               TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(),
-                               console=Console(file=self.stream), transient=False)
+                bar = Progress(
+                    SpinnerColumn(),
+                    TextColumn("{task.description}"),
+                    BarColumn(),
+                    MofNCompleteColumn(),
+                    TimeElapsedColumn(),
+                    TextColumn("eta"),
+                    TimeRemainingColumn(),
+                    console=Console(file=self.stream),
+                    transient=False,
+                )
                 bar.start()
                 _RICH.update(bar=bar, users=0)
             _RICH["users"] += 1
             self._task = _RICH["bar"].add_task(self.description, total=self.total)
         else:
-            self._write(f"[ucs] {self.description}: started" + (f" ({self.total} to do)" if self.total else ""))
+            self._write(
+                f"[ucs] {self.description}: started" + (f" ({self.total} to do)" if self.total else "")
+            )
             # a stage can spend long between two units (one big batch, a clustering step): keep the log moving
             threading.Thread(target=self._beat, daemon=True, name="ucs-progress").start()
 
@@ -174,8 +213,8 @@ class Stage:
             _RICH["bar"].update(self._task, description=description)
 
     def advance(self, n: int = 1, reused: int = 0) -> None:
-        """Count ``n`` more units done, ``reused`` of them read back rather than computed, and show the progress
-        when due."""
+        """Count ``n`` more units done, ``reused`` of them read back rather than computed, and show the
+        progress when due."""
         self._count(n, reused)
         if self.terminal:
             if _RICH and self._task is not None:
@@ -183,7 +222,9 @@ class Stage:
             return
         now = time.monotonic()
         step = int(self.done / self.total / LOG_STEP) if self.total else 0
-        due = now - self._last_line >= LOG_INTERVAL_S or (step > self._last_step and now - self._last_line >= LOG_MIN_GAP_S)
+        due = now - self._last_line >= LOG_INTERVAL_S or (
+            step > self._last_step and now - self._last_line >= LOG_MIN_GAP_S
+        )
         if due and (self.total is None or self.done < self.total):
             self._last_step = step
             self._write(self.line())
@@ -193,9 +234,14 @@ class Stage:
         self.reused += min(int(n), max(0, int(reused)))
 
     def heartbeat(self) -> None:
-        """Write the line again if :data:`LOG_INTERVAL_S` passed (plain display) and no stage is open inside this
-        one (the inner stage's lines show that the work goes on)."""
-        if not self.terminal and _STACK and _STACK[-1] is self and time.monotonic() - self._last_line >= LOG_INTERVAL_S:
+        """Write the line again if :data:`LOG_INTERVAL_S` passed (plain display) and no stage is open inside
+        this one (the inner stage's lines show that the work goes on)."""
+        if (
+            not self.terminal
+            and _STACK
+            and _STACK[-1] is self
+            and time.monotonic() - self._last_line >= LOG_INTERVAL_S
+        ):
             self._write(self.line())
 
     def _finish(self) -> None:
@@ -205,7 +251,7 @@ class Stage:
                 bar = _RICH["bar"]
                 if self._task is not None:  # a finished stage leaves the live display as one printed line
                     bar.remove_task(self._task)
-                    bar.console.print(self.line(final=True)[len("[ucs] "):], highlight=False)
+                    bar.console.print(self.line(final=True)[len("[ucs] ") :], highlight=False)
                 _RICH["users"] -= 1
                 if _RICH["users"] <= 0:
                     bar.stop()
@@ -231,8 +277,14 @@ class _NullStage(Stage):
 
 
 @contextmanager
-def stage(description: str, total: Optional[int] = None, *, kind: str = "", stream: Optional[TextIO] = None,
-          terminal: Optional[bool] = None) -> Iterator[Stage]:
+def stage(
+    description: str,
+    total: Optional[int] = None,
+    *,
+    kind: str = "",
+    stream: Optional[TextIO] = None,
+    terminal: Optional[bool] = None,
+) -> Iterator[Stage]:
     """Open a stage for the duration of the block; see the module docstring for what is shown."""
     cls = Stage if is_enabled() else _NullStage
     st = cls(description, total, kind=kind, stream=stream, terminal=terminal)

@@ -42,8 +42,10 @@ _HEADER = re.compile(r"""(?ix)
 """)
 #: ``Bearer <token>`` (8 or more token characters, so "the bearer of" stays) and ``Basic <base64>`` (a digit,
 #: ``+``, ``/`` or ``=`` in it, so "basic settings" stays).
-_SCHEME_TOKEN = re.compile(r"(?i)\b(bearer)(\s+)[A-Za-z0-9._~+/=-]{8,}"
-                           r"|\b((?-i:Basic))(\s+)(?=[A-Za-z0-9+/]*[0-9+/=])[A-Za-z0-9+/]{6,}={0,2}")
+_SCHEME_TOKEN = re.compile(
+    r"(?i)\b(bearer)(\s+)[A-Za-z0-9._~+/=-]{8,}"
+    r"|\b((?-i:Basic))(\s+)(?=[A-Za-z0-9+/]*[0-9+/=])[A-Za-z0-9+/]{6,}={0,2}"
+)
 _SK_KEY = re.compile(r"(?<![A-Za-z0-9])sk-[A-Za-z0-9_-]{16,}")
 _USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s#?]+@")  # up to the authority's last '@'
 _QUERY = re.compile(r"(?i)([?&#](?:api[_-]?key|access[_-]?token|token|key|password|passwd|secret)=)[^&#\s]+")

@@ -1,21 +1,21 @@
 """An append-only, content-addressed JSONL store shared by processes: the base of the answer and score stores.
 
-Layout: ``<root>/<key[:2]>/<key>.jsonl`` where ``key`` is the SHA-256 of the canonical JSON of ``fields`` (what
-the stored values depend on besides the entry's own key, e.g. the model identity). Each line is one JSON
+Layout: ``<root>/<key[:2]>/<key>.jsonl`` where ``key`` is the SHA-256 of the canonical JSON of ``fields``
+(what the stored values depend on besides the entry's own key, e.g. the model identity). Each line is one JSON
 object carrying its entry key under ``key_field``; the first line with a given key wins. Lines are appended
 and flushed by one ``write`` call per batch, so several processes may append to one file; a torn last line
 (an interrupted write) is skipped when reading and ended before the next append, so it spoils only itself.
 
-A store may also hold sealed, xz-compressed segments of earlier lines (:func:`compact`): ``<key>.jsonl.xz``, then
-``<key>.1.jsonl.xz``, ``<key>.2.jsonl.xz``, ... They are read first, in that order and with the same checks, and
-new entries are still appended to ``<key>.jsonl``. Each compaction seals only the lines appended since the last
-one into a new segment and never rewrites an old one, so a store committed beside results grows in git by what
-was added (``merge=True`` folds all segments into ``<key>.jsonl.xz`` for shipping elsewhere). Compaction
-shrinks the lines about three times and changes no entry. An archive that cannot be decompressed (truncated,
-failed CRC) is reported and skipped like a damaged line: its entries are recomputed. On POSIX systems appends
-and compaction take an ``flock`` on the file, and an append that finds its file sealed and removed meanwhile
-writes to a fresh one, so a store may be compacted while runs are still appending to it; elsewhere, compact
-only when nothing writes.
+A store may also hold sealed, xz-compressed segments of earlier lines (:func:`compact`): ``<key>.jsonl.xz``,
+then ``<key>.1.jsonl.xz``, ``<key>.2.jsonl.xz``, ... They are read first, in that order and with the same
+checks, and new entries are still appended to ``<key>.jsonl``. Each compaction seals only the lines appended
+since the last one into a new segment and never rewrites an old one, so a store committed beside results grows
+in git by what was added (``merge=True`` folds all segments into ``<key>.jsonl.xz`` for shipping elsewhere).
+Compaction shrinks the lines about three times and changes no entry. An archive that cannot be decompressed
+(truncated, failed CRC) is reported and skipped like a damaged line: its entries are recomputed. On POSIX
+systems appends and compaction take an ``flock`` on the file, and an append that finds its file sealed and
+removed meanwhile writes to a fresh one, so a store may be compacted while runs are still appending to it;
+elsewhere, compact only when nothing writes.
 
 Every line carries ``"_check"``, the first 16 hex digits of the SHA-256 of the rest of the line's canonical
 JSON (:func:`line_check`). A line that fails it (flipped bytes, an edited value, a line written before
@@ -41,8 +41,18 @@ try:  # POSIX only; elsewhere appends and compaction are not serialised
 except ImportError:  # pragma: no cover
     fcntl = None  # type: ignore[assignment]
 
-__all__ = ["KeyedJsonlStore", "archive_path", "compact", "fields_key", "line_check", "read_lines", "segment_paths",
-           "signed_line", "store_files", "verify_line"]
+__all__ = [
+    "KeyedJsonlStore",
+    "archive_path",
+    "compact",
+    "fields_key",
+    "line_check",
+    "read_lines",
+    "segment_paths",
+    "signed_line",
+    "store_files",
+    "verify_line",
+]
 
 CHECK_FIELD = "_check"
 
@@ -112,7 +122,8 @@ class KeyedJsonlStore:
     @classmethod
     def open_file(cls, path: "str | os.PathLike[str]", key_field: str) -> "KeyedJsonlStore":
         """The store file ``path`` (``<root>/<key[:2]>/<key>.jsonl``, read with its sealed segments) opened
-        by name, for a tool that reads a store whose ``fields`` it does not know (:mod:`ucs.utils.store_diff`)."""
+        by name, for a tool that reads a store whose ``fields`` it does not know
+        (:mod:`ucs.utils.store_diff`)."""
         store = cls.__new__(cls)
         store.path = Path(path)
         store.key = _key_of(store.path)
@@ -125,9 +136,10 @@ class KeyedJsonlStore:
         return dict(self._load())
 
     def _load(self) -> Dict[str, dict]:
-        """Read a consistent snapshot even while :func:`compact` runs: the appendable file is opened before the
-        segments are listed, so lines it seals meanwhile are read from the open file or from its new segment
-        (repeats are harmless: the first line of a key wins); a listing spoilt by a merge is read again."""
+        """Read a consistent snapshot even while :func:`compact` runs: the appendable file is opened before
+        the segments are listed, so lines it seals meanwhile are read from the open file or from its new
+        segment (repeats are harmless: the first line of a key wins); a listing spoilt by a merge is read
+        again."""
         while self._entries is None:
             try:
                 fh = open(self.path, encoding="utf-8", errors="replace")
@@ -164,8 +176,10 @@ class KeyedJsonlStore:
             self._entries.setdefault(rec[self.key_field], rec)
         if bad:
             where = ", ".join(f"line {i}: {p}" for i, p in bad[:3]) + (" ..." if len(bad) > 3 else "")
-            report_damage(f"{path}: skipped {len(bad)} damaged line(s) ({where}); those entries will "
-                          "be recomputed and appended")
+            report_damage(
+                f"{path}: skipped {len(bad)} damaged line(s) ({where}); those entries will "
+                "be recomputed and appended"
+            )
 
     def __len__(self) -> int:
         return len(self._load())
@@ -178,7 +192,8 @@ class KeyedJsonlStore:
         return self._load().get(key)
 
     def put(self, entries: Iterable[dict]) -> int:
-        """Append the ``entries`` whose key is not stored yet (one write, flushed); returns how many were written."""
+        """Append the ``entries`` whose key is not stored yet (one write, flushed); returns how many were
+        written."""
         stored = self._load()
         lines = []
         for e in entries:
@@ -234,21 +249,24 @@ def _segment_number(seg: Path, stem: str) -> Optional[int]:
     """``n`` of ``<stem>.<n>.jsonl.xz`` (0 for ``<stem>.jsonl.xz``), ``None`` for any other name."""
     if seg.name == f"{stem}.jsonl.xz":
         return 0
-    middle = seg.name[len(stem) + 1:-len(".jsonl.xz")] if seg.name.startswith(stem + ".") else ""
+    middle = seg.name[len(stem) + 1 : -len(".jsonl.xz")] if seg.name.startswith(stem + ".") else ""
     return int(middle) if middle.isdigit() and not middle.startswith("0") else None
 
 
 def _key_of(path: Path) -> str:
     """``<key>`` of a store file ``<key>.jsonl``."""
-    return path.name[:-len(".jsonl")]
+    return path.name[: -len(".jsonl")]
 
 
 def segment_paths(path: Path) -> List[Path]:
     """The sealed segments of the store file ``path`` (``<key>.jsonl``) in reading order: ``<key>.jsonl.xz``,
     then ``<key>.<n>.jsonl.xz`` by increasing ``n``. Cost: one directory listing."""
     stem = _key_of(path)
-    numbered = [(n, seg) for seg in path.parent.glob(f"{stem}*.jsonl.xz")
-                if (n := _segment_number(seg, stem)) is not None]
+    numbered = [
+        (n, seg)
+        for seg in path.parent.glob(f"{stem}*.jsonl.xz")
+        if (n := _segment_number(seg, stem)) is not None
+    ]
     return [seg for _, seg in sorted(numbered)]
 
 
@@ -260,7 +278,9 @@ def read_lines(path: Path) -> List[str]:
             with lzma.open(path, "rt", encoding="utf-8", errors="replace") as fh:
                 return fh.read().split("\n")
         except (lzma.LZMAError, EOFError) as exc:
-            report_damage(f"{path}: cannot be decompressed ({exc}); its entries will be recomputed and appended")
+            report_damage(
+                f"{path}: cannot be decompressed ({exc}); its entries will be recomputed and appended"
+            )
             return []
     with open(path, encoding="utf-8", errors="replace") as fh:
         return fh.read().split("\n")
@@ -276,13 +296,16 @@ def _write_segment(target: Path, lines: List[str]) -> None:
 
 def _seal(path: Path, merge: bool) -> Optional[Path]:
     """Seal the store file ``path`` (held locked): its valid lines that no segment holds go to a new segment;
-    with ``merge`` every segment's lines and those go to ``<key>.jsonl.xz`` and the other segments are removed.
-    Returns the segment written (``None``: nothing new). ``path`` is removed either way."""
+    with ``merge`` every segment's lines and those go to ``<key>.jsonl.xz`` and the other segments are
+    removed. Returns the segment written (``None``: nothing new). ``path`` is removed either way."""
     segments = segment_paths(path)
     sealed = [ln for seg in segments for ln in read_lines(seg) if ln.strip()]
     known = set(sealed)
-    fresh = [ln for ln in dict.fromkeys(read_lines(path))
-             if ln.strip() and ln not in known and verify_line(ln)[0] is not None]
+    fresh = [
+        ln
+        for ln in dict.fromkeys(read_lines(path))
+        if ln.strip() and ln not in known and verify_line(ln)[0] is not None
+    ]
     target: Optional[Path] = None
     if merge and (fresh or len(segments) > 1):
         target = archive_path(path)
@@ -318,12 +341,13 @@ def compact(root: "str | os.PathLike[str]", merge: bool = False) -> List[Path]:
     evaluation's ``records.jsonl``, are left alone): the lines appended to ``<key>.jsonl`` since the last
     compaction that pass their checksum, in order and without exact repeats of sealed lines, become a new
     segment ``<key>.<n>.jsonl.xz`` (the first: ``<key>.jsonl.xz``), written atomically; then the appendable
-    file is removed. Old segments are never rewritten, so in git a compaction costs what it adds. With ``merge`` every
-    segment of a key is folded into ``<key>.jsonl.xz`` instead (lines in reading order, so the first line of
-    each key is the same one; lines failing their checksum dropped). Lines that fail their checksum, torn ones
-    included, are dropped — readers skip them anyway. Each file is locked while it is sealed, so on POSIX
-    systems runs may go on appending (their next lines go to a fresh file); elsewhere, run it when no process
-    is writing. Returns the segments written. Cost: O(size of the key's segments) time and memory per key.
+    file is removed. Old segments are never rewritten, so in git a compaction costs what it adds. With
+    ``merge`` every segment of a key is folded into ``<key>.jsonl.xz`` instead (lines in reading order, so the
+    first line of each key is the same one; lines failing their checksum dropped). Lines that fail their
+    checksum, torn ones included, are dropped — readers skip them anyway. Each file is locked while it is
+    sealed, so on POSIX systems runs may go on appending (their next lines go to a fresh file); elsewhere, run
+    it when no process is writing. Returns the segments written. Cost: O(size of the key's segments) time and
+    memory per key.
     """
     written = []
     for path in store_files(root):  # never an evaluation's records.jsonl
@@ -346,8 +370,13 @@ if __name__ == "__main__":  # python -m ucs.utils.store compact [--merge] DIR
     merge = "--merge" in args
     args = [a for a in args if a != "--merge"]
     if len(args) != 2 or args[0] != "compact" or not Path(args[1]).is_dir():
-        print(_USAGE + ("" if len(args) != 2 or Path(args[1]).is_dir() else f"\nerror: DIR: {args[1]} is not a folder"),
-              file=sys.stderr)
+        print(
+            _USAGE
+            + (
+                "" if len(args) != 2 or Path(args[1]).is_dir() else f"\nerror: DIR: {args[1]} is not a folder"
+            ),
+            file=sys.stderr,
+        )
         raise SystemExit(2)
     for arc in compact(args[1], merge=merge):
         print(arc)

@@ -90,7 +90,7 @@ def diff_stores(a_root: "str | Path", b_root: "str | Path", rtol: float = 0.0) -
         field = _key_field(path)
         a = KeyedJsonlStore.open_file(path, field).entries() if field else {}
         b = KeyedJsonlStore.open_file(Path(b_root) / rel, field).entries() if field else {}
-        diff = FileDiff(str(rel)[:-len(".jsonl")], len(a), len(b))
+        diff = FileDiff(str(rel)[: -len(".jsonl")], len(a), len(b))
         for key in a.keys() & b.keys():
             x, y = ({k: v for k, v in e.items() if k not in PROVENANCE} for e in (a[key], b[key]))
             if x == y:
@@ -118,7 +118,9 @@ def _line(d: FileDiff, rtol: float) -> str:
     return text
 
 
-_USAGE = "usage: python -m ucs.utils.store_diff A B [--rtol R]  (store folders; R: relative tolerance, default 0)"
+_USAGE = (
+    "usage: python -m ucs.utils.store_diff A B [--rtol R]  (store folders; R: relative tolerance, default 0)"
+)
 
 
 def _parse(args: List[str]) -> Tuple[List[str], float]:
@@ -131,7 +133,7 @@ def _parse(args: List[str]) -> Tuple[List[str], float]:
             raise ValueError("--rtol: expected a number such as 1e-6") from None
         if not rtol >= 0:
             raise ValueError(f"--rtol: must be 0 or more; got {args[i + 1]}")
-        del args[i:i + 2]
+        del args[i : i + 2]
     if len(args) != 2:
         raise ValueError("expected two store folders")
     for name, folder in zip("AB", args):

