@@ -21,7 +21,13 @@ from ucs.data.hwu64_parse import PARSE_FORMS, load_hwu64_parse, parse_annotation
 from ucs.data.public import EXPECTED_COUNTS, load_banking77, load_clinc150, load_hwu64
 from ucs.data.registry import available_datasets, load_dataset
 from ucs.data.sample import load_sample, sample_path
-from ucs.data.splits import DEFAULT_TEST_SIZE, PAPER_RUN_SEEDS, TestProtocol, draw_test_indices, pool_test_split
+from ucs.data.splits import (
+    DEFAULT_TEST_SIZE,
+    PAPER_RUN_SEEDS,
+    TestProtocol,
+    draw_test_indices,
+    pool_test_split,
+)
 from ucs.data.table import load_table, read_table
 
 __all__ = [

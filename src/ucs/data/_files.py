@@ -61,8 +61,7 @@ def read_csv_rows(path: Path, required: tuple[str, ...], delimiter: str = ",") -
             missing = [c for c in required if c not in header]
             if missing:
                 raise DatasetError(
-                    f"{path}: missing column(s) {missing}; the header is {header} "
-                    f"(delimiter {delimiter!r})"
+                    f"{path}: missing column(s) {missing}; the header is {header} (delimiter {delimiter!r})"
                 )
             for row in reader:
                 if None in row or any(v is None for v in row.values()):

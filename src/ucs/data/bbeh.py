@@ -43,7 +43,7 @@ def load_bbeh(
     split_seed : int
         Seed of the random pool/test split.
     """
-    short = task[len("bbeh_"):] if task.startswith("bbeh_") else task
+    short = task[len("bbeh_") :] if task.startswith("bbeh_") else task
     if short not in BBEH_TASKS:
         raise ValueError(f"task must be one of {BBEH_TASKS}, got {task!r}")
     root = resolve_data_dir(data_dir)
@@ -61,7 +61,9 @@ def load_bbeh(
         raise DatasetError(f"{path}: expected a JSON object with a non-empty 'examples' list")
     texts, targets = [], []
     for i, ex in enumerate(examples):
-        if not (isinstance(ex, dict) and isinstance(ex.get("input"), str) and isinstance(ex.get("target"), str)):
+        if not (
+            isinstance(ex, dict) and isinstance(ex.get("input"), str) and isinstance(ex.get("target"), str)
+        ):
             raise DatasetError(f"{path}: examples[{i}] must be an object with string 'input' and 'target'")
         texts.append(ex["input"])
         targets.append(ex["target"].strip())

@@ -233,7 +233,8 @@ _PUNCT = re.compile(r"[^\w\s]+")
 
 
 def normalize_text(text: str) -> str:
-    """``text`` case-folded, punctuation dropped and runs of whitespace made one space (for overlap counts)."""
+    """``text`` case-folded, punctuation dropped and runs of whitespace made one space (for overlap
+    counts)."""
     return " ".join(_PUNCT.sub(" ", text.casefold()).split())
 
 
@@ -243,7 +244,9 @@ def split_description(dataset: Dataset) -> str:
     if "split_column" in info:
         return f"the table's {info['split_column']!r} column"
     if "pool_fraction" in info:
-        return f"a seeded random split ({float(info['pool_fraction']):.0%} pool, seed {info.get('split_seed')})"
+        return (
+            f"a seeded random split ({float(info['pool_fraction']):.0%} pool, seed {info.get('split_seed')})"
+        )
     if "pool_split" in info:
         return f"the release's {info['pool_split']} and {info.get('test_split', 'test')} splits"
     if len(dataset.source or {}) == 2:
@@ -301,9 +304,13 @@ def validate(dataset: Dataset, expected: Mapping[str, int] | None = None) -> Dat
     pool_norm = {normalize_text(t) for t in pool_texts}
     cross_norm = sum(1 for t in test_texts if normalize_text(t) in pool_norm)
     if cross_norm:
-        msg = (f"{name}: {cross_norm} of {len(test_texts)} test texts are also in the pool ({cross} exactly, the rest "
-               "after normalising case, spacing and punctuation): those queries can be shown their own text as a "
-               "demonstration")
+        msg = (
+            f"{name}: {cross_norm} of {len(test_texts)} test texts are also in the pool ({cross} exactly, "
+            "the rest "
+            "after normalising case, spacing and punctuation): those queries can be shown their own text as "
+            "a "
+            "demonstration"
+        )
         warnings.warn(msg, DatasetWarning, stacklevel=3)
     report = ValidationReport(
         n_pool=len(pool_texts),
@@ -314,8 +321,12 @@ def validate(dataset: Dataset, expected: Mapping[str, int] | None = None) -> Dat
         cross_duplicates=cross,
         cross_duplicates_normalized=cross_norm,
         conflicting_texts=conflicting,
-        labels_missing_from_pool=tuple(dataset.label_names[i] for i in range(n_labels) if i not in present_pool),
-        labels_missing_from_test=tuple(dataset.label_names[i] for i in range(n_labels) if i not in present_test),
+        labels_missing_from_pool=tuple(
+            dataset.label_names[i] for i in range(n_labels) if i not in present_pool
+        ),
+        labels_missing_from_test=tuple(
+            dataset.label_names[i] for i in range(n_labels) if i not in present_test
+        ),
         notes=tuple(notes),
     )
     return replace(dataset, validation=report)

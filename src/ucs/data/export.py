@@ -30,11 +30,16 @@ __all__ = ["write_split", "SPLITS"]
 SPLITS = ("pool", "test")
 
 
-def write_split(dataset: Dataset, split: str, path: str | os.PathLike[str], text_column: str = "text",
-                label_column: str = "label") -> Path:
-    """Write ``dataset``'s ``split`` (``"pool"`` or ``"test"``) to ``path``: a ``.csv`` (header, then one quoted
-    row per example; multi-line texts stay in their field) or a ``.jsonl`` (one object per example), with the
-    text and the label name. Written atomically; returns the path. O(rows).
+def write_split(
+    dataset: Dataset,
+    split: str,
+    path: str | os.PathLike[str],
+    text_column: str = "text",
+    label_column: str = "label",
+) -> Path:
+    """Write ``dataset``'s ``split`` (``"pool"`` or ``"test"``) to ``path``: a ``.csv`` (header, then one
+    quoted row per example; multi-line texts stay in their field) or a ``.jsonl`` (one object per example),
+    with the text and the label name. Written atomically; returns the path. O(rows).
 
     Raises ``ValueError`` for another split or suffix.
     """
@@ -50,7 +55,9 @@ def write_split(dataset: Dataset, split: str, path: str | os.PathLike[str], text
         writer.writerows(rows)
         text = buf.getvalue()
     elif path.suffix == ".jsonl":
-        text = "".join(json.dumps({text_column: t, label_column: y}, ensure_ascii=False) + "\n" for t, y in rows)
+        text = "".join(
+            json.dumps({text_column: t, label_column: y}, ensure_ascii=False) + "\n" for t, y in rows
+        )
     else:
         raise ValueError(f"{path}: write a .csv or a .jsonl table")
     return atomic_write_text(path, text)

@@ -1,6 +1,7 @@
 """Load the intent benchmarks from the Hugging Face hub through the optional ``datasets`` package.
 
-Install with ``pip install -e '.[data]'`` in the repository. The hub copies are not byte-identical to the original files:
+Install with ``pip install -e '.[data]'`` in the repository. The hub copies are not byte-identical to the
+original files:
 
 - ``PolyAI/banking77``: train 10,003 / test 3,080, ``text`` + ``label`` (ClassLabel) — same as the files.
 - ``DeepPavlov/clinc150``: ``utterance`` + ``label``; out-of-scope rows (label ``oos`` / missing / −1) are
@@ -33,7 +34,8 @@ def _default_loader() -> Callable[..., Any]:
         import datasets  # noqa: F401
     except ImportError as exc:
         raise ImportError(
-            "source='hub' needs the optional 'datasets' package: pip install -e '.[data]' (in the ucs repository) "
+            "source='hub' needs the optional 'datasets' package: pip install -e '.[data]' (in the ucs "
+            "repository) "
             "(or use source='files' with data_dir pointing at the original public files)"
         ) from exc
     from datasets import load_dataset
@@ -101,8 +103,10 @@ def load_from_hub(
     splits = list(dd.keys())
     if "train" not in splits or "test" not in splits:
         raise DatasetError(f"hub dataset {repo} has splits {splits}; 'train' and 'test' are required")
-    parts = {"pool": [dd["train"]] + ([dd["validation"]] if merge_validation and "validation" in splits else []),
-             "test": [dd["test"]]}
+    parts = {
+        "pool": [dd["train"]] + ([dd["validation"]] if merge_validation and "validation" in splits else []),
+        "test": [dd["test"]],
+    }
     columns = list(dd["train"].column_names)
     text_col = _pick(columns, TEXT_COLUMNS, "text", repo)
     label_col = _pick(columns, LABEL_COLUMNS, "label", repo)

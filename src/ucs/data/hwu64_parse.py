@@ -1,15 +1,18 @@
-"""HWU64 as a structured-output task: an utterance → its intent and slots, made from the dataset's own annotations.
+"""HWU64 as a structured-output task: an utterance → its intent and slots, made from the dataset's own
+annotations.
 
 HWU64's files carry, beside each utterance, its slot annotation (``answer_annotation``), e.g.
-``wake me up at [time : five am] [date : this week]``. The target is the intent with the annotated slots in the
-order they occur:
+``wake me up at [time : five am] [date : this week]``. The target is the intent with the annotated slots in
+the order they occur:
 
-* ``form="call"``: ``alarm_set(time=five am, date=this week)``; an utterance without slots gives ``alarm_set()``;
-* ``form="json"``: ``{"intent": "alarm_set", "slots": {"time": "five am", "date": "this week"}}`` (keys in order of
-  occurrence; a slot named twice holds the list of its values), for metrics that compare field by field.
+* ``form="call"``: ``alarm_set(time=five am, date=this week)``; an utterance without slots gives
+  ``alarm_set()``;
+* ``form="json"``: ``{"intent": "alarm_set", "slots": {"time": "five am", "date": "this week"}}`` (keys in
+  order of occurrence; a slot named twice holds the list of its values), for metrics that compare field by
+  field.
 
-Fold 1 has 9,960 train and 1,076 test utterances; 4,655 of the 11,036 have no slot, 399 name one slot twice, and
-no annotation is malformed (every bracket closes and holds ``name : value``).
+Fold 1 has 9,960 train and 1,076 test utterances; 4,655 of the 11,036 have no slot, 399 name one slot twice,
+and no annotation is malformed (every bracket closes and holds ``name : value``).
 """
 
 from __future__ import annotations
@@ -53,14 +56,18 @@ def parse_annotation(annotation: str, label: str, form: str = "call") -> str:
 
 def _read(folder: Path, what: str, form: str) -> tuple[list[str], list[str], list[Path]]:
     if not folder.is_dir():
-        raise MissingDataError(f"{what}: expected the folder {folder} (one <scenario>_<intent>.csv per intent) "
-                               "but it does not exist")
+        raise MissingDataError(
+            f"{what}: expected the folder {folder} (one <scenario>_<intent>.csv per intent) "
+            "but it does not exist"
+        )
     files = sorted(folder.glob("*.csv"))
     if not files:
         raise MissingDataError(f"{what}: no .csv files in {folder}")
     texts, targets = [], []
     for f in files:
-        for line, row in read_csv_rows(f, ("scenario", "intent", "answer_annotation", "answer_from_anno"), ";"):
+        for line, row in read_csv_rows(
+            f, ("scenario", "intent", "answer_annotation", "answer_from_anno"), ";"
+        ):
             label = f"{row['scenario'].strip()}_{row['intent'].strip()}"
             try:
                 targets.append(parse_annotation(row["answer_annotation"], label, form))
@@ -70,7 +77,9 @@ def _read(folder: Path, what: str, form: str) -> tuple[list[str], list[str], lis
     return texts, targets, files
 
 
-def load_hwu64_parse(data_dir: str | os.PathLike[str] | None = None, fold: int = 1, form: str = "call") -> Dataset:
+def load_hwu64_parse(
+    data_dir: str | os.PathLike[str] | None = None, fold: int = 1, form: str = "call"
+) -> Dataset:
     """HWU64 fold ``fold`` with parses as answers: pool = train, test = test (9,960 / 1,076 for fold 1).
 
     The dataset's task is ``"reasoning"`` (free-form answers): ``label_names`` are the distinct parses (about
@@ -87,7 +96,13 @@ def load_hwu64_parse(data_dir: str | os.PathLike[str] | None = None, fold: int =
     names = tuple(sorted(set(tr_targets) | set(te_targets)))
     pool_ids, _ = encode_labels(tr_targets, names, where=str(base / "trainset"))
     test_ids, _ = encode_labels(te_targets, names, where=str(base / "testset" / "csv"))
-    ds = Dataset(name="hwu64_parse", task="reasoning", label_names=names, pool=Split(tuple(tr_texts), pool_ids),
-                 test=Split(tuple(te_texts), test_ids), source=file_hashes(root, tr_files + te_files),
-                 info={"fold": fold, "form": form, "pool_split": "trainset", "test_split": "testset"})
+    ds = Dataset(
+        name="hwu64_parse",
+        task="reasoning",
+        label_names=names,
+        pool=Split(tuple(tr_texts), pool_ids),
+        test=Split(tuple(te_texts), test_ids),
+        source=file_hashes(root, tr_files + te_files),
+        info={"fold": fold, "form": form, "pool_split": "trainset", "test_split": "testset"},
+    )
     return validate(ds, None)

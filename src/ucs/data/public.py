@@ -75,7 +75,8 @@ def _pairs(obj: object, key: str, path: Path) -> tuple[list[str], list[str]]:
 
 
 def load_clinc150(data_dir: str | os.PathLike[str] | None = None) -> Dataset:
-    """CLINC150 from ``<data_dir>/clinc150/data_full.json``: in-scope train (15,000) / test (4,500), 150 intents.
+    """CLINC150 from ``<data_dir>/clinc150/data_full.json``: in-scope train (15,000) / test (4,500), 150
+    intents.
 
     The ``oos_*`` lists are not loaded (the paper drops out-of-scope queries); their sizes are recorded in
     ``info``. A test intent that does not occur in train raises :class:`~ucs.data.DatasetError`.
@@ -114,7 +115,8 @@ HWU_COLUMNS = ("answerid", "scenario", "intent", "answer_annotation", "answer_fr
 def _read_hwu_folder(folder: Path, what: str) -> tuple[list[str], list[str], list[Path]]:
     if not folder.is_dir():
         raise MissingDataError(
-            f"{what}: expected the folder {folder} (one <scenario>_<intent>.csv per intent) but it does not exist"
+            f"{what}: expected the folder {folder} (one <scenario>_<intent>.csv per intent) but it does not "
+            "exist"
         )
     files = sorted(folder.glob("*.csv"))
     if not files:
@@ -124,14 +126,17 @@ def _read_hwu_folder(folder: Path, what: str) -> tuple[list[str], list[str], lis
         for line, row in read_csv_rows(f, ("scenario", "intent", "answer_from_anno"), delimiter=";"):
             label = f"{row['scenario'].strip()}_{row['intent'].strip()}"
             if label != f.stem:
-                raise DatasetError(f"{f}, line {line}: label {label!r} does not match the file name {f.name!r}")
+                raise DatasetError(
+                    f"{f}, line {line}: label {label!r} does not match the file name {f.name!r}"
+                )
             texts.append(row["answer_from_anno"])
             labels.append(label)
     return texts, labels, files
 
 
 def load_hwu64(data_dir: str | os.PathLike[str] | None = None, fold: int = 1) -> Dataset:
-    """HWU64 fold ``fold`` from ``<data_dir>/hwu64/KFold_<fold>``: 9,960 train / 1,076 test, 64 intents (fold 1).
+    """HWU64 fold ``fold`` from ``<data_dir>/hwu64/KFold_<fold>``: 9,960 train / 1,076 test, 64 intents (fold
+    1).
 
     Text is ``answer_from_anno`` (the annotated answer with the slot brackets removed), the label is
     ``<scenario>_<intent>``, checked against each file's name.

@@ -35,11 +35,16 @@ def available_datasets() -> list[str]:
 
 
 def check_dataset_name(name: str) -> str:
-    """``name`` if :func:`load_dataset` knows it (a registry name, an alias or a table path); else ``ValueError``."""
+    """``name`` if :func:`load_dataset` knows it (a registry name, an alias or a table path); else
+    ``ValueError``."""
     if Path(name).suffix.lower() in TABLE_SUFFIXES:
         return name
     key = _ALIASES.get(name.strip().lower(), name.strip().lower())
-    if key == "sample" or key in _FILE_LOADERS or (key.startswith("bbeh_") and key[len("bbeh_"):] in BBEH_TASKS):
+    if (
+        key == "sample"
+        or key in _FILE_LOADERS
+        or (key.startswith("bbeh_") and key[len("bbeh_") :] in BBEH_TASKS)
+    ):
         return name
     raise ValueError(
         f"unknown dataset {name!r}; known datasets are {available_datasets()}, "
@@ -102,7 +107,7 @@ def load_dataset(
         return load_sample()
     if key in _FILE_LOADERS:
         return _FILE_LOADERS[key](data_dir, **options)
-    if key.startswith("bbeh_") and key[len("bbeh_"):] in BBEH_TASKS:
+    if key.startswith("bbeh_") and key[len("bbeh_") :] in BBEH_TASKS:
         return load_bbeh(key, data_dir, **options)
     raise ValueError(
         f"unknown dataset {name!r}; known datasets are {available_datasets()}, "

@@ -77,7 +77,9 @@ class TestProtocol:
     run_seeds: tuple[int, ...] = PAPER_RUN_SEEDS
 
     def __post_init__(self) -> None:
-        if self.test_size is not None and (not isinstance(self.test_size, (int, np.integer)) or self.test_size <= 0):
+        if self.test_size is not None and (
+            not isinstance(self.test_size, (int, np.integer)) or self.test_size <= 0
+        ):
             raise ValueError(f"test_size must be a positive integer or None, got {self.test_size!r}")
         seeds = tuple(int(s) for s in self.run_seeds)
         if not seeds:

@@ -38,8 +38,11 @@ def read_table(
     """
     path = Path(path)
     if not path.is_file():
-        raise MissingDataError(f"the table file {path} does not exist" if not path.exists() else
-                               f"{path} is a folder; give a {'/'.join(TABLE_SUFFIXES)} file")
+        raise MissingDataError(
+            f"the table file {path} does not exist"
+            if not path.exists()
+            else f"{path} is a folder; give a {'/'.join(TABLE_SUFFIXES)} file"
+        )
     columns = (text_column, label_column, *extra_columns)
     out: dict[str, list] = {c: [] for c in columns}
     lines: list[int] = []
@@ -75,16 +78,20 @@ def read_table(
 
 def _check_label(path: Path, line: int, column: str, value: str) -> None:
     if not value.strip():
-        raise DatasetError(f"{path}, line {line}: the label (column {column!r}) is empty; give every row a label "
-                           "or remove the row")
+        raise DatasetError(
+            f"{path}, line {line}: the label (column {column!r}) is empty; give every row a label "
+            "or remove the row"
+        )
 
 
 def _same_file(pool: Path, test: Path) -> bool:
     """Whether ``test`` is ``pool``: the same path, a link to it, or a copy with the same bytes."""
     if pool.resolve() == test.resolve():
         return True
-    return pool.stat().st_size == test.stat().st_size and \
-        file_hashes(pool.parent, [pool])[pool.name] == file_hashes(test.parent, [test])[test.name]
+    return (
+        pool.stat().st_size == test.stat().st_size
+        and file_hashes(pool.parent, [pool])[pool.name] == file_hashes(test.parent, [test])[test.name]
+    )
 
 
 def _header(path: Path, delimiter: str | None) -> list[str]:
@@ -173,9 +180,12 @@ def load_table(
         t = read_table(Path(test), text_column, label_column, (), delimiter)
         if _same_file(pool_path, Path(test)):
             raise DatasetError(
-                f"test_file {test} is the pool file {pool_path}: all {len(t[text_column])} test rows are pool rows, "
-                "so every query could be shown as its own demonstration; give a separate test file, a 'split' "
-                "column, or no test file (a seeded random split)")
+                f"test_file {test} is the pool file {pool_path}: all {len(t[text_column])} test rows are "
+                "pool rows, "
+                "so every query could be shown as its own demonstration; give a separate test file, a "
+                "'split' "
+                "column, or no test file (a seeded random split)"
+            )
         paths.append(Path(test))
         pool_t, pool_l, test_t, test_l = p[text_column], p[label_column], t[text_column], t[label_column]
     elif split_column:
@@ -183,7 +193,8 @@ def load_table(
         bad = sorted(set(split) - set(POOL_SPLIT_NAMES) - set(TEST_SPLIT_NAMES))
         if bad:
             raise DatasetError(
-                f"{pool_path}: column {split_column!r} has values {bad[:5]}; expected 'pool'/'train' or 'test'"
+                f"{pool_path}: column {split_column!r} has values {bad[:5]}; expected 'pool'/'train' or "
+                "'test'"
             )
         is_test = np.array([s in TEST_SPLIT_NAMES for s in split], dtype=bool)
         texts, labels = p[text_column], p[label_column]
@@ -194,8 +205,10 @@ def load_table(
         info["split_column"] = split_column
     else:
         if len(p[text_column]) < 2:
-            raise DatasetError(f"{pool_path} has {len(p[text_column])} row(s); a pool/test split needs at least 2 "
-                               "(or give the test rows in a separate file, or a 'split' column)")
+            raise DatasetError(
+                f"{pool_path} has {len(p[text_column])} row(s); a pool/test split needs at least 2 "
+                "(or give the test rows in a separate file, or a 'split' column)"
+            )
         pool_idx, test_idx = pool_test_split(len(p[text_column]), pool_fraction, split_seed)
         pool_t = [p[text_column][i] for i in pool_idx]
         pool_l = [p[label_column][i] for i in pool_idx]
