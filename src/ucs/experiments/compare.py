@@ -52,7 +52,7 @@ from ucs.experiments.generate import answer_scoring, copy_fields, score_summary
 from ucs.experiments.predictors import as_predictor, predictor_identity
 from ucs.index import SelectorIndex
 from ucs.index.examples import example_text
-from ucs.selectors.factory import parse_method, selector_class
+from ucs.selectors.method import MethodSpec
 from ucs.utils.io import atomic_write_json, atomic_write_text
 from ucs.utils.lock import LOCK_NAME
 from ucs.utils.progress import advance, progress_enabled, stage
@@ -359,11 +359,6 @@ def _predict_many(predict: Callable, items: Iterable[Tuple[Dict[str, Any], List[
         yield correct, answer, time.perf_counter() - t0
 
 
-def _reads_tokens(method: str) -> bool:
-    """Whether ``method``'s selector reads an embedder's token embeddings (its ``token_embedder`` parameter)."""
-    return "token_embedder" in selector_class(parse_method(method)[0])._param_names()
-
-
 def _select(index: SelectorIndex, text: str, k: int, query_emb: np.ndarray, order: str
             ) -> Tuple[List[int], List[dict]]:
     """``index.select(text, k)`` in ``order`` under the evaluation's rule: a query-dependent selector never offers
@@ -586,7 +581,7 @@ def compare(
         atomic_write_json(folder / "compare.json", head)
     answer = _Answerer(pool, qs, emb, predict, folder, text_key, label_key, label_ids, seed, cache_dir, scoring)
     answer.part = {q: "test" for q in test}
-    answer.share_tokens = any(_reads_tokens(s) for s in grid["selectors"])
+    answer.share_tokens = any(s.needs_token_embedder for s in grid["specs"])
     known = {(r["method"], int(r["query"])): float(r.get("score", float(bool(r["correct"])))) for r in records}
     spent = sum(float(r.get("predict_ms", 0.0)) for r in records) / 1e3
     worst = len(cells) * planned_rounds(len(val_order), round_size, max_queries)[0] + 2 * len(test)
@@ -630,15 +625,16 @@ def compare(
 
 
 def plan_grid(selectors: Sequence[str], k: Any, orders: Any, reference: Any) -> Dict[str, Any]:
-    """The grid's ``selectors`` (canonical), ``ks``, ``orders``, ``reference`` cell and ``cells`` (the
-    reference first). Raises ``ValueError`` naming the bad value."""
-    from ucs.selectors.factory import canonical_method
-
-    sels = list(dict.fromkeys(canonical_method(s) for s in selectors))
+    """The grid's ``selectors`` (canonical names) and their ``specs`` (:class:`~ucs.selectors.MethodSpec`,
+    parsed here once), ``ks``, ``orders``, ``reference`` cell and ``cells`` (the reference first). Raises
+    ``ValueError`` naming the bad value."""
+    specs = list(dict.fromkeys(MethodSpec.parse(s) for s in selectors))  # the grid's one parse of its methods
+    sels = [s.name for s in specs]
     ks = parse_ks(k)
     ords = default_orders() if orders is None else parse_orders(orders)
     ref = default_reference(ks) if reference is None else parse_cell(reference)
-    return {"selectors": sels, "ks": ks, "orders": ords, "reference": ref, "cells": grid_cells(sels, ks, ords, ref)}
+    return {"selectors": sels, "specs": specs, "ks": ks, "orders": ords, "reference": ref,
+            "cells": grid_cells(specs, ks, ords, ref)}
 
 
 def check_race(round_size: int, alpha: float, max_minutes: Optional[float], max_queries: Optional[int]) -> None:

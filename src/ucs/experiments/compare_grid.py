@@ -25,6 +25,7 @@ import numpy as np
 from ucs import defaults as D
 from ucs.evaluation.metrics import bootstrap_ci, paired_bootstrap_ci
 from ucs.evaluation.sequential import EliminationRule, Race
+from ucs.selectors.method import MethodSpec
 
 __all__ = ["Cell", "ORDERS", "ORDERLESS", "grid_cells", "parse_cell", "parse_ks", "parse_orders",
            "default_reference", "split_parts", "planned_rounds", "run_race", "score_stats"]
@@ -51,10 +52,8 @@ class Cell:
         return {"cell": self.id, "selector": self.selector, "k": self.k, "order": self.order}
 
 
-def _orderless(selector: str) -> bool:
-    from ucs.selectors.factory import parse_method
-
-    return parse_method(selector)[0] in ORDERLESS
+def _orderless(spec: MethodSpec) -> bool:
+    return spec.base in ORDERLESS
 
 
 def parse_ks(value: Union[int, str, Sequence[Any]]) -> List[int]:
@@ -93,15 +92,13 @@ def parse_orders(value: Union[str, Sequence[str]]) -> List[str]:
 
 def parse_cell(spec: str) -> Cell:
     """``"topk:8:selected"`` → :class:`Cell`. Raises ``ValueError`` naming the expected spelling."""
-    from ucs.selectors.factory import canonical_method
-
     parts = str(spec).split(":")
     if len(parts) != 3:
         raise ValueError(f"write the reference as selector:k:order, such as topk:8:selected; got {spec!r}")
-    selector = canonical_method(parts[0].strip())
+    method = MethodSpec.parse(parts[0].strip())
     k = parse_ks(parts[1])[0]
     order = parse_orders(parts[2])[0]
-    return Cell(selector, k, "selected" if _orderless(selector) else order)
+    return Cell(method.name, k, "selected" if _orderless(method) else order)
 
 
 def default_reference(ks: Sequence[int]) -> Cell:
@@ -111,14 +108,15 @@ def default_reference(ks: Sequence[int]) -> Cell:
     return Cell("topk", k, "selected")
 
 
-def grid_cells(selectors: Sequence[str], ks: Sequence[int], orders: Sequence[str],
+def grid_cells(selectors: Sequence["MethodSpec | str"], ks: Sequence[int], orders: Sequence[str],
                reference: Optional[Cell] = None) -> List[Cell]:
-    """The cells of selectors × ks × orders (orderless selectors: one per k), the reference first."""
+    """The cells of selectors × ks × orders (orderless selectors: one per k), the reference first. A selector
+    is a :class:`~ucs.selectors.MethodSpec` (a name is parsed); a cell holds its canonical name."""
     cells: List[Cell] = [reference] if reference is not None else []
-    for s in selectors:
+    for s in map(MethodSpec.parse, selectors):
         for k in ks:
             for o in (["selected"] if _orderless(s) else orders):
-                c = Cell(s, int(k), o)
+                c = Cell(s.name, int(k), o)
                 if c not in cells:
                     cells.append(c)
     return cells
