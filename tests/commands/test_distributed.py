@@ -14,8 +14,9 @@ runner = CliRunner(env={"COLUMNS": "250", "NO_COLOR": "1"})
 def test_cluster_then_select_locally(tmp_path):
     E, _ = make_planted_embeddings(600, 48, 20, random_state=0)
     atomic_save_npy(tmp_path / "E.npy", E)
-    res = runner.invoke(app, ["distributed", "cluster", str(tmp_path / "E.npy"), str(tmp_path / "c"), "--q", "0.2",
-                              "--k", "10", "--pca-dim", "16", "--n-atoms", "8", "--shard-size", "250"])
+    res = runner.invoke(app, ["distributed", "cluster", str(tmp_path / "E.npy"), str(tmp_path / "c"),
+                              "--dbscan-q", "0.2", "--dbscan-k", "10", "--pca-dim", "16", "--n-atoms", "8",
+                              "--shard-size", "250"])
     assert res.exit_code == 0, res.output
     labels = load_npy(tmp_path / "c" / "labels.npy")
     ref = LatentClusterer(dbscan_q=0.2, dbscan_k=10, pca_dim=16, n_atoms=8, random_state=0).fit(E).labels_

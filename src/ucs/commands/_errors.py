@@ -100,7 +100,7 @@ def _param_for_path(filename: str, params: List[Tuple[str, str, Any]]) -> Option
 def _param_for_message(message: str, params: List[Tuple[str, str, Any]]) -> Optional[str]:
     """The option the message is about: an option it names, else the one mentioned first — by its parameter
     name (commands name their parameters as the library does: ``backbone`` for ``--model``, ``dbscan_q`` for
-    ``--q``, so a message about ``clusterer.dbscan_q`` finds its option) or its value."""
+    ``--dbscan-q``, so a message about ``clusterer.dbscan_q`` finds its option) or its value."""
     named = re.findall(r"(?<![\w-])(--[a-z][a-z0-9-]*)", message)
     known = {label for _, label, _ in params}
     for opt in named:

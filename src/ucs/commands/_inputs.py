@@ -14,7 +14,7 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 __all__ = ["InputError", "read_array", "read_matrix", "read_ids", "read_lines", "read_json", "check_out_suffix", "set_options",
-           "default_note", "executor_from_options"]
+           "default_note", "renamed_option", "executor_from_options"]
 
 
 #: Largest magnitude accepted in an embedding matrix: squares of larger values overflow float64 distances.
@@ -115,6 +115,24 @@ def check_out_suffix(path: Path, param: str, allowed: Sequence[str]) -> Path:
 def set_options(**options: Any) -> dict:
     """The options a user set: ``None`` means "unset", leaving the library's default in place."""
     return {k: v for k, v in options.items() if v is not None}
+
+
+def renamed_option(value: Any, old_value: Any, old: str, new: str) -> Any:
+    """The value of option ``new``, or of its deprecated spelling ``old`` (``None``: not given); the old spelling
+    prints one ``warning:`` line naming the new one, and the two given with different values is a usage error."""
+    if old_value is None:
+        return value
+    import warnings
+
+    import typer
+
+    from ucs.pipeline import DeprecatedSettingWarning
+
+    if value is not None and value != old_value:
+        raise typer.BadParameter(f"{old} is the deprecated spelling of {new}; give {new} once (got {new} {value} "
+                                 f"and {old} {old_value})", param_hint=new)
+    warnings.warn(f"{old} is deprecated: write {new} {old_value}", DeprecatedSettingWarning, stacklevel=2)
+    return old_value
 
 
 def default_note(name: str) -> str:

@@ -9,7 +9,7 @@ import typer
 
 from ucs import defaults as D
 from ucs.commands._inputs import default_note as _d
-from ucs.commands._inputs import set_options
+from ucs.commands._inputs import renamed_option, set_options
 
 
 def cluster_cmd(
@@ -22,8 +22,10 @@ def cluster_cmd(
     labels: Optional[Path] = typer.Option(
         None, "--labels", exists=True, dir_okay=False, help="Gold labels (.npy, one per row) to score the clusters (AMI, purity)."),
     dbscan_q: Optional[float] = typer.Option(
-        None, "--q", help=f"Quantile of k-NN distances used as DBSCAN eps{_d('DBSCAN_Q')}."),
-    dbscan_k: Optional[int] = typer.Option(None, "--k", help=f"k of the k-NN distances{_d('DBSCAN_K')}."),
+        None, "--dbscan-q", help=f"Quantile of k-NN distances used as DBSCAN eps{_d('DBSCAN_Q')}."),
+    dbscan_k: Optional[int] = typer.Option(None, "--dbscan-k", help=f"k of the k-NN distances{_d('DBSCAN_K')}."),
+    old_q: Optional[float] = typer.Option(None, "--q", hidden=True, help="Deprecated: --dbscan-q."),
+    old_k: Optional[int] = typer.Option(None, "--k", hidden=True, help="Deprecated: --dbscan-k."),
     min_samples: Optional[int] = typer.Option(None, help=f"DBSCAN min_samples{_d('MIN_SAMPLES')}."),
     pca_dim: Optional[int] = typer.Option(None, help=f"PCA dimension, 0 disables PCA{_d('PCA_DIM')}."),
     n_atoms: Optional[int] = typer.Option(None, help=f"Dictionary atoms{_d('N_ATOMS')}."),
@@ -37,6 +39,8 @@ def cluster_cmd(
     from ucs.commands._inputs import read_matrix
     from ucs.utils.io import atomic_write_text, load_npy
 
+    dbscan_q = renamed_option(dbscan_q, old_q, "--q", "--dbscan-q")
+    dbscan_k = renamed_option(dbscan_k, old_k, "--k", "--dbscan-k")
     E = read_matrix(embeddings, "EMBEDDINGS", min_rows=2)
     y = None if labels is None else load_npy(labels)
     if y is not None and y.shape != (E.shape[0],):

@@ -10,7 +10,7 @@ import typer
 
 from ucs import defaults as D
 from ucs.commands._inputs import default_note as _d
-from ucs.commands._inputs import executor_from_options, set_options
+from ucs.commands._inputs import executor_from_options, renamed_option, set_options
 from ucs.selectors.factory import BASE_SELECTORS, NO_UCS_FORM
 
 #: Selectors run with the UCS prior over query batches (MDL scores with the driver's LM, which is not shipped).
@@ -64,8 +64,10 @@ def cluster_cmd(
                                       help="Embeddings: a .npy (n × d) or a pool manifest .json from 'embed'."),
     out: Path = typer.Argument(..., file_okay=False, help="Directory for labels.npy and summary.json."),
     dbscan_q: Optional[float] = typer.Option(
-        None, "--q", help=f"Quantile of k-NN distances used as DBSCAN eps{_d('DBSCAN_Q')}."),
-    dbscan_k: Optional[int] = typer.Option(None, "--k", help=f"k of the k-NN distances{_d('DBSCAN_K')}."),
+        None, "--dbscan-q", help=f"Quantile of k-NN distances used as DBSCAN eps{_d('DBSCAN_Q')}."),
+    dbscan_k: Optional[int] = typer.Option(None, "--dbscan-k", help=f"k of the k-NN distances{_d('DBSCAN_K')}."),
+    old_q: Optional[float] = typer.Option(None, "--q", hidden=True, help="Deprecated: --dbscan-q."),
+    old_k: Optional[int] = typer.Option(None, "--k", hidden=True, help="Deprecated: --dbscan-k."),
     pca_dim: Optional[int] = typer.Option(None, help=f"PCA dimension, 0 disables PCA{_d('PCA_DIM')}."),
     n_atoms: Optional[int] = typer.Option(None, help=f"Dictionary atoms{_d('N_ATOMS')}."),
     coding: Optional[str] = typer.Option(None, help=f"ridge | omp{_d('CODING')}."),
@@ -82,6 +84,8 @@ def cluster_cmd(
     from ucs.distributed import PoolEmbeddings, cluster_pool
     from ucs.utils.io import atomic_save_npy, atomic_write_json
 
+    dbscan_q = renamed_option(dbscan_q, old_q, "--q", "--dbscan-q")
+    dbscan_k = renamed_option(dbscan_k, old_k, "--k", "--dbscan-k")
     source = _pool(embeddings, "EMBEDDINGS", PoolEmbeddings, lazy=True)
     settings = set_options(method=method, dbscan_q=dbscan_q, dbscan_k=dbscan_k, pca_dim=pca_dim, n_atoms=n_atoms,
                            coding=coding)
