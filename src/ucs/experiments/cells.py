@@ -38,7 +38,7 @@ from ucs.evaluation.runner import selection_path
 from ucs.experiments.spec import Cell, _safe
 from ucs.pipeline import Pipeline
 from ucs.pipeline.backbones import backbone_kwargs, load_backbone_for, load_retrieval_for
-from ucs.pipeline.config import canonical_method
+from ucs.selectors.method import MethodSpec
 from ucs.utils.integrity import save_checked_npy
 from ucs.utils.io import atomic_write_json
 
@@ -339,7 +339,7 @@ def run_runtime(cell: Cell, ctx: CellContext) -> Dict[str, Any]:
     pipe.retrieval_queries(queries)
     online: Dict[str, Any] = {}
     for m in cell.methods:
-        m = canonical_method(m)
+        m = MethodSpec.parse(m).name
         safe = method_file_stem(m)
         path = d / "online" / f"{safe}.json"
         hit = _cached(path, online_key)

@@ -16,8 +16,7 @@ from typing import Any, Dict, List, Optional
 
 from ucs.evaluation.prompts import format_for_task
 from ucs.pipeline import Pipeline
-from ucs.pipeline.config import parse_method
-from ucs.selectors.factory import selector_class
+from ucs.selectors.method import MethodSpec
 
 __all__ = ["evaluation_cost", "cost_lines"]
 
@@ -54,7 +53,7 @@ def evaluation_cost(config: Any, *, limit: Optional[int] = None, cache_dir: Any 
     nq = n_test if limit is None else min(n_test, int(limit))
     methods = list(methods or config.selector["method"])
     prompts = len(methods) * config.n_runs * nq
-    n_mdl = min(1, sum(selector_class(parse_method(m)[0]).needs_scorer for m in methods))
+    n_mdl = min(1, sum(MethodSpec.parse(m).needs_scorer for m in methods))
     mdl = 0 if config.budget == 0 else n_mdl * config.n_runs * nq * config.selector["params"]["mdl"]["select_time"]
     seconds = _probe_seconds(pipe.backbone, ds, config.budget, config.mode)
     return {"queries": nq, "methods": methods, "runs": config.n_runs, "labels": len(ds.label_names),

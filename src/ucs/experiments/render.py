@@ -9,7 +9,7 @@ import numpy as np
 from ucs.evaluation.summary import paired_delta
 from ucs.experiments.spec import Cell, Experiment
 from ucs.experiments.verdict import PairVerdict, verdict_section
-from ucs.pipeline.config import parse_method
+from ucs.selectors.method import MethodSpec
 from ucs.pipeline.diagnostics import coverage_markdown
 from ucs.utils.redact import redact
 
@@ -142,7 +142,7 @@ class _Summaries:
 
     def compared(self, method: str) -> bool:
         """Whether ``method``'s rows carry a Δ at all."""
-        return bool(self.ref_variant or self.vs_cell or parse_method(method)[1] or method in self.vs_method)
+        return bool(self.ref_variant or self.vs_cell or MethodSpec.parse(method).ucs or method in self.vs_method)
 
     def reference(self, ds: str, bb: str, vname: str, method: str) -> Optional[Dict[str, Any]]:
         if self.vs_cell:
@@ -150,7 +150,8 @@ class _Summaries:
             return None if (vname, method) == (ref_v, ref_m) else self.get(ds, bb, ref_v, ref_m)
         if self.ref_variant:
             return None if vname == self.ref_variant else self.get(ds, bb, self.ref_variant, method)
-        base, ucs = parse_method(method)
+        spec = MethodSpec.parse(method)
+        base, ucs = spec.base, spec.ucs
         if not ucs:
             base = self.vs_method.get(method)
             if base is None:
@@ -472,7 +473,8 @@ def _runtime(exp: Experiment, cells: Sequence[Cell], results: Sequence[Dict[str,
     for c, r in zip(cells, results):
         on = r["online"]
         for m, t in on.items():
-            base, ucs = parse_method(m)
+            spec = MethodSpec.parse(m)
+            base, ucs = spec.base, spec.ucs
             d = f"{t['total_s'] - on[base]['total_s']:+.2f}" if ucs and base in on else ""
             lines.append(f"| {c.dataset} | {c.backbone} | {m} | {t['selection_s']:.2f} | {t['evaluation_s']:.2f} | "
                          f"{t['total_s']:.2f} | {d} | {t['records']} | {t.get('answered', '—')} | "

@@ -32,8 +32,7 @@ from ucs.experiments.provenance import earlier_computation, read_old_manifest
 from ucs.experiments.registry import get_experiment, resolve_names
 from ucs.experiments.render import render
 from ucs.experiments.spec import Cell, Experiment
-from ucs.pipeline.config import parse_method
-from ucs.selectors.factory import selector_class
+from ucs.selectors.method import MethodSpec
 from ucs.utils.io import atomic_write_json, atomic_write_text
 
 __all__ = ["ReproduceOptions", "ExperimentRun", "plan", "reproduce", "run_experiment", "estimate_cost",
@@ -120,7 +119,7 @@ def estimate_cost(exp: Experiment, cell: Cell, n_test: Optional[int] = None, n_p
     nq: Optional[int] = size if n_test is None else min(size, n_test)
     if limit is not None and nq is not None:
         nq = min(nq, limit)
-    n_mdl = sum(selector_class(parse_method(m)[0]).needs_scorer for m in cell.methods)
+    n_mdl = sum(MethodSpec.parse(m).needs_scorer for m in cell.methods)
     if exp.kind != "runtime":  # MDL+UCS scores MDL's candidate subsets, which the score store answers once
         n_mdl = min(n_mdl, 1)
     prompts = 0 if exp.kind in ("coverage", "clusters", "health") else (None if nq is None else len(cell.methods) * c.n_runs * nq)
@@ -357,7 +356,7 @@ def plan_totals(rows: Sequence[Dict[str, Any]]) -> Dict[str, Any]:
                 tag: Tuple[Any, ...] = (k, r["eval_dir"], m)
                 if k == "mdl_scorings" and r["kind"] != "runtime":
                     tag = (k, r["mdl_subsets"])
-                unscored = not selector_class(parse_method(m)[0]).needs_scorer  # no LM scorings
+                unscored = not MethodSpec.parse(m).needs_scorer  # no LM scorings
                 if r["kind"] not in kinds or tag in seen or (k == "mdl_scorings" and unscored):
                     continue
                 seen.add(tag)

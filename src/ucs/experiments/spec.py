@@ -19,7 +19,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from ucs.pipeline.config import FLAT_NAMES, LATE_DEFAULTS, PipelineConfig, parse_method, parse_methods
+from ucs.pipeline.config import FLAT_NAMES, LATE_DEFAULTS, PipelineConfig, parse_methods
+from ucs.selectors.method import MethodSpec
 from ucs.pipeline.presets import COVERAGE
 
 __all__ = ["KINDS", "SIZE_PRESETS", "Variant", "Experiment", "Cell"]
@@ -76,7 +77,7 @@ class Variant:
             return tuple(selectors)
         if self.selectors in ("base", "ucs"):
             want = self.selectors == "ucs"
-            return tuple(m for m in selectors if parse_method(m)[1] == want)
+            return tuple(m for m in selectors if MethodSpec.parse(m).ucs == want)
         own = set(parse_methods(self.selectors))
         return tuple(m for m in selectors if m in own)
 

@@ -34,7 +34,8 @@ import numpy as np
 from ucs.data.splits import pool_test_split
 from ucs.evaluation.summary import paired_delta
 from ucs.pipeline import Pipeline
-from ucs.pipeline.config import parse_method, parse_methods
+from ucs.pipeline.config import parse_methods
+from ucs.selectors.method import MethodSpec
 from ucs.pipeline.presets import TUNED_DBSCAN_Q, TUNED_LAMBDA
 from ucs.utils.io import atomic_write_json, atomic_write_text
 
@@ -89,7 +90,7 @@ class TuneResult:
                  "criterion: mean accuracy; ties go to the configuration's own (paper default) values", ""]
 
         for sel in dict.fromkeys(r["selector"] for r in self.grid):
-            base_name = parse_method(sel)[0]
+            base_name = MethodSpec.parse(sel).base
             rows = [r for r in self.grid if r["selector"] == sel]
             qs = sorted({r["q"] for r in rows if r["lam"] != 0})
             lams = sorted({r["lam"] for r in rows})
@@ -205,7 +206,7 @@ def tune(
             for row in _evaluate_grid(config, m, q_grid, lam_grid, out, shared, limit, progress)]
     chosen: Dict[str, Dict[str, float]] = {"lam_by_selector": {}, "dbscan_q_by_selector": {}}
     for m in methods:
-        base, _ = parse_method(m)
+        base = MethodSpec.parse(m).base
         rows = [r for r in grid if r["selector"] == m]
         expanded = [dict(r, q=q) for r in rows if r["lam"] == 0.0 for q in q_grid] + [r for r in rows if r["lam"] != 0]
         chosen["dbscan_q_by_selector"][base], chosen["lam_by_selector"][base] = _choose(
@@ -228,9 +229,10 @@ def tune(
 def _check_grid(config: Any, selectors: Optional[Sequence[str]], q_grid: Optional[Sequence[float]],
                 lam_grid: Optional[Sequence[float]]) -> Tuple[Tuple[str, ...], Tuple[float, ...], Tuple[float, ...]]:
     """The UCS methods to tune and the q and λ grids (defaults filled in); a bad one is refused by name."""
-    methods = parse_methods(selectors) if selectors is not None else tuple(
-        m for m in config.selector["method"] if parse_method(m)[1])
-    if not methods or any(not parse_method(m)[1] for m in methods):
+    specs = (tuple(map(MethodSpec.parse, parse_methods(selectors))) if selectors is not None
+             else tuple(s for s in config.method_specs if s.ucs))
+    methods = tuple(s.name for s in specs)
+    if not specs or any(not s.ucs for s in specs):
         raise ValueError("selectors must be UCS methods such as 'dpp+ucs'; got "
                          f"{list(methods) or list(config.selector['method'])}")
     dq, dl = default_grids()
@@ -249,7 +251,7 @@ def _check_grid(config: Any, selectors: Optional[Sequence[str]], q_grid: Optiona
 def _evaluate_grid(config: Any, method: str, q_grid: Sequence[float], lam_grid: Sequence[float], out: Path,
                    shared: Dict[str, Any], limit: Optional[int], progress: bool) -> List[Dict[str, Any]]:
     """One resumable runner folder per (q, λ) point of ``method`` (λ = 0 once: q does not matter there)."""
-    base, _ = parse_method(method)
+    base = MethodSpec.parse(method).base
     points = [(q_grid[0], 0.0)] if 0.0 in lam_grid else []
     points += [(q, lam) for q in q_grid for lam in lam_grid if lam != 0.0]
     rows: List[Dict[str, Any]] = []
@@ -423,11 +425,11 @@ def _compared_methods(selectors: Sequence[str], against: Optional[str]) -> Tuple
     """The methods a variant search compares and a function giving each one's reference: its base selector
     (``against=None``: the UCS methods), or ``against`` for every other method."""
     if against is None:
-        compared = [m for m in selectors if parse_method(m)[1]]
+        compared = [m for m in selectors if MethodSpec.parse(m).ucs]
         if not compared:
             raise ValueError(f"selectors must include UCS methods such as 'dpp+ucs' (or pass against='topk' to "
                              f"compare any selectors with TopK); got {list(selectors)}")
-        return compared, lambda m: parse_method(m)[0]
+        return compared, lambda m: MethodSpec.parse(m).base
     ref = parse_methods(against)
     if len(ref) != 1:
         raise ValueError(f"against must name one method, e.g. 'topk'; got {against!r}")
