@@ -96,66 +96,68 @@ def _embedder(name: Optional[str]) -> Any:
     return load_retrieval_embedder(name)
 
 
+def serve_cmd(
+    index: Path = typer.Argument(..., help="The index folder (written by SelectorIndex.save)."),
+    host: str = typer.Option(
+        "127.0.0.1", "--host", help="Address to listen on (0.0.0.0: every interface)."
+    ),
+    port: int = typer.Option(8000, "--port", min=1, max=65535, help="TCP port."),
+    token_env: str = typer.Option(
+        "UCS_SERVE_TOKEN",
+        "--token-env",
+        help="Environment variable holding the token that turns "
+        "POST /v1/examples on (unset or empty: adding is off).",
+    ),
+    embedder: Optional[str] = typer.Option(
+        None,
+        "--embedder",
+        help="all-minilm-l6-v2, all-mpnet-base-v2 or a sentence-transformers folder "
+        "(default: the index's own).",
+    ),
+    reload_ms: int = typer.Option(
+        1000, "--reload-ms", min=0, help="Check the folder for a new version at most this often."
+    ),
+    log_level: str = typer.Option("info", "--log-level", help="debug | info | warning | error."),
+    batch_window_ms: float = typer.Option(
+        2.0, "--batch-window-ms", min=0, max=1000,
+        help="How long the free worker waits for more requests to answer together, after a batch of "
+        "several (0: it starts at once).",
+    ),
+    max_batch: int = typer.Option(64, "--max-batch", min=1, max=4096, help="Queries in one batch at most."),
+) -> None:
+    from ucs.utils.optional import require
+
+    require("fastapi", '"ucs[serve]"', "ucs serve")
+    uvicorn = require("uvicorn", '"ucs[serve]"', "ucs serve")
+    if log_level not in ("debug", "info", "warning", "error"):
+        raise typer.BadParameter(
+            f"{log_level!r} is not a level; use debug, info, warning or error", param_hint="--log-level"
+        )
+    _check_index(index)
+    token = _token(token_env)
+    threads = _threads()
+    sock = _bind(host, port)
+    try:
+        from ucs.index.service import ServedIndex, create_app
+
+        served = ServedIndex(index, embedder=_embedder(embedder), reload_interval_s=reload_ms / 1000,
+                             batch_window_s=batch_window_ms / 1000, max_batch=max_batch, threads=threads)
+        app = create_app(served, token=token)
+        # the loaded index's objects (~0.5 M for 10,000 examples) are never scanned again by the cyclic
+        # collector: one full collection over them took 0.1-0.3 s here, a pause of every request
+        gc.collect()
+        gc.freeze()
+        typer.echo(
+            f"serving {index} (version {served.index.version_}, {served.index.n_examples_} examples, "
+            f"{served.index.method_}) on http://{host}:{port}  (adding examples: "
+            f"{'on' if token else 'off'}; API page /docs)",
+            err=True,
+        )
+        server = uvicorn.Server(uvicorn.Config(app, log_level=log_level, workers=1))
+        server.run(sockets=[sock])
+    finally:
+        sock.close()
+
+
 def register(app: typer.Typer) -> None:
-    @app.command("serve", help=HELP)
-    def serve_cmd(
-        index: Path = typer.Argument(..., help="The index folder (written by SelectorIndex.save)."),
-        host: str = typer.Option(
-            "127.0.0.1", "--host", help="Address to listen on (0.0.0.0: every interface)."
-        ),
-        port: int = typer.Option(8000, "--port", min=1, max=65535, help="TCP port."),
-        token_env: str = typer.Option(
-            "UCS_SERVE_TOKEN",
-            "--token-env",
-            help="Environment variable holding the token that turns "
-            "POST /v1/examples on (unset or empty: adding is off).",
-        ),
-        embedder: Optional[str] = typer.Option(
-            None,
-            "--embedder",
-            help="all-minilm-l6-v2, all-mpnet-base-v2 or a sentence-transformers folder "
-            "(default: the index's own).",
-        ),
-        reload_ms: int = typer.Option(
-            1000, "--reload-ms", min=0, help="Check the folder for a new version at most this often."
-        ),
-        log_level: str = typer.Option("info", "--log-level", help="debug | info | warning | error."),
-        batch_window_ms: float = typer.Option(
-            2.0, "--batch-window-ms", min=0, max=1000,
-            help="How long the free worker waits for more requests to answer together, after a batch of "
-            "several (0: it starts at once).",
-        ),
-        max_batch: int = typer.Option(64, "--max-batch", min=1, max=4096, help="Queries in one batch at most."),
-    ) -> None:
-        from ucs.utils.optional import require
-
-        require("fastapi", '"ucs[serve]"', "ucs serve")
-        uvicorn = require("uvicorn", '"ucs[serve]"', "ucs serve")
-        if log_level not in ("debug", "info", "warning", "error"):
-            raise typer.BadParameter(
-                f"{log_level!r} is not a level; use debug, info, warning or error", param_hint="--log-level"
-            )
-        _check_index(index)
-        token = _token(token_env)
-        threads = _threads()
-        sock = _bind(host, port)
-        try:
-            from ucs.index.service import ServedIndex, create_app
-
-            served = ServedIndex(index, embedder=_embedder(embedder), reload_interval_s=reload_ms / 1000,
-                                 batch_window_s=batch_window_ms / 1000, max_batch=max_batch, threads=threads)
-            app = create_app(served, token=token)
-            # the loaded index's objects (~0.5 M for 10,000 examples) are never scanned again by the cyclic
-            # collector: one full collection over them took 0.1-0.3 s here, a pause of every request
-            gc.collect()
-            gc.freeze()
-            typer.echo(
-                f"serving {index} (version {served.index.version_}, {served.index.n_examples_} examples, "
-                f"{served.index.method_}) on http://{host}:{port}  (adding examples: "
-                f"{'on' if token else 'off'}; API page /docs)",
-                err=True,
-            )
-            server = uvicorn.Server(uvicorn.Config(app, log_level=log_level, workers=1))
-            server.run(sockets=[sock])
-        finally:
-            sock.close()
+    app.command("serve", help=HELP)(serve_cmd)
