@@ -8,8 +8,8 @@ Usage (benchmarks/index/RESULTS_serve.md was produced with this)::
 
 The index: the first 10,000 BANKING77 training utterances, ``topk`` (the default method), all-MiniLM-L6-v2.
 Every request carries the query's text, so the server embeds it (the embedding is part of every request's
-time). ``ucs serve`` runs as a child process (one uvicorn worker, its selections on one worker thread that
-answers concurrent requests together) on a free 127.0.0.1 port; the clients are asyncio ``httpx`` coroutines
+time). ``ucs serve`` runs as a child process (one uvicorn worker, its selections on ``--batch-workers`` worker
+threads that answer concurrent requests together) on a free 127.0.0.1 port; the clients are asyncio ``httpx`` coroutines
 in this process, on the same cores, each sending ``POST /v1/select {"query": <BANKING77 test utterance>,
 "k": 8}`` back to back for ``--seconds`` per level (closed loop), while one more client posts one new example
 to ``/v1/examples`` every ``--add-every`` seconds (each one a new saved version the server swaps in). The
@@ -36,6 +36,9 @@ from pathlib import Path
 from typing import Any, Dict, List
 
 import numpy as np
+
+from ucs import defaults as D
+from ucs.utils.cpu import available_cores
 
 HOST = "127.0.0.1"
 
@@ -243,9 +246,9 @@ def render(res: Dict[str, Any]) -> str:
         f"Index: the first {res['n_examples']:,} BANKING77 training utterances, `topk`, all-MiniLM-L6-v2, k "
         "= "
         f"{res['k']}. **Every request carries the query's text: the server embeds it** (ONNX Runtime, one "
-        "thread), then selects. One uvicorn worker; its selections run on one worker thread that answers the "
-        f"requests waiting together (one embedding call and one selection call per batch; batch window "
-        f"{res['batch_window_ms']:g} ms). The clients (asyncio httpx, closed loop) run on the same "
+        f"thread per call), then selects. One uvicorn worker; its selections run on {res['workers']} worker "
+        "thread(s) side by side, each answering the requests waiting together (one embedding call and one "
+        f"selection call per batch; batch window {res['batch_window_ms']:g} ms). The clients (asyncio httpx, closed loop) run on the same "
         f"{m['cores']} cores as the server. Each level lasts {res['seconds']:g} s; with additions, one more "
         f"client adds one example every {res['add_every']:g} s (each a new saved version the server swaps "
         "in).",
@@ -332,9 +335,8 @@ def reading(res: Dict[str, Any]) -> List[str]:
         f"* Where the time goes: one query in-process costs {ip['one_query']['p50_ms']:.2f} ms at the "
         "median, "
         f"of which the embedding {e1:.2f} ms and the selection given the embedding {s1:.2f} ms; 8 queries in "
-        f"one call cost {b8:.2f} ms ({b8 / 8:.2f} ms a query). A closed loop of c clients on one worker "
-        "thread "
-        "waits about one batch of c queries per request."
+        f"one call cost {b8:.2f} ms ({b8 / 8:.2f} ms a query). A closed loop of c clients on w worker "
+        "threads waits about one batch of c / w queries per request, while the other workers answer theirs."
     )
     if one is not None:
         out.append(
@@ -369,6 +371,7 @@ def main() -> None:
     ap.add_argument("--add-every", type=float, default=5.0)
     ap.add_argument("--quiet-level", type=int, default=8, help="Clients of a level without adds (0: none).")
     ap.add_argument("--batch-window-ms", type=float, default=2.0, help="Passed to ucs serve.")
+    ap.add_argument("--batch-workers", type=int, default=None, help="Passed to ucs serve (default: its own).")
     ap.add_argument("--markdown", default=None)
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
@@ -383,6 +386,8 @@ def main() -> None:
         "add_every": args.add_every,
         "n_examples": args.examples,
         "batch_window_ms": args.batch_window_ms,
+        "batch_workers": args.batch_workers,
+        "workers": args.batch_workers or min(D.SERVE_WORKERS, available_cores()),
         "lscpu": _lscpu(),
     }
     with tempfile.TemporaryDirectory() as tmp:
@@ -390,7 +395,10 @@ def main() -> None:
         queries = build_index(args.data_dir, folder, args.examples)
         res["in_process"] = in_process(folder, queries, args.seconds, args.k)
         token, port = secrets.token_urlsafe(24), _free_port()
-        proc = start_server(folder, port, token, ["--batch-window-ms", str(args.batch_window_ms)])
+        extra = ["--batch-window-ms", str(args.batch_window_ms)]
+        if args.batch_workers is not None:
+            extra += ["--batch-workers", str(args.batch_workers)]
+        proc = start_server(folder, port, token, extra)
         url = f"http://{HOST}:{port}"
         try:
             res["http"] = [

@@ -89,6 +89,12 @@ APPLICATION_ORDER = "vote_last"
 #: (cosine ≥ 0.999 on probe texts), else torch; ``torch`` / ``onnx`` force one. Pools are always embedded by torch.
 QUERY_BACKEND = "auto"
 QUERY_BACKENDS = ("auto", "torch", "onnx")
+#: Worker threads of ``ucs serve`` (:class:`ucs.index.batching.SelectionBatcher`), at most the cores available:
+#: two batches of selections run side by side, each with one thread (benchmarks/index/RESULTS_serve.md).
+SERVE_WORKERS = 2
+#: ``sys.setswitchinterval`` of ``ucs serve``: how long a thread holding the GIL keeps it while another waits
+#: (Python's default 5 ms; the workers, the event loop and the additions' writer share it).
+SERVE_SWITCH_INTERVAL_S = 0.0005
 
 # ---------------------------------------------------------------- relevance-keeping selectors
 #: MMR's ``λ`` and candidates fetched (LangChain's ``max_marginal_relevance_search`` defaults).

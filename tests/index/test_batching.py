@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import threading
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
@@ -102,13 +103,14 @@ def test_served_batches_equal_unbatched_selections_with_minilm(tmp_path, minilm,
 
 
 # ---------------------------------------------------------------------------------------------- the batcher
+@pytest.mark.parametrize("workers", [1, 2])
 @pytest.mark.parametrize("method", BATCHED_METHODS)
-def test_batched_methods_select_as_alone(method):
+def test_batched_methods_select_as_alone(method, workers):
     pytest.importorskip("faiss", reason="row-invariant exact search needs faiss (the fast extra)")
     index = SelectorIndex(DummyEmbedder(dim=16), method, input_keys=["text"], output_key="label").fit(_examples())
     assert index.search_.row_invariant
     queries = [f"utterance {i} about topic {i % 3}" for i in range(0, 40, 3)] + ["something else"]
-    batcher = SelectionBatcher(window_s=0.05)
+    batcher = SelectionBatcher(window_s=0.05, workers=workers)
     try:
         futures = [batcher.submit(index, [q], 5, order=order)
                    for q, order in zip(queries, itertools.cycle([None, "similar_first"]))]
@@ -158,6 +160,22 @@ def test_batcher_settings_are_checked():
         SelectionBatcher(window_s=-1)
     with pytest.raises(ValueError, match="max_queries"):
         SelectionBatcher(max_queries=0)
+    for bad in (0, 1.5, True):
+        with pytest.raises(ValueError, match="workers"):
+            SelectionBatcher(workers=bad)
+
+
+def test_workers_answer_side_by_side():
+    """Two calls that each wait for the other finish only when two workers run them at the same time."""
+    batcher = SelectionBatcher(workers=2)
+    meet = threading.Barrier(2, timeout=10)
+    try:
+        with ThreadPoolExecutor(2) as pool:
+            names = list(pool.map(lambda _: batcher.call(lambda: (meet.wait(), threading.current_thread().name)[1]),
+                                  range(2)))
+        assert sorted(names) == ["ucs-serve-batcher-0", "ucs-serve-batcher-1"]
+    finally:
+        batcher.close()
 
 
 # ---------------------------------------------------------------------------------------------- additions

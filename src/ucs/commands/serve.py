@@ -6,10 +6,13 @@ from __future__ import annotations
 import gc
 import os
 import socket
+import sys
 from pathlib import Path
 from typing import Any, Optional
 
 import typer
+
+from ucs import defaults as D
 
 HELP = """Serve a saved selector index over HTTP: POST /v1/select, POST /v1/examples (with a token),
 GET /health.
@@ -18,8 +21,8 @@ INDEX is a folder written by SelectorIndex.save (or `ucs compare`). The OpenAPI 
 version saved into INDEX by another process is loaded and served without a restart. Adding examples is off
 unless the environment variable named by --token-env holds a token; requests then send
 `Authorization: Bearer <token>`. Concurrent selections are answered together (one embedding and one
-selection call, each request getting what it would get alone); the model and the selection run on
-$UCS_QUERY_THREADS threads (default 1).
+selection call, each request getting what it would get alone), on --batch-workers worker threads side by
+side, each running the model and the selection on $UCS_QUERY_THREADS threads (default 1).
 """
 
 
@@ -124,6 +127,11 @@ def serve_cmd(
         "several (0: it starts at once).",
     ),
     max_batch: int = typer.Option(64, "--max-batch", min=1, max=4096, help="Queries in one batch at most."),
+    batch_workers: Optional[int] = typer.Option(
+        None, "--batch-workers", min=1, max=64,
+        help="Worker threads answering batches side by side (default: ucs.defaults.SERVE_WORKERS, at most "
+        "the cores available).",
+    ),
 ) -> None:
     from ucs.utils.optional import require
 
@@ -141,12 +149,15 @@ def serve_cmd(
         from ucs.index.service import ServedIndex, create_app
 
         served = ServedIndex(index, embedder=_embedder(embedder), reload_interval_s=reload_ms / 1000,
-                             batch_window_s=batch_window_ms / 1000, max_batch=max_batch, threads=threads)
+                             batch_window_s=batch_window_ms / 1000, max_batch=max_batch, threads=threads,
+                             workers=batch_workers)
         app = create_app(served, token=token)
         # the loaded index's objects (~0.5 M for 10,000 examples) are never scanned again by the cyclic
         # collector: one full collection over them took 0.1-0.3 s here, a pause of every request
         gc.collect()
         gc.freeze()
+        # the workers, the event loop and the writer hand the GIL over every 0.5 ms instead of Python's 5 ms
+        sys.setswitchinterval(D.SERVE_SWITCH_INTERVAL_S)
         typer.echo(
             f"serving {index} (version {served.index.version_}, {served.index.n_examples_} examples, "
             f"{served.index.method_}) on http://{host}:{port}  (adding examples: "

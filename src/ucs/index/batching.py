@@ -1,12 +1,15 @@
-"""Micro-batching for a server: the selections of concurrent requests answered together, on one thread.
+"""Micro-batching for a server: the selections of concurrent requests answered together, on worker threads.
 
-A :class:`SelectionBatcher` owns one worker thread, the only one that embeds queries and selects. Requests are
-queued with :meth:`SelectionBatcher.submit`; the worker takes every request waiting when it is free (after
+A :class:`SelectionBatcher` owns ``workers`` worker threads, the only ones that embed queries and select.
+Requests are queued with :meth:`SelectionBatcher.submit`; a worker takes every request waiting when it is free (after
 waiting up to ``window_s`` for more when fewer than ``max_queries`` wait and its previous batch held several
 requests), embeds the texts of all requests that can share a call with one :meth:`SelectorIndex.embed_queries`,
-selects for them with one :meth:`SelectorIndex.select`, and hands each request its own rows. Other work on the model (a new version's
-warm-up, the embedding of added examples) runs on the same thread through :meth:`SelectionBatcher.call`, between
-batches, so the model and the thread settings are never used by two threads at once.
+selects for them with one :meth:`SelectorIndex.select`, and hands each request its own rows. Other work on the
+model (a new version's warm-up, the embedding of added examples) runs on a worker through
+:meth:`SelectionBatcher.call`, between that worker's batches. With several workers, batches run side by side:
+the query encoder (ONNX Runtime, one intra-op thread per call) and the selection (numpy, faiss) are read-only and
+release the GIL in their kernels, and each worker sets its own thread counts (OpenMP's are per thread). The
+answers do not depend on which worker, or which batch, answers a request (below).
 
 **Same answers as alone.** Requests share a call only where that cannot change a bit of any answer:
 
@@ -69,6 +72,11 @@ class _Select:
         return (id(self.index), self.k, self.order, self.example_keys)
 
 
+def _size(job: Any) -> int:
+    """A queued job's share of a batch: its queries, or one for a call."""
+    return max(1, len(job.texts or ())) if isinstance(job, _Select) else 1
+
+
 @dataclass
 class _Call:
     fn: Callable[..., Any]
@@ -89,7 +97,11 @@ class SelectionBatcher:
     max_queries : int, default=64
         Queries in one batch at most (a request of more queries is answered in a batch of its own).
     threads : int, optional
-        torch / BLAS / OpenMP threads while the worker embeds and selects (default: unchanged).
+        torch / BLAS / OpenMP threads while a worker embeds and selects (default: unchanged).
+    workers : int, default=1
+        Worker threads answering batches side by side (``ucs serve`` passes
+        :data:`ucs.defaults.SERVE_WORKERS`, at most the cores available). With ``w`` workers and one thread
+        each, up to ``w`` batches run at once.
 
     Attributes
     ----------
@@ -103,21 +115,28 @@ class SelectionBatcher:
     each; what remains per request is splitting the rows, O(Q).
     """
 
-    def __init__(self, window_s: float = 0.002, max_queries: int = 64, threads: Optional[int] = None) -> None:
+    def __init__(self, window_s: float = 0.002, max_queries: int = 64, threads: Optional[int] = None,
+                 workers: int = 1) -> None:
         if not window_s >= 0:
             raise ValueError(f"window_s must be >= 0 seconds; got {window_s!r}")
         if not isinstance(max_queries, int) or max_queries < 1:
             raise ValueError(f"max_queries must be a positive integer; got {max_queries!r}")
+        if not isinstance(workers, int) or isinstance(workers, bool) or workers < 1:
+            raise ValueError(f"workers must be a positive integer (worker threads); got {workers!r}")
         self.window_s = float(window_s)
         self.max_queries = max_queries
         self.threads = threads
+        self.workers = workers
         self.n_batches_ = self.n_requests_ = self.largest_batch_ = 0
         self._queue: Deque[Any] = deque()
         self._cond = threading.Condition()
         self._closed = False
         self._last_batch = 0
-        self._thread = threading.Thread(target=self._loop, name="ucs-serve-batcher", daemon=True)
-        self._thread.start()
+        self._idle = 0  # workers in _take
+        self._threads = [threading.Thread(target=self._loop, name=f"ucs-serve-batcher-{i}", daemon=True)
+                         for i in range(workers)]
+        for thread in self._threads:
+            thread.start()
 
     # ------------------------------------------------------------------ callers
     def submit(self, index: Any, texts: Optional[List[str]], k: int, *, order: Optional[str] = None,
@@ -132,21 +151,22 @@ class SelectionBatcher:
         return job.future
 
     def call(self, fn: Callable[..., Any], *args: Any) -> Any:
-        """Run ``fn(*args)`` on the worker, between batches, and return its result (or raise its exception): for
+        """Run ``fn(*args)`` on a worker, between its batches, and return its result (or raise its exception): for
         other work with the model (warming a new version up, embedding added examples)."""
-        if threading.current_thread() is self._thread:
+        if threading.current_thread() in self._threads:
             return fn(*args)
         job = _Call(fn, args)
         self._put(job)
         return job.future.result()
 
     def close(self) -> None:
-        """Finish what is queued, then stop the worker."""
+        """Finish what is queued, then stop the workers."""
         with self._cond:
             self._closed = True
             self._cond.notify_all()
-        if threading.current_thread() is not self._thread:
-            self._thread.join()
+        for thread in self._threads:
+            if thread is not threading.current_thread():
+                thread.join()
 
     def _put(self, job: Any) -> None:
         with self._cond:
@@ -170,29 +190,37 @@ class SelectionBatcher:
                         job.future.set_exception(exc)
 
     def _take(self) -> Optional[List[Any]]:
-        """The next batch: every waiting job up to ``max_queries`` queries (waiting ``window_s`` for more)."""
+        """The next batch: the waiting jobs up to ``max_queries`` queries (waiting ``window_s`` for more), shared
+        with the other idle workers: with ``w`` workers free, this one takes about ``1 / w`` of what waits (in
+        queries; a call counts as one) and wakes the next for the rest."""
         with self._cond:
-            while not self._queue:
-                if self._closed:
-                    return None
-                self._cond.wait()
-            if self.window_s > 0 and self._last_batch > 1 and not self._closed:  # a lone client never waits
-                deadline = time.monotonic() + self.window_s
-                while self._n_queries() < self.max_queries and not self._closed:
-                    left = deadline - time.monotonic()
-                    if left <= 0:
+            self._idle += 1
+            try:
+                while not self._queue:
+                    if self._closed:
+                        return None
+                    self._cond.wait()
+                if self.window_s > 0 and self._last_batch > 1 and not self._closed:  # a lone client never waits
+                    deadline = time.monotonic() + self.window_s
+                    while self._n_queries() < self.max_queries and not self._closed:
+                        left = deadline - time.monotonic()
+                        if left <= 0:
+                            break
+                        self._cond.wait(left)
+                share = min(self.max_queries, -(-sum(map(_size, self._queue)) // self._idle))
+                jobs, n = [], 0
+                while self._queue:
+                    size = _size(self._queue[0])
+                    if jobs and n + size > share:
                         break
-                    self._cond.wait(left)
-            jobs, n = [], 0
-            while self._queue:
-                job = self._queue[0]
-                size = len(job.texts or ()) if isinstance(job, _Select) else 0
-                if jobs and n + size > self.max_queries:
-                    break
-                jobs.append(self._queue.popleft())
-                n += size
-            self._last_batch = sum(isinstance(j, _Select) for j in jobs)
-            return jobs
+                    jobs.append(self._queue.popleft())
+                    n += size
+                self._last_batch = sum(isinstance(j, _Select) for j in jobs)
+                if self._queue:
+                    self._cond.notify()
+                return jobs
+            finally:
+                self._idle -= 1
 
     def _n_queries(self) -> int:
         return sum(len(j.texts or ()) if isinstance(j, _Select) else 0 for j in self._queue)
@@ -207,9 +235,10 @@ class SelectionBatcher:
                 alone.append(job)
         selects = sum(isinstance(j, _Select) for j in jobs)
         if selects:
-            self.n_batches_ += 1
-            self.n_requests_ += selects
-            self.largest_batch_ = max(self.largest_batch_, selects)
+            with self._cond:
+                self.n_batches_ += 1
+                self.n_requests_ += selects
+                self.largest_batch_ = max(self.largest_batch_, selects)
         for group in groups.values():
             if len(group) == 1:
                 alone.append(group[0])

@@ -12,8 +12,8 @@ Endpoints:
 * ``GET /health``: the version served, the example count, the method;
 * ``/docs`` and ``/openapi.json``: the request and answer models.
 
-**Batching.** Every selection runs on one worker thread (:class:`ucs.index.batching.SelectionBatcher`): the
-requests that arrive together are answered with one embedding call and one selection call, each request getting
+**Batching.** Every selection runs on one of the worker threads (:class:`ucs.index.batching.SelectionBatcher`,
+``workers`` of them side by side): the requests that arrive together are answered with one embedding call and one selection call, each request getting
 exactly the rows it would get alone (the module says when requests share a call). ``/v1/select`` is a coroutine
 that waits for its rows, so the event loop keeps reading requests while the worker computes (ONNX Runtime and
 faiss release the GIL).
@@ -50,10 +50,12 @@ from fastapi import Depends, FastAPI, Header, HTTPException
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from ucs import defaults as D
 from ucs.embedding.threads import set_threads
 from ucs.index.batching import SelectionBatcher
 from ucs.index.examples import example_text, query_text
 from ucs.index.index import SelectorIndex
+from ucs.utils.cpu import available_cores
 from ucs.utils.redact import redact, register_secret
 
 __all__ = [
@@ -165,15 +167,18 @@ class ServedIndex:
     max_batch : int, default=64
         Queries answered in one batch at most.
     threads : int, optional
-        torch / BLAS / OpenMP threads of the worker (default: unchanged; ``ucs serve`` passes the embedder's
+        torch / BLAS / OpenMP threads of each worker (default: unchanged; ``ucs serve`` passes the embedder's
         ``query_threads``).
+    workers : int, optional
+        Worker threads answering batches side by side (default :data:`ucs.defaults.SERVE_WORKERS`, at most the
+        cores available).
 
     Attributes
     ----------
     index : SelectorIndex
         The version served now (replaced, never modified).
     batcher : SelectionBatcher
-        The worker that runs every selection and every use of the model.
+        The workers that run every selection and every use of the model.
     """
 
     def __init__(
@@ -185,6 +190,7 @@ class ServedIndex:
         batch_window_s: float = 0.002,
         max_batch: int = 64,
         threads: Optional[int] = None,
+        workers: Optional[int] = None,
     ) -> None:
         self.directory = Path(directory)
         self.embedder = embedder
@@ -192,7 +198,10 @@ class ServedIndex:
         self._loader = loader or (
             lambda d, v: SelectorIndex.load(d, embedder=self.embedder, warmup=False, version=v)
         )
-        self.batcher = SelectionBatcher(window_s=batch_window_s, max_queries=max_batch, threads=threads)
+        if workers is None:
+            workers = max(1, min(D.SERVE_WORKERS, available_cores()))
+        self.batcher = SelectionBatcher(window_s=batch_window_s, max_queries=max_batch, threads=threads,
+                                        workers=workers)
         # additions and reloads: one thread, below the worker's priority where the OS allows
         self._writer = ThreadPoolExecutor(1, thread_name_prefix="ucs-serve-writer", initializer=_background)
         self._write_lock = threading.Lock()  # one addition (copy, add, save) at a time
