@@ -22,8 +22,13 @@ def ray_executor():
         os.environ["PYTHONPATH"] = os.pathsep.join([src, *paths])
     if ray.is_initialized():  # pragma: no cover - another suite left one running
         ray.shutdown()
-    ray.init(num_cpus=2, include_dashboard=False, address="local", log_to_driver=False,
-             object_store_memory=256 * 1024**2)
+    ray.init(
+        num_cpus=2,
+        include_dashboard=False,
+        address="local",
+        log_to_driver=False,
+        object_store_memory=256 * 1024**2,
+    )
     ex = RayExecutor()
     try:
         yield ex

@@ -21,8 +21,17 @@ def pool():
     return E, y
 
 
-@pytest.mark.parametrize("extra", [dict(), dict(dbscan_q=0.3), dict(coding="omp"), dict(method="dbscan"),
-                                   dict(method="dict_argmax"), dict(standardize=True)])
+@pytest.mark.parametrize(
+    "extra",
+    [
+        dict(),
+        dict(dbscan_q=0.3),
+        dict(coding="omp"),
+        dict(method="dbscan"),
+        dict(method="dict_argmax"),
+        dict(standardize=True),
+    ],
+)
 def test_labels_equal_the_local_clusterer(pool, extra):
     E, _ = pool
     est = LatentClusterer(random_state=3, **SMALL, **extra)
@@ -46,7 +55,7 @@ def test_shard_files_and_pool_embeddings_are_accepted(pool, tmp_path):
     E, _ = pool
     paths = []
     for i, s in enumerate(range(0, len(E), 500)):
-        paths.append(str(atomic_save_npy(tmp_path / f"shard{i}.npy", E[s:s + 500])))
+        paths.append(str(atomic_save_npy(tmp_path / f"shard{i}.npy", E[s : s + 500])))
     ref = cluster_pool(E, random_state=1, **SMALL).labels_
     np.testing.assert_array_equal(cluster_pool(paths, random_state=1, **SMALL).labels_, ref)
 

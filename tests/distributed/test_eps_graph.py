@@ -35,7 +35,7 @@ def brute_force(U, k, q):
 
 
 def shards_of(U, size):
-    parts = [U[s:s + size] for s in range(0, len(U), size)]
+    parts = [U[s : s + size] for s in range(0, len(U), size)]
     return parts, [len(p) for p in parts]
 
 
@@ -45,7 +45,9 @@ def test_sharded_components_equal_the_definition(q, shard_size, index_shards):
     U = unit_blobs(1500, seed=int(q * 100) + shard_size)
     ref, eps, kth = brute_force(U, 20, q)
     parts, lengths = shards_of(U, shard_size)
-    res = sharded_eps_components(LocalExecutor(), parts, lengths, dbscan_k=20, dbscan_q=q, index_shards=index_shards)
+    res = sharded_eps_components(
+        LocalExecutor(), parts, lengths, dbscan_k=20, dbscan_q=q, index_shards=index_shards
+    )
     assert res.eps == eps
     np.testing.assert_array_equal(res.kth_distances, kth)
     np.testing.assert_array_equal(res.labels, ref)
@@ -72,8 +74,16 @@ def test_approximate_search_agrees_on_clustered_data(knn):
     U = unit_blobs(2000, seed=1)
     ref, eps, _ = brute_force(U, 20, 0.05)
     parts, lengths = shards_of(U, 700)
-    res = sharded_eps_components(LocalExecutor(), parts, lengths, dbscan_k=20, dbscan_q=0.05, knn=knn, index_shards=2,
-                                 knn_params={"random_state": 0})
+    res = sharded_eps_components(
+        LocalExecutor(),
+        parts,
+        lengths,
+        dbscan_k=20,
+        dbscan_q=0.05,
+        knn=knn,
+        index_shards=2,
+        knn_params={"random_state": 0},
+    )
     assert not res.exact
     assert adjusted_rand_score(ref, res.labels) > 0.99
     assert res.eps == pytest.approx(eps, rel=0.05)
@@ -93,8 +103,9 @@ def test_completion_limit_warns():
     U = unit_blobs(400, seed=3)
     parts, lengths = shards_of(U, 100)
     with pytest.warns(RuntimeWarning, match="completion_limit"):
-        res = sharded_eps_components(LocalExecutor(), parts, lengths, dbscan_k=5, dbscan_q=0.9, graph_k=5,
-                                     completion_limit=10)
+        res = sharded_eps_components(
+            LocalExecutor(), parts, lengths, dbscan_k=5, dbscan_q=0.9, graph_k=5, completion_limit=10
+        )
     assert res.truncated
 
 

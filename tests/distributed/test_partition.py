@@ -56,12 +56,15 @@ def test_shard_files_are_accepted(pool, small_fit_sample, tmp_path):
     _check_equal(kmeans_pool(paths, {"method": "kmeans", "random_state": 2}), local)
 
 
-@pytest.mark.parametrize("params,match", [
-    ({"method": "dict_hdbscan"}, "need the whole pool in one process"),
-    ({"method": "dict_dbscan"}, "run through cluster_pool"),
-    ({"method": "kmeans", "standardize": True}, "standardize=False"),
-    ({"method": "kmeans", "n_clusters": 5000}, "n_clusters=5000"),
-])
+@pytest.mark.parametrize(
+    "params,match",
+    [
+        ({"method": "dict_hdbscan"}, "need the whole pool in one process"),
+        ({"method": "dict_dbscan"}, "run through cluster_pool"),
+        ({"method": "kmeans", "standardize": True}, "standardize=False"),
+        ({"method": "kmeans", "n_clusters": 5000}, "n_clusters=5000"),
+    ],
+)
 def test_what_it_cannot_do_is_refused_with_the_fix(pool, params, match):
     E, _ = pool
     with pytest.raises(ValueError, match=match):

@@ -26,7 +26,11 @@ def test_primitives(ray_executor):
     np.testing.assert_array_equal(ex.get(b), np.arange(5) % 2)
     big = ex.put(np.ones(1000))
     assert ex.map(operator.add, [1.0, 2.0], big)[1].sum() == 3000.0
-    assert ex.map_actors(functools.partial(functools.partial, operator.add, 100), [1, 2, 3]) == [101, 102, 103]
+    assert ex.map_actors(functools.partial(functools.partial, operator.add, 100), [1, 2, 3]) == [
+        101,
+        102,
+        103,
+    ]
     records = [{"i": 0, "t": ["a", "bb"]}, {"i": 1, "t": ["ccc"]}, {"i": 2, "t": ["d"]}]
     assert ex.map_records(functools.partial(functools.partial, dict), records) == records
 
@@ -50,12 +54,16 @@ def test_eps_components_on_ray_equal_local(ray_executor, knn):
     rng = np.random.default_rng(0)
     X = rng.standard_normal((25, 16))[rng.integers(0, 25, 1200)] + 0.3 * rng.standard_normal((1200, 16))
     U = (X / np.linalg.norm(X, axis=1, keepdims=True)).astype(np.float32)
-    parts = [U[s:s + 300] for s in range(0, 1200, 300)]
+    parts = [U[s : s + 300] for s in range(0, 1200, 300)]
     lengths = [len(p) for p in parts]
     # the same index partitions on both executors, so that approximate search sees the same indices
-    local = sharded_eps_components(LocalExecutor(), parts, lengths, dbscan_k=20, dbscan_q=0.2, knn=knn, index_shards=2)
+    local = sharded_eps_components(
+        LocalExecutor(), parts, lengths, dbscan_k=20, dbscan_q=0.2, knn=knn, index_shards=2
+    )
     handles = [ray_executor.put(p) for p in parts]
-    dist = sharded_eps_components(ray_executor, handles, lengths, dbscan_k=20, dbscan_q=0.2, knn=knn, index_shards=2)
+    dist = sharded_eps_components(
+        ray_executor, handles, lengths, dbscan_k=20, dbscan_q=0.2, knn=knn, index_shards=2
+    )
     assert dist.eps == local.eps
     np.testing.assert_array_equal(dist.kth_distances, local.kth_distances)
     np.testing.assert_array_equal(dist.labels, local.labels)
@@ -83,8 +91,10 @@ def test_select_queries_on_ray_equals_one_call(ray_executor):
     pool = rng.standard_normal((300, 16))
     lab = rng.integers(0, 20, 300)
     queries = rng.standard_normal((45, 16))
-    for sel in (DPPSelector(candidate_num=15, prior=UCSPrior(lab, estimator="binomial", lam=0.5)),
-                VoteKSelector(prior=UCSPrior(lab, lam=0.5))):
+    for sel in (
+        DPPSelector(candidate_num=15, prior=UCSPrior(lab, estimator="binomial", lam=0.5)),
+        VoteKSelector(prior=UCSPrior(lab, lam=0.5)),
+    ):
         sel.fit(pool, cluster_ids=lab)
         ref = sel.select(queries, 5)
         got = select_queries(sel, queries, ray_executor, batch_size=10, budget=5)
@@ -103,16 +113,34 @@ def test_pipeline_on_ray_equals_the_local_pipeline(ray_executor, tmp_path):
 
     # one run and one method per selection path (worker batches, driver-side shared row), so that actor
     # start-up stays a small part of the test on a 2-core machine
-    cfg = PipelineConfig.resolve("paper", overrides={
-        "dataset": "sample", "backbone": "dummy", "mode": "likelihood", "test_size": 6, "n_runs": 1, "budget": 4,
-        "retrieval_embedder": "backbone", "mdl_scorer": "backbone",
-        "clusterer": {"pca_dim": 16, "n_atoms": 8, "dbscan_k": 5, "dbscan_q": 0.1, "coding": "ridge"},
-        "selector": {"method": ("dpp+ucs", "votek+ucs"),
-                     "params": {b: {"candidate_num": 20} for b in ("topk", "labelaware", "dpp", "mdl")}}})
+    cfg = PipelineConfig.resolve(
+        "paper",
+        overrides={
+            "dataset": "sample",
+            "backbone": "dummy",
+            "mode": "likelihood",
+            "test_size": 6,
+            "n_runs": 1,
+            "budget": 4,
+            "retrieval_embedder": "backbone",
+            "mdl_scorer": "backbone",
+            "clusterer": {"pca_dim": 16, "n_atoms": 8, "dbscan_k": 5, "dbscan_q": 0.1, "coding": "ridge"},
+            "selector": {
+                "method": ("dpp+ucs", "votek+ucs"),
+                "params": {b: {"candidate_num": 20} for b in ("topk", "labelaware", "dpp", "mdl")},
+            },
+        },
+    )
     runs = {}
     for name, ex in (("local", None), ("ray", ray_executor)):
-        pipe = Pipeline(cfg, backbone=DummyBackbone(), cache_dir=tmp_path / name / "cache", progress=False,
-                        executor=ex, shard_size=50)
+        pipe = Pipeline(
+            cfg,
+            backbone=DummyBackbone(),
+            cache_dir=tmp_path / name / "cache",
+            progress=False,
+            executor=ex,
+            shard_size=50,
+        )
         res = pipe.run(tmp_path / name / "out")
         lines = (tmp_path / name / "out" / "records.jsonl").read_text().splitlines()
         runs[name] = (res, [json.loads(x) for x in lines])
@@ -142,13 +170,30 @@ def test_pipeline_clusters_with_the_default_kmeans_on_ray(ray_executor, tmp_path
     from ucs.pipeline import Pipeline, PipelineConfig
     from ucs.testing import DummyBackbone
 
-    cfg = PipelineConfig.resolve("paper", overrides={
-        "dataset": "sample", "backbone": "dummy", "mode": "likelihood", "clusterer.method": "kmeans", "n_runs": 1,
-        "retrieval_embedder": "backbone", "mdl_scorer": "backbone", "test_size": None, "clusterer.coding": "ridge"})
+    cfg = PipelineConfig.resolve(
+        "paper",
+        overrides={
+            "dataset": "sample",
+            "backbone": "dummy",
+            "mode": "likelihood",
+            "clusterer.method": "kmeans",
+            "n_runs": 1,
+            "retrieval_embedder": "backbone",
+            "mdl_scorer": "backbone",
+            "test_size": None,
+            "clusterer.coding": "ridge",
+        },
+    )
     ids = {}
     for name, ex in (("local", None), ("ray", ray_executor)):
-        pipe = Pipeline(cfg, backbone=DummyBackbone(), cache_dir=tmp_path / name, progress=False, executor=ex,
-                        shard_size=40)
+        pipe = Pipeline(
+            cfg,
+            backbone=DummyBackbone(),
+            cache_dir=tmp_path / name,
+            progress=False,
+            executor=ex,
+            shard_size=40,
+        )
         ids[name] = pipe.cluster_ids(42)
         assert isinstance(pipe.clusterer(42), PoolClustering) == (ex is not None)  # the sharded path ran
     np.testing.assert_array_equal(ids["ray"], ids["local"])

@@ -1,5 +1,6 @@
 """select_queries gives the single-call selection for every batch size: the same demonstrations, and scores
-equal to float rounding (a threaded BLAS may round a query's similarity row differently in a smaller product)."""
+equal to float rounding (a threaded BLAS may round a query's similarity row differently in a smaller
+product)."""
 
 import functools
 
@@ -82,7 +83,9 @@ def test_query_independent_without_queries(data):
     pool, lab, queries = data
     sel = VoteKSelector(k=3).fit(pool)
     texts = [f"q{i}" for i in range(5)]
-    _assert_same(select_queries(sel, None, budget=4, query_texts=texts), sel.select(None, 4, query_texts=texts))
+    _assert_same(
+        select_queries(sel, None, budget=4, query_texts=texts), sel.select(None, 4, query_texts=texts)
+    )
 
 
 def test_batch_dependent_selectors_warn(data):

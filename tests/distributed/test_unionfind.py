@@ -15,8 +15,13 @@ def _scipy_labels(n, a, b):
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.integers(1, 60).flatmap(lambda n: st.tuples(
-    st.just(n), st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)), max_size=3 * n))))
+@given(
+    st.integers(1, 60).flatmap(
+        lambda n: st.tuples(
+            st.just(n), st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)), max_size=3 * n)
+        )
+    )
+)
 def test_matches_scipy_connected_components(case):
     n, edges = case
     a = np.array([e[0] for e in edges], dtype=np.int64)
@@ -30,7 +35,7 @@ def test_incremental_unions_equal_one_batch():
     a, b = rng.integers(0, n, 4000), rng.integers(0, n, 4000)
     uf = UnionFind(n)
     for s in range(0, 4000, 700):
-        uf.union(a[s:s + 700], b[s:s + 700])
+        uf.union(a[s : s + 700], b[s : s + 700])
     np.testing.assert_array_equal(uf.labels(), connected_components_from_edges(n, a, b))
     assert uf.n_components == int(uf.labels().max()) + 1
     # every root is the smallest member of its set

@@ -66,7 +66,9 @@ class _OneSeedPerCall(DummyLM):
     """Samples every prompt of a call with the call's seed (the old test double's behaviour)."""
 
     def generate(self, prompts, max_new_tokens=16, temperature=0.0, top_p=1.0, stop=None, seed=None):
-        return [DummyLM.generate(self, [p], max_new_tokens, temperature, top_p, stop, seed)[0] for p in prompts]
+        return [
+            DummyLM.generate(self, [p], max_new_tokens, temperature, top_p, stop, seed)[0] for p in prompts
+        ]
 
 
 class _BatchAwareOneAtATime(DummyLM):
@@ -87,16 +89,19 @@ def test_a_true_one_at_a_time_declaration_passes():
     assert check_language_model(_OneAtATime(), ["one_at_a_time"]) == ["one_at_a_time"]
 
 
-@pytest.mark.parametrize("obj, battery, check, match", [
-    (_BatchDependent(dim=8), check_embedder, "rows_independent", "batch"),
-    (_Float64(dim=8), check_embedder, "shape", "float32"),
-    (_SkippingOrder(dim=8, batch_size=4), check_embedder, "batch_order", "partition"),
-    (_BatchDependent(dim=8, batch_size=4), check_embedder, "batch_order", "apart"),
-    (_SumOnly(), check_language_model, "scores", "Not equal to tolerance"),
-    (_Loose(), check_language_model, "generate", "accepted"),
-    (_OneSeedPerCall(), check_language_model, "sample_seeds", "alone with seed"),
-    (_BatchAwareOneAtATime(), check_language_model, "one_at_a_time", "a batch gave"),
-])
+@pytest.mark.parametrize(
+    "obj, battery, check, match",
+    [
+        (_BatchDependent(dim=8), check_embedder, "rows_independent", "batch"),
+        (_Float64(dim=8), check_embedder, "shape", "float32"),
+        (_SkippingOrder(dim=8, batch_size=4), check_embedder, "batch_order", "partition"),
+        (_BatchDependent(dim=8, batch_size=4), check_embedder, "batch_order", "apart"),
+        (_SumOnly(), check_language_model, "scores", "Not equal to tolerance"),
+        (_Loose(), check_language_model, "generate", "accepted"),
+        (_OneSeedPerCall(), check_language_model, "sample_seeds", "alone with seed"),
+        (_BatchAwareOneAtATime(), check_language_model, "one_at_a_time", "a batch gave"),
+    ],
+)
 def test_batteries_catch_broken_implementations(obj, battery, check, match):
     with pytest.raises(AssertionError, match=match):
         battery(obj, [check])
@@ -110,7 +115,12 @@ def test_unknown_check_names_are_refused():
 @pytest.mark.parametrize("name", list(CLUSTERER_CHECKS))
 def test_latent_clusterer_passes_scikit_learns_battery(name):
     passed = check_clusterer(name)
-    for must in ("check_clustering", "check_fit_idempotent", "check_estimators_pickle", "check_get_params_invariance"):
+    for must in (
+        "check_clustering",
+        "check_fit_idempotent",
+        "check_estimators_pickle",
+        "check_get_params_invariance",
+    ):
         assert must in passed or (name == "dict_dbscan" and must == "check_clustering")
 
 

@@ -37,10 +37,15 @@ def test_dummy_lm_contract_scores_and_generation():
     assert s.shape == (3,) and np.argmax(s) == 0
     d = lm.score_continuations_detailed("Q: hi\nA:", [" greeting", " other label"])
     np.testing.assert_array_equal(d.n_tokens, [1, 2])
-    np.testing.assert_allclose(lm.score_continuations("Q: hi\nA:", [" other label"], reduction="mean"),
-                               d.logprob[1:] / 2)
-    np.testing.assert_array_equal(s, DummyLM(seed=1, answers={"Q: hi\nA:": "greeting"}).score_continuations(
-        "Q: hi\nA:", [" greeting", " other label", " x"]))
+    np.testing.assert_allclose(
+        lm.score_continuations("Q: hi\nA:", [" other label"], reduction="mean"), d.logprob[1:] / 2
+    )
+    np.testing.assert_array_equal(
+        s,
+        DummyLM(seed=1, answers={"Q: hi\nA:": "greeting"}).score_continuations(
+            "Q: hi\nA:", [" greeting", " other label", " x"]
+        ),
+    )
     assert (lm.score_continuations("p", ["a b c", "d"]) < 0).all()
     with pytest.raises(ValueError, match="reduction"):
         lm.score_continuations("p", ["a"], reduction="max")
@@ -61,5 +66,7 @@ def test_production_modules_import_no_private_helper_of_the_doubles():
 
     src = Path(__file__).resolve().parents[2] / "src" / "ucs"
     pattern = re.compile(r"from ucs\.utils\.dummies import[^\n]*\b_\w+")
-    offenders = [str(p.relative_to(src)) for p in src.rglob("*.py") if pattern.search(p.read_text(encoding="utf-8"))]
+    offenders = [
+        str(p.relative_to(src)) for p in src.rglob("*.py") if pattern.search(p.read_text(encoding="utf-8"))
+    ]
     assert offenders == []

@@ -107,14 +107,20 @@ def _unit_codes_task(source: ShardSource, rep: Any, dtype: Any) -> NDArray[np.fl
     return unit_rows(rep.represent(_prepare(source, dtype)))
 
 
-def gather_rows(ex: Executor, sources: Sequence[Any], lengths: Sequence[int], rows: NDArray[np.int64]) -> NDArray[np.floating]:
+def gather_rows(
+    ex: Executor, sources: Sequence[Any], lengths: Sequence[int], rows: NDArray[np.int64]
+) -> NDArray[np.floating]:
     """Pool rows ``rows`` (sorted global indices) read from the shards that hold them, in that order.
 
     One task per shard that holds any of them; ``O(len(rows) · d)`` data travels to the driver.
     """
     offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
     owner = np.searchsorted(offsets, rows, side="right") - 1
-    parts = [ex.submit(_rows_task, s, rows[owner == i] - offsets[i]) for i, s in enumerate(sources) if np.any(owner == i)]
+    parts = [
+        ex.submit(_rows_task, s, rows[owner == i] - offsets[i])
+        for i, s in enumerate(sources)
+        if np.any(owner == i)
+    ]
     return np.concatenate(ex.get(parts))
 
 
@@ -139,7 +145,10 @@ def resolve_params(clusterer: Any, overrides: Dict[str, Any]) -> Dict[str, Any]:
     elif isinstance(clusterer, LatentClusterer):
         est = LatentClusterer(**{**clusterer.get_params(), **overrides})
     else:
-        raise ValueError(f"clusterer must be a LatentClusterer, a dict of its parameters or None; got {type(clusterer).__name__}")
+        raise ValueError(
+            "clusterer must be a LatentClusterer, a dict of its parameters or None; got "
+            f"{type(clusterer).__name__}"
+        )
     return est.validate().get_params()
 
 
@@ -170,7 +179,10 @@ def _sources(embeddings: Any, executor: Executor, shard_size: int) -> Tuple[List
         if any(h.ndim != 2 for h in heads) or len(widths) != 1:
             raise ValueError("every shard must be a 2-D array (or .npy file) of the same width")
         dtype = np.float32 if all(h.dtype == np.float32 for h in heads) else np.float64
-        srcs = [s if isinstance(s, (str,)) or hasattr(s, "__fspath__") else executor.put(np.asarray(s)) for s in embeddings]
+        srcs = [
+            s if isinstance(s, (str,)) or hasattr(s, "__fspath__") else executor.put(np.asarray(s))
+            for s in embeddings
+        ]
         srcs = [str(s) if hasattr(s, "__fspath__") else s for s in srcs]
         return srcs, [int(h.shape[0]) for h in heads], dtype, widths.pop()
     raise ValueError(
@@ -249,14 +261,20 @@ def cluster_pool(
     sources, lengths, dtype, d = _sources(embeddings, ex, shard_size)
     n = int(sum(lengths))
     if p["method"] != "dict_argmax" and n <= p["dbscan_k"]:
-        raise ValueError(f"dbscan_k={p['dbscan_k']} needs more than {p['dbscan_k']} samples; got {n}. Lower dbscan_k.")
+        raise ValueError(
+            f"dbscan_k={p['dbscan_k']} needs more than {p['dbscan_k']} samples; got {n}. Lower dbscan_k."
+        )
     if n <= fit_sample_size:
         sample_idx = np.arange(n, dtype=np.int64)
     else:
-        sample_idx = np.sort(np.random.default_rng(p["random_state"]).choice(n, fit_sample_size, replace=False))
+        sample_idx = np.sort(
+            np.random.default_rng(p["random_state"]).choice(n, fit_sample_size, replace=False)
+        )
     from ucs.clustering._validation import check_embeddings
 
-    X = check_embeddings(gather_rows(ex, sources, lengths, sample_idx), "E", min_samples=2).astype(dtype, copy=False)
+    X = check_embeddings(gather_rows(ex, sources, lengths, sample_idx), "E", min_samples=2).astype(
+        dtype, copy=False
+    )
     timings["sample"] = time.perf_counter() - t
     rep = _fit_representation(p, X, timings)
     del X
@@ -275,8 +293,15 @@ def cluster_pool(
             raise RuntimeError("coded shards do not have the rows of the input shards")
         timings["dictionary_transform"] = time.perf_counter() - t
         graph = sharded_eps_components(
-            ex, units, lengths, dbscan_k=p["dbscan_k"], dbscan_q=p["dbscan_q"], graph_k=p["graph_k"], knn=knn,
-            knn_params={"random_state": p["random_state"], **(knn_params or {})}, completion_limit=completion_limit,
+            ex,
+            units,
+            lengths,
+            dbscan_k=p["dbscan_k"],
+            dbscan_q=p["dbscan_q"],
+            graph_k=p["graph_k"],
+            knn=knn,
+            knn_params={"random_state": p["random_state"], **(knn_params or {})},
+            completion_limit=completion_limit,
             index_shards=index_shards,
         )
         timings.update(graph.timings)

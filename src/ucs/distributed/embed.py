@@ -89,7 +89,9 @@ class PoolEmbeddings:
         """Shard ``i``, verified against its manifest (raises if missing or corrupt)."""
         arr = EmbeddingCache(self.root).get(self.keys[i])
         if arr is None:
-            raise ValueError(f"shard {i} (key {self.keys[i]}) is missing or corrupt under {self.root}; rerun embed_pool")
+            raise ValueError(
+                f"shard {i} (key {self.keys[i]}) is missing or corrupt under {self.root}; rerun embed_pool"
+            )
         return arr
 
     def iter_shards(self) -> Iterator[NDArray[np.float32]]:
@@ -145,8 +147,12 @@ class _EmbedShardWorker:
         if cache_key(self.identity, th) != record["key"]:
             raise ValueError(f"shard {record['shard']}: texts changed in transit (key mismatch)")
         self.cache.put(record["key"], arr, self.identity, th)
-        return {"shard": int(record["shard"]), "rows": int(arr.shape[0]), "dim": int(arr.shape[1]),
-                "sha256": hash_array(arr)}
+        return {
+            "shard": int(record["shard"]),
+            "rows": int(arr.shape[0]),
+            "dim": int(arr.shape[1]),
+            "sha256": hash_array(arr),
+        }
 
 
 def _canonical_identity(identity: Dict[str, Any]) -> Dict[str, Any]:
@@ -223,24 +229,45 @@ def embed_pool(
         else:
             pending.append({"shard": i, "key": key, "texts": chunk})
     done = ex.map_records(
-        _factory(embedder_factory, str(root), identity), pending,
-        num_actors=num_actors, num_cpus=num_cpus, num_gpus=num_gpus,
+        _factory(embedder_factory, str(root), identity),
+        pending,
+        num_actors=num_actors,
+        num_cpus=num_cpus,
+        num_gpus=num_gpus,
     )
     for rec in done:
         dims[int(rec["shard"])] = int(rec["dim"])
     widths = set(dims.values())
     if len(widths) != 1:
-        raise ValueError(f"shards have different embedding widths {sorted(widths)}; is out_dir shared by other models?")
+        raise ValueError(
+            f"shards have different embedding widths {sorted(widths)}; is out_dir shared by other models?"
+        )
     dim = widths.pop()
-    pool_key = hashlib.sha256(json.dumps({"identity": identity, "keys": keys}, sort_keys=True).encode()).hexdigest()
+    pool_key = hashlib.sha256(
+        json.dumps({"identity": identity, "keys": keys}, sort_keys=True).encode()
+    ).hexdigest()
     manifest = root / "pools" / f"{pool_key}.json"
-    atomic_write_json(manifest, {
-        "format": _MANIFEST_FORMAT, "identity": identity, "ranges": ranges.tolist(), "keys": keys,
-        "dim": dim, "n": len(texts), "shard_size": shard_size,
-    })
+    atomic_write_json(
+        manifest,
+        {
+            "format": _MANIFEST_FORMAT,
+            "identity": identity,
+            "ranges": ranges.tolist(),
+            "keys": keys,
+            "dim": dim,
+            "n": len(texts),
+            "shard_size": shard_size,
+        },
+    )
     return PoolEmbeddings(
-        root=root, identity=identity, ranges=ranges, keys=tuple(keys), dim=dim, manifest=manifest,
-        n_embedded=len(done), n_skipped=len(keys) - len(done),
+        root=root,
+        identity=identity,
+        ranges=ranges,
+        keys=tuple(keys),
+        dim=dim,
+        manifest=manifest,
+        n_embedded=len(done),
+        n_skipped=len(keys) - len(done),
     )
 
 

@@ -86,7 +86,9 @@ def build_index_task(U: NDArray[np.float32], method: str, params: Dict[str, Any]
         quantizer = faiss.IndexFlatIP(d)
         index = faiss.IndexIVFFlat(quantizer, d, nlist, faiss.METRIC_INNER_PRODUCT)
         rng = np.random.default_rng(int(params.get("random_state") or 0))
-        train = U if U.shape[0] <= 256 * nlist else U[np.sort(rng.choice(U.shape[0], 256 * nlist, replace=False))]
+        train = (
+            U if U.shape[0] <= 256 * nlist else U[np.sort(rng.choice(U.shape[0], 256 * nlist, replace=False))]
+        )
         index.cp.seed = int(params.get("random_state") or 0)
         index.train(train)
         index.add(U)
@@ -95,7 +97,9 @@ def build_index_task(U: NDArray[np.float32], method: str, params: Dict[str, Any]
     return faiss.serialize_index(index)
 
 
-def _search_shard(Uq: NDArray[np.float32], db: Any, k: int, method: str, params: Dict[str, Any]) -> NDArray[np.int64]:
+def _search_shard(
+    Uq: NDArray[np.float32], db: Any, k: int, method: str, params: Dict[str, Any]
+) -> NDArray[np.int64]:
     """Local ids of the ``k`` best inner-product matches of each query row in one database shard."""
     if method == "exact":
         Udb = np.ascontiguousarray(db, dtype=np.float32)
@@ -292,7 +296,9 @@ def _check_knn(knn: str) -> str:
     if knn not in KNN_METHODS:
         raise ValueError(f"knn must be one of {KNN_METHODS}; got {knn!r}")
     if knn != "exact" and not _have_faiss():
-        raise ValueError(f"knn={knn!r} needs faiss (extra 'fast': pip install -e '.[fast]'); or use knn='exact'")
+        raise ValueError(
+            f"knn={knn!r} needs faiss (extra 'fast': pip install -e '.[fast]'); or use knn='exact'"
+        )
     return knn
 
 
@@ -364,15 +370,19 @@ def sharded_eps_components(
     if n_idx < 1:
         raise ValueError(f"index_shards must be a positive integer or None; got {index_shards!r}")
     groups = [g for g in np.array_split(np.arange(len(shards)), min(n_idx, len(shards))) if g.size]
-    db = [shards[g[0]] if g.size == 1 else executor.submit(_concat_task, *[shards[i] for i in g]) for g in groups]
+    db = [
+        shards[g[0]] if g.size == 1 else executor.submit(_concat_task, *[shards[i] for i in g])
+        for g in groups
+    ]
     db_offsets = offsets[[g[0] for g in groups]]
     if knn != "exact":
         db = db + [executor.submit(build_index_task, s, knn, params) for s in db]
     packs = []
     kth_handles = []
     for off, s in zip(offsets, shards):
-        kth_h, pack_h = executor.submit(knn_task, int(off), s, db_offsets, knn, params, dbscan_k, gk, *db,
-                                        num_returns=2)
+        kth_h, pack_h = executor.submit(
+            knn_task, int(off), s, db_offsets, knn, params, dbscan_k, gk, *db, num_returns=2
+        )
         kth_handles.append(kth_h)
         packs.append(pack_h)
     kth = np.concatenate(executor.get(kth_handles))
@@ -381,7 +391,9 @@ def sharded_eps_components(
         eps = eps_from_knn(kth, dbscan_q)
 
     t = time.perf_counter()
-    outs = executor.get([executor.submit(edges_task, int(off), float(eps), p) for off, p in zip(offsets, packs)])
+    outs = executor.get(
+        [executor.submit(edges_task, int(off), float(eps), p) for off, p in zip(offsets, packs)]
+    )
     del packs
     n_comp = np.array([int(o[0].max()) + 1 if o[0].size else 0 for o in outs], dtype=np.int64)
     comp_off = np.concatenate([[0], np.cumsum(n_comp)[:-1]]).astype(np.int64)

@@ -91,7 +91,9 @@ class Executor(abc.ABC):
             One result per item, in item order.
         """
 
-    def map(self, fn: Callable[..., Any], items: Sequence[Any], *shared: Any, num_cpus: float = 1) -> List[Any]:
+    def map(
+        self, fn: Callable[..., Any], items: Sequence[Any], *shared: Any, num_cpus: float = 1
+    ) -> List[Any]:
         """``[fn(item, *shared) for item in items]`` as parallel tasks, results in item order.
 
         ``shared`` are objects (or handles from :meth:`put`) every task needs; they are stored
@@ -152,7 +154,9 @@ class LocalExecutor(Executor):
         if num_returns > 1:
             out = tuple(out)
             if len(out) != num_returns:
-                raise ValueError(f"{getattr(fn, '__name__', fn)!r} returned {len(out)} values, expected {num_returns}")
+                raise ValueError(
+                    f"{getattr(fn, '__name__', fn)!r} returned {len(out)} values, expected {num_returns}"
+                )
         return out
 
     def get(self, handles: Any) -> Any:

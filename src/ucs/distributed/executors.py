@@ -37,9 +37,9 @@ class ExecutorOptionError(ValueError):
 def make_executor(executor: str, address: Optional[str] = None, num_cpus: Optional[int] = None) -> Executor:
     """The executor the commands' ``--executor``, ``--address`` and ``--num-cpus`` options ask for.
 
-    ``"local"`` takes no address; ``"ray"`` passes ``address`` (empty → a private local cluster) and ``num_cpus``
-    to :class:`~ucs.distributed.RayExecutor`. Raises :class:`ExecutorOptionError` for an unknown executor or an
-    address without Ray. O(1); Ray connects only when first used.
+    ``"local"`` takes no address; ``"ray"`` passes ``address`` (empty → a private local cluster) and
+    ``num_cpus`` to :class:`~ucs.distributed.RayExecutor`. Raises :class:`ExecutorOptionError` for an unknown
+    executor or an address without Ray. O(1); Ray connects only when first used.
     """
     if executor == "local":
         if address:

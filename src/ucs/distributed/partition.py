@@ -60,13 +60,17 @@ def _kmeans_params(clusterer: Any, overrides: Dict[str, Any]) -> Dict[str, Any]:
     p = resolve_params(clusterer, {"method": "kmeans", **overrides} if clusterer is None else overrides)
     if p["method"] not in DISTRIBUTED_PARTITIONS:
         raise ValueError(
-            f"kmeans_pool runs method 'kmeans' only; got method={p['method']!r}. The paper's DBSCAN methods run "
-            f"through cluster_pool; HDBSCAN, dict_kmeans and auto need the whole pool in one process: cluster it "
+            f"kmeans_pool runs method 'kmeans' only; got method={p['method']!r}. The paper's DBSCAN methods "
+            "run "
+            "through cluster_pool; HDBSCAN, dict_kmeans and auto need the whole pool in one process: "
+            "cluster it "
             f"with LatentClusterer (Pipeline without an executor)."
         )
     if p["standardize"]:
-        raise ValueError("kmeans_pool needs standardize=False (the standardiser is fitted on the whole pool); "
-                         "cluster with LatentClusterer on one machine to standardise")
+        raise ValueError(
+            "kmeans_pool needs standardize=False (the standardiser is fitted on the whole pool); "
+            "cluster with LatentClusterer on one machine to standardise"
+        )
     return p
 
 
@@ -118,7 +122,9 @@ def kmeans_pool(
     Xfit = unit_rows(gather_rows(ex, sources, lengths, rows).astype(dtype, copy=False))
     timings["sample"] = time.perf_counter() - t
     t = time.perf_counter()
-    centers, fit_labels = fit_centers(Xfit, k, p["random_state"], impl=p.get("kmeans_impl", partition.KMEANS_IMPL))
+    centers, fit_labels = fit_centers(
+        Xfit, k, p["random_state"], impl=p.get("kmeans_impl", partition.KMEANS_IMPL)
+    )
     timings["kmeans_fit"] = time.perf_counter() - t
     del Xfit
     t = time.perf_counter()
@@ -130,7 +136,16 @@ def kmeans_pool(
     timings["assign"] = time.perf_counter() - t
     labels, centers = canonical_partition(raw, centers)
     return PoolClustering(
-        labels_=labels, n_clusters_=int(labels.max()) + 1, eps_=None, kth_distances_=None, scaler_=None, pca_=None,
-        dictionary_=None, sample_indices_=rows, knn_exact_=True, graph_=None, timings_=timings,
+        labels_=labels,
+        n_clusters_=int(labels.max()) + 1,
+        eps_=None,
+        kth_distances_=None,
+        scaler_=None,
+        pca_=None,
+        dictionary_=None,
+        sample_indices_=rows,
+        knn_exact_=True,
+        graph_=None,
+        timings_=timings,
         params={**p, "n_clusters": k, "cluster_centers": centers},
     )

@@ -95,8 +95,8 @@ class RayExecutor(Executor):
     runtime_env : dict, optional
         Ray runtime environment for the workers, for example
         ``{"pip": ["/shared/dist/ucs_icl-<version>-py3-none-any.whl[ray]"]}`` (a wheel built
-        from the checkout; the package is not on PyPI) or ``{"py_modules": [ucs]}`` so that a remote cluster can
-        import ``ucs``.
+        from the checkout; the package is not on PyPI) or ``{"py_modules": [ucs]}`` so that a remote cluster
+        can import ``ucs``.
     object_store_memory : int, optional
         Bytes of shared memory for the object store of a cluster started here.
     progress : bool, default=False

@@ -89,15 +89,22 @@ def _batch_ranges(n: int, batch_size: int) -> np.ndarray:
 class _SelectWorker:
     """Per-worker state: a fitted selector (built once) answering query batches."""
 
-    def __init__(self, selector: Any, budget: int, exclude_query_texts: bool = False, order: str = D.ORDER) -> None:
+    def __init__(
+        self, selector: Any, budget: int, exclude_query_texts: bool = False, order: str = D.ORDER
+    ) -> None:
         self.selector = selector() if not hasattr(selector, "select") else selector
         self.budget = budget
         self.exclude_query_texts = exclude_query_texts
         self.order = order
 
     def __call__(self, item: Dict[str, Any]) -> Any:
-        return self.selector.select(item["queries"], self.budget, query_texts=item["texts"],
-                                    exclude_query_texts=self.exclude_query_texts, order=self.order)
+        return self.selector.select(
+            item["queries"],
+            self.budget,
+            query_texts=item["texts"],
+            exclude_query_texts=self.exclude_query_texts,
+            order=self.order,
+        )
 
 
 def select_queries(
@@ -156,7 +163,8 @@ def select_queries(
     if batch_size < 2:
         raise ValueError(
             "batch_size must be >= 2: BLAS computes a one-row product by a matrix-vector path that rounds "
-            "differently from the matrix-matrix path of a larger call, which would change scores in the last bit"
+            "differently from the matrix-matrix path of a larger call, which would change scores in the last "
+            "bit"
         )
     q = np.asarray(queries)
     if q.ndim != 2:
@@ -166,7 +174,8 @@ def select_queries(
     if hasattr(selector, "select"):
         if not is_batch_invariant(selector):
             warnings.warn(
-                f"{type(selector).__name__} draws random numbers for all queries of one call, so its output depends "
+                f"{type(selector).__name__} draws random numbers for all queries of one call, so its output "
+                "depends "
                 "on batch_size; set batch_size >= the number of queries to reproduce the single-call result",
                 UserWarning,
                 stacklevel=2,
@@ -176,8 +185,13 @@ def select_queries(
     ex = get_executor(executor)
     ranges = _batch_ranges(q.shape[0], batch_size)
     items: List[Dict[str, Any]] = [
-        {"queries": q[a:b], "texts": None if query_texts is None else list(query_texts[a:b])} for a, b in ranges
+        {"queries": q[a:b], "texts": None if query_texts is None else list(query_texts[a:b])}
+        for a, b in ranges
     ]
-    parts = ex.map_actors(functools.partial(_SelectWorker, selector, budget, exclude_query_texts, order), items,
-                          num_actors=num_actors, num_cpus=num_cpus)
+    parts = ex.map_actors(
+        functools.partial(_SelectWorker, selector, budget, exclude_query_texts, order),
+        items,
+        num_actors=num_actors,
+        num_cpus=num_cpus,
+    )
     return concat_selections(parts)

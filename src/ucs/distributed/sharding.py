@@ -46,4 +46,3 @@ def load_shard(source: ShardSource, mmap: bool = False) -> np.ndarray:
             return np.load(Path(source), mmap_mode="r", allow_pickle=False)
         return load_npy(source)
     return np.asarray(source)
-

@@ -51,14 +51,19 @@ def _gaussians(seeds: NDArray[np.uint64], dim: int) -> NDArray[np.float64]:
     return z[:, :dim]
 
 
-def make_planted_texts(n: int, n_clusters: int = 1000, zipf_a: float = 1.1, random_state: int = 0) -> Tuple[List[str], NDArray[np.int64]]:
+def make_planted_texts(
+    n: int, n_clusters: int = 1000, zipf_a: float = 1.1, random_state: int = 0
+) -> Tuple[List[str], NDArray[np.int64]]:
     """``n`` texts ``"topic <c>|item <i>"`` with Zipf(``zipf_a``) topic sizes; returns ``(texts, topics)``."""
     topics = planted_topics(n, n_clusters, zipf_a, random_state)
     return planted_texts(topics), topics
 
 
-def planted_topics(n: int, n_clusters: int = 1000, zipf_a: float = 1.1, random_state: int = 0) -> NDArray[np.int64]:
-    """The topic of each of :func:`make_planted_texts`'s ``n`` texts, without the strings (8 bytes a row), shape (n,)."""
+def planted_topics(
+    n: int, n_clusters: int = 1000, zipf_a: float = 1.1, random_state: int = 0
+) -> NDArray[np.int64]:
+    """The topic of each of :func:`make_planted_texts`'s ``n`` texts, without the strings (8 bytes a row),
+    shape (n,)."""
     if n < 1 or n_clusters < 1:
         raise ValueError("n and n_clusters must be positive integers")
     rng = np.random.default_rng(random_state)
@@ -67,8 +72,8 @@ def planted_topics(n: int, n_clusters: int = 1000, zipf_a: float = 1.1, random_s
 
 
 def planted_texts(topics: NDArray[np.int64], start: int = 0) -> List[str]:
-    """The texts of rows ``start, start + 1, ...`` of :func:`make_planted_texts` given their topics: a pool built shard
-    by shard holds only one shard's strings at a time."""
+    """The texts of rows ``start, start + 1, ...`` of :func:`make_planted_texts` given their topics: a pool
+    built shard by shard holds only one shard's strings at a time."""
     return [f"topic {c}|item {i}" for i, c in enumerate(topics.tolist(), start)]
 
 
@@ -105,12 +110,21 @@ class PlantedEmbedder:
 
     @property
     def identity(self) -> Dict[str, Any]:
-        return {"model": "planted-embedder", "revision": f"seed={self.seed}", "dim": self._dim,
-                "noise": self.noise, "offset": self.offset, "layer": "none", "pooling": "none", "l2": False,
-                "max_length": None}
+        return {
+            "model": "planted-embedder",
+            "revision": f"seed={self.seed}",
+            "dim": self._dim,
+            "noise": self.noise,
+            "offset": self.offset,
+            "layer": "none",
+            "pooling": "none",
+            "l2": False,
+            "max_length": None,
+        }
 
     def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
-        """Rows ``offset + centre(topic) + noise · g(text) / sqrt(dim)``, shape ``(len(texts), dim)``, float32."""
+        """Rows ``offset + centre(topic) + noise · g(text) / sqrt(dim)``, shape ``(len(texts), dim)``,
+        float32."""
         texts = sanitize_texts(texts)
         topics = [t.split("|", 1)[0] for t in texts]
         uniq, inv = np.unique(np.asarray(topics, dtype=object).astype(str), return_inverse=True)

@@ -25,8 +25,10 @@ def _as_edges(a: ArrayLike, b: ArrayLike, n: int) -> Tuple[NDArray[np.int64], ND
     if a.shape != b.shape:
         raise ValueError(f"edge endpoint arrays differ in length: {a.shape[0]} and {b.shape[0]}")
     if a.size and (min(a.min(), b.min()) < 0 or max(a.max(), b.max()) >= n):
-        raise ValueError(f"edge endpoints must lie in [0, {n}); got values in [{min(a.min(), b.min())}, "
-                         f"{max(a.max(), b.max())}]")
+        raise ValueError(
+            f"edge endpoints must lie in [0, {n}); got values in [{min(a.min(), b.min())}, "
+            f"{max(a.max(), b.max())}]"
+        )
     return a, b
 
 

@@ -35,7 +35,8 @@ def _module_name(path: Path, root: Path) -> str:
 
 
 def _imports(path: Path, name: str, modules: Set[str]) -> Set[str]:
-    """The ucs modules ``path`` imports (``from package import name`` counts as the submodule if it is one)."""
+    """The ucs modules ``path`` imports (``from package import name`` counts as the submodule if it is
+    one)."""
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     out: Set[str] = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
@@ -65,8 +66,9 @@ def package_of(module: str) -> str:
 
 def upward_imports(graph: Dict[str, Set[str]]) -> List[str]:
     """``a → b`` for every import from a package to one on a higher floor."""
-    return sorted(f"{a} → {b}" for a, bs in graph.items() for b in bs
-                  if FLOOR[package_of(b)] > FLOOR[package_of(a)])
+    return sorted(
+        f"{a} → {b}" for a, bs in graph.items() for b in bs if FLOOR[package_of(b)] > FLOOR[package_of(a)]
+    )
 
 
 def cycles(graph: Dict[str, Set[str]]) -> List[List[str]]:
@@ -114,8 +116,14 @@ def cycles(graph: Dict[str, Set[str]]) -> List[List[str]]:
 def mermaid(graph: Optional[Dict[str, Set[str]]] = None) -> str:
     """The package-level import graph as a Mermaid flowchart, one subgraph per floor (top floor first)."""
     graph = import_graph() if graph is None else graph
-    edges = sorted({(package_of(a), package_of(b)) for a, bs in graph.items() for b in bs
-                    if package_of(a) != package_of(b)})
+    edges = sorted(
+        {
+            (package_of(a), package_of(b))
+            for a, bs in graph.items()
+            for b in bs
+            if package_of(a) != package_of(b)
+        }
+    )
     present = {package_of(m) for m in graph}
     lines = ["flowchart TD"]
     for i in reversed(range(len(FLOORS))):

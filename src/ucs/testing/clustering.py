@@ -1,10 +1,10 @@
 """The clusterer battery: scikit-learn's ``check_estimator`` where it applies, for :class:`LatentClusterer`.
 
 :class:`~ucs.clustering.LatentClusterer` is a scikit-learn ``ClusterMixin`` estimator, so scikit-learn's own
-battery (parameters, cloning, pickling, fit idempotence, sample-order invariance, ``fit_predict`` ≡ ``labels_``,
-n_features checks …) runs on it. A few checks demand scikit-learn's exact error wording or input types the
-project refuses on purpose; :data:`EXPECTED_FAILURES` names each with the reason, and every other check must
-pass. Cost: the battery fits each configuration a few dozen times on ≤ 300 × 10 data (seconds).
+battery (parameters, cloning, pickling, fit idempotence, sample-order invariance, ``fit_predict`` ≡
+``labels_``, n_features checks …) runs on it. A few checks demand scikit-learn's exact error wording or input
+types the project refuses on purpose; :data:`EXPECTED_FAILURES` names each with the reason, and every other
+check must pass. Cost: the battery fits each configuration a few dozen times on ≤ 300 × 10 data (seconds).
 """
 
 from __future__ import annotations
@@ -53,7 +53,8 @@ def check_clusterer(name: str) -> List[str]:
     results = check_estimator(est, on_fail=None, expected_failed_checks=expected)
     failed = sorted({r["check_name"] for r in results if r["status"] == "failed"})
     assert not failed, f"LatentClusterer({name}) fails scikit-learn checks: {failed}"
-    unexpectedly = sorted({r["check_name"] for r in results
-                           if r["check_name"] in expected and r["status"] == "passed"})
+    unexpectedly = sorted(
+        {r["check_name"] for r in results if r["check_name"] in expected and r["status"] == "passed"}
+    )
     assert not unexpectedly, f"expected failures now pass, remove them from EXPECTED_FAILURES: {unexpectedly}"
     return sorted({r["check_name"] for r in results if r["status"] == "passed"})

@@ -1,4 +1,5 @@
-"""A native engine that crashes, for tests of crash isolation: ``python -m ucs.testing.crashing_engine [ARGS]``.
+"""A native engine that crashes, for tests of crash isolation: ``python -m ucs.testing.crashing_engine
+[ARGS]``.
 
 Reads address 0 through :mod:`ctypes`, so the process dies with a real SIGSEGV, as a llama.cpp build for the
 wrong CPU does inside ``decode``. Set ``UCS_LLAMA_PROBE_CHILD=ucs.testing.crashing_engine`` to make the engine

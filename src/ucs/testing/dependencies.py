@@ -1,10 +1,11 @@
 """Which third-party packages each module imports, and whether ``pyproject.toml`` declares them.
 
-Every ``import`` under ``src/ucs`` is read from the source (nothing is imported). An import *at load time* is one
-that runs when the module is imported: at module level, outside ``if TYPE_CHECKING:`` and outside a ``try`` whose
-handler catches ``ImportError``. Such an import is a dependency of every profile that loads the module, so it must
-be in ``[project.dependencies]`` or in an extra that the module's docstring names (``the ``report`` extra``).
-Imports inside functions are optional: they must be declared in some extra and stay behind
+Every ``import`` under ``src/ucs`` is read from the source (nothing is imported). An import *at load time* is
+one that runs when the module is imported: at module level, outside ``if TYPE_CHECKING:`` and outside a
+``try`` whose handler catches ``ImportError``. Such an import is a dependency of every profile that loads the
+module, so it must be in ``[project.dependencies]`` or in an extra that the module's docstring names (``the
+``report`` extra``). Imports inside functions are optional: they must be declared in some extra and stay
+behind
 :func:`ucs.utils.optional.require` or a message that names the install. Cost: one parse of every source file.
 """
 
@@ -19,8 +20,15 @@ from typing import Dict, Iterable, List, Optional, Set
 
 from ucs.testing.architecture import SRC, import_graph
 
-__all__ = ["declared_groups", "distribution_names", "load_time_imports", "all_imports", "module_extras",
-           "undeclared_load_time", "undeclared_anywhere"]
+__all__ = [
+    "declared_groups",
+    "distribution_names",
+    "load_time_imports",
+    "all_imports",
+    "module_extras",
+    "undeclared_load_time",
+    "undeclared_anywhere",
+]
 
 _STD = set(sys.stdlib_module_names) | {"__future__", "ucs"}
 _EXTRA_RE = re.compile(r"``([a-z0-9_-]+)`` extra")
@@ -36,8 +44,10 @@ def _names(node: ast.AST) -> Set[str]:
 
 
 def _catches_import_error(node: ast.Try) -> bool:
-    return any(h.type is None or re.search(r"\b(ImportError|ModuleNotFoundError)\b", ast.unparse(h.type))
-               for h in node.handlers)
+    return any(
+        h.type is None or re.search(r"\b(ImportError|ModuleNotFoundError)\b", ast.unparse(h.type))
+        for h in node.handlers
+    )
 
 
 def _load_time(stmts: Iterable[ast.stmt]) -> Set[str]:
@@ -94,22 +104,26 @@ def declared_groups(pyproject: Path) -> Dict[str, Set[str]]:
 
 
 def distribution_names(module: str, index: Optional[Dict[str, List[str]]] = None) -> Set[str]:
-    """Normalized names of the installed distributions that provide top-level ``module``; where none is installed
-    (a dependency of another Python version, such as ``tomli``), the module's own name."""
+    """Normalized names of the installed distributions that provide top-level ``module``; where none is
+    installed (a dependency of another Python version, such as ``tomli``), the module's own name."""
     index = metadata.packages_distributions() if index is None else index
     return {_normalize(d) for d in index.get(module, [])} or {_normalize(module)}
 
 
 def _module_paths(root: Path) -> Dict[str, Path]:
-    return {(".".join(p.relative_to(root.parent).with_suffix("").parts)).removesuffix(".__init__"): p
-            for p in root.rglob("*.py")}
+    return {
+        (".".join(p.relative_to(root.parent).with_suffix("").parts)).removesuffix(".__init__"): p
+        for p in root.rglob("*.py")
+    }
 
 
 def _load_closure(graph: Dict[str, Set[str]], paths: Dict[str, Path]) -> Dict[str, Set[str]]:
     """Module → the ucs modules loaded with it, through load-time imports only."""
     loaded = {m: _load_time_names(paths[m]) for m in graph}  # one parse per module
-    direct = {m: {d for d in graph[m] if d in loaded[m] or any(f.startswith(d + ".") for f in loaded[m])}
-              for m in graph}
+    direct = {
+        m: {d for d in graph[m] if d in loaded[m] or any(f.startswith(d + ".") for f in loaded[m])}
+        for m in graph
+    }
     out: Dict[str, Set[str]] = {}
     for m in graph:
         seen, todo = {m}, [m]
@@ -159,15 +173,21 @@ def undeclared_load_time(pyproject: Path, root: Path = SRC) -> List[str]:
                 dists = distribution_names(name, index)
                 if not dists & allowed:
                     where = "" if dep == module else f" (through {dep})"
-                    problems.append(f"{module}: imports {name!r}{where} when it loads, provided by "
-                                    f"{sorted(dists)}, not declared for it")
+                    problems.append(
+                        f"{module}: imports {name!r}{where} when it loads, provided by "
+                        f"{sorted(dists)}, not declared for it"
+                    )
     return problems
 
 
 def undeclared_anywhere(pyproject: Path, root: Path = SRC) -> List[str]:
-    """``module: name`` for every third-party import (optional ones included) that no dependency group declares."""
+    """``module: name`` for every third-party import (optional ones included) that no dependency group
+    declares."""
     groups, index = declared_groups(pyproject), metadata.packages_distributions()
     everything = set().union(*groups.values())
-    return [f"{m}: imports {name!r}, provided by {sorted(distribution_names(name, index))}"
-            for m, p in sorted(_module_paths(root).items()) for name in sorted(all_imports(p) - {root.name})
-            if not distribution_names(name, index) & everything]
+    return [
+        f"{m}: imports {name!r}, provided by {sorted(distribution_names(name, index))}"
+        for m, p in sorted(_module_paths(root).items())
+        for name in sorted(all_imports(p) - {root.name})
+        if not distribution_names(name, index) & everything
+    ]

@@ -104,7 +104,7 @@ class DummyEmbedder:
     def batch_order(self, texts: Sequence[str]) -> List[np.ndarray]:
         """Batches of ``batch_size`` rows by text length (rows never depend on their batch here)."""
         order = np.argsort([len(t) for t in sanitize_texts(texts)], kind="stable")
-        return [order[s:s + self.batch_size] for s in range(0, len(order), self.batch_size)]
+        return [order[s : s + self.batch_size] for s in range(0, len(order), self.batch_size)]
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Return an array of shape ``(len(texts), dim)``, float32."""
@@ -134,8 +134,8 @@ class DummyLM(ReducedScoresMixin):
       ``answers`` gives an answer for ``prefix``, the continuation equal to it (after stripping
       whitespace) instead scores ``-0.01`` per token, so it wins — handy for testing evaluation.
     * ``generate``: ``answers[prompt]`` when known, otherwise ``"answer_<8 hex digits>"`` hashed
-      from ``(seed, prompt)`` (and ``(seed, prompt, sample seed + i)`` for prompt ``i`` when ``temperature > 0``,
-      as every backend samples prompt ``i`` with seed ``seed + i``);
+      from ``(seed, prompt)`` (and ``(seed, prompt, sample seed + i)`` for prompt ``i`` when ``temperature >
+      0``, as every backend samples prompt ``i`` with seed ``seed + i``);
       cut at the first stop string and to ``max_new_tokens`` tokens.
 
     Parameters
@@ -197,7 +197,9 @@ class DummyLM(ReducedScoresMixin):
         for i, p in enumerate(prompts):
             ans = self._answer_for(p)
             if ans is None:
-                key = (self.seed, p) if temperature == 0 else (self.seed, p, None if seed is None else seed + i)
+                key = (
+                    (self.seed, p) if temperature == 0 else (self.seed, p, None if seed is None else seed + i)
+                )
                 ans = "answer_" + _digest(*key).hex()[:8]
             out.append(_truncate_generation(ans, max_new_tokens, stop))
         return out
@@ -219,7 +221,6 @@ class DummyLM(ReducedScoresMixin):
                 logp[i] = -sum(0.1 + 5.0 * _unit_float(self.seed, prefix, c, j) for j in range(len(toks)))
         return ContinuationScores(logprob=logp, n_tokens=n_tok)
 
-
     def __repr__(self) -> str:
         return f"DummyLM(seed={self.seed!r})"
 
@@ -239,8 +240,8 @@ class DummyBackbone:
     """A weight-free stand-in for an ICL backbone: :class:`DummyEmbedder` embeddings and
     :class:`DummyLM` answers behind one object (like a real backbone, which is both).
 
-    Registered as the ``dummy`` backbone plug-in (``--backbone dummy``, ``dummy-<n>`` seeded with ``n``) for dry runs
-    and the orchestration tests; its numbers mean nothing.
+    Registered as the ``dummy`` backbone plug-in (``--backbone dummy``, ``dummy-<n>`` seeded with ``n``) for
+    dry runs and the orchestration tests; its numbers mean nothing.
     """
 
     engine = "dummy"
@@ -266,7 +267,8 @@ class DummyBackbone:
         return self._emb.embed(texts)
 
     def embed_tokens(self, texts: Sequence[str]) -> "tuple[list, list]":
-        """Token embeddings of :class:`DummyTokenEmbedder` (Set-BSR with the backbone as retrieval embedder)."""
+        """Token embeddings of :class:`DummyTokenEmbedder` (Set-BSR with the backbone as retrieval
+        embedder)."""
         return self._tokens.embed_tokens(texts)
 
     def count_tokens(self, text: str) -> int:

@@ -27,7 +27,9 @@ def check_embedder_shape(emb: Any) -> None:
     dim = emb.dim
     assert isinstance(dim, int) and dim > 0, f"dim must be a positive int, got {dim!r}"
     out = emb.embed(_TEXTS)
-    assert isinstance(out, np.ndarray) and out.dtype == np.float32, f"embed must return float32, got {type(out)}"
+    assert isinstance(out, np.ndarray) and out.dtype == np.float32, (
+        f"embed must return float32, got {type(out)}"
+    )
     assert out.shape == (len(_TEXTS), dim), f"embed gave shape {out.shape}, expected {(len(_TEXTS), dim)}"
     assert out.flags["C_CONTIGUOUS"], "embed must return a C-contiguous array"
     assert np.isfinite(out).all(), "embed returned non-finite values"
@@ -44,8 +46,9 @@ def check_embedder_rows_independent(emb: Any) -> None:
 
 def check_embedder_deterministic(emb: Any) -> None:
     """The same texts twice give the same vectors."""
-    np.testing.assert_allclose(emb.embed(_TEXTS), emb.embed(_TEXTS), rtol=1e-5, atol=1e-6,
-                               err_msg="embed is not deterministic")
+    np.testing.assert_allclose(
+        emb.embed(_TEXTS), emb.embed(_TEXTS), rtol=1e-5, atol=1e-6, err_msg="embed is not deterministic"
+    )
 
 
 def check_embedder_identity(emb: Any) -> None:
@@ -125,7 +128,9 @@ def check_lm_scores_per_continuation(lm: Any) -> None:
     """A continuation's score does not depend on the others scored with it."""
     both = lm.score_continuations(_PREFIX, _LABELS)
     one = lm.score_continuations(_PREFIX, _LABELS[2:])
-    np.testing.assert_allclose(one[0], both[2], rtol=1e-3, atol=1e-3, err_msg="scores depend on the other labels")
+    np.testing.assert_allclose(
+        one[0], both[2], rtol=1e-3, atol=1e-3, err_msg="scores depend on the other labels"
+    )
 
 
 def check_lm_generate(lm: Any) -> None:
@@ -133,7 +138,9 @@ def check_lm_generate(lm: Any) -> None:
     prompts = [_PREFIX, "Q: 1 + 1 =\nA:"]
     a = lm.generate(prompts, max_new_tokens=4, temperature=0.0)
     assert isinstance(a, list) and len(a) == 2 and all(isinstance(t, str) for t in a), f"generate gave {a!r}"
-    assert a == lm.generate(prompts, max_new_tokens=4, temperature=0.0), "greedy generation is not deterministic"
+    assert a == lm.generate(prompts, max_new_tokens=4, temperature=0.0), (
+        "greedy generation is not deterministic"
+    )
     for bad in (dict(max_new_tokens=0), dict(temperature=-1.0), dict(top_p=0.0)):
         try:
             lm.generate(prompts[:1], **{"max_new_tokens": 4, **bad})
@@ -143,8 +150,8 @@ def check_lm_generate(lm: Any) -> None:
 
 
 def check_lm_sample_seeds(lm: Any) -> None:
-    """Sampled prompt ``i`` of a call with ``seed=s`` is drawn with seed ``s + i``: asked alone with that seed it
-    gives the same completion, and a repeated call gives the same completions (the key of stored sampled
+    """Sampled prompt ``i`` of a call with ``seed=s`` is drawn with seed ``s + i``: asked alone with that seed
+    it gives the same completion, and a repeated call gives the same completions (the key of stored sampled
     answers, :func:`ucs.evaluation.answers.sample_key`)."""
     prompts = [_PREFIX, "Q: 1 + 1 =\nA:", _PREFIX]
     kw = dict(max_new_tokens=4, temperature=1.5, top_p=1.0)
@@ -152,12 +159,15 @@ def check_lm_sample_seeds(lm: Any) -> None:
     assert batch == lm.generate(prompts, seed=1234, **kw), "sampling with the same seed is not repeatable"
     for i, p in enumerate(prompts):
         alone = lm.generate([p], seed=1234 + i, **kw)
-        assert alone == [batch[i]], f"prompt {i} sampled alone with seed s + {i} gave {alone!r}, in the call {batch[i]!r}"
+        assert alone == [batch[i]], (
+            f"prompt {i} sampled alone with seed s + {i} gave {alone!r}, in the call {batch[i]!r}"
+        )
 
 
 def check_lm_one_at_a_time(lm: Any) -> None:
-    """Where ``generates_one_at_a_time`` is declared: a greedy call over several prompts gives what each prompt
-    asked alone gives (what lets the runner ask a batch in parts and record each part as it is answered)."""
+    """Where ``generates_one_at_a_time`` is declared: a greedy call over several prompts gives what each
+    prompt asked alone gives (what lets the runner ask a batch in parts and record each part as it is
+    answered)."""
     if not getattr(lm, "generates_one_at_a_time", False):
         return
     prompts = [_PREFIX, "Q: 1 + 1 =\nA:", _PREFIX + " card"]
@@ -170,7 +180,9 @@ def check_lm_tokens(lm: Any) -> None:
     """``count_tokens`` is a positive int growing with the text; ``context_length`` a positive int."""
     n1, n2 = lm.count_tokens("hello"), lm.count_tokens("hello " * 20)
     assert isinstance(n1, int) and 1 <= n1 < n2, f"count_tokens gave {n1}, {n2}"
-    assert isinstance(lm.context_length, int) and lm.context_length > n2, f"context_length {lm.context_length!r}"
+    assert isinstance(lm.context_length, int) and lm.context_length > n2, (
+        f"context_length {lm.context_length!r}"
+    )
 
 
 LM_CHECKS: Dict[str, Callable[[Any], None]] = {

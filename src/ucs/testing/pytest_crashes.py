@@ -1,10 +1,10 @@
 """A pytest plug-in: a test whose process crashed is one failed test that says what to do, not a dead run.
 
-The suite runs its tests in a pytest-xdist worker process (``-n 1`` in ``pyproject.toml``); when a native library
-kills that worker (a llama.cpp build for another CPU dies with SIGSEGV inside ``decode``), xdist reports the test
-as failed, starts a new worker and goes on. This plug-in adds to that report which native engine is the usual
-suspect and the command that rebuilds it. Loaded with ``-p ucs.testing.pytest_crashes``; needs the ``dev`` extra
-(pytest, pytest-xdist).
+The suite runs its tests in a pytest-xdist worker process (``-n 1`` in ``pyproject.toml``); when a native
+library kills that worker (a llama.cpp build for another CPU dies with SIGSEGV inside ``decode``), xdist
+reports the test as failed, starts a new worker and goes on. This plug-in adds to that report which native
+engine is the usual suspect and the command that rebuilds it. Loaded with ``-p ucs.testing.pytest_crashes``;
+needs the ``dev`` extra (pytest, pytest-xdist).
 """
 
 from __future__ import annotations
@@ -15,9 +15,11 @@ from ucs.utils.optional import LLAMA_REBUILD
 
 __all__ = ["CRASH_HINT"]
 
-CRASH_HINT = ("the test process crashed (a native library: SIGSEGV, SIGILL or SIGABRT). If the test uses the "
-              f"llama.cpp engine (llama-cpp-python), rebuild it for this CPU with {LLAMA_REBUILD}; "
-              "`python -m ucs.models.probe --refresh` checks the engine in a child process.")
+CRASH_HINT = (
+    "the test process crashed (a native library: SIGSEGV, SIGILL or SIGABRT). If the test uses the "
+    f"llama.cpp engine (llama-cpp-python), rebuild it for this CPU with {LLAMA_REBUILD}; "
+    "`python -m ucs.models.probe --refresh` checks the engine in a child process."
+)
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -25,9 +25,18 @@ __all__ = ["check_selector", "assert_same_selection", "CHECKS"]
 
 
 class _Ctx:
-    def __init__(self, selector: Selector, pool: np.ndarray, queries: np.ndarray, cluster_ids: Optional[np.ndarray],
-                 labels: Optional[Sequence[Any]], texts: Optional[Sequence[str]],
-                 query_texts: Optional[Sequence[str]], budget: int, seed: int) -> None:
+    def __init__(
+        self,
+        selector: Selector,
+        pool: np.ndarray,
+        queries: np.ndarray,
+        cluster_ids: Optional[np.ndarray],
+        labels: Optional[Sequence[Any]],
+        texts: Optional[Sequence[str]],
+        query_texts: Optional[Sequence[str]],
+        budget: int,
+        seed: int,
+    ) -> None:
         self.selector = selector
         self.pool = pool
         self.queries = queries
@@ -42,9 +51,14 @@ class _Ctx:
         kw.setdefault("cluster_ids", self.cluster_ids)
         return sel.fit(self.pool if pool is None else pool, labels=self.labels, texts=self.texts, **kw)
 
-    def select(self, sel: Selector, budget: Optional[int] = None, queries: Optional[np.ndarray] = None) -> Selection:
-        return sel.select(self.queries if queries is None else queries,
-                          self.budget if budget is None else budget, query_texts=self.query_texts)
+    def select(
+        self, sel: Selector, budget: Optional[int] = None, queries: Optional[np.ndarray] = None
+    ) -> Selection:
+        return sel.select(
+            self.queries if queries is None else queries,
+            self.budget if budget is None else budget,
+            query_texts=self.query_texts,
+        )
 
     @property
     def name(self) -> str:
@@ -55,7 +69,9 @@ def assert_same_selection(a: Selection, b: Selection, what: str, scores: bool = 
     """Indices identical (same order); scores identical (``nan`` equal to ``nan``) when ``scores``."""
     if a.indices.shape != b.indices.shape or not np.array_equal(a.indices, b.indices):
         diff = np.argwhere(a.indices != b.indices) if a.indices.shape == b.indices.shape else "shape"
-        raise AssertionError(f"{what}: indices differ (first differences: {diff[:3] if not isinstance(diff, str) else diff})")
+        raise AssertionError(
+            f"{what}: indices differ (first differences: {diff[:3] if not isinstance(diff, str) else diff})"
+        )
     if scores and not np.array_equal(a.scores, b.scores, equal_nan=True):
         raise AssertionError(f"{what}: scores differ")
 
@@ -73,7 +89,9 @@ def check_output_valid(ctx: _Ctx) -> None:
         s = ctx.select(sel, budget)
         b = min(budget, n)
         rows = q if sel.query_dependent else 1
-        assert s.indices.shape == (rows, b), f"{ctx.name}: budget {budget} gave shape {s.indices.shape}, want {(rows, b)}"
+        assert s.indices.shape == (rows, b), (
+            f"{ctx.name}: budget {budget} gave shape {s.indices.shape}, want {(rows, b)}"
+        )
         assert s.indices.dtype == np.int64, f"{ctx.name}: indices dtype {s.indices.dtype}"
         assert s.scores.shape == s.indices.shape, f"{ctx.name}: scores shape {s.scores.shape}"
         if b:
@@ -113,13 +131,19 @@ def check_relabel_invariance(ctx: _Ctx) -> None:
     uniq = np.unique(ids)
     new_names = rng.permutation(uniq.size) * 7 + 3  # a bijection onto other ids
     relabelled = new_names[np.searchsorted(uniq, ids)]
-    sel = ctx.selector.clone() if prior is None else ctx.selector.clone(prior=prior.clone(cluster_ids=relabelled))
+    sel = (
+        ctx.selector.clone()
+        if prior is None
+        else ctx.selector.clone(prior=prior.clone(cluster_ids=relabelled))
+    )
     a = ctx.select(ctx.fit(ctx.selector.clone()))
     b = ctx.select(ctx.fit(sel, cluster_ids=None if ctx.cluster_ids is None else relabelled))
     # Indices must match exactly. Scores may differ in the last bit: corpus weights are normalised by a
     # mean over clusters, and the summation order follows the cluster ids.
     assert_same_selection(a, b, f"{ctx.name}: relabelling cluster ids", scores=False)
-    assert np.allclose(a.scores, b.scores, rtol=1e-12, atol=1e-12, equal_nan=True), f"{ctx.name}: scores changed"
+    assert np.allclose(a.scores, b.scores, rtol=1e-12, atol=1e-12, equal_nan=True), (
+        f"{ctx.name}: scores changed"
+    )
     if a.phi is not None:
         assert np.array_equal(a.phi, b.phi), f"{ctx.name}: Φ changed under relabelling"
     if a.clusters_covered is not None:
@@ -141,8 +165,11 @@ def check_config_roundtrip(ctx: _Ctx) -> None:
     import json
 
     json.dumps(cfg)  # must be JSON-serialisable
-    objects = {k: v for k, v in ctx.selector.get_params().items() if isinstance(cfg["params"].get(k), str)
-               and str(cfg["params"][k]).startswith("<")}
+    objects = {
+        k: v
+        for k, v in ctx.selector.get_params().items()
+        if isinstance(cfg["params"].get(k), str) and str(cfg["params"][k]).startswith("<")
+    }
     rebuilt = Selector.from_config(json.loads(json.dumps(cfg)), **objects)
     assert type(rebuilt) is type(ctx.selector)
     a = ctx.select(ctx.fit(ctx.selector.clone()))
@@ -177,12 +204,16 @@ def check_bad_input(ctx: _Ctx) -> None:
     _raises(lambda: ctx.fit(ctx.selector.clone(), pool=bad_p), f"{name}: NaN pool embedding")
     _raises(lambda: ctx.selector.clone().fit(np.zeros((0, d))), f"{name}: empty pool")
     if ctx.cluster_ids is not None:
-        _raises(lambda: ctx.fit(ctx.selector.clone(), cluster_ids=ctx.cluster_ids[:-1]),
-                f"{name}: cluster ids of the wrong length")
+        _raises(
+            lambda: ctx.fit(ctx.selector.clone(), cluster_ids=ctx.cluster_ids[:-1]),
+            f"{name}: cluster ids of the wrong length",
+        )
     prior = _prior_of(ctx.selector)
     if prior is not None:
         short = prior.clone(cluster_ids=prior.cluster_ids_array()[:-1])
-        _raises(lambda: ctx.fit(ctx.selector.clone(prior=short)), f"{name}: prior cluster ids of the wrong length")
+        _raises(
+            lambda: ctx.fit(ctx.selector.clone(prior=short)), f"{name}: prior cluster ids of the wrong length"
+        )
         _raises(lambda: ctx.fit(ctx.selector.clone(prior=prior.clone(lam=-0.1))), f"{name}: lam < 0")
         _raises(lambda: ctx.fit(ctx.selector.clone(prior=prior.clone(design="nope"))), f"{name}: bad design")
     _raises(lambda: ctx.selector.clone().set_params(not_a_parameter=1), f"{name}: unknown parameter")
@@ -228,8 +259,17 @@ def check_selector(
     checks : sequence of str, optional
         Subset of :data:`CHECKS` to run (all by default).
     """
-    ctx = _Ctx(selector, np.asarray(pool, dtype=np.float64), np.asarray(queries, dtype=np.float64),
-               None if cluster_ids is None else np.asarray(cluster_ids), labels, texts, query_texts, budget, seed)
+    ctx = _Ctx(
+        selector,
+        np.asarray(pool, dtype=np.float64),
+        np.asarray(queries, dtype=np.float64),
+        None if cluster_ids is None else np.asarray(cluster_ids),
+        labels,
+        texts,
+        query_texts,
+        budget,
+        seed,
+    )
     return run_battery(CHECKS, ctx, checks)
 
 
