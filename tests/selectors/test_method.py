@@ -118,9 +118,16 @@ def test_lambda_has_one_check_that_names_the_setting(lam, message):
     check_lam(LAM_MAX)
 
 
-def test_a_per_selector_lambda_is_checked_by_the_same_rule():
+def test_a_per_selector_lambda_and_a_tuning_grid_are_checked_by_the_same_rule():
+    from ucs.experiments.tune import _check_grid
+
     with pytest.raises(ValueError, match=r"^lam_by_selector\['votek'\] must be <= 1e\+06"):
         PipelineConfig(lam_by_selector={"votek+ucs": LAM_MAX * 10})
+    cfg = PipelineConfig(selector={"method": ["dpp", "dpp+ucs"]})
+    assert _check_grid(cfg, None, [0.1], [0.0, 2.0]) == (("dpp+ucs",), (0.1,), (0.0, 2.0))
+    for bad in (-1.0, float("nan")):
+        with pytest.raises(ValueError, match="^each λ of lam_grid must be"):
+            _check_grid(cfg, None, [0.1], [0.5, bad])
 
 
 @pytest.mark.parametrize("value", [-0.1, 1.5, float("nan"), True, "0.5"])

@@ -36,6 +36,7 @@ from ucs.evaluation.summary import paired_delta
 from ucs.pipeline import Pipeline
 from ucs.pipeline.config import parse_methods
 from ucs.selectors.method import MethodSpec
+from ucs.selectors.prior import check_lam
 from ucs.pipeline.presets import TUNED_DBSCAN_Q, TUNED_LAMBDA
 from ucs.utils.io import atomic_write_json, atomic_write_text
 
@@ -243,8 +244,8 @@ def _check_grid(config: Any, selectors: Optional[Sequence[str]], q_grid: Optiona
     for q in qs:
         if not 0.0 < q < 1.0:
             raise ValueError(f"every q in q_grid must be in (0, 1); got {q!r}")
-    if any(v < 0 for v in lams):
-        raise ValueError(f"every λ in lam_grid must be >= 0; got {lams}")
+    for v in lams:
+        check_lam(v, "each λ of lam_grid")
     return methods, qs, lams
 
 
