@@ -7,7 +7,9 @@ from ucs.clustering.synthetic import make_planted_embeddings
 
 
 def planted(n: int = 400, d: int = 96, seed: int = 0, **kw):
-    return make_planted_embeddings(n_samples=n, n_features=d, n_clusters=kw.pop("n_clusters", 12), random_state=seed, **kw)
+    return make_planted_embeddings(
+        n_samples=n, n_features=d, n_clusters=kw.pop("n_clusters", 12), random_state=seed, **kw
+    )
 
 
 def small_params(**kw):

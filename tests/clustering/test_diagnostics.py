@@ -46,7 +46,9 @@ def test_cluster_report_by_hand():
     assert r.items_by_size[1] == 1 and r.items_by_size[4] == 4 and r.items_by_size[0] == 0
     assert r.largest_sizes == [4, 3, 2, 1]
     assert [c.cluster for c in r.top] == [3, 0]
-    assert r.top[0].purity == 0.75 and r.top[0].majority_label == "e" and r.top[0].examples == ["t6", "t7", "t8"]
+    assert (
+        r.top[0].purity == 0.75 and r.top[0].majority_label == "e" and r.top[0].examples == ["t6", "t7", "t8"]
+    )
     assert r.purity == pytest.approx((2 + 2 + 1 + 3) / 10)
     assert "| 3 | 4 | 0.75 | e |" in r.to_markdown()
     with pytest.raises(ValueError, match="noise"):

@@ -25,7 +25,13 @@ def test_init_only_stores_params():
 
 def test_defaults_are_the_paper_reference():
     p = LatentClusterer().get_params()
-    assert (p["method"], p["pca_dim"], p["n_atoms"], p["coding"], p["ridge_alpha"]) == ("dict_dbscan", 128, 64, "ridge", 10.0)
+    assert (p["method"], p["pca_dim"], p["n_atoms"], p["coding"], p["ridge_alpha"]) == (
+        "dict_dbscan",
+        128,
+        64,
+        "ridge",
+        10.0,
+    )
     assert (p["dbscan_k"], p["dbscan_q"], p["min_samples"], p["standardize"]) == (20, 0.01, 1, False)
     assert (p["dict_batch_size"], p["dict_max_iter"], p["omp_n_nonzero"]) == (512, 50, 4)
 
@@ -181,7 +187,9 @@ def test_duplicates_a_few_ulps_apart_share_a_cluster():
     rng = np.random.default_rng(2)
     base = rng.standard_normal((150, 32)).astype(np.float32)
     E = np.tile(base, (4, 1))
-    E[150:] = np.nextafter(E[150:], np.float32(np.inf) * rng.choice([-1, 1], E[150:].shape).astype(np.float32))
+    E[150:] = np.nextafter(
+        E[150:], np.float32(np.inf) * rng.choice([-1, 1], E[150:].shape).astype(np.float32)
+    )
     assert not np.array_equal(E[:150], E[150:300])
     c = LatentClusterer(**small_params(pca_dim=16, n_atoms=8, dbscan_k=3)).fit(E)
     assert c.n_clusters_ == 150 and c.eps_ == ZERO_DISTANCE

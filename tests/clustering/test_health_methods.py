@@ -85,7 +85,9 @@ def test_kmeans_does_not_chain_where_single_linkage_does():
     """Two dense blobs joined by a thin chain of points: single linkage (the paper's min_samples = 1
     DBSCAN) merges them into one giant, k-means cannot."""
     rng = np.random.default_rng(0)
-    theta = np.concatenate([rng.normal(0, 0.02, 150), rng.normal(np.pi / 2, 0.02, 150), np.linspace(0, np.pi / 2, 60)])
+    theta = np.concatenate(
+        [rng.normal(0, 0.02, 150), rng.normal(np.pi / 2, 0.02, 150), np.linspace(0, np.pi / 2, 60)]
+    )
     E = np.column_stack([np.cos(theta), np.sin(theta), rng.normal(0, 1e-3, theta.size)])
     paper = LatentClusterer(method="dbscan", dbscan_k=5, dbscan_q=0.9).fit(E)
     km = LatentClusterer(method="kmeans", n_clusters=4, random_state=0).fit(E)
@@ -108,10 +110,15 @@ def test_recut_is_refused_without_an_eps_stage():
         c.recut(0.1)
 
 
-@pytest.mark.parametrize("param,value,match", [
-    ("n_clusters", 0, "n_clusters"), ("n_clusters", 1000, "n_clusters=1000 exceeds"),
-    ("hdbscan_min_cluster_size", 1, "hdbscan_min_cluster_size"), ("method", "kmedoids", "method"),
-])
+@pytest.mark.parametrize(
+    "param,value,match",
+    [
+        ("n_clusters", 0, "n_clusters"),
+        ("n_clusters", 1000, "n_clusters=1000 exceeds"),
+        ("hdbscan_min_cluster_size", 1, "hdbscan_min_cluster_size"),
+        ("method", "kmedoids", "method"),
+    ],
+)
 def test_bad_new_params_name_themselves(param, value, match):
     E, _ = planted(n=200)
     kw = {"method": "dict_kmeans", **small_params(), param: value}
@@ -151,7 +158,9 @@ def test_auto_falls_back_to_the_smallest_giant():
     U = np.eye(3)[np.arange(30) % 3].astype(np.float32)
     parts = [np.zeros(30, dtype=np.int64), np.arange(30) % 3]
     choice, lab = choose_partition(U, [{"method": "a"}, {"method": "b"}], lambda p: parts[p["method"] == "b"])
-    assert choice.chosen == {"method": "b"}  # neither admissible (largest 1.0 and 0.33): the smaller giant wins
+    assert choice.chosen == {
+        "method": "b"
+    }  # neither admissible (largest 1.0 and 0.33): the smaller giant wins
     np.testing.assert_array_equal(lab, parts[1])
 
 

@@ -1,4 +1,5 @@
-"""The default k-means (Lloyd on the unit rows in float32 GEMMs, :mod:`ucs.clustering.lloyd`): determinism, quality, edges."""
+"""The default k-means (Lloyd on the unit rows in float32 GEMMs, :mod:`ucs.clustering.lloyd`): determinism,
+quality, edges."""
 
 from __future__ import annotations
 
@@ -32,8 +33,12 @@ print(hashlib.sha256(np.ascontiguousarray(lab, dtype=np.int64).tobytes()).hexdig
 
 
 def _child_digest(threads: str) -> str:
-    env = {**os.environ, "PYTHONPATH": SRC + os.pathsep + os.environ.get("PYTHONPATH", ""),
-           "OPENBLAS_NUM_THREADS": threads, "OMP_NUM_THREADS": threads}
+    env = {
+        **os.environ,
+        "PYTHONPATH": SRC + os.pathsep + os.environ.get("PYTHONPATH", ""),
+        "OPENBLAS_NUM_THREADS": threads,
+        "OMP_NUM_THREADS": threads,
+    }
     out = subprocess.run([sys.executable, "-c", _CHILD], env=env, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     return out.stdout.strip().splitlines()[-1]
@@ -63,12 +68,19 @@ def test_the_default_kmeans_is_the_fast_one_and_never_calls_scikit_learn(monkeyp
 @pytest.mark.parametrize("n, clusters", [(3000, 30), (8000, 200)])
 def test_ami_on_planted_clusters_is_not_below_scikit_learns(n, clusters):
     E, y = make_planted_embeddings(n_samples=n, n_features=64, n_clusters=clusters, random_state=1)
-    ami = {impl: np.mean([adjusted_mutual_info_score(y, LatentClusterer(method="kmeans", random_state=s,
-                                                                         kmeans_impl=impl).fit(E).labels_)
-                          for s in range(6)])
-           for impl in ("lloyd", "sklearn")}
-    # a seed moves either implementation's AMI by ~0.005 (sd): six seeds each, and a drop of 0.005 is a failure
-    # (seeding on a sample instead of every row lost 0.01 on such pools)
+    ami = {
+        impl: np.mean(
+            [
+                adjusted_mutual_info_score(
+                    y, LatentClusterer(method="kmeans", random_state=s, kmeans_impl=impl).fit(E).labels_
+                )
+                for s in range(6)
+            ]
+        )
+        for impl in ("lloyd", "sklearn")
+    }
+    # a seed moves either implementation's AMI by ~0.005 (sd): six seeds each, and a drop of 0.005 is a
+    # failure (seeding on a sample instead of every row lost 0.01 on such pools)
     assert ami["lloyd"] >= ami["sklearn"] - 0.005, ami
 
 
@@ -94,7 +106,7 @@ def test_duplicate_rows_share_a_cluster_even_when_k_exceeds_the_distinct_rows():
     lab, centers = spherical_kmeans(U, 6, random_state=0)  # 6 centres, 3 distinct rows
     assert len(set(lab)) == 3
     for j in range(3):
-        assert len(set(lab[U.tolist().index(base[j].tolist()):][: [5, 4, 3][j]])) == 1
+        assert len(set(lab[U.tolist().index(base[j].tolist()) :][: [5, 4, 3][j]])) == 1
     assert centers.shape[0] == 3  # a centre nobody is nearest to leaves no id
     same = unit_rows(np.ones((10, 4)))
     assert set(spherical_kmeans(same, 3, random_state=0)[0]) == {0}

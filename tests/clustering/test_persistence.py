@@ -10,7 +10,9 @@ from ucs.clustering import JointLatentClusterer, LatentClusterer, StaleLabelsErr
 from ._data import planted, small_params
 
 
-@pytest.mark.parametrize("kw", [{}, {"standardize": True, "coding": "omp"}, {"method": "dbscan"}, {"backend": "sklearn"}])
+@pytest.mark.parametrize(
+    "kw", [{}, {"standardize": True, "coding": "omp"}, {"method": "dbscan"}, {"backend": "sklearn"}]
+)
 def test_roundtrip_keeps_labels_and_recut(tmp_path, kw):
     E, _ = planted(seed=4)
     c = LatentClusterer(**small_params(**kw)).fit(E)

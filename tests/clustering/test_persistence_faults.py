@@ -36,8 +36,18 @@ def test_meta_records_hashes_and_size(saved):
     assert meta["check"] == _meta_check(meta)
 
 
-@pytest.mark.parametrize("damage", ["flip-state", "truncate-state", "flip-labels", "edit-eps", "edit-params",
-                                    "truncate-meta", "drop-hashes"])
+@pytest.mark.parametrize(
+    "damage",
+    [
+        "flip-state",
+        "truncate-state",
+        "flip-labels",
+        "edit-eps",
+        "edit-params",
+        "truncate-meta",
+        "drop-hashes",
+    ],
+)
 def test_damage_is_refused_naming_the_file(saved, damage):
     d, _ = saved
     if damage == "flip-state":

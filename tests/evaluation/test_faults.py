@@ -46,15 +46,28 @@ def _key(r):
 
 
 def _run(sample, out, **kw):
-    return evaluate(sample, make_lm(), ["oracle", "random"], two_methods(sample), out, mode="paper",
-                    protocol=TestProtocol(test_size=40), batch_size=3, progress=False, **kw)
+    return evaluate(
+        sample,
+        make_lm(),
+        ["oracle", "random"],
+        two_methods(sample),
+        out,
+        mode="paper",
+        protocol=TestProtocol(test_size=40),
+        batch_size=3,
+        progress=False,
+        **kw,
+    )
 
 
 def _start(tmp_path, out, delay=0.1):
-    """The scripted run in a child process, ``delay`` seconds per model call: 80 calls, so 0.1 s leaves the parent
-    ~7 s after the 30th record to interrupt it (0.03 s left ~2 s, which a loaded machine could miss)."""
+    """The scripted run in a child process, ``delay`` seconds per model call: 80 calls, so 0.1 s leaves the
+    parent ~7 s after the 30th record to interrupt it (0.03 s left ~2 s, which a loaded machine could
+    miss)."""
     script = tmp_path / f"run_{out.name}.py"
-    script.write_text(_SCRIPT.format(src=str(SRC), tests=str(Path(__file__).parent), delay=delay, out=str(out)))
+    script.write_text(
+        _SCRIPT.format(src=str(SRC), tests=str(Path(__file__).parent), delay=delay, out=str(out))
+    )
     return subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
 
@@ -89,9 +102,13 @@ def test_ctrl_c_records_interrupted_and_the_resume_completes(sample, tmp_path):
         if proc.poll() is None:
             proc.kill()
     manifest = json.loads((out / "manifest.json").read_text())
-    if manifest["status"] == "complete":  # the signal reached the child only after its last record: still whole?
+    if (
+        manifest["status"] == "complete"
+    ):  # the signal reached the child only after its last record: still whole?
         _assert_complete_and_identical(sample, out, tmp_path)
-        pytest.xfail("the scripted run finished before Ctrl-C reached it (seen in the full suite on a loaded machine)")
+        pytest.xfail(
+            "the scripted run finished before Ctrl-C reached it (seen in the full suite on a loaded machine)"
+        )
     assert manifest["status"] == "interrupted" and "stopped_at" in manifest
     assert read_holder(out) == {}  # the lock file is emptied on the way out
     n_before = len(read_records(out / "records.jsonl"))
@@ -122,9 +139,11 @@ def test_second_run_is_refused_then_takes_over_after_kill_9(sample, tmp_path):
 
 def test_wait_queues_behind_the_holder(tmp_path):
     out = tmp_path / "queued"
-    code = (f"import sys, time; sys.path.insert(0, {str(SRC)!r}); from ucs.utils.lock import folder_lock\n"
-            f"with folder_lock({str(out)!r}):\n    print('held', flush=True); time.sleep(1.5)\n"
-            f"    open({str(tmp_path / 'finished')!r}, 'w').close()\n")
+    code = (
+        f"import sys, time; sys.path.insert(0, {str(SRC)!r}); from ucs.utils.lock import folder_lock\n"
+        f"with folder_lock({str(out)!r}):\n    print('held', flush=True); time.sleep(1.5)\n"
+        f"    open({str(tmp_path / 'finished')!r}, 'w').close()\n"
+    )
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE)
     try:
         assert proc.stdout.readline().strip() == b"held"
@@ -200,7 +219,6 @@ def test_damaged_or_edited_answer_store_lines_are_not_reused(sample, tmp_path):
     assert path.read_text(encoding="utf-8").startswith("".join(lines))  # appended to, never rewritten
 
 
-
 def test_a_damaged_manifest_names_the_file_and_the_way_out(sample, tmp_path):
     out = tmp_path / "m"
     _run(sample, out)
@@ -213,7 +231,9 @@ def test_a_damaged_manifest_names_the_file_and_the_way_out(sample, tmp_path):
 def test_another_configuration_is_refused_naming_the_fields(sample, tmp_path):
     out = tmp_path / "cfg"
     _run(sample, out, config={"pipeline": {"retrieval_embedder": "backbone", "lam": 0.1}})
-    with pytest.raises(ValueError, match=r"config\.pipeline\.retrieval_embedder: \"backbone\" → \"all-minilm-l6-v2\""):
+    with pytest.raises(
+        ValueError, match=r"config\.pipeline\.retrieval_embedder: \"backbone\" → \"all-minilm-l6-v2\""
+    ):
         _run(sample, out, config={"pipeline": {"retrieval_embedder": "all-minilm-l6-v2", "lam": 0.1}})
 
 
@@ -241,7 +261,8 @@ def test_selections_of_older_runs_are_range_checked_and_adopted(sample, tmp_path
 
 
 class _OneByOneLM(type(make_lm())):
-    """make_lm's double, declared to generate one prompt at a time, that stops (Ctrl-C) on call ``stop_at``."""
+    """make_lm's double, declared to generate one prompt at a time, that stops (Ctrl-C) on call
+    ``stop_at``."""
 
     generates_one_at_a_time = True
 
@@ -258,8 +279,18 @@ class _OneByOneLM(type(make_lm())):
 
 
 def _greedy(sample, out, lm, **kw):
-    return evaluate(sample, lm, ["oracle", "random"], two_methods(sample), out, mode="greedy",
-                    protocol=TestProtocol(test_size=20), batch_size=8, progress=False, **kw)
+    return evaluate(
+        sample,
+        lm,
+        ["oracle", "random"],
+        two_methods(sample),
+        out,
+        mode="greedy",
+        protocol=TestProtocol(test_size=20),
+        batch_size=8,
+        progress=False,
+        **kw,
+    )
 
 
 def test_slow_one_by_one_answers_are_recorded_before_their_batch_ends(sample, tmp_path, monkeypatch):
@@ -271,19 +302,27 @@ def test_slow_one_by_one_answers_are_recorded_before_their_batch_ends(sample, tm
     with pytest.raises(KeyboardInterrupt):
         _greedy(sample, out, lm)
     assert lm.sizes == [1] * 5
-    assert len(read_records(out / "records.jsonl")) == 4  # the 4 answered prompts of the unfinished batch of 8
+    assert (
+        len(read_records(out / "records.jsonl")) == 4
+    )  # the 4 answered prompts of the unfinished batch of 8
     res = _greedy(sample, out, _OneByOneLM())
     assert res.n_new_records == 2 * 3 * 20 - 4
     ref = _greedy(sample, tmp_path / "reference", make_lm())  # whole batches, never interrupted
-    assert sorted(read_records(out / "records.jsonl"), key=_key) == sorted(read_records(ref.records_path), key=_key)
+    assert sorted(read_records(out / "records.jsonl"), key=_key) == sorted(
+        read_records(ref.records_path), key=_key
+    )
 
 
 def test_fast_answers_grow_to_whole_batches_and_served_models_keep_them(sample, tmp_path):
     fast = _OneByOneLM()
     _greedy(sample, tmp_path / "fast", fast)
-    assert fast.sizes[:4] == [1, 2, 4, 1] and max(fast.sizes) == 8  # doubling, capped by the batch, then whole
+    assert (
+        fast.sizes[:4] == [1, 2, 4, 1] and max(fast.sizes) == 8
+    )  # doubling, capped by the batch, then whole
     served = make_lm()  # no generates_one_at_a_time: a batch is one call, as a server answers it concurrently
     calls = []
-    served.generate = lambda prompts, *a, _g=served.generate, **k: calls.append(len(prompts)) or _g(prompts, *a, **k)
+    served.generate = lambda prompts, *a, _g=served.generate, **k: (
+        calls.append(len(prompts)) or _g(prompts, *a, **k)
+    )
     _greedy(sample, tmp_path / "served", served)
     assert calls[:3] == [8, 8, 4]

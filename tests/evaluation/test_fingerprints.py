@@ -13,7 +13,12 @@ from fakes import make_lm, two_methods
 from ucs.data import TestProtocol, load_dataset
 from ucs.evaluation import evaluate, read_records
 from ucs.evaluation.compare import main
-from ucs.evaluation.fingerprints import compare_fingerprints, compare_records, load_fingerprints, record_fingerprints
+from ucs.evaluation.fingerprints import (
+    compare_fingerprints,
+    compare_records,
+    load_fingerprints,
+    record_fingerprints,
+)
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 
@@ -25,8 +30,16 @@ def runs(tmp_path_factory):
     out = []
     for name in ("a", "b"):
         folder = tmp_path_factory.mktemp(name)
-        evaluate(sample, make_lm(), ["oracle", "random"], two_methods(sample), folder, mode="greedy", progress=False,
-                 protocol=TestProtocol(test_size=12))
+        evaluate(
+            sample,
+            make_lm(),
+            ["oracle", "random"],
+            two_methods(sample),
+            folder,
+            mode="greedy",
+            progress=False,
+            protocol=TestProtocol(test_size=12),
+        )
         out.append(folder)
     return out
 
@@ -47,7 +60,10 @@ def test_equal_runs_have_equal_fingerprints(runs):
 
 def test_two_folders_are_compared_record_by_record(runs, capsys):
     assert main([str(runs[0]), str(runs[1])]) == 0
-    assert "random: 36 records in both; 0 with other demonstrations, 0 with another answer" in capsys.readouterr().out
+    assert (
+        "random: 36 records in both; 0 with other demonstrations, 0 with another answer"
+        in capsys.readouterr().out
+    )
 
 
 def test_a_changed_answer_or_selection_is_found(runs):
@@ -75,9 +91,18 @@ def test_command_line_reports_difference_and_usage_errors(runs, tmp_path):
     manifest = json.loads((runs[1] / "manifest.json").read_text())
     manifest["fingerprints"]["random"]["answers"] = "0" * 64
     (tmp_path / "manifest.json").write_text(json.dumps(manifest))
-    proc = subprocess.run([sys.executable, "-m", "ucs.evaluation.compare", str(runs[0] / "manifest.json"),
-                           str(tmp_path / "manifest.json")], capture_output=True, text=True,
-                          env={"PYTHONPATH": str(SRC)})
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "ucs.evaluation.compare",
+            str(runs[0] / "manifest.json"),
+            str(tmp_path / "manifest.json"),
+        ],
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": str(SRC)},
+    )
     assert proc.returncode == 1 and "random: n equal, selections equal, answers DIFFER" in proc.stdout
     old = tmp_path / "old"
     old.mkdir()

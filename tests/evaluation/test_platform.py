@@ -25,7 +25,12 @@ flags\t\t: avx2 avx512f avx512_bf16
 def test_cpu_details_reads_the_first_processor_and_its_kernel_flags(tmp_path):
     f = tmp_path / "cpuinfo"
     f.write_text(ZEN3)
-    assert cpu_details(f) == {"family": 25, "model": 1, "stepping": 1, "kernel_flags": ["avx2", "fma", "f16c"]}
+    assert cpu_details(f) == {
+        "family": 25,
+        "model": 1,
+        "stepping": 1,
+        "kernel_flags": ["avx2", "fma", "f16c"],
+    }
 
 
 def test_cpu_details_tells_avx512_bf16_machines_apart(tmp_path):
@@ -47,8 +52,13 @@ def test_platform_info_records_this_machines_details():
 
 
 def test_machine_line_names_ids_and_flags():
-    p = {"cpu": "AMD EPYC", "cpu_count": 2, "cpu_details": {"family": 25, "model": 1, "kernel_flags": ["avx2"]}}
+    p = {
+        "cpu": "AMD EPYC",
+        "cpu_count": 2,
+        "cpu_details": {"family": 25, "model": 1, "kernel_flags": ["avx2"]},
+    }
     assert describe_machine(p) == "AMD EPYC × 2 (family 25 model 1; kernel flags avx2)"
     assert describe_machine({"cpu": "X", "cpu_count": 2, "cpu_details": {"kernel_flags": []}}).endswith(
-        "(kernel flags none)")
+        "(kernel flags none)"
+    )
     assert describe_machine({"cpu": "X", "cpu_count": 2}) == "X × 2 (no CPU details recorded)"

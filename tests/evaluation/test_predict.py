@@ -9,7 +9,13 @@ from ucs.evaluation import MODES, PredictionMode, generate_answers, get_mode, li
 
 def test_named_modes_have_the_paper_settings():
     p = get_mode("paper")
-    assert (p.kind, p.temperature, p.top_p, p.max_new_tokens, p.matcher) == ("generate", 0.1, 1.0, 16, "paper")
+    assert (p.kind, p.temperature, p.top_p, p.max_new_tokens, p.matcher) == (
+        "generate",
+        0.1,
+        1.0,
+        16,
+        "paper",
+    )
     assert p.sampled and not get_mode("greedy").sampled
     assert get_mode("greedy-strict").matcher == "strict"
     assert get_mode("likelihood").kind == "likelihood" and get_mode("likelihood").answer_tokens() == 0
@@ -19,8 +25,14 @@ def test_named_modes_have_the_paper_settings():
 
 @pytest.mark.parametrize(
     "kwargs, match",
-    [({"kind": "beam"}, "kind"), ({"matcher": "fuzzy"}, "matcher"), ({"reduction": "max"}, "reduction"),
-     ({"max_new_tokens": 0}, "max_new_tokens"), ({"temperature": -1.0}, "temperature"), ({"top_p": 0.0}, "top_p")],
+    [
+        ({"kind": "beam"}, "kind"),
+        ({"matcher": "fuzzy"}, "matcher"),
+        ({"reduction": "max"}, "reduction"),
+        ({"max_new_tokens": 0}, "max_new_tokens"),
+        ({"temperature": -1.0}, "temperature"),
+        ({"top_p": 0.0}, "top_p"),
+    ],
 )
 def test_mode_validation(kwargs, match):
     with pytest.raises(ValueError, match=match):

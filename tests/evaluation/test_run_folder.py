@@ -21,13 +21,21 @@ METHODS = ("random", "dpp+ucs")
 
 def test_the_names_earlier_folders_use(tmp_path):
     f = RunFolder(tmp_path / "run")
-    assert f.records == tmp_path / "run" / "records.jsonl" and f.manifest == tmp_path / "run" / "manifest.json"
+    assert (
+        f.records == tmp_path / "run" / "records.jsonl" and f.manifest == tmp_path / "run" / "manifest.json"
+    )
     assert f.results.name == "results.json" and f.results_markdown.name == "results.md"
     assert (f.coverage.name, f.coverage_markdown.name) == ("coverage.json", "coverage.md")
     d = tmp_path / "run" / "pipeline"
     assert (f.config, f.pool, f.queries, f.clusters, f.projection, f.timings, f.legacy_timings) == (
-        d / "config.json", d / "pool.jsonl", d / "queries.jsonl", d / "clusters.json", d / "projection.npy",
-        d / "timings.jsonl", d / "timings.json")
+        d / "config.json",
+        d / "pool.jsonl",
+        d / "queries.jsonl",
+        d / "clusters.json",
+        d / "projection.npy",
+        d / "timings.jsonl",
+        d / "timings.json",
+    )
     assert f.cluster_file(42, 0.1) == d / "clusters" / "seed42_q0.1.npy"
     assert f.coverage_file("dpp+ucs", 42, 8) == d / "coverage" / "dpp_plus_ucs__seed42__8q.json"
     assert f.selection_record("dpp+ucs", 42, 8) == d / "selections" / "dpp_plus_ucs__seed42__8q.json"
@@ -47,10 +55,12 @@ def test_the_old_module_names_are_the_run_folders():
 
 def test_the_lock_refuses_a_second_process_and_names_the_holder(tmp_path):
     folder = RunFolder(tmp_path / "run")
-    code = (f"import sys; sys.path.insert(0, {str(SRC)!r}); from ucs.utils.lock import FolderLockedError\n"
-            f"from ucs.evaluation.run_folder import RunFolder\n"
-            f"try:\n    RunFolder({str(folder.path)!r}).lock().__enter__()\n"
-            f"except FolderLockedError as e:\n    print('refused', e)\n")
+    code = (
+        f"import sys; sys.path.insert(0, {str(SRC)!r}); from ucs.utils.lock import FolderLockedError\n"
+        f"from ucs.evaluation.run_folder import RunFolder\n"
+        f"try:\n    RunFolder({str(folder.path)!r}).lock().__enter__()\n"
+        f"except FolderLockedError as e:\n    print('refused', e)\n"
+    )
     with folder.lock(command="ucs test") as info:
         assert folder.lock_file.is_file() and info["command"] == "ucs test"
         with folder.lock():  # re-entrant within a process
@@ -63,12 +73,15 @@ def test_the_lock_refuses_a_second_process_and_names_the_holder(tmp_path):
         pass
 
 
-@pytest.mark.parametrize("damage, message", [
-    (lambda p: p.write_text('{"key": {"dataset"'), r"manifest\.json is damaged .*--fresh"),
-    (lambda p: p.write_bytes(b"\xff\xfe\x00"), r"manifest\.json is damaged"),
-    (lambda p: p.write_text("[1, 2]"), r"manifest\.json is not a run manifest.*--fresh"),
-    (lambda p: p.write_text('{"key": 3}'), r"manifest\.json is not a run manifest"),
-])
+@pytest.mark.parametrize(
+    "damage, message",
+    [
+        (lambda p: p.write_text('{"key": {"dataset"'), r"manifest\.json is damaged .*--fresh"),
+        (lambda p: p.write_bytes(b"\xff\xfe\x00"), r"manifest\.json is damaged"),
+        (lambda p: p.write_text("[1, 2]"), r"manifest\.json is not a run manifest.*--fresh"),
+        (lambda p: p.write_text('{"key": 3}'), r"manifest\.json is not a run manifest"),
+    ],
+)
 def test_a_damaged_manifest_is_refused_naming_the_file(tmp_path, damage, message):
     folder = RunFolder(tmp_path)
     damage(folder.manifest)
@@ -83,13 +96,19 @@ def test_a_folder_without_a_manifest_says_so(tmp_path):
 
 
 def test_a_folder_laid_out_by_an_earlier_version_is_read(tmp_path):
-    """Records without checksums and a manifest without fingerprints, spelled as the files were named before."""
-    rows = [{"method": "random", "seed": 42, "query": q, "correct": q % 2 == 0, "selected": [q, q + 1]}
-            for q in range(3)]
-    (tmp_path / "records.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows) + '{"method": "ran',
-                                            encoding="utf-8")  # an interrupted last line
-    (tmp_path / "manifest.json").write_text(json.dumps({"key": {"dataset": {"name": "x"}}, "methods": ["random"],
-                                                        "status": "partial"}), encoding="utf-8")
+    """Records without checksums and a manifest without fingerprints, spelled as the files were named
+    before."""
+    rows = [
+        {"method": "random", "seed": 42, "query": q, "correct": q % 2 == 0, "selected": [q, q + 1]}
+        for q in range(3)
+    ]
+    (tmp_path / "records.jsonl").write_text(
+        "".join(json.dumps(r) + "\n" for r in rows) + '{"method": "ran', encoding="utf-8"
+    )  # an interrupted last line
+    (tmp_path / "manifest.json").write_text(
+        json.dumps({"key": {"dataset": {"name": "x"}}, "methods": ["random"], "status": "partial"}),
+        encoding="utf-8",
+    )
     folder = RunFolder(tmp_path)
     assert folder.read_records() == rows and folder.read_manifest()["status"] == "partial"
     with folder.record_writer() as w:  # the partial line is cut before appending
@@ -103,8 +122,16 @@ def pipeline_run(tmp_path_factory):
     from ucs.commands.demo import run_demo
 
     root = tmp_path_factory.mktemp("pipe")
-    res = run_demo(backbone="dummy", selectors=",".join(METHODS), queries=5, budget=3, runs=2, out=root / "out",
-                   cache_dir=root / "cache", show_prompts=0)
+    res = run_demo(
+        backbone="dummy",
+        selectors=",".join(METHODS),
+        queries=5,
+        budget=3,
+        runs=2,
+        out=root / "out",
+        cache_dir=root / "cache",
+        show_prompts=0,
+    )
     return res, RunFolder(root / "out")
 
 

@@ -1,4 +1,5 @@
-"""The early-stopping rule of a comparison: each test exact or bounded, and its error rate held in simulation."""
+"""The early-stopping rule of a comparison: each test exact or bounded, and its error rate held in
+simulation."""
 
 from __future__ import annotations
 
@@ -23,18 +24,21 @@ def test_binary_scores_use_the_exact_sign_test_on_discordant_queries(n_plus, n_m
 def test_graded_scores_use_the_empirical_bernstein_bound():
     rng = np.random.default_rng(0)
     leader = rng.uniform(0.5, 1.0, 400)
-    assert leaves(leader - 0.3, leader, 0.01)          # far worse on every query
-    assert not leaves(leader - 0.01, leader, 0.01)     # barely worse: not beyond doubt at n = 400
-    assert not leaves(leader, leader - 0.3, 0.01)      # better never leaves
+    assert leaves(leader - 0.3, leader, 0.01)  # far worse on every query
+    assert not leaves(leader - 0.01, leader, 0.01)  # barely worse: not beyond doubt at n = 400
+    assert not leaves(leader, leader - 0.3, 0.01)  # better never leaves
     same = rng.uniform(0, 1, 50)
     assert not leaves(same, same, 0.5)
 
 
-@pytest.mark.parametrize("bad, match", [
-    (dict(cell=[0.5, 2.0], leader=[0.1, 0.2]), "lie in \\[0, 1\\]"),
-    (dict(cell=[0.5], leader=[0.1, 0.2]), "aligned"),
-    (dict(cell=[0.5, np.nan], leader=[0.1, 0.2]), "lie in \\[0, 1\\]"),
-])
+@pytest.mark.parametrize(
+    "bad, match",
+    [
+        (dict(cell=[0.5, 2.0], leader=[0.1, 0.2]), "lie in \\[0, 1\\]"),
+        (dict(cell=[0.5], leader=[0.1, 0.2]), "aligned"),
+        (dict(cell=[0.5, np.nan], leader=[0.1, 0.2]), "lie in \\[0, 1\\]"),
+    ],
+)
 def test_bad_scores_are_refused(bad, match):
     with pytest.raises(ValueError, match=match):
         leaves(np.asarray(bad["cell"]), np.asarray(bad["leader"]), 0.05)
@@ -52,8 +56,8 @@ def test_the_level_of_each_test_is_bonferroni_over_cells_and_rounds():
 
 def test_a_race_keeps_the_leader_and_counts_its_looks():
     scores = np.zeros((3, 60))
-    scores[0] = 1.0                     # always right
-    scores[1, :30] = 1.0                # right half the time
+    scores[0] = 1.0  # always right
+    scores[1, :30] = 1.0  # right half the time
     race = Race(EliminationRule(0.05, 3, 2))
     gone = race.update(scores)
     assert race.active[0] and 0 not in gone and set(gone) == {1, 2}
@@ -67,10 +71,13 @@ def _slack(alpha: float, n: int) -> float:
     return 3.0 * math.sqrt(alpha * (1 - alpha) / n)
 
 
-@pytest.mark.parametrize("accuracies", [
-    [0.52, 0.5, 0.5, 0.5, 0.5],        # a best cell barely ahead: the hardest case for the rule
-    [0.6, 0.6, 0.55, 0.5, 0.4],        # tied best cells
-])
+@pytest.mark.parametrize(
+    "accuracies",
+    [
+        [0.52, 0.5, 0.5, 0.5, 0.5],  # a best cell barely ahead: the hardest case for the rule
+        [0.6, 0.6, 0.55, 0.5, 0.4],  # tied best cells
+    ],
+)
 def test_the_error_rate_holds_in_simulation_and_fails_without_the_correction(accuracies):
     n = 300
     kw = dict(n_queries=200, round_size=10, alpha=0.05, n_trials=n, seed=1)

@@ -70,7 +70,9 @@ def test_known_answers_are_reused_not_asked(sample):
 
 
 def test_sampled_answers_are_never_reused():
-    book = AnswerBook("paper", sampled=True, records=[{"mode": "paper", "prompt_sha256": "h", "raw_output": "x"}])
+    book = AnswerBook(
+        "paper", sampled=True, records=[{"mode": "paper", "prompt_sha256": "h", "raw_output": "x"}]
+    )
     book.remember([{"prompt_sha256": "h2"}])
     assert book.get("h") is None and book.get("h2") is None
     assert batch_seed(42, 8) == batch_seed(42, 8) != batch_seed(42, 16)

@@ -3,8 +3,9 @@
 Diagnostics of the clusters: SPEC §6.
 
 Public API: :class:`LatentClusterer` (``dict_dbscan``, ``dbscan``, ``dict_argmax``, ``dict_kmeans``,
-``kmeans``, ``dict_hdbscan``, ``auto``; ``recut``; ``save``/``load``), :func:`cluster_health` (SPEC §8), :class:`JointLatentClusterer` (one set of ids from several embedding
-matrices of the same pool), :func:`cluster_report` and :func:`coverage_exposure`.
+``kmeans``, ``dict_hdbscan``, ``auto``; ``recut``; ``save``/``load``), :func:`cluster_health` (SPEC
+§8), :class:`JointLatentClusterer` (one set of ids from several embedding matrices of the same
+pool), :func:`cluster_report` and :func:`coverage_exposure`.
 """
 
 from __future__ import annotations

@@ -29,16 +29,24 @@ def check_embeddings(E: ArrayLike, name: str = "E", min_samples: int = 2) -> NDA
     """
     arr = np.asarray(E)
     if arr.dtype == object or arr.dtype.kind not in "biuf":
-        raise ValueError(f"{name} must be a numeric array of shape (n_samples, n_features); got dtype {arr.dtype}")
+        raise ValueError(
+            f"{name} must be a numeric array of shape (n_samples, n_features); got dtype {arr.dtype}"
+        )
     if arr.ndim != 2:
-        hint = " Use E.reshape(-1, 1) for a single feature or E.reshape(1, -1) for a single sample." if arr.ndim == 1 else ""
+        hint = (
+            " Use E.reshape(-1, 1) for a single feature or E.reshape(1, -1) for a single sample."
+            if arr.ndim == 1
+            else ""
+        )
         raise ValueError(f"{name} must be 2-D (n_samples, n_features); got shape {arr.shape}.{hint}")
     n, d = arr.shape
     if d < 1:
         raise ValueError(f"{name} has no features (shape {arr.shape})")
     if n < min_samples:
-        raise ValueError(f"{name} has {n} row{'' if n == 1 else 's'} (one per item); at least {min_samples} items "
-                         "are needed: give a larger pool")
+        raise ValueError(
+            f"{name} has {n} row{'' if n == 1 else 's'} (one per item); at least {min_samples} items "
+            "are needed: give a larger pool"
+        )
     dtype = np.float32 if arr.dtype == np.float32 else np.float64
     arr = np.ascontiguousarray(arr, dtype=dtype)
     finite = np.isfinite(arr).all(axis=1)
@@ -53,7 +61,12 @@ def check_embeddings(E: ArrayLike, name: str = "E", min_samples: int = 2) -> NDA
 
 def check_quantile(q: Any, name: str = "dbscan_q") -> float:
     """``q`` must be a real number strictly inside (0, 1)."""
-    if isinstance(q, bool) or not isinstance(q, numbers.Real) or not np.isfinite(q) or not 0.0 < float(q) < 1.0:
+    if (
+        isinstance(q, bool)
+        or not isinstance(q, numbers.Real)
+        or not np.isfinite(q)
+        or not 0.0 < float(q) < 1.0
+    ):
         raise ValueError(f"{name} must be a quantile strictly between 0 and 1 (e.g. 0.01); got {q!r}")
     return float(q)
 

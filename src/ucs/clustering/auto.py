@@ -111,7 +111,9 @@ def choose_partition(
         admissible = h.largest_fraction <= max_largest and h.singleton_fraction <= max_singletons
         sub = lab[rows]
         n_sub = np.unique(sub).size
-        sil = float(silhouette_score(U[rows], sub, metric="cosine")) if 1 < n_sub < rows.size else float("nan")
+        sil = (
+            float(silhouette_score(U[rows], sub, metric="cosine")) if 1 < n_sub < rows.size else float("nan")
+        )
         rows_table.append({**params, "admissible": bool(admissible), "silhouette": sil, **_health_fields(h)})
         results.append(lab)
     best = _pick(rows_table)

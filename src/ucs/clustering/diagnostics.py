@@ -1,8 +1,8 @@
 """Cluster diagnostics (SPEC §6): size spectrum, top clusters with label purity, and the
 coverage-exposure statistics of selected prompts (paper Table 3 and Fig. 3).
 
-:func:`coverage_exposure` is the one home of paper Table 3's statistic (unique clusters, mean cluster size, mean
-inverse size and, given a fitted coverage estimator, Φ); the pipeline's coverage log stores its columns
+:func:`coverage_exposure` is the one home of paper Table 3's statistic (unique clusters, mean cluster size,
+mean inverse size and, given a fitted coverage estimator, Φ); the pipeline's coverage log stores its columns
 (:func:`ucs.pipeline.diagnostics.coverage_stats`)."""
 
 from __future__ import annotations
@@ -13,7 +13,14 @@ from typing import Any, Dict, List, Optional, Sequence
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-__all__ = ["ClusterSummary", "ClusterReport", "cluster_report", "CoverageExposure", "coverage_exposure", "row_spectra"]
+__all__ = [
+    "ClusterSummary",
+    "ClusterReport",
+    "cluster_report",
+    "CoverageExposure",
+    "coverage_exposure",
+    "row_spectra",
+]
 
 
 def _check_labels(labels: ArrayLike) -> NDArray[np.int64]:
@@ -185,7 +192,8 @@ class CoverageExposure:
     mean_inverse_size : ndarray of shape (n_prompts,)
         Mean of ``1 / n_{c(i)}`` over the demonstrations (1.0: all from singleton clusters).
     phi : ndarray of shape (n_prompts,) or None
-        Φ of each prompt under the coverage estimator given to :func:`coverage_exposure` (``None`` without one).
+        Φ of each prompt under the coverage estimator given to :func:`coverage_exposure` (``None`` without
+        one).
     """
 
     unique_clusters: NDArray[np.int64]
@@ -195,8 +203,11 @@ class CoverageExposure:
 
     def columns(self) -> Dict[str, NDArray[np.float64]]:
         """``{statistic: (n_prompts,) float64}``, with ``phi`` when it was computed."""
-        out = {"unique_clusters": self.unique_clusters.astype(np.float64),
-               "mean_cluster_size": self.mean_cluster_size, "mean_inverse_size": self.mean_inverse_size}
+        out = {
+            "unique_clusters": self.unique_clusters.astype(np.float64),
+            "mean_cluster_size": self.mean_cluster_size,
+            "mean_inverse_size": self.mean_inverse_size,
+        }
         if self.phi is not None:
             out["phi"] = self.phi
         return out
@@ -238,7 +249,9 @@ def row_spectra(cluster_ids: ArrayLike, subsets: ArrayLike) -> NDArray[np.int64]
     return F
 
 
-def coverage_exposure(labels: ArrayLike, selected_indices: ArrayLike, coverage: Any = None) -> CoverageExposure:
+def coverage_exposure(
+    labels: ArrayLike, selected_indices: ArrayLike, coverage: Any = None
+) -> CoverageExposure:
     """Coverage-exposure statistics of one prompt (1-D indices) or many (2-D, one row each): paper Table 3.
 
     Parameters
@@ -260,7 +273,10 @@ def coverage_exposure(labels: ArrayLike, selected_indices: ArrayLike, coverage: 
     if S.ndim == 1:
         S = S[None, :]
     if S.ndim != 2 or S.shape[1] == 0:
-        raise ValueError(f"selected_indices must be (B,) or (n_prompts, B) with B >= 1; got shape {np.shape(selected_indices)}")
+        raise ValueError(
+            "selected_indices must be (B,) or (n_prompts, B) with B >= 1; got shape "
+            f"{np.shape(selected_indices)}"
+        )
     if S.dtype.kind not in "iu":
         raise ValueError(f"selected_indices must be integer pool indices; got dtype {S.dtype}")
     if S.min() < 0 or S.max() >= lab.size:

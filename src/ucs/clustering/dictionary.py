@@ -229,11 +229,19 @@ def learn_dictionary(
     # mini-batch products are small (b × K × p): one BLAS thread is as fast and immune to the
     # oversubscription that multi-threaded LAPACK suffers on small matrices
     with threadpool_limits(1, user_api="blas"):
-        return _learn_dictionary_fast(X, n_atoms, alpha, batch_size, max_iter, tol, max_no_improvement, random_state)
+        return _learn_dictionary_fast(
+            X, n_atoms, alpha, batch_size, max_iter, tol, max_no_improvement, random_state
+        )
 
 
-def _learn_dictionary_fast(X, n_atoms, alpha, batch_size, max_iter, tol, max_no_improvement, random_state) -> DictionaryFit:
-    rng = np.random.RandomState(random_state) if not isinstance(random_state, np.random.RandomState) else random_state
+def _learn_dictionary_fast(
+    X, n_atoms, alpha, batch_size, max_iter, tol, max_no_improvement, random_state
+) -> DictionaryFit:
+    rng = (
+        np.random.RandomState(random_state)
+        if not isinstance(random_state, np.random.RandomState)
+        else random_state
+    )
     n, p = X.shape
     batch_size = min(batch_size, n)
     D = _svd_init(X, n_atoms)

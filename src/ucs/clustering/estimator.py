@@ -91,16 +91,18 @@ class LatentClusterer(ClusterMixin, BaseEstimator):
         Neighbours kept per row in the linkage graph (``None``: ``max(2 dbscan_k, 32)``); more
         neighbours leave fewer dense rows to complete when re-cutting at large ``q``.
     n_clusters : int or None, default=None
-        ``k`` of the k-means methods; ``None`` is ``⌈√n⌉`` (:func:`ucs.clustering.partition.default_n_clusters`).
+        ``k`` of the k-means methods; ``None`` is ``⌈√n⌉``
+        (:func:`ucs.clustering.partition.default_n_clusters`).
     hdbscan_min_cluster_size : int, default=5
         HDBSCAN's ``min_cluster_size``.
     random_state : int or None, default=None
         Seeds PCA, the dictionary fit and k-means; the same seed gives bit-identical labels.
     kmeans_impl : {"lloyd", "sklearn"}, default="lloyd"
         k-means of the k-means methods. ``lloyd``: Lloyd on float32 matrix products, greedy
-        k-means++ (10 starts on small pools, 1 on large ones), at most 15 iterations (:mod:`ucs.clustering.lloyd`; 1,000,000 × 128 in seconds).
-        ``sklearn``: scikit-learn's ``KMeans`` (best of 3 starts), the implementation before 2026-11, whose
-        labels differ; kept as the reference. Centres are fitted on a seeded sample of 100,000 rows above that.
+        k-means++ (10 starts on small pools, 1 on large ones), at most 15 iterations
+        (:mod:`ucs.clustering.lloyd`; 1,000,000 × 128 in seconds). ``sklearn``: scikit-learn's ``KMeans``
+        (best of 3 starts), the implementation before 2026-11, whose labels differ; kept as the reference.
+        Centres are fitted on a seeded sample of 100,000 rows above that.
 
     Attributes
     ----------
@@ -228,7 +230,9 @@ class LatentClusterer(ClusterMixin, BaseEstimator):
     def _check_shape(self, n: int, d: int) -> None:
         uses_dict = self.method not in RAW_METHODS
         if self.n_clusters is not None and self.n_clusters > n and self.method in ("dict_kmeans", "kmeans"):
-            raise ValueError(f"n_clusters={self.n_clusters} exceeds the {n} samples; set n_clusters <= {n} or None")
+            raise ValueError(
+                f"n_clusters={self.n_clusters} exceeds the {n} samples; set n_clusters <= {n} or None"
+            )
         if self.method in EPS_METHODS + ("auto",) and n <= self.dbscan_k:
             raise ValueError(
                 f"dbscan_k={self.dbscan_k} needs more than {self.dbscan_k} samples; got {n}. "
@@ -242,7 +246,8 @@ class LatentClusterer(ClusterMixin, BaseEstimator):
                 )
             if self.n_atoms > n:
                 raise ValueError(
-                    f"n_atoms={self.n_atoms} exceeds n_samples={n}: there are not enough samples to learn that many "
+                    f"n_atoms={self.n_atoms} exceeds n_samples={n}: there are not enough samples to learn "
+                    "that many "
                     f"atoms. Set n_atoms <= {n}."
                 )
 
@@ -251,7 +256,9 @@ class LatentClusterer(ClusterMixin, BaseEstimator):
         self._check_params()
         return self
 
-    def fit_representation(self, E: ArrayLike, timings: Optional[Dict[str, float]] = None) -> "LatentClusterer":
+    def fit_representation(
+        self, E: ArrayLike, timings: Optional[Dict[str, float]] = None
+    ) -> "LatentClusterer":
         """Fit only the representation stages on ``E`` (n, d): standardiser, PCA and dictionary (each when the
         method uses it); returns self. :meth:`represent` then maps any rows to what the partition runs on.
 
@@ -429,7 +436,9 @@ class LatentClusterer(ClusterMixin, BaseEstimator):
             lab = self._sklearn_dbscan(U, self.eps_)
             timings["dbscan"] = time.perf_counter() - t
             return lab
-        idx, dist, exact = knn(U, self._graph_k(n), algorithm=self.knn_algorithm, exact_max=self.exact_knn_max)
+        idx, dist, exact = knn(
+            U, self._graph_k(n), algorithm=self.knn_algorithm, exact_max=self.exact_knn_max
+        )
         self.knn_exact_ = exact
         self.kth_distances_ = dist[:, self.dbscan_k - 1].copy()
         timings["knn"] = time.perf_counter() - t
@@ -454,9 +463,9 @@ class LatentClusterer(ClusterMixin, BaseEstimator):
             return g.components(eps)
         from sklearn.cluster import DBSCAN
 
-        lab = DBSCAN(eps=max(eps, np.finfo(np.float64).tiny), min_samples=ms, metric="precomputed").fit_predict(
-            g.eps_graph(eps)
-        )
+        lab = DBSCAN(
+            eps=max(eps, np.finfo(np.float64).tiny), min_samples=ms, metric="precomputed"
+        ).fit_predict(g.eps_graph(eps))
         self.n_noise_ = int((lab < 0).sum())
         return remap_noise(lab)
 
@@ -490,7 +499,9 @@ class LatentClusterer(ClusterMixin, BaseEstimator):
         self._check_fitted()
         q = check_quantile(q, "q")
         if self.kth_distances_ is None:
-            raise ValueError(f"method={self.chosen_method_!r} has no DBSCAN stage, so there is no eps to re-cut")
+            raise ValueError(
+                f"method={self.chosen_method_!r} has no DBSCAN stage, so there is no eps to re-cut"
+            )
         return eps_from_knn(self.kth_distances_, q)
 
     def recut(self, q: float) -> NDArray[np.int64]:
@@ -507,7 +518,9 @@ class LatentClusterer(ClusterMixin, BaseEstimator):
         self._check_fitted()
         eps = check_float(eps, "eps", 0.0)
         if self.kth_distances_ is None:
-            raise ValueError(f"method={self.chosen_method_!r} has no DBSCAN stage, so there is nothing to re-cut")
+            raise ValueError(
+                f"method={self.chosen_method_!r} has no DBSCAN stage, so there is nothing to re-cut"
+            )
         if self._graph is None:  # sklearn backend
             return self._sklearn_dbscan(self._unit, eps)
         return self._labels_at(eps)

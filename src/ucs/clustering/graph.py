@@ -190,7 +190,9 @@ class LinkageGraph:
         keep = w <= eps
         a, b, w = _unique_edges(a[keep], b[keep], w[keep], n)
         w = np.maximum(w, _TINY)
-        return sparse.csr_matrix((np.concatenate([w, w]), (np.concatenate([a, b]), np.concatenate([b, a]))), shape=(n, n))
+        return sparse.csr_matrix(
+            (np.concatenate([w, w]), (np.concatenate([a, b]), np.concatenate([b, a]))), shape=(n, n)
+        )
 
     # ------------------------------------------------------------------ persistence
     def state(self) -> Dict[str, NDArray]:
@@ -204,7 +206,9 @@ class LinkageGraph:
             "graph_msf_u": self.msf_u,
             "graph_msf_v": self.msf_v,
             "graph_msf_w": self.msf_w,
-            "graph_meta": np.array([self.complete_to, float(self.exact_knn), float(self.truncated), self.completion_limit]),
+            "graph_meta": np.array(
+                [self.complete_to, float(self.exact_knn), float(self.truncated), self.completion_limit]
+            ),
         }
 
     @classmethod

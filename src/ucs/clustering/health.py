@@ -24,7 +24,6 @@ from ucs.defaults import GIANT_FRACTION
 __all__ = ["ClusterHealth", "cluster_health", "GIANT_FRACTION"]
 
 
-
 @dataclass(frozen=True)
 class ClusterHealth:
     """Health figures of one partition (see the module docstring for the definitions).
@@ -68,8 +67,10 @@ class ClusterHealth:
         if not self.has_giant:
             return None
         return (
-            f"one cluster holds {self.largest_fraction:.0%} of the pool ({self.largest_size} of {self.n_items}): "
-            "the coverage prior has little to act on. Try clusterer.method='kmeans' or 'auto' (docs/clustering.md)."
+            f"one cluster holds {self.largest_fraction:.0%} of the pool ({self.largest_size} of "
+            f"{self.n_items}): "
+            "the coverage prior has little to act on. Try clusterer.method='kmeans' or 'auto' "
+            "(docs/clustering.md)."
         )
 
     def to_dict(self) -> Dict[str, Any]:
@@ -98,7 +99,9 @@ def cluster_health(labels: ArrayLike, y: Optional[ArrayLike] = None) -> ClusterH
     if lab.ndim != 1 or lab.size == 0:
         raise ValueError(f"labels must be a non-empty 1-D array of cluster ids; got shape {lab.shape}")
     if lab.dtype.kind not in "iu" or lab.min() < 0:
-        raise ValueError("labels must be non-negative integer cluster ids (remap noise with ucs.clustering.remap_noise)")
+        raise ValueError(
+            "labels must be non-negative integer cluster ids (remap noise with ucs.clustering.remap_noise)"
+        )
     n = int(lab.size)
     sizes = np.bincount(lab.astype(np.int64))
     sizes = sizes[sizes > 0]

@@ -32,8 +32,8 @@ class JointLatentClusterer(LatentClusterer):
     """One set of latent cluster ids from ``M`` embedding matrices of the same pool.
 
     Takes every parameter of :class:`LatentClusterer` (``method`` must be a dictionary method:
-    ``dict_dbscan``, ``dict_argmax``, ``dict_kmeans``, ``dict_hdbscan`` or ``auto``) plus ``joint_iter`` alternation rounds. ``pca_dim`` is capped at the
-    smallest embedding width.
+    ``dict_dbscan``, ``dict_argmax``, ``dict_kmeans``, ``dict_hdbscan`` or ``auto``) plus ``joint_iter``
+    alternation rounds. ``pca_dim`` is capped at the smallest embedding width.
 
     Attributes
     ----------
@@ -49,22 +49,54 @@ class JointLatentClusterer(LatentClusterer):
         step fits the lasso objective and the codes are ridge (or OMP) codes.
     """
 
-    def __init__(self, method: str = D.PAPER_CLUSTERING_METHOD, pca_dim: Optional[int] = D.PCA_DIM,
-                 n_atoms: int = D.N_ATOMS, coding: str = D.CODING, ridge_alpha: float = D.RIDGE_ALPHA,
-                 omp_n_nonzero: int = D.OMP_N_NONZERO, dict_alpha: float = 1.0,
-                 dict_batch_size: int = D.DICT_BATCH_SIZE, dict_max_iter: int = D.DICT_MAX_ITER,
-                 dbscan_k: int = D.DBSCAN_K, dbscan_q: float = D.DBSCAN_Q, min_samples: int = D.MIN_SAMPLES,
-                 standardize: bool = False, backend: str = D.BACKEND, knn_algorithm: str = "auto",
-                 exact_knn_max: int = 200_000, graph_k: Optional[int] = None, n_clusters: Optional[int] = None,
-                 hdbscan_min_cluster_size: int = D.HDBSCAN_MIN_CLUSTER_SIZE, random_state: Optional[int] = None, joint_iter: int = 5,
-                 kmeans_impl: str = KMEANS_IMPL) -> None:
-        super().__init__(method=method, pca_dim=pca_dim, n_atoms=n_atoms, coding=coding, ridge_alpha=ridge_alpha,
-                         omp_n_nonzero=omp_n_nonzero, dict_alpha=dict_alpha, dict_batch_size=dict_batch_size,
-                         dict_max_iter=dict_max_iter, dbscan_k=dbscan_k, dbscan_q=dbscan_q, min_samples=min_samples,
-                         standardize=standardize, backend=backend, knn_algorithm=knn_algorithm,
-                         exact_knn_max=exact_knn_max, graph_k=graph_k, n_clusters=n_clusters,
-                         hdbscan_min_cluster_size=hdbscan_min_cluster_size, random_state=random_state,
-                         kmeans_impl=kmeans_impl)
+    def __init__(
+        self,
+        method: str = D.PAPER_CLUSTERING_METHOD,
+        pca_dim: Optional[int] = D.PCA_DIM,
+        n_atoms: int = D.N_ATOMS,
+        coding: str = D.CODING,
+        ridge_alpha: float = D.RIDGE_ALPHA,
+        omp_n_nonzero: int = D.OMP_N_NONZERO,
+        dict_alpha: float = 1.0,
+        dict_batch_size: int = D.DICT_BATCH_SIZE,
+        dict_max_iter: int = D.DICT_MAX_ITER,
+        dbscan_k: int = D.DBSCAN_K,
+        dbscan_q: float = D.DBSCAN_Q,
+        min_samples: int = D.MIN_SAMPLES,
+        standardize: bool = False,
+        backend: str = D.BACKEND,
+        knn_algorithm: str = "auto",
+        exact_knn_max: int = 200_000,
+        graph_k: Optional[int] = None,
+        n_clusters: Optional[int] = None,
+        hdbscan_min_cluster_size: int = D.HDBSCAN_MIN_CLUSTER_SIZE,
+        random_state: Optional[int] = None,
+        joint_iter: int = 5,
+        kmeans_impl: str = KMEANS_IMPL,
+    ) -> None:
+        super().__init__(
+            method=method,
+            pca_dim=pca_dim,
+            n_atoms=n_atoms,
+            coding=coding,
+            ridge_alpha=ridge_alpha,
+            omp_n_nonzero=omp_n_nonzero,
+            dict_alpha=dict_alpha,
+            dict_batch_size=dict_batch_size,
+            dict_max_iter=dict_max_iter,
+            dbscan_k=dbscan_k,
+            dbscan_q=dbscan_q,
+            min_samples=min_samples,
+            standardize=standardize,
+            backend=backend,
+            knn_algorithm=knn_algorithm,
+            exact_knn_max=exact_knn_max,
+            graph_k=graph_k,
+            n_clusters=n_clusters,
+            hdbscan_min_cluster_size=hdbscan_min_cluster_size,
+            random_state=random_state,
+            kmeans_impl=kmeans_impl,
+        )
         self.joint_iter = joint_iter
 
     def fit(self, Es: Sequence[ArrayLike], y: Any = None) -> "JointLatentClusterer":  # type: ignore[override]
@@ -96,7 +128,9 @@ class JointLatentClusterer(LatentClusterer):
         self._check_params()
         check_int(self.joint_iter, "joint_iter", 1)
         if self.method in RAW_METHODS:
-            raise ValueError(f"method={self.method!r} has no dictionary; use a 'dict_*' method or 'auto' for a joint fit")
+            raise ValueError(
+                f"method={self.method!r} has no dictionary; use a 'dict_*' method or 'auto' for a joint fit"
+            )
         if isinstance(Es, np.ndarray) and Es.ndim == 2:
             Es = [Es]
         if len(Es) < 1:
@@ -104,7 +138,9 @@ class JointLatentClusterer(LatentClusterer):
         mats = [check_embeddings(E, f"Es[{m}]") for m, E in enumerate(Es)]
         n = mats[0].shape[0]
         if any(M.shape[0] != n for M in mats):
-            raise ValueError(f"every matrix must embed the same pool; got row counts {[M.shape[0] for M in mats]}")
+            raise ValueError(
+                f"every matrix must embed the same pool; got row counts {[M.shape[0] for M in mats]}"
+            )
         dims = [M.shape[1] for M in mats]
         dprime = min(dims) if self.pca_dim is None else min(self.pca_dim, min(dims))
         self._check_shape(n, dprime)
@@ -140,8 +176,15 @@ class JointLatentClusterer(LatentClusterer):
         self.objective_: List[float] = []
         for it in range(self.joint_iter + 1):
             T = sum(Z @ B for Z, B in zip(Zs, Bs)) / len(Zs)
-            fit = learn_dictionary(T, self.n_atoms, alpha=self.dict_alpha, batch_size=self.dict_batch_size,
-                                   max_iter=self.dict_max_iter, backend=self.backend, random_state=self.random_state)
+            fit = learn_dictionary(
+                T,
+                self.n_atoms,
+                alpha=self.dict_alpha,
+                batch_size=self.dict_batch_size,
+                max_iter=self.dict_max_iter,
+                backend=self.backend,
+                random_state=self.random_state,
+            )
             D = fit.components.astype(np.float64)
             R = encode(T, D, self.coding, self.ridge_alpha, self.omp_n_nonzero)
             rec = R @ D

@@ -44,8 +44,15 @@ def n_workers() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def _assign_block(X: NDArray[np.floating], Ct: NDArray[np.float32], offset: Optional[NDArray[np.float32]],
-                  s: int, block: int, labels: NDArray[np.int64], best: NDArray[np.float32]) -> None:
+def _assign_block(
+    X: NDArray[np.floating],
+    Ct: NDArray[np.float32],
+    offset: Optional[NDArray[np.float32]],
+    s: int,
+    block: int,
+    labels: NDArray[np.int64],
+    best: NDArray[np.float32],
+) -> None:
     S = np.asarray(X[s : s + block], dtype=np.float32) @ Ct
     if offset is not None:
         S -= offset
@@ -55,7 +62,10 @@ def _assign_block(X: NDArray[np.floating], Ct: NDArray[np.float32], offset: Opti
 
 
 def assign(
-    X: NDArray[np.floating], centers: NDArray[np.float32], block: int = BLOCK, workers: Optional[int] = None,
+    X: NDArray[np.floating],
+    centers: NDArray[np.float32],
+    block: int = BLOCK,
+    workers: Optional[int] = None,
     offset: Optional[NDArray[np.float32]] = None,
 ) -> Tuple[NDArray[np.int64], NDArray[np.float32]]:
     """Most similar centre of every row and that similarity, in row blocks spread over ``workers`` threads.
@@ -97,7 +107,9 @@ def assign(
     return labels, best
 
 
-def _draw(dist: NDArray[np.float64], chosen: NDArray[np.bool_], rng: np.random.Generator, n: int) -> NDArray[np.int64]:
+def _draw(
+    dist: NDArray[np.float64], chosen: NDArray[np.bool_], rng: np.random.Generator, n: int
+) -> NDArray[np.int64]:
     """``n`` rows drawn with probability proportional to ``dist`` (D² sampling); when every distance is zero
     (only duplicates of chosen centres remain), the first row not yet chosen."""
     cum = np.cumsum(dist)
@@ -106,7 +118,9 @@ def _draw(dist: NDArray[np.float64], chosen: NDArray[np.bool_], rng: np.random.G
     return np.minimum(np.searchsorted(cum, rng.random(n) * cum[-1], side="right"), dist.shape[0] - 1)
 
 
-def kmeanspp(X: NDArray[np.float32], k: int, rng: np.random.Generator, n_trials: int = 1) -> NDArray[np.float32]:
+def kmeanspp(
+    X: NDArray[np.float32], k: int, rng: np.random.Generator, n_trials: int = 1
+) -> NDArray[np.float32]:
     """Greedy k-means++ seeding (cosine distance ``1 − <x, c>``) on unit rows ``X`` (m, d).
 
     Each step draws ``n_trials`` candidates by D² sampling and keeps the one that lowers the total distance
@@ -141,14 +155,18 @@ def kmeanspp(X: NDArray[np.float32], k: int, rng: np.random.Generator, n_trials:
 
 
 def update_centers(
-    X: NDArray[np.float32], labels: NDArray[np.int64], best: NDArray[np.float32], k: int, normalize: bool = True,
+    X: NDArray[np.float32],
+    labels: NDArray[np.int64],
+    best: NDArray[np.float32],
+    k: int,
+    normalize: bool = True,
 ) -> NDArray[np.float32]:
     """Per-cluster means of the rows (k, d), ℓ2-normalised unless ``normalize=False``; an empty cluster takes
     the worst-fitting rows.
 
     The sums are one sparse (k × m) membership matrix times ``X``. The ``e`` empty clusters are re-seeded, in
-    index order, with the ``e`` rows of lowest score ``best`` (ties: lower row first; the sort runs only when a
-    cluster is empty). Time ``O(m d)``, ``O(m log m)`` more with empty clusters; memory ``O(m + k d)``.
+    index order, with the ``e`` rows of lowest score ``best`` (ties: lower row first; the sort runs only when
+    a cluster is empty). Time ``O(m d)``, ``O(m log m)`` more with empty clusters; memory ``O(m + k d)``.
     """
     m = X.shape[0]
     members = csr_matrix((np.ones(m, dtype=np.float32), (labels, np.arange(m))), shape=(k, m))
@@ -176,8 +194,9 @@ def _half_sq_norms(C: NDArray[np.float32]) -> NDArray[np.float32]:
     return (0.5 * np.einsum("ij,ij->i", C, C)).astype(np.float32)
 
 
-def _lloyd(X: NDArray[np.float32], C: NDArray[np.float32], max_iter: int, tol: float
-           ) -> Tuple[NDArray[np.float32], float]:
+def _lloyd(
+    X: NDArray[np.float32], C: NDArray[np.float32], max_iter: int, tol: float
+) -> Tuple[NDArray[np.float32], float]:
     """Lloyd iterations (means, nearest in ℓ2) from centres ``C`` until at most ``tol · m`` rows move;
     (the means (k, d), the score ``mean <x, c> − ‖c‖²/2``, i.e. ``(1 − inertia / m) / 2`` on unit rows)."""
     k, m = C.shape[0], X.shape[0]
@@ -202,7 +221,8 @@ def lloyd_kmeans(
     init_rows: Optional[int] = None,
     n_trials: Optional[int] = None,
 ) -> Tuple[NDArray[np.float32], NDArray[np.int64], float]:
-    """Fit ``k`` unit centres to the unit rows ``X`` (m, d) float32: greedy k-means++, Lloyd, normalised means.
+    """Fit ``k`` unit centres to the unit rows ``X`` (m, d) float32: greedy k-means++, Lloyd, normalised
+    means.
 
     Parameters
     ----------

@@ -129,7 +129,9 @@ def knn(
     if algorithm == "auto":
         algorithm = "exact" if n <= exact_max or not have_faiss() else "hnsw"
     if algorithm == "hnsw" and not have_faiss():
-        warnings.warn("faiss is not installed (extra 'fast'); falling back to exact kNN", RuntimeWarning, stacklevel=2)
+        warnings.warn(
+            "faiss is not installed (extra 'fast'); falling back to exact kNN", RuntimeWarning, stacklevel=2
+        )
         algorithm = "exact"
     if algorithm == "exact":
         if have_faiss():

@@ -17,8 +17,22 @@ from numpy.typing import NDArray
 from .graph import canonical_labels, remap_noise
 from .lloyd import assign, lloyd_kmeans
 
-__all__ = ["default_n_clusters", "spherical_kmeans", "hdbscan_labels", "KMEANS_FIT_MAX", "KMEANS_IMPL", "KMEANS_SETTINGS",
-           "LLOYD_MULTI_START_WORK", "LLOYD_REVISION", "lloyd_settings", "kmeans_fit_rows", "fit_centers", "check_kmeans_impl", "nearest_center", "canonical_partition"]
+__all__ = [
+    "default_n_clusters",
+    "spherical_kmeans",
+    "hdbscan_labels",
+    "KMEANS_FIT_MAX",
+    "KMEANS_IMPL",
+    "KMEANS_SETTINGS",
+    "LLOYD_MULTI_START_WORK",
+    "LLOYD_REVISION",
+    "lloyd_settings",
+    "kmeans_fit_rows",
+    "fit_centers",
+    "check_kmeans_impl",
+    "nearest_center",
+    "canonical_partition",
+]
 
 #: Above this many rows k-means is fitted on a seeded sample of this size and every row is then
 #: assigned to its nearest centre (one matrix product); below it, on all rows.
@@ -26,19 +40,21 @@ KMEANS_FIT_MAX = 100_000
 #: The default k-means implementation (see :func:`spherical_kmeans`). The name is part of a clustering's
 #: parameters (``LatentClusterer(kmeans_impl=...)``), so a cache keyed by them tells the two apart.
 KMEANS_IMPL = "lloyd"
-#: Starts and iterations of each implementation (``n_init=None``: :func:`lloyd_settings`). Chosen by measurement
-#: for ``lloyd`` (benchmarks/clustering/RESULTS_default_scale.md). ``sklearn`` keeps the settings it always had.
+#: Starts and iterations of each implementation (``n_init=None``: :func:`lloyd_settings`). Chosen by
+#: measurement for ``lloyd`` (benchmarks/clustering/RESULTS_default_scale.md). ``sklearn`` keeps the settings
+#: it always had.
 KMEANS_SETTINGS = {"lloyd": {"n_init": None, "max_iter": None}, "sklearn": {"n_init": 3, "max_iter": 100}}
-#: ``lloyd`` works like scikit-learn's ``KMeans`` while the fitting rows times the clusters is at most this (pools
-#: up to ~70,000 rows at ⌈√N⌉ clusters, seconds): 10 starts, k-means++ over every row, iterations until no
-#: row moves (≤ 100). Above it: 1 start seeded on a sample of ``16 k`` rows, ≤ 15 iterations, stop once ≤ 0.1 % of
-#: the rows move — on a 100,000-row fitting sample that matches scikit-learn's best of 3 at a tenth of the work,
-#: while on ~10,000-row pools the sampled seeding lost 0.01 AMI (planted clusters) and the early stop 0.002.
+#: ``lloyd`` works like scikit-learn's ``KMeans`` while the fitting rows times the clusters is at most this
+#: (pools up to ~70,000 rows at ⌈√N⌉ clusters, seconds): 10 starts, k-means++ over every row, iterations until
+#: no row moves (≤ 100). Above it: 1 start seeded on a sample of ``16 k`` rows, ≤ 15 iterations, stop once ≤
+#: 0.1 % of the rows move — on a 100,000-row fitting sample that matches scikit-learn's best of 3 at a tenth
+#: of the work, while on ~10,000-row pools the sampled seeding lost 0.01 AMI (planted clusters) and the early
+#: stop 0.002.
 LLOYD_MULTI_START_WORK = 20_000_000
 #: Revision of the ``lloyd`` algorithm, part of the cache key of every clustering it makes (a clustering by an
 #: earlier revision is never read back as this one's). 2: Lloyd's means instead of normalised sums, every row
-#: seeded from and iterations to convergence on small pools. 3: ten starts on small pools (three left HWU64's AMI
-#: against its intents 0.003 below scikit-learn's; ten reach it on all three real pools).
+#: seeded from and iterations to convergence on small pools. 3: ten starts on small pools (three left HWU64's
+#: AMI against its intents 0.003 below scikit-learn's; ten reach it on all three real pools).
 LLOYD_REVISION = 3
 
 
@@ -91,9 +107,9 @@ def spherical_kmeans(
         Rows above which the centres are fitted on a seeded sample of ``fit_max`` rows (default
         :data:`KMEANS_FIT_MAX`, read when called).
     impl : {"lloyd", "sklearn"}
-        ``lloyd`` (default): Lloyd on the unit rows in float32 GEMMs, normalised centres (:mod:`ucs.clustering.lloyd`). ``sklearn``:
-        scikit-learn's Euclidean ``KMeans`` on the unit rows, centres normalised afterwards (the project's
-        k-means before 2026-11; kept as the reference).
+        ``lloyd`` (default): Lloyd on the unit rows in float32 GEMMs, normalised centres
+        (:mod:`ucs.clustering.lloyd`). ``sklearn``: scikit-learn's Euclidean ``KMeans`` on the unit rows,
+        centres normalised afterwards (the project's k-means before 2026-11; kept as the reference).
 
     Returns
     -------
@@ -113,7 +129,9 @@ def spherical_kmeans(
         raise ValueError(f"n_clusters must lie in [1, {n}] for {n} items; got {n_clusters}")
     X = np.ascontiguousarray(U, dtype=np.float32)
     fit_rows = kmeans_fit_rows(n, KMEANS_FIT_MAX if fit_max is None else fit_max, random_state)
-    centers, fit_labels = fit_centers(X if fit_rows is None else X[fit_rows], k, random_state, n_init, max_iter, impl)
+    centers, fit_labels = fit_centers(
+        X if fit_rows is None else X[fit_rows], k, random_state, n_init, max_iter, impl
+    )
     raw = fit_labels if fit_rows is None else nearest_center(X, centers)
     return canonical_partition(raw, centers)
 
@@ -134,12 +152,16 @@ def check_kmeans_impl(impl: str) -> str:
 
 
 def fit_centers(
-    Xfit: NDArray[np.floating], k: int, random_state: Optional[int] = None, n_init: Optional[int] = None,
-    max_iter: Optional[int] = None, impl: str = KMEANS_IMPL,
+    Xfit: NDArray[np.floating],
+    k: int,
+    random_state: Optional[int] = None,
+    n_init: Optional[int] = None,
+    max_iter: Optional[int] = None,
+    impl: str = KMEANS_IMPL,
 ) -> "tuple[NDArray[np.float32], NDArray[np.int64]]":
-    """k-means centres of the fitting rows ``Xfit`` (m, d) unit rows: unit-normalised centres (k, d) float32 and
-    the fitting rows' labels (m,) under them. ``impl``, ``n_init`` and ``max_iter`` as in :func:`spherical_kmeans`.
-    Time ``O(n_init · iters · m k d)``."""
+    """k-means centres of the fitting rows ``Xfit`` (m, d) unit rows: unit-normalised centres (k, d) float32
+    and the fitting rows' labels (m,) under them. ``impl``, ``n_init`` and ``max_iter`` as
+    in :func:`spherical_kmeans`. Time ``O(n_init · iters · m k d)``."""
     settings = KMEANS_SETTINGS[check_kmeans_impl(impl)]
     X = np.ascontiguousarray(Xfit, dtype=np.float32)
     if impl == "lloyd":
@@ -158,7 +180,9 @@ def fit_centers(
     return centers, km.labels_.astype(np.int64)
 
 
-def canonical_partition(raw: NDArray[np.int64], centers: NDArray[np.float32]) -> "tuple[NDArray[np.int64], NDArray[np.float32]]":
+def canonical_partition(
+    raw: NDArray[np.int64], centers: NDArray[np.float32]
+) -> "tuple[NDArray[np.int64], NDArray[np.float32]]":
     """Centre indices of every row → ids numbered by first appearance, and the centres reordered to match
     (a centre nobody is nearest to is dropped). ``O(n log n)``."""
     labels = canonical_labels(raw)
@@ -174,7 +198,9 @@ def nearest_center(X: NDArray[np.floating], centers: NDArray[np.floating]) -> ND
     return assign(X, np.asarray(centers, dtype=np.float32))[0]
 
 
-def hdbscan_labels(U: NDArray[np.floating], min_cluster_size: int = 5, min_samples: Optional[int] = None) -> "tuple[NDArray[np.int64], int]":
+def hdbscan_labels(
+    U: NDArray[np.floating], min_cluster_size: int = 5, min_samples: Optional[int] = None
+) -> "tuple[NDArray[np.int64], int]":
     """scikit-learn's HDBSCAN on unit rows (Euclidean, monotone in cosine); noise → fresh singletons.
 
     Returns
@@ -190,7 +216,6 @@ def hdbscan_labels(U: NDArray[np.floating], min_cluster_size: int = 5, min_sampl
     memory ``O(n · min_samples)``. Use on dictionary codes (``n_atoms`` features), not raw embeddings.
     """
     from sklearn.cluster import HDBSCAN
-
 
     if min_cluster_size < 2:
         raise ValueError(f"hdbscan_min_cluster_size must be >= 2; got {min_cluster_size}")

@@ -32,7 +32,14 @@ __all__ = ["save_clusterer", "load_clusterer", "StaleLabelsError", "DamagedClust
 FORMAT = "ucs.clustering/2"
 _READABLE = ("ucs.clustering/1", FORMAT)
 _SCALARS = (
-    "eps_", "n_clusters_", "n_noise_", "input_hash_", "n_features_in_", "dict_n_steps_", "timings_", "knn_exact_",
+    "eps_",
+    "n_clusters_",
+    "n_noise_",
+    "input_hash_",
+    "n_features_in_",
+    "dict_n_steps_",
+    "timings_",
+    "knn_exact_",
     "chosen_method_",
 )
 _ARRAYS = ("kth_distances_", "dictionary_", "codes_", "cluster_centers_")
@@ -67,7 +74,9 @@ def save_clusterer(est: Any, directory: "str | Path") -> Path:
         v = getattr(est, name, None)
         if v is not None:
             arrays[name] = v
-    scalers = getattr(est, "scalers_", None) or ([est.scaler_] if getattr(est, "scaler_", None) is not None else [])
+    scalers = getattr(est, "scalers_", None) or (
+        [est.scaler_] if getattr(est, "scaler_", None) is not None else []
+    )
     pcas = getattr(est, "pcas_", None) or ([est.pca_] if getattr(est, "pca_", None) is not None else [])
     for i, s in enumerate(scalers):
         if s is not None:
@@ -136,7 +145,9 @@ def load_clusterer(directory: "str | Path", E: Optional[ArrayLike] = None) -> An
         for i, present in enumerate(meta["scaler_present"])
     ]
     pcas = [
-        PCAProjection(st[f"pca{i}_mean_"], st[f"pca{i}_components_"], st[f"pca{i}_explained_variance_"]) if present else None
+        PCAProjection(st[f"pca{i}_mean_"], st[f"pca{i}_components_"], st[f"pca{i}_explained_variance_"])
+        if present
+        else None
         for i, present in enumerate(meta["pca_present"])
     ]
     if meta["class"] == "JointLatentClusterer":
@@ -200,7 +211,9 @@ def _read_verified(d: Path) -> Tuple[Dict[str, Any], Dict[str, np.ndarray]]:
     n = meta.get("n_samples", st["labels_"].shape[0])
     labels = st["labels_"]
     if labels.ndim != 1 or labels.shape[0] != n or not np.issubdtype(labels.dtype, np.integer):
-        raise _damaged(state_path, f"labels_ has shape {labels.shape} and dtype {labels.dtype}; expected ({n},) integers")
+        raise _damaged(
+            state_path, f"labels_ has shape {labels.shape} and dtype {labels.dtype}; expected ({n},) integers"
+        )
     if labels.size and labels.min() < -1:
         raise _damaged(state_path, "labels_ holds ids below -1")
     kth = st.get("kth_distances_")

@@ -76,7 +76,11 @@ class PCAProjection:
         return np.ascontiguousarray(out)
 
     def state(self) -> "dict[str, NDArray]":
-        return {"mean_": self.mean_, "components_": self.components_, "explained_variance_": self.explained_variance_}
+        return {
+            "mean_": self.mean_,
+            "components_": self.components_,
+            "explained_variance_": self.explained_variance_,
+        }
 
 
 def _svd_flip_rows(Vt: NDArray[np.floating]) -> NDArray[np.floating]:
@@ -125,8 +129,9 @@ def fit_pca(
         ``<= min(n_samples, n_features)``.
     backend : {"fast", "sklearn"}
         ``fast``: randomized range finder (Halko et al. 2011) with ``n_power_iter`` power
-        iterations re-orthonormalised by Cholesky-QR, in the input dtype, then an exact SVD of the small projected matrix.
-        ``sklearn``: :class:`sklearn.decomposition.PCA` (its ``auto`` solver), kept as reference.
+        iterations re-orthonormalised by Cholesky-QR, in the input dtype, then an exact SVD of the small
+        projected matrix. ``sklearn``: :class:`sklearn.decomposition.PCA` (its ``auto`` solver), kept as
+        reference.
     random_state : int or None
         Seed of the random test matrix.
 

@@ -13,8 +13,8 @@
                    importable module; its value must lie in [0, 1].
 =================  ===================================================================================
 
-:func:`get_metric` parses the name once, at the edge, and refuses an unknown one, a pattern that does not compile
-or a function that cannot be imported with a ``ValueError`` that says how to write it.
+:func:`get_metric` parses the name once, at the edge, and refuses an unknown one, a pattern that does not
+compile or a function that cannot be imported with a ``ValueError`` that says how to write it.
 """
 
 from __future__ import annotations
@@ -68,7 +68,7 @@ def _first_json(text: str) -> Any:
     decoder = json.JSONDecoder()
     for match in re.finditer(r"[\[{]", text):
         try:
-            return decoder.raw_decode(text[match.start():])[0]
+            return decoder.raw_decode(text[match.start() :])[0]
         except ValueError:
             continue
     raise ValueError("no JSON value in the answer")
@@ -97,8 +97,10 @@ def json_score(prediction: str, reference: str) -> float:
     try:
         ref = Counter(_leaves(_first_json(reference)))
     except ValueError:
-        raise ValueError(f"the reference answer is not JSON: {str(reference)[:80]!r}; use --metric json only "
-                         "for a task whose answers are JSON") from None
+        raise ValueError(
+            f"the reference answer is not JSON: {str(reference)[:80]!r}; use --metric json only "
+            "for a task whose answers are JSON"
+        ) from None
     try:
         pred = Counter(_leaves(_first_json(prediction)))
     except ValueError:
@@ -122,8 +124,9 @@ class AnswerMetric:
         value = self.fn(prediction, reference)
         value = float(value)
         if not (math.isfinite(value) and 0.0 <= value <= 1.0):
-            raise ValueError(f"metric {self.name} returned {value!r} for {prediction[:60]!r}; a score must lie "
-                             "in [0, 1]")
+            raise ValueError(
+                f"metric {self.name} returned {value!r} for {prediction[:60]!r}; a score must lie in [0, 1]"
+            )
         return value
 
     def score_all(self, predictions: List[str], references: List[str]) -> List[float]:
@@ -137,8 +140,10 @@ def _regex(pattern: str) -> AnswerMetric:
     try:
         compiled = re.compile(pattern)
     except re.error as exc:
-        raise ValueError(f"metric regex:{pattern}: the pattern does not compile ({exc}); write regex:PATTERN "
-                         "with a Python regular expression, e.g. regex:Answer:\\s*(\\w+)") from None
+        raise ValueError(
+            f"metric regex:{pattern}: the pattern does not compile ({exc}); write regex:PATTERN "
+            "with a Python regular expression, e.g. regex:Answer:\\s*(\\w+)"
+        ) from None
 
     def score(prediction: str, reference: str) -> float:
         m = compiled.search(str(prediction))
@@ -152,7 +157,11 @@ def _regex(pattern: str) -> AnswerMetric:
 def _function(spec: str) -> AnswerMetric:
     module_name, _, attr = spec.partition(":")
     how = "write module:function, a module on the Python path and a function (prediction, reference) -> float"
-    if not module_name or not attr or not all(part.isidentifier() for part in module_name.split(".") + [attr]):
+    if (
+        not module_name
+        or not attr
+        or not all(part.isidentifier() for part in module_name.split(".") + [attr])
+    ):
         raise ValueError(f"metric {spec!r}: {how}")
     try:
         module = importlib.import_module(module_name)
@@ -171,7 +180,9 @@ def get_metric(spec: str) -> AnswerMetric:
     if spec in builtin:
         return AnswerMetric(spec, *builtin[spec])
     if spec.startswith("regex:"):
-        return _regex(spec[len("regex:"):])
+        return _regex(spec[len("regex:") :])
     if ":" in spec:
         return _function(spec)
-    raise ValueError(f"unknown metric {spec!r}; choose one of {list(METRICS)}, regex:PATTERN or module:function")
+    raise ValueError(
+        f"unknown metric {spec!r}; choose one of {list(METRICS)}, regex:PATTERN or module:function"
+    )

@@ -15,8 +15,9 @@ Each line is ``{"prompt_sha256", "raw_output", "parsed_id"[, "margin"][, "answer
 written before it existed lack it), appended and flushed per batch; a torn last line (an interrupted write)
 is skipped when reading, and a line that fails its checksum or the schema (a label id out of range, a missing
 field) is skipped with a warning and answered again. A store of sampled answers keys its lines by
-``"sample_sha256"`` (:func:`sample_key` of the prompt hash and the sample seed) instead of ``"prompt_sha256"``,
-so a long sampled evaluation (BBEH in paper mode) resumes from committed answers on any machine.
+``"sample_sha256"`` (:func:`sample_key` of the prompt hash and the sample seed) instead of
+``"prompt_sha256"``, so a long sampled evaluation (BBEH in paper mode) resumes from committed answers on any
+machine.
 """
 
 from __future__ import annotations

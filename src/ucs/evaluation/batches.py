@@ -44,7 +44,9 @@ class AnswerBook:
     Keyed by prompt hash in deterministic modes and by :func:`sample_key` in sampled ones.
     """
 
-    def __init__(self, mode_name: str, sampled: bool, records: Iterable[dict] = (), store: Any = None) -> None:
+    def __init__(
+        self, mode_name: str, sampled: bool, records: Iterable[dict] = (), store: Any = None
+    ) -> None:
         self.sampled = sampled
         self.store = store
         self._known: dict[str, dict] = {}
@@ -74,8 +76,9 @@ class AnswerBook:
             self.store.add(records)
 
 
-def answer_batch(plan: EvaluationPlan, lm: Any, prompts: Sequence[str], book: AnswerBook, seed: int,
-                 start: int) -> list:
+def answer_batch(
+    plan: EvaluationPlan, lm: Any, prompts: Sequence[str], book: AnswerBook, seed: int, start: int
+) -> list:
     """An :data:`Answer` per prompt: known answers reused (``"reused": true``), the rest asked of ``lm``.
 
     In sampled modes prompt ``i`` is drawn with seed ``batch_seed(seed, start) + i`` (recorded as
@@ -97,7 +100,9 @@ def answer_batch(plan: EvaluationPlan, lm: Any, prompts: Sequence[str], book: An
         for i, o in zip(fresh, _generate(plan, lm, prompts, fresh, base)):
             answers[i] = (o, plan.matcher(o, labels), dict(here))
     elif fresh:
-        pred, margin = likelihood_predict(lm, [prompts[i] for i in fresh], plan.continuations, plan.mode.reduction)
+        pred, margin = likelihood_predict(
+            lm, [prompts[i] for i in fresh], plan.continuations, plan.mode.reduction
+        )
         for i, p_, m_ in zip(fresh, pred.tolist(), margin):
             answers[i] = (labels[p_], p_, {"margin": float(m_), **here})
     fresh_set = set(fresh)
@@ -114,14 +119,22 @@ def answer_batch(plan: EvaluationPlan, lm: Any, prompts: Sequence[str], book: An
 
 
 def _generate(plan: EvaluationPlan, lm: Any, prompts: Sequence[str], fresh: Sequence[int], base: int) -> list:
-    """Completions of ``prompts[i]`` for ``i`` in ``fresh``; sampled prompt ``i`` is drawn with seed ``base + i``."""
+    """Completions of ``prompts[i]`` for ``i`` in ``fresh``; sampled prompt ``i`` is drawn with seed ``base +
+    i``."""
     if not plan.mode.sampled or len(fresh) == len(prompts):
         return generate_answers(lm, [prompts[i] for i in fresh], plan.mode, base)
     return [generate_answers(lm, [prompts[i]], plan.mode, base + i)[0] for i in fresh]
 
 
-def batch_records(plan: EvaluationPlan, method: str, seed: int, run: int, built: Sequence[tuple],
-                  answers: Sequence[Answer], pending: "set[int]") -> list[dict]:
+def batch_records(
+    plan: EvaluationPlan,
+    method: str,
+    seed: int,
+    run: int,
+    built: Sequence[tuple],
+    answers: Sequence[Answer],
+    pending: "set[int]",
+) -> list[dict]:
     """The records of a batch's pending queries: ``built`` holds ``(q, prompt, demonstration indices)``."""
     labels = plan.dataset.label_names
     recs = []
@@ -129,26 +142,28 @@ def batch_records(plan: EvaluationPlan, method: str, seed: int, run: int, built:
         if q not in pending:
             continue
         g = int(plan.gold[q])
-        recs.append({
-            "method": method,
-            "seed": int(seed),
-            "run": run,
-            "query": q,
-            "test_index": int(plan.test_indices[q]),
-            "mode": plan.mode.name,
-            "prompt_sha256": prompt_hash(b.text),
-            "n_prompt_tokens": b.n_tokens,
-            "selected": demos,
-            "n_demos": b.n_demos,
-            "n_dropped": b.n_dropped,
-            **({"dropped_from": "start"} if b.n_dropped and b.dropped_from == "start" else {}),
-            "prompt_fits": b.fits,
-            "raw_output": o,
-            "parsed": None if p is None else labels[p],
-            "parsed_id": p,
-            "gold": labels[g],
-            "gold_id": g,
-            "correct": p is not None and int(p) == g,
-            **e,
-        })
+        recs.append(
+            {
+                "method": method,
+                "seed": int(seed),
+                "run": run,
+                "query": q,
+                "test_index": int(plan.test_indices[q]),
+                "mode": plan.mode.name,
+                "prompt_sha256": prompt_hash(b.text),
+                "n_prompt_tokens": b.n_tokens,
+                "selected": demos,
+                "n_demos": b.n_demos,
+                "n_dropped": b.n_dropped,
+                **({"dropped_from": "start"} if b.n_dropped and b.dropped_from == "start" else {}),
+                "prompt_fits": b.fits,
+                "raw_output": o,
+                "parsed": None if p is None else labels[p],
+                "parsed_id": p,
+                "gold": labels[g],
+                "gold_id": g,
+                "correct": p is not None and int(p) == g,
+                **e,
+            }
+        )
     return recs

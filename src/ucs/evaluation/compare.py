@@ -11,7 +11,12 @@ from __future__ import annotations
 import sys
 from typing import Mapping, Optional, Sequence
 
-from ucs.evaluation.fingerprints import HASHED_FIELDS, compare_fingerprints, compare_records, load_fingerprints
+from ucs.evaluation.fingerprints import (
+    HASHED_FIELDS,
+    compare_fingerprints,
+    compare_records,
+    load_fingerprints,
+)
 from ucs.evaluation.run_folder import RunFolder
 
 __all__ = ["main"]
@@ -33,8 +38,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     differs, 2 on a usage error."""
     args = list(sys.argv[1:] if argv is None else argv)
     if len(args) != 2:
-        print("usage: python -m ucs.evaluation.compare A B  (run folders, runner manifests or page "
-              "manifests)", file=sys.stderr)
+        print(
+            "usage: python -m ucs.evaluation.compare A B  (run folders, runner manifests or page manifests)",
+            file=sys.stderr,
+        )
         return 2
     try:
         a, b = load_fingerprints(args[0]), load_fingerprints(args[1])
@@ -50,9 +57,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if all(f.records.exists() for f in folders):
         counts = compare_records(folders[0].read_records(), folders[1].read_records())
         for method, row in sorted(counts.items()):
-            print(f"  {method}: {row['common']} records in both; {row['selections_differ']} with other "
-                  f"demonstrations, {row['answers_differ']} with another answer ({row['correct_differ']} of them "
-                  "changed correctness)")
+            print(
+                f"  {method}: {row['common']} records in both; {row['selections_differ']} with other "
+                f"demonstrations, {row['answers_differ']} with another answer ({row['correct_differ']} of "
+                "them "
+                "changed correctness)"
+            )
     for cell in cells:
         cmp = compare_fingerprints(a[cell], b[cell])
         print(cell or "records")

@@ -22,7 +22,13 @@ from typing import Any, Iterable, Mapping, Optional
 
 from ucs.evaluation.run_folder import MANIFEST, RECORDS, RunFolder, read_manifest
 
-__all__ = ["HASHED_FIELDS", "record_fingerprints", "compare_fingerprints", "compare_records", "load_fingerprints"]
+__all__ = [
+    "HASHED_FIELDS",
+    "record_fingerprints",
+    "compare_fingerprints",
+    "compare_records",
+    "load_fingerprints",
+]
 
 #: Fields of a fingerprint that must be equal for two methods' records to be called the same.
 HASHED_FIELDS = ("selections", "answers")
@@ -71,8 +77,9 @@ def record_fingerprints(records: Iterable[Mapping[str, Any]]) -> dict[str, dict[
     return out
 
 
-def compare_fingerprints(a: Mapping[str, Mapping[str, Any]], b: Mapping[str, Mapping[str, Any]]
-                         ) -> dict[str, dict[str, Optional[bool]]]:
+def compare_fingerprints(
+    a: Mapping[str, Mapping[str, Any]], b: Mapping[str, Mapping[str, Any]]
+) -> dict[str, dict[str, Optional[bool]]]:
     """Per method of either side: whether ``n``, ``selections`` and ``answers`` agree (``None`` when one side
     lacks the method)."""
     out: dict[str, dict[str, Optional[bool]]] = {}
@@ -84,7 +91,9 @@ def compare_fingerprints(a: Mapping[str, Mapping[str, Any]], b: Mapping[str, Map
     return out
 
 
-def compare_records(a: Iterable[Mapping[str, Any]], b: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, int]]:
+def compare_records(
+    a: Iterable[Mapping[str, Any]], b: Iterable[Mapping[str, Any]]
+) -> dict[str, dict[str, int]]:
     """Per method: records present in both (``common``), and among them how many chose other demonstrations
     (``selections_differ``) or got another parsed answer (``answers_differ``), and how many of those flipped
     correctness (``correct_differ``)."""
@@ -92,7 +101,9 @@ def compare_records(a: Iterable[Mapping[str, Any]], b: Iterable[Mapping[str, Any
     out: dict[str, dict[str, int]] = {}
     for r in a:
         key = (str(r["method"]), int(r["seed"]), int(r["query"]))
-        row = out.setdefault(key[0], {"common": 0, "selections_differ": 0, "answers_differ": 0, "correct_differ": 0})
+        row = out.setdefault(
+            key[0], {"common": 0, "selections_differ": 0, "answers_differ": 0, "correct_differ": 0}
+        )
         other = index.get(key)
         if other is None:
             continue
@@ -113,15 +124,22 @@ def load_fingerprints(path: "str | Path") -> dict[str, dict[str, dict[str, Any]]
             return {"": record_fingerprints(folder.read_records())}
         p = folder.manifest
     if not p.exists():
-        raise ValueError(f"{path}: neither a run folder with {RECORDS} nor a manifest file; give a run folder, "
-                         f"its {MANIFEST} or a docs/results/<experiment>.manifest.json")
+        raise ValueError(
+            f"{path}: neither a run folder with {RECORDS} nor a manifest file; give a run folder, "
+            f"its {MANIFEST} or a docs/results/<experiment>.manifest.json"
+        )
     manifest = read_manifest(p)
     if isinstance(manifest.get("cells"), list):
-        found = {str(c.get("cell")): (c.get("runner_manifest") or {}).get("fingerprints") for c in manifest["cells"]}
+        found = {
+            str(c.get("cell")): (c.get("runner_manifest") or {}).get("fingerprints")
+            for c in manifest["cells"]
+        }
     else:
         found = {"": manifest.get("fingerprints")}
     kept = {cell: fp for cell, fp in found.items() if fp}
     if not kept:
-        raise ValueError(f"{path}: no fingerprints recorded (manifests written before they were added have none); "
-                         "compare run folders with their records instead")
+        raise ValueError(
+            f"{path}: no fingerprints recorded (manifests written before they were added have none); "
+            "compare run folders with their records instead"
+        )
     return kept

@@ -1,9 +1,9 @@
 """A run folder's ``manifest.json``: what configuration it holds, on what machine, and how far it got.
 
 The manifest's ``key`` is the resume check: a run into a folder whose key differs is refused with
-:class:`ConfigurationMismatchError`, naming each differing field. ``status`` is ``running`` while a run writes,
-then ``complete`` / ``partial``, or ``interrupted`` / ``failed`` when it stopped early (:func:`record_stop`).
-Every write is atomic.
+:class:`ConfigurationMismatchError`, naming each differing field. ``status`` is ``running`` while a run
+writes, then ``complete`` / ``partial``, or ``interrupted`` / ``failed`` when it stopped early
+(:func:`record_stop`). Every write is atomic.
 """
 
 from __future__ import annotations
@@ -21,26 +21,48 @@ from ucs.evaluation.run_folder import MANIFEST, RunFolder, read_manifest
 from ucs.utils.cpu import cpu_details, cpu_model
 from ucs.utils.io import atomic_write_json
 
-__all__ = ["MANIFEST", "ConfigurationMismatchError", "config_differences", "finish_manifest", "open_manifest",
-           "package_versions", "platform_info", "read_manifest", "record_stop"]
+__all__ = [
+    "MANIFEST",
+    "ConfigurationMismatchError",
+    "config_differences",
+    "finish_manifest",
+    "open_manifest",
+    "package_versions",
+    "platform_info",
+    "read_manifest",
+    "record_stop",
+]
 
 _VERSIONED = (
-    "ucs-icl", "numpy", "scipy", "scikit-learn", "torch", "transformers", "sentence-transformers",
-    "llama_cpp_python", "faiss-cpu", "datasets",
+    "ucs-icl",
+    "numpy",
+    "scipy",
+    "scikit-learn",
+    "torch",
+    "transformers",
+    "sentence-transformers",
+    "llama_cpp_python",
+    "faiss-cpu",
+    "datasets",
 )
 
 
 #: What a run made with a weight-free test double (``--model dummy``) says wherever its numbers are shown.
-TEST_DOUBLE_NOTE = ("TEST DOUBLE: this run's backbone is a weight-free test double (hash-seeded vectors and a toy "
-                    "scorer, no language model); its accuracies say nothing about any model")
+TEST_DOUBLE_NOTE = (
+    "TEST DOUBLE: this run's backbone is a weight-free test double (hash-seeded vectors and a toy "
+    "scorer, no language model); its accuracies say nothing about any model"
+)
 
 
 def is_test_double(model_identity: Any) -> bool:
-    """Whether a run's model identity (the manifest key's ``model``) is one of :mod:`ucs.testing`'s doubles."""
+    """Whether a run's model identity (the manifest key's ``model``) is one of :mod:`ucs.testing`'s
+    doubles."""
     if not isinstance(model_identity, dict):
         return False
-    names = [model_identity.get("model"), (model_identity.get("lm") or {}).get("model")
-             if isinstance(model_identity.get("lm"), dict) else None]
+    names = [
+        model_identity.get("model"),
+        (model_identity.get("lm") or {}).get("model") if isinstance(model_identity.get("lm"), dict) else None,
+    ]
     return any(isinstance(n, str) and n.startswith("dummy") for n in names)
 
 
@@ -62,8 +84,13 @@ def package_versions(names: Sequence[str] = _VERSIONED) -> dict[str, str]:
 def platform_info() -> dict[str, Any]:
     """Python version, machine, OS, CPU model, its ids and kernel-relevant flags, and CPU count of this
     process's machine."""
-    info = {"python": sys.version.split()[0], "machine": platform.machine(), "system": platform.system(),
-            "cpu": cpu_model(), "cpu_count": os.cpu_count()}
+    info = {
+        "python": sys.version.split()[0],
+        "machine": platform.machine(),
+        "system": platform.system(),
+        "cpu": cpu_model(),
+        "cpu_count": os.cpu_count(),
+    }
     details = cpu_details()
     if details:
         info["cpu_details"] = details
@@ -76,15 +103,19 @@ class ConfigurationMismatchError(ValueError):
     def __init__(self, folder: Path, differences: list[str]) -> None:
         self.folder = Path(folder)
         self.differences = differences
-        shown = "; ".join(differences[:4]) + (f"; and {len(differences) - 4} more" if len(differences) > 4 else "")
+        shown = "; ".join(differences[:4]) + (
+            f"; and {len(differences) - 4} more" if len(differences) > 4 else ""
+        )
         super().__init__(
-            f"{self.folder} holds results of a different configuration (differs in: {shown}); use another output "
+            f"{self.folder} holds results of a different configuration (differs in: {shown}); use another "
+            "output "
             "folder, or --fresh to move the old one aside and start over"
         )
 
 
 def config_differences(old: Any, new: Any, prefix: str = "") -> list[str]:
-    """Dotted paths of the fields that differ between two configurations, with both values (``a.b: x → y``)."""
+    """Dotted paths of the fields that differ between two configurations, with both values (``a.b: x →
+    y``)."""
     if isinstance(old, dict) and isinstance(new, dict):
         out: list[str] = []
         for k in sorted(set(old) | set(new), key=str):
@@ -99,8 +130,14 @@ def config_differences(old: Any, new: Any, prefix: str = "") -> list[str]:
     return [f"{prefix or 'value'}: {short(old)} → {short(new)}"]
 
 
-def open_manifest(out: Path, key: dict, methods: Sequence[str], run_seeds: Sequence[int], test_seed: int,
-                  limit: Optional[int]) -> dict:
+def open_manifest(
+    out: Path,
+    key: dict,
+    methods: Sequence[str],
+    run_seeds: Sequence[int],
+    test_seed: int,
+    limit: Optional[int],
+) -> dict:
     """Check ``out``'s manifest against ``key`` and write it as ``running``; returns the manifest written.
 
     Its ``methods`` are the folder's earlier methods followed by the new ones of ``methods``. Raises
@@ -128,10 +165,12 @@ def open_manifest(out: Path, key: dict, methods: Sequence[str], run_seeds: Seque
     return manifest
 
 
-def finish_manifest(out: Path, manifest: dict, complete: bool, n_records: int,
-                    fingerprints: Optional[dict] = None) -> None:
-    """Mark the manifest ``complete`` (every method answered every query) or ``partial``, with the record count
-    and, when given, each method's fingerprints (:func:`ucs.evaluation.fingerprints.record_fingerprints`)."""
+def finish_manifest(
+    out: Path, manifest: dict, complete: bool, n_records: int, fingerprints: Optional[dict] = None
+) -> None:
+    """Mark the manifest ``complete`` (every method answered every query) or ``partial``, with the record
+    count and, when given, each method's fingerprints
+    (:func:`ucs.evaluation.fingerprints.record_fingerprints`)."""
     manifest["status"] = "complete" if complete else "partial"
     manifest["finished_at"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     manifest["n_records"] = n_records

@@ -76,7 +76,9 @@ def paired_bootstrap_ci(
     a = _per_query(correct_a, "correct_a")
     b = _per_query(correct_b, "correct_b")
     if a.shape != b.shape:
-        raise ValueError(f"correct_a and correct_b must cover the same queries, got {a.shape[0]} and {b.shape[0]}")
+        raise ValueError(
+            f"correct_a and correct_b must cover the same queries, got {a.shape[0]} and {b.shape[0]}"
+        )
     _check_boot(n_boot, confidence)
     return _percentile_bootstrap(a - b, n_boot, confidence, seed, chunk)
 
@@ -97,8 +99,9 @@ def _check_boot(n_boot: int, confidence: float) -> None:
         raise ValueError(f"n_boot must be a positive integer, got {n_boot!r}")
 
 
-def _percentile_bootstrap(per_query: np.ndarray, n_boot: int, confidence: float, seed: int,
-                          chunk: int) -> tuple[float, float]:
+def _percentile_bootstrap(
+    per_query: np.ndarray, n_boot: int, confidence: float, seed: int, chunk: int
+) -> tuple[float, float]:
     q = per_query.shape[0]
     rng = np.random.default_rng(seed)
     stats = np.empty(n_boot, dtype=np.float64)

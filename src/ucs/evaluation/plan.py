@@ -55,7 +55,8 @@ class EvaluationPlan:
     run_seeds : tuple of int
     batch_size : int
     key : dict                        the manifest's resume key.
-    drop_from : {"end", "start"}      where a too-long prompt loses demonstrations (:meth:`PromptBuilder.build`).
+    drop_from : {"end", "start"}      where a too-long prompt loses demonstrations
+    (:meth:`PromptBuilder.build`).
     """
 
     dataset: Dataset
@@ -77,14 +78,16 @@ class EvaluationPlan:
         return len(self.query_texts)
 
     def pending(self, done: "set[tuple]", method: str, seed: int) -> list[int]:
-        """Query positions of (``method``, ``seed``) without a record in ``done`` (keys ``(method, seed, q)``)."""
+        """Query positions of (``method``, ``seed``) without a record in ``done`` (keys ``(method, seed,
+        q)``)."""
         return [q for q in range(self.n_queries) if (method, seed, q) not in done]
 
     def count_pending(self, done: "set[tuple]", methods: Sequence[str]) -> int:
         return sum(len(self.pending(done, m, s)) for m in methods for s in self.run_seeds)
 
     def batches(self, pending: Sequence[int]) -> Iterator[list[int]]:
-        """The fixed batches (``batch_size`` consecutive queries from a multiple of it) holding a pending query.
+        """The fixed batches (``batch_size`` consecutive queries from a multiple of it) holding a pending
+        query.
 
         Batches are fixed so that a sampled answer's seed does not depend on where a run was interrupted.
         """
@@ -93,7 +96,8 @@ class EvaluationPlan:
             yield list(range(start, min(start + self.batch_size, n)))
 
     def build(self, selection: np.ndarray, q: int) -> "tuple[int, BuiltPrompt, list[int]]":
-        """Query ``q``'s prompt from ``selection`` (Q, B) or (1, B): ``(q, prompt, demonstration indices)``."""
+        """Query ``q``'s prompt from ``selection`` (Q, B) or (1, B): ``(q, prompt, demonstration
+        indices)``."""
         row = selection[0] if selection.shape[0] == 1 else selection[q]
         idx = row.tolist()
         ds = self.dataset
@@ -112,8 +116,9 @@ def _check_args(methods: Sequence[str], batch_size: int, limit: Optional[int]) -
         raise ValueError(f"limit must be a positive integer or None, got {limit!r}")
 
 
-def _prompt_budget(lm: Any, pm: PredictionMode, continuations: Sequence[str],
-                   max_context: Optional[int]) -> Optional[int]:
+def _prompt_budget(
+    lm: Any, pm: PredictionMode, continuations: Sequence[str], max_context: Optional[int]
+) -> Optional[int]:
     """Tokens a prompt may use: the context minus the longest answer; ``None`` when the LM cannot count."""
     count_tokens = getattr(lm, "count_tokens", None)
     context = max_context if max_context is not None else getattr(lm, "context_length", None)
@@ -122,7 +127,9 @@ def _prompt_budget(lm: Any, pm: PredictionMode, continuations: Sequence[str],
     reserve = pm.answer_tokens() if pm.kind == "generate" else max(count_tokens(c) for c in continuations)
     budget = int(context) - int(reserve)
     if budget < 1:
-        raise ValueError(f"the model context ({context}) leaves no room for a prompt after {reserve} answer tokens")
+        raise ValueError(
+            f"the model context ({context}) leaves no room for a prompt after {reserve} answer tokens"
+        )
     return budget
 
 
@@ -162,7 +169,9 @@ def plan_evaluation(
             "name": dataset.name,
             "fingerprint": dataset.fingerprint(),
             "source": dict(dataset.source),
-            "info": {k: v for k, v in dataset.info.items() if k not in ("pool_indices", "test_source_indices")},
+            "info": {
+                k: v for k, v in dataset.info.items() if k not in ("pool_indices", "test_source_indices")
+            },
         },
         "protocol": {
             "test_size": protocol.size_for(dataset),
@@ -179,9 +188,19 @@ def plan_evaluation(
         "config": json.loads(json.dumps(config or {}, default=str)),
     }
     return EvaluationPlan(
-        dataset=dataset, mode=pm, prompt_format=fmt, test_indices=np.asarray(test_idx),
-        query_texts=list(eval_ds.test.texts[:n_q]), gold=eval_ds.test.labels[:n_q], continuations=continuations,
-        builder=PromptBuilder(fmt, dataset.label_names, getattr(lm, "count_tokens", None), budget, chat_template),
+        dataset=dataset,
+        mode=pm,
+        prompt_format=fmt,
+        test_indices=np.asarray(test_idx),
+        query_texts=list(eval_ds.test.texts[:n_q]),
+        gold=eval_ds.test.labels[:n_q],
+        continuations=continuations,
+        builder=PromptBuilder(
+            fmt, dataset.label_names, getattr(lm, "count_tokens", None), budget, chat_template
+        ),
         matcher=pm.make_matcher(fmt.answer_marker) if pm.kind == "generate" else None,
-        run_seeds=tuple(protocol.run_seeds), batch_size=batch_size, key=key, drop_from=drop_from,
+        run_seeds=tuple(protocol.run_seeds),
+        batch_size=batch_size,
+        key=key,
+        drop_from=drop_from,
     )

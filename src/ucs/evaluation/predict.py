@@ -138,7 +138,9 @@ def score_labels(lm: Any, prefix: str, continuations: Sequence[str], reduction: 
         if reduction == "mean":
             return logprob / np.maximum(np.asarray(s.n_tokens, dtype=np.float64), 1.0)
         return logprob
-    return np.asarray(lm.score_continuations(prefix, list(continuations), reduction=reduction), dtype=np.float64)
+    return np.asarray(
+        lm.score_continuations(prefix, list(continuations), reduction=reduction), dtype=np.float64
+    )
 
 
 def likelihood_predict(

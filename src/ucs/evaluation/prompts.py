@@ -126,10 +126,10 @@ ChatTemplate = Callable[[list], str]
 
 
 def chatml(messages: Sequence[Mapping[str, str]]) -> str:
-    """The ChatML chat template (SmolLM2, Qwen and others): ``<|im_start|>role\ncontent<|im_end|>`` per message,
-    then the assistant's turn opened. For models served over HTTP, where the tokenizer's own template is not at
-    hand (llama-cpp-python's server aligns echoed log-probabilities only for prompts that start with the model's
-    BOS token, ``<|im_start|>`` for SmolLM2)."""
+    """The ChatML chat template (SmolLM2, Qwen and others): ``<|im_start|>role\ncontent<|im_end|>`` per
+    message, then the assistant's turn opened. For models served over HTTP, where the tokenizer's own template
+    is not at hand (llama-cpp-python's server aligns echoed log-probabilities only for prompts that start with
+    the model's BOS token, ``<|im_start|>`` for SmolLM2)."""
     body = "".join(f"<|im_start|>{m['role']}\n{m['content']}<|im_end|>\n" for m in messages)
     return body + "<|im_start|>assistant\n"
 
@@ -163,13 +163,16 @@ def render_chat(
 
 def _template_callable(chat_template: Any) -> ChatTemplate:
     if hasattr(chat_template, "apply_chat_template"):
+
         def apply(messages: list) -> str:
             return chat_template.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
 
         return apply
     if callable(chat_template):
         return chat_template
-    raise ValueError("chat_template must be a callable messages -> str or a tokenizer with apply_chat_template")
+    raise ValueError(
+        "chat_template must be a callable messages -> str or a tokenizer with apply_chat_template"
+    )
 
 
 @dataclass(frozen=True)
@@ -177,9 +180,9 @@ class BuiltPrompt:
     """A rendered prompt and what the budget did to it.
 
     ``n_demos`` demonstrations were kept, ``n_dropped`` were removed to fit ``max_tokens`` from the end of the
-    selection (``dropped_from="end"``: the first ones kept) or from its start (``"start"``: the last ones kept);
-    ``n_tokens`` is the prompt's token count (``None`` without a counter); ``fits`` is False when even the
-    prompt without demonstrations exceeds the budget.
+    selection (``dropped_from="end"``: the first ones kept) or from its start (``"start"``: the last ones
+    kept); ``n_tokens`` is the prompt's token count (``None`` without a counter); ``fits`` is False when even
+    the prompt without demonstrations exceeds the budget.
     """
 
     text: str
@@ -232,8 +235,8 @@ class PromptBuilder:
     Notes
     -----
     When a prompt is too long, demonstrations are dropped from the **end** of the selection (the selector's
-    order is kept for the rest), or from its **start** with ``build(..., drop_from="start")`` — for orders that
-    put the most relevant demonstration last, next to the query (``similar_last``, ``vote_last``), so the
+    order is kept for the rest), or from its **start** with ``build(..., drop_from="start")`` — for orders
+    that put the most relevant demonstration last, next to the query (``similar_last``, ``vote_last``), so the
     budget still keeps the most relevant ones. The number kept is found by binary search over its length, so a
     selection of B demonstrations costs O(log B) token counts instead of O(B).
     """
@@ -266,8 +269,8 @@ class PromptBuilder:
         return self.fmt.render(demos, query, self.label_names)
 
     def build(self, demos: Sequence[tuple[str, str]], query: str, drop_from: str = "end") -> BuiltPrompt:
-        """Render ``demos`` + ``query``, dropping demonstrations from ``drop_from`` (``"end"`` or ``"start"`` of
-        the selection) until the prompt fits."""
+        """Render ``demos`` + ``query``, dropping demonstrations from ``drop_from`` (``"end"`` or ``"start"``
+        of the selection) until the prompt fits."""
         check_drop_from(drop_from)
         demos = list(demos)
         full = self.render(demos, query)

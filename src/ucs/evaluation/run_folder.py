@@ -1,7 +1,9 @@
-"""A run folder: the one place its file names are spelled, its lock, and the readers of its manifest and records.
+"""A run folder: the one place its file names are spelled, its lock, and the readers of its manifest and
+records.
 
-``ucs evaluate``, ``ucs demo`` and each ``ucs reproduce`` accuracy cell write a run folder (the runner's files,
-then the pipeline's); ``ucs compare`` keeps its answers in a folder's record file too. Every module asks
+``ucs evaluate``, ``ucs demo`` and each ``ucs reproduce`` accuracy cell write a run folder (the runner's
+files, then the pipeline's); ``ucs compare`` keeps its answers in a folder's record file too. Every module
+asks
 :class:`RunFolder` for a path instead of spelling a name:
 
 ==================================  ========================================================================
@@ -40,8 +42,15 @@ from ucs.evaluation.records import RecordWriter, read_records
 from ucs.utils.io import hash_texts
 from ucs.utils.lock import LOCK_NAME, folder_lock
 
-__all__ = ["RunFolder", "RECORDS", "MANIFEST", "RESULTS", "read_manifest", "method_file_stem",
-           "selection_file_stem"]
+__all__ = [
+    "RunFolder",
+    "RECORDS",
+    "MANIFEST",
+    "RESULTS",
+    "read_manifest",
+    "method_file_stem",
+    "selection_file_stem",
+]
 
 #: The record file (JSON Lines, one answered query per line).
 RECORDS = "records.jsonl"
@@ -68,11 +77,15 @@ def read_manifest(path: "str | os.PathLike[str]") -> dict:
     try:
         obj = json.loads(path.read_text(encoding="utf-8"))
     except (ValueError, UnicodeDecodeError) as exc:
-        raise ValueError(f"{path} is damaged ({exc}); use another output folder, or --fresh to move this one "
-                         "aside and start over") from None
+        raise ValueError(
+            f"{path} is damaged ({exc}); use another output folder, or --fresh to move this one "
+            "aside and start over"
+        ) from None
     if not isinstance(obj, dict) or not isinstance(obj.get("key", {}), dict):
-        raise ValueError(f"{path} is not a run manifest; use another output folder, or --fresh to move this "
-                         "one aside and start over")
+        raise ValueError(
+            f"{path} is not a run manifest; use another output folder, or --fresh to move this "
+            "one aside and start over"
+        )
     return obj
 
 
@@ -137,10 +150,13 @@ class RunFolder:
         return self.path / "selections"
 
     def runner_selection(self, method: str, seed: int, query_texts: Sequence[str]) -> Path:
-        """The runner's cached selection of ``method`` for run ``seed`` on ``query_texts``: its name carries the
-        number of queries and the first 16 hex digits of their hash. O(total text length)."""
+        """The runner's cached selection of ``method`` for run ``seed`` on ``query_texts``: its name carries
+        the number of queries and the first 16 hex digits of their hash. O(total text length)."""
         qhash = hash_texts(list(query_texts))[:16]
-        return self.selections_dir / f"{selection_file_stem(method)}__seed{seed}__{len(query_texts)}q_{qhash}.npy"
+        return (
+            self.selections_dir
+            / f"{selection_file_stem(method)}__seed{seed}__{len(query_texts)}q_{qhash}.npy"
+        )
 
     def runner_selections(self, method: str, seed: int) -> Iterator[Tuple[int, Path]]:
         """``(number of queries, path)`` of every selection of (``method``, ``seed``) the runner cached here
@@ -148,7 +164,7 @@ class RunFolder:
         head = f"{selection_file_stem(method)}__seed{seed}__"
         for p in self.selections_dir.glob(f"{head}*q_*.npy"):
             try:
-                yield int(p.name[len(head):].split("q_", 1)[0]), p
+                yield int(p.name[len(head) :].split("q_", 1)[0]), p
             except ValueError:
                 continue
 
@@ -180,7 +196,8 @@ class RunFolder:
 
     @property
     def queries(self) -> Path:
-        """``pipeline/queries.jsonl``: ``{"query", "text", "gold"}`` per evaluated query, in protocol order."""
+        """``pipeline/queries.jsonl``: ``{"query", "text", "gold"}`` per evaluated query, in protocol
+        order."""
         return self.diagnostics_dir / "queries.jsonl"
 
     @property
@@ -210,15 +227,22 @@ class RunFolder:
 
     def coverage_file(self, method: str, seed: int, n_queries: int) -> Path:
         """``pipeline/coverage/<stem>__seed<S>__<Q>q.json``: the mean coverage statistics of one selection."""
-        return self.diagnostics_dir / "coverage" / f"{method_file_stem(method)}__seed{seed}__{n_queries}q.json"
+        return (
+            self.diagnostics_dir / "coverage" / f"{method_file_stem(method)}__seed{seed}__{n_queries}q.json"
+        )
 
     def selection_record(self, method: str, seed: int, n_queries: int) -> Path:
         """``pipeline/selections/<stem>__seed<S>__<Q>q.json``: one selection with its scores."""
-        return self.diagnostics_dir / "selections" / f"{method_file_stem(method)}__seed{seed}__{n_queries}q.json"
+        return (
+            self.diagnostics_dir / "selections" / f"{method_file_stem(method)}__seed{seed}__{n_queries}q.json"
+        )
 
     def selection_records(self, method: str, seed: int) -> List[Path]:
-        """Every :meth:`selection_record` of (``method``, ``seed``), whatever its number of queries, sorted."""
-        return sorted((self.diagnostics_dir / "selections").glob(f"{method_file_stem(method)}__seed{seed}__*q.json"))
+        """Every :meth:`selection_record` of (``method``, ``seed``), whatever its number of queries,
+        sorted."""
+        return sorted(
+            (self.diagnostics_dir / "selections").glob(f"{method_file_stem(method)}__seed{seed}__*q.json")
+        )
 
     # ---------------------------------------------------------------- lock
     @property
@@ -226,8 +250,9 @@ class RunFolder:
         """``.ucs.lock``: the file :meth:`lock` holds (it names its last holder)."""
         return self.path / LOCK_NAME
 
-    def lock(self, *, wait: bool = False, timeout: Optional[float] = None,
-             command: Optional[str] = None) -> ContextManager[dict]:
+    def lock(
+        self, *, wait: bool = False, timeout: Optional[float] = None, command: Optional[str] = None
+    ) -> ContextManager[dict]:
         """The folder's exclusive lock for a ``with`` block (:func:`ucs.utils.lock.folder_lock`: re-entrant in
         a process; raises :class:`~ucs.utils.lock.FolderLockedError` while another live process holds it,
         unless ``wait``)."""
@@ -245,13 +270,15 @@ class RunFolder:
             When it is damaged or not a run manifest (the message names the file and the way out).
         """
         if not self.manifest.is_file():
-            raise FileNotFoundError(f"{self.path} holds no {MANIFEST}: it is not a folder written by ucs evaluate, "
-                                    "ucs demo or ucs reproduce")
+            raise FileNotFoundError(
+                f"{self.path} holds no {MANIFEST}: it is not a folder written by ucs evaluate, "
+                "ucs demo or ucs reproduce"
+            )
         return read_manifest(self.manifest)
 
     def read_records(self) -> List[dict]:
-        """Every verified record, in file order (``[]`` without a record file; damaged lines are skipped with a
-        warning, :func:`ucs.evaluation.records.read_records`). O(records)."""
+        """Every verified record, in file order (``[]`` without a record file; damaged lines are skipped with
+        a warning, :func:`ucs.evaluation.records.read_records`). O(records)."""
         return read_records(self.records) if self.records.is_file() else []
 
     def record_writer(self) -> RecordWriter:

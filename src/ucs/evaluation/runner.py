@@ -7,8 +7,8 @@ Re-running with the same configuration skips what is recorded and recomputes not
 resumes without repeating or losing a record. ``manifest.json`` (written atomically) holds the
 configuration, package versions, model identity, data hashes and seeds; a resume with a different
 configuration is refused, naming the differing fields. The folder is locked while a run writes to it
-(:meth:`RunFolder.lock <ucs.evaluation.run_folder.RunFolder.lock>`), and a run stopped by Ctrl-C or SIGTERM records ``"status":
-"interrupted"`` (another exception: ``"failed"``) in its manifest.
+(:meth:`RunFolder.lock <ucs.evaluation.run_folder.RunFolder.lock>`), and a run stopped by Ctrl-C or SIGTERM
+records ``"status": "interrupted"`` (another exception: ``"failed"``) in its manifest.
 
 The runner does not know the selectors: it takes a *selection function*
 ``select(method, seed, query_texts) -> int array (Q, B)`` (or ``(B,)`` / ``(1, B)`` for one selection shared
@@ -56,13 +56,23 @@ from ucs.evaluation.run_folder import RunFolder
 from ucs.utils.integrity import load_checked_npy, save_checked_npy
 from ucs.utils.progress import progress_enabled, stage
 
-__all__ = ["SelectionFn", "EvaluationResult", "evaluate", "package_versions", "platform_info", "prompt_hash",
-           "selection_path", "ConfigurationMismatchError", "config_differences", "read_manifest",
-           "answers_separately", "RECORD_EVERY_S"]
+__all__ = [
+    "SelectionFn",
+    "EvaluationResult",
+    "evaluate",
+    "package_versions",
+    "platform_info",
+    "prompt_hash",
+    "selection_path",
+    "ConfigurationMismatchError",
+    "config_differences",
+    "read_manifest",
+    "answers_separately",
+    "RECORD_EVERY_S",
+]
 
 #: ``select(method, seed, query_texts) -> (Q, B) int array of pool indices``.
 SelectionFn = Callable[[str, int, Sequence[str]], Any]
-
 
 
 @dataclass(frozen=True)
@@ -101,8 +111,9 @@ def _check_selection(sel: Any, n_queries: int, n_pool: int, method: str, seed: i
 
 
 def _holding_the_folder(fn: Callable[..., EvaluationResult]) -> Callable[..., EvaluationResult]:
-    """Run ``fn`` (:func:`evaluate`) holding the lock of its ``out_dir`` (waiting with ``wait=True``), and mark
-    its manifest ``interrupted`` (Ctrl-C, SIGTERM, exit) or ``failed`` (another exception) when it stops early."""
+    """Run ``fn`` (:func:`evaluate`) holding the lock of its ``out_dir`` (waiting with ``wait=True``), and
+    mark its manifest ``interrupted`` (Ctrl-C, SIGTERM, exit) or ``failed`` (another exception) when it stops
+    early."""
     sig = inspect.signature(fn)
 
     @functools.wraps(fn)
@@ -177,7 +188,8 @@ def evaluate(
     config : dict, optional
         Extra configuration recorded in the manifest and part of the resume check (selector settings...).
     progress : bool
-        Show the progress with ETA on stderr (a rich bar on a terminal, a plain line at a steady pace otherwise;
+        Show the progress with ETA on stderr (a rich bar on a terminal, a plain line at a steady pace
+        otherwise;
         :mod:`ucs.utils.progress`).
     answer_store : path, optional
         Directory of an :class:`~ucs.evaluation.answers.AnswerStore` shared with other evaluations: in the
@@ -205,14 +217,26 @@ def evaluate(
     prompt in likelihood mode) for each pending (method, run, query). In the deterministic modes (greedy,
     greedy-strict, likelihood) a prompt that was already answered in ``out_dir`` — the same demonstrations
     for the same query, as a seed-independent selector such as TopK or DPP gives in every run — is not sent to
-    the model again; its record copies the earlier answer and carries ``"reused": true``. In sampled modes prompt ``i``
-    of a batch is drawn with seed ``batch_seed(run seed, batch start) + i`` (recorded as ``sample_seed``), alone or
-    with the batch, so on resume a partly recorded batch asks only its missing prompts and outputs do not depend
-    on where the interruption happened.
+    the model again; its record copies the earlier answer and carries ``"reused": true``. In sampled modes
+    prompt ``i`` of a batch is drawn with seed ``batch_seed(run seed, batch start) + i`` (recorded as
+    ``sample_seed``), alone or with the batch, so on resume a partly recorded batch asks only its missing
+    prompts and outputs do not depend on where the interruption happened.
     """
-    plan = plan_evaluation(dataset, lm, methods, mode=mode, protocol=protocol, limit=limit, batch_size=batch_size,
-                           prompt_format=prompt_format, chat_template=chat_template, max_context=max_context,
-                           model_identity_=model_identity, config=config, drop_from=drop_from)
+    plan = plan_evaluation(
+        dataset,
+        lm,
+        methods,
+        mode=mode,
+        protocol=protocol,
+        limit=limit,
+        batch_size=batch_size,
+        prompt_format=prompt_format,
+        chat_template=chat_template,
+        max_context=max_context,
+        model_identity_=model_identity,
+        config=config,
+        drop_from=drop_from,
+    )
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     manifest = open_manifest(out, plan.key, methods, plan.run_seeds, plan.key["protocol"]["test_seed"], limit)
@@ -221,11 +245,19 @@ def evaluate(
     records_path = RunFolder(out).records
     existing = read_records(records_path)
     done = {record_key(r) for r in existing}
-    book = AnswerBook(plan.mode.name, plan.mode.sampled, existing, _answer_store(plan, answer_store, existing))
+    book = AnswerBook(
+        plan.mode.name, plan.mode.sampled, existing, _answer_store(plan, answer_store, existing)
+    )
     n_new = 0
-    with RecordWriter(records_path) as writer, progress_enabled(progress), \
-            stage(f"evaluating {dataset.name} [{plan.mode.name}]", plan.count_pending(done, methods),
-                  kind="evaluate") as bar:
+    with (
+        RecordWriter(records_path) as writer,
+        progress_enabled(progress),
+        stage(
+            f"evaluating {dataset.name} [{plan.mode.name}]",
+            plan.count_pending(done, methods),
+            kind="evaluate",
+        ) as bar,
+    ):
         for method in methods:
             for run, seed in enumerate(plan.run_seeds):
                 pending = plan.pending(done, method, seed)
@@ -243,34 +275,53 @@ def _answer_store(plan: EvaluationPlan, answer_store: Any, existing: Sequence[di
         return None
     from ucs.evaluation.answers import AnswerStore
 
-    store = AnswerStore(answer_store, {
-        "model": plan.key["model"], "mode": plan.key["mode"], "prompt_format": plan.prompt_format.name,
-        "chat": plan.key["chat_template"], "labels": list(plan.dataset.label_names),
-        "continuations": plan.continuations,
-    }, sampled=plan.mode.sampled)
+    store = AnswerStore(
+        answer_store,
+        {
+            "model": plan.key["model"],
+            "mode": plan.key["mode"],
+            "prompt_format": plan.prompt_format.name,
+            "chat": plan.key["chat_template"],
+            "labels": list(plan.dataset.label_names),
+            "continuations": plan.continuations,
+        },
+        sampled=plan.mode.sampled,
+    )
     store.add(r for r in existing if r.get("mode") == plan.mode.name and "prompt_sha256" in r)
     return store
 
 
 #: In the deterministic modes a batch whose prompts the LM answers one after another is asked in parts, each
-#: part's records written as soon as it is answered; a part grows (doubling, up to the batch) while answering it
-#: takes less than this many seconds, so slow prompts are recorded one by one and fast ones a batch at a time.
+#: part's records written as soon as it is answered; a part grows (doubling, up to the batch) while answering
+#: it takes less than this many seconds, so slow prompts are recorded one by one and fast ones a batch at a
+#: time.
 RECORD_EVERY_S = 1.0
 
 
 def answers_separately(plan: EvaluationPlan, lm: Any) -> bool:
-    """Whether splitting a batch changes neither the answers nor the number of model calls: a deterministic mode
-    whose prompts are asked one by one anyway (label likelihood: one scoring per prompt), or generation with an
-    LM that declares ``generates_one_at_a_time`` (the local backends; a served model answers a batch's prompts
-    concurrently, so it keeps whole batches)."""
+    """Whether splitting a batch changes neither the answers nor the number of model calls: a deterministic
+    mode whose prompts are asked one by one anyway (label likelihood: one scoring per prompt), or generation
+    with an LM that declares ``generates_one_at_a_time`` (the local backends; a served model answers a batch's
+    prompts concurrently, so it keeps whole batches)."""
     if plan.mode.sampled:
         return False
     return plan.mode.kind != "generate" or bool(getattr(lm, "generates_one_at_a_time", False))
 
 
-def _run_batches(plan: EvaluationPlan, lm: Any, book: AnswerBook, writer: RecordWriter, method: str, seed: int,
-                 run: int, sel: np.ndarray, pending: Sequence[int], bar: Any) -> int:
-    """Answer and record ``pending`` queries of (``method``, ``seed``) batch by batch; returns records written.
+def _run_batches(
+    plan: EvaluationPlan,
+    lm: Any,
+    book: AnswerBook,
+    writer: RecordWriter,
+    method: str,
+    seed: int,
+    run: int,
+    sel: np.ndarray,
+    pending: Sequence[int],
+    bar: Any,
+) -> int:
+    """Answer and record ``pending`` queries of (``method``, ``seed``) batch by batch; returns records
+    written.
 
     In sampled modes the whole batch is built, so each prompt keeps its position and sample seed; its recorded
     or stored prompts are reused and only its missing records are written. Where :func:`answers_separately`
@@ -284,18 +335,31 @@ def _run_batches(plan: EvaluationPlan, lm: Any, book: AnswerBook, writer: Record
         run_on = batch if plan.mode.sampled else [q for q in batch if q in pending_set]
         i = 0
         while i < len(run_on):
-            part = run_on[i:i + size] if split else run_on
+            part = run_on[i : i + size] if split else run_on
             t0 = time.perf_counter()
-            n += _answer_part(plan, lm, book, writer, (method, seed, run), sel, part, batch[0], pending_set, bar)
+            n += _answer_part(
+                plan, lm, book, writer, (method, seed, run), sel, part, batch[0], pending_set, bar
+            )
             i += len(part)
             if split and time.perf_counter() - t0 < RECORD_EVERY_S:
                 size = min(2 * size, plan.batch_size)
     return n
 
 
-def _answer_part(plan: EvaluationPlan, lm: Any, book: AnswerBook, writer: RecordWriter, who: tuple,
-                 sel: np.ndarray, queries: Sequence[int], start: int, pending_set: "set[int]", bar: Any) -> int:
-    """Build, answer and record ``queries`` (part of the batch starting at ``start``); returns records written."""
+def _answer_part(
+    plan: EvaluationPlan,
+    lm: Any,
+    book: AnswerBook,
+    writer: RecordWriter,
+    who: tuple,
+    sel: np.ndarray,
+    queries: Sequence[int],
+    start: int,
+    pending_set: "set[int]",
+    bar: Any,
+) -> int:
+    """Build, answer and record ``queries`` (part of the batch starting at ``start``); returns records
+    written."""
     method, seed, run = who
     built = [plan.build(sel, q) for q in queries]
     answers = answer_batch(plan, lm, [b[1].text for b in built], book, seed, start)
@@ -319,22 +383,36 @@ def _finish(plan: EvaluationPlan, out: Path, manifest: dict, n_new: int, n_boot:
     )
     if plan.matcher is not None and plan.mode.matcher != "strict":
         summary["strict_matcher"] = strict_matcher_summary(
-            shown, plan.dataset.label_names, plan.prompt_format.answer_marker, plan.run_seeds, n_boot)
+            shown, plan.dataset.label_names, plan.prompt_format.answer_marker, plan.run_seeds, n_boot
+        )
     summary["dataset"] = plan.dataset.name
-    summary["data"] = {"n_pool": len(plan.dataset.pool), "n_test": len(plan.dataset.test),
-                       "split": split_description(plan.dataset)}
+    summary["data"] = {
+        "n_pool": len(plan.dataset.pool),
+        "n_test": len(plan.dataset.test),
+        "split": split_description(plan.dataset),
+    }
     if is_test_double(plan.key.get("model")):
         summary["test_double"] = True
     # the no-LM baseline: the answer each prompt's demonstrations vote for (intent labels, BBEH answers)
-    summary["vote"] = demonstration_vote(shown, plan.dataset.pool.labels, run_seeds=plan.run_seeds, n_boot=n_boot)
+    summary["vote"] = demonstration_vote(
+        shown, plan.dataset.pool.labels, run_seeds=plan.run_seeds, n_boot=n_boot
+    )
     summary["mode"] = plan.mode.name
     summary["n_queries_requested"] = plan.n_queries
     write_report(out, summary, title=f"{plan.dataset.name} — mode {plan.mode.name}")
-    finish_manifest(out, manifest, all(m["complete"] for m in summary["methods"].values()), len(records),
-                    record_fingerprints(shown))
+    finish_manifest(
+        out,
+        manifest,
+        all(m["complete"] for m in summary["methods"].values()),
+        len(records),
+        record_fingerprints(shown),
+    )
     return EvaluationResult(summary, out, records_path, folder.manifest, n_new)
 
-def selection_path(out_dir: "str | os.PathLike[str]", method: str, seed: int, query_texts: Sequence[str]) -> Path:
+
+def selection_path(
+    out_dir: "str | os.PathLike[str]", method: str, seed: int, query_texts: Sequence[str]
+) -> Path:
     """Where the runner caches the selection of ``method`` for run ``seed`` on ``query_texts`` in ``out_dir``.
 
     A selection written there (an int array (Q, B), or (1, B) shared by all queries) is used by
@@ -344,12 +422,20 @@ def selection_path(out_dir: "str | os.PathLike[str]", method: str, seed: int, qu
     return RunFolder(out_dir).runner_selection(method, seed, query_texts)
 
 
-def _selection(out: Path, method: str, seed: int, queries: list[str], select: SelectionFn, n_pool: int) -> np.ndarray:
-    """The selection of (``method``, ``seed``): the verified cached one in ``out``, else computed and cached."""
+def _selection(
+    out: Path, method: str, seed: int, queries: list[str], select: SelectionFn, n_pool: int
+) -> np.ndarray:
+    """The selection of (``method``, ``seed``): the verified cached one in ``out``, else computed and
+    cached."""
     n_q = len(queries)
     path = selection_path(out, method, seed, queries)
-    cached = load_checked_npy(path, f"selection of {method!r} (seed {seed})", min_value=0, max_value=n_pool - 1,
-                              adopt_unverified=True)  # selections of older runs: range-checked, then adopted
+    cached = load_checked_npy(
+        path,
+        f"selection of {method!r} (seed {seed})",
+        min_value=0,
+        max_value=n_pool - 1,
+        adopt_unverified=True,
+    )  # selections of older runs: range-checked, then adopted
     if cached is not None and cached.ndim == 2 and cached.shape[0] in (1, n_q):
         return _check_selection(cached, n_q, n_pool, method, seed)
     sel = _check_selection(select(method, seed, queries), n_q, n_pool, method, seed)

@@ -1,13 +1,14 @@
 """Deciding early: eliminate a comparison's cells in rounds without losing the best one more often than α.
 
 A comparison answers its queries in rounds. After each round every cell still in the race is compared with the
-current leader (the active cell with the highest mean score) on the same queries, and it leaves when the leader
-is better beyond doubt. The rule guarantees, for any number of cells and rounds fixed before the start,
+current leader (the active cell with the highest mean score) on the same queries, and it leaves when the
+leader is better beyond doubt. The rule guarantees, for any number of cells and rounds fixed before the start,
 
     P(the truly best cell is ever eliminated) ≤ α,
 
 when the queries of the rounds are drawn independently from one distribution (answer them in a seeded random
-order) and each query's score lies in [0, 1]. With several equally good best cells, at least one of them stays.
+order) and each query's score lies in [0, 1]. With several equally good best cells, at least one of them
+stays.
 
 Notation: C cells, at most R rounds (planned before the start), scores s_{c,i} ∈ [0, 1] of cell c on query i,
 paired differences d_i = s_{c,i} − s_{L,i} against the leader L on the n queries answered so far.
@@ -26,7 +27,8 @@ The test of one pair, H0: E[d] ≥ 0 against E[d] < 0:
   x_i = (d_i + 1) / 2 ∈ [0, 1]: the cell leaves when x̄ + √(2 V ln(2/δ) / n) + 7 ln(2/δ) / (3 (n − 1)) < ½,
   V the sample variance of x.
 
-The simulation in :func:`simulate` (and ``benchmarks/compare/RESULTS_stopping.md``) checks the rate empirically.
+The simulation in :func:`simulate` (and ``benchmarks/compare/RESULTS_stopping.md``) checks the rate
+empirically.
 """
 
 from __future__ import annotations
@@ -86,8 +88,8 @@ def leaves(cell: np.ndarray, leader: np.ndarray, delta: float) -> bool:
 @dataclass
 class EliminationRule:
     """The level of each test for ``n_cells`` cells raced over at most ``max_rounds`` rounds at family level
-    ``alpha``: δ = α / ((C − 1) · R). ``correction="none"`` tests every look at α itself, which does not keep the
-    error rate (it exists to show, by simulation, that the correction is needed)."""
+    ``alpha``: δ = α / ((C − 1) · R). ``correction="none"`` tests every look at α itself, which does not keep
+    the error rate (it exists to show, by simulation, that the correction is needed)."""
 
     alpha: float = 0.05
     n_cells: int = 2
@@ -113,9 +115,10 @@ class EliminationRule:
 class Race:
     """The state of one race: which cells are active, who leads, when each cell left.
 
-    ``update`` takes the score matrix of every query answered so far, shape (n_cells, n_queries), where the rows
-    of active cells are complete (a cell answers every query of a round it takes part in) and rows of cells that
-    left may hold NaN for the rounds after they left. Each call is one look; at most ``rule.max_rounds`` looks.
+    ``update`` takes the score matrix of every query answered so far, shape (n_cells, n_queries), where the
+    rows of active cells are complete (a cell answers every query of a round it takes part in) and rows of
+    cells that left may hold NaN for the rounds after they left. Each call is one look; at most
+    ``rule.max_rounds`` looks.
     """
 
     rule: EliminationRule
@@ -128,7 +131,9 @@ class Race:
 
     def leader(self, scores: np.ndarray) -> int:
         """The active cell with the highest mean score (the lowest index among ties)."""
-        means = np.where(self.active, np.nanmean(np.where(self.active[:, None], scores, 0.0), axis=1), -np.inf)
+        means = np.where(
+            self.active, np.nanmean(np.where(self.active[:, None], scores, 0.0), axis=1), -np.inf
+        )
         return int(np.argmax(means))
 
     def update(self, scores: np.ndarray) -> List[int]:
@@ -140,8 +145,11 @@ class Race:
             raise ValueError(f"this race was planned for {self.rule.max_rounds} looks; plan more rounds")
         self.looks += 1
         lead = self.leader(scores)
-        gone = [c for c in np.flatnonzero(self.active) if c != lead
-                and leaves(scores[c], scores[lead], self.rule.delta)]
+        gone = [
+            c
+            for c in np.flatnonzero(self.active)
+            if c != lead and leaves(scores[c], scores[lead], self.rule.delta)
+        ]
         for c in gone:
             self.active[c] = False
             self.left_at[int(c)] = self.looks
@@ -152,22 +160,33 @@ class Race:
         return int(self.active.sum()) == 1
 
 
-def simulate(accuracies: Sequence[float], *, n_queries: int, round_size: int, alpha: float = 0.05,
-             n_trials: int = 1000, correlation: float = 0.8, seed: int = 0,
-             scores: str = "binary", correction: str = "bonferroni") -> Dict[str, float]:
+def simulate(
+    accuracies: Sequence[float],
+    *,
+    n_queries: int,
+    round_size: int,
+    alpha: float = 0.05,
+    n_trials: int = 1000,
+    correlation: float = 0.8,
+    seed: int = 0,
+    scores: str = "binary",
+    correction: str = "bonferroni",
+) -> Dict[str, float]:
     """Race cells of known accuracy ``n_trials`` times; the empirical error rate and the prompts saved.
 
     Each query has a latent difficulty shared by every cell (``correlation`` of the cells' answers, as for one
-    model on the same queries); cell c answers correctly when a draw mixed from that difficulty and its own noise
-    falls below its accuracy. ``scores="graded"`` draws scores in [0, 1] (a Beta around the same accuracy).
+    model on the same queries); cell c answers correctly when a draw mixed from that difficulty and its own
+    noise falls below its accuracy. ``scores="graded"`` draws scores in [0, 1] (a Beta around the same
+    accuracy).
 
     Returns
     -------
     dict
         ``error``: the share of trials in which every best cell (highest accuracy) was eliminated, which the
         rule keeps ≤ α; ``any_best_left``: the share in which at least one of several tied best cells left (up
-        to (number of best cells) × α; a tie's loser is as good as its winner); ``decided``: the share that ended with one cell; ``saved``: the mean share of cell × query answers not
-        asked; ``best_won``: the share whose final leader is a best cell.
+        to (number of best cells) × α; a tie's loser is as good as its winner); ``decided``: the share that
+        ended with one cell; ``saved``: the mean share of cell × query answers not asked; ``best_won``: the
+        share whose final leader is a best cell.
 
     Notes
     -----
@@ -196,20 +215,28 @@ def simulate(accuracies: Sequence[float], *, n_queries: int, round_size: int, al
         decided += race.decided
         won += race.leader(np.where(np.isnan(s), 0.0, s)) in best
         saved += 1.0 - asked / (len(acc) * n_queries)
-    return {"error": errors / n_trials, "any_best_left": any_best_left / n_trials, "decided": decided / n_trials,
-            "saved": saved / n_trials, "best_won": won / n_trials}
+    return {
+        "error": errors / n_trials,
+        "any_best_left": any_best_left / n_trials,
+        "decided": decided / n_trials,
+        "saved": saved / n_trials,
+        "best_won": won / n_trials,
+    }
 
 
 def _answered_mask(race: Race, r: int, round_size: int, end: int) -> np.ndarray:
-    """Which (cell, query) answers exist by round ``r``: a cell that left after look t has its first t rounds."""
+    """Which (cell, query) answers exist by round ``r``: a cell that left after look t has its first t
+    rounds."""
     n_cells = race.rule.n_cells
     mask = np.ones((n_cells, end), dtype=bool)
     for c, look in race.left_at.items():
-        mask[c, look * round_size:] = False
+        mask[c, look * round_size :] = False
     return mask
 
 
-def _draw_scores(rng: np.random.Generator, acc: np.ndarray, n: int, correlation: float, kind: str) -> np.ndarray:
+def _draw_scores(
+    rng: np.random.Generator, acc: np.ndarray, n: int, correlation: float, kind: str
+) -> np.ndarray:
     from scipy.stats import norm
 
     shared = rng.standard_normal(n)

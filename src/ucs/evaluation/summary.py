@@ -18,8 +18,18 @@ from ucs.evaluation.prompts import shown_demonstrations
 from ucs.evaluation.run_folder import RunFolder
 from ucs.utils.io import atomic_write_json, atomic_write_text
 
-__all__ = ["summarize", "rematch", "strict_matcher_summary", "paired_delta", "label_agreement", "to_markdown",
-           "write_report", "grid_markdown", "demonstration_vote", "majority_label"]
+__all__ = [
+    "summarize",
+    "rematch",
+    "strict_matcher_summary",
+    "paired_delta",
+    "label_agreement",
+    "to_markdown",
+    "write_report",
+    "grid_markdown",
+    "demonstration_vote",
+    "majority_label",
+]
 
 
 def summarize(
@@ -75,15 +85,20 @@ def summarize(
             # per-query accuracy averaged over runs, for paired comparisons between methods (paired_delta)
             "per_query": {"query": common, "accuracy": mat.mean(axis=0).tolist() if common else []},
             # which CPU kinds computed the answers (records written before provenance existed: "not recorded")
-            "answered_on": dict(sorted(Counter(r.get("answered_on", "not recorded")
-                                               for s in seeds for r in runs.get(s, {}).values()).items())),
+            "answered_on": dict(
+                sorted(
+                    Counter(
+                        r.get("answered_on", "not recorded") for s in seeds for r in runs.get(s, {}).values()
+                    ).items()
+                )
+            ),
         }
     return out
 
 
 def rematch(records: Iterable[dict], label_names: Sequence[str], matcher: Matcher) -> list[dict]:
-    """The generated records matched again by ``matcher``: copies with ``parsed``, ``parsed_id`` and ``correct``
-    recomputed from each record's ``raw_output``.
+    """The generated records matched again by ``matcher``: copies with ``parsed``, ``parsed_id`` and
+    ``correct`` recomputed from each record's ``raw_output``.
 
     Records without a generated output (likelihood mode) are left out. The same outputs under two matching
     rules isolate what the rule alone adds to an accuracy. Time O(records · labels).
@@ -94,8 +109,14 @@ def rematch(records: Iterable[dict], label_names: Sequence[str], matcher: Matche
         if not isinstance(raw, str):
             continue
         p = matcher(raw, label_names)
-        out.append({**r, "parsed": None if p is None else label_names[p], "parsed_id": p,
-                    "correct": p is not None and int(p) == int(r["gold_id"])})
+        out.append(
+            {
+                **r,
+                "parsed": None if p is None else label_names[p],
+                "parsed_id": p,
+                "correct": p is not None and int(p) == int(r["gold_id"]),
+            }
+        )
     return out
 
 
@@ -118,8 +139,15 @@ def strict_matcher_summary(
     return summarize(again, run_seeds=run_seeds, n_boot=n_boot)["methods"] if again else {}
 
 
-def _per_query_stat(records: Iterable[dict], value: Any, field: str, run_seeds: Sequence[int] | None,
-                    n_boot: int, confidence: float, bootstrap_seed: int) -> dict:
+def _per_query_stat(
+    records: Iterable[dict],
+    value: Any,
+    field: str,
+    run_seeds: Sequence[int] | None,
+    n_boot: int,
+    confidence: float,
+    bootstrap_seed: int,
+) -> dict:
     """Per method, ``value(record)`` averaged over runs per query (records where it is ``None`` skipped), with
     its bootstrap CI over the queries every run answered: ``{method: {"mean", "ci", "n_queries", "per_query":
     {"query", field}}}``."""
@@ -136,23 +164,35 @@ def _per_query_stat(records: Iterable[dict], value: Any, field: str, run_seeds: 
             continue
         mat = np.array([[runs[s][q] for q in common] for s in seeds], dtype=np.float64)
         ci = bootstrap_ci(mat, n_boot=n_boot, confidence=confidence, seed=bootstrap_seed)
-        out[method] = {"mean": float(mat.mean()), "ci": list(ci), "n_queries": len(common),
-                       "per_query": {"query": common, field: mat.mean(axis=0).tolist()}}
+        out[method] = {
+            "mean": float(mat.mean()),
+            "ci": list(ci),
+            "n_queries": len(common),
+            "per_query": {"query": common, field: mat.mean(axis=0).tolist()},
+        }
     return out
 
 
-def _demonstration_stat(records: Iterable[dict], pool_labels: Sequence[int] | np.ndarray, per_prompt: Any,
-                        field: str, run_seeds: Sequence[int] | None, n_boot: int, confidence: float,
-                        bootstrap_seed: int) -> dict:
-    """:func:`_per_query_stat` of ``per_prompt(demonstration labels, gold id)`` over the records that have a gold
-    label id and demonstrations — those the prompt holds (:func:`shown_demonstrations`: a prompt cut to fit
-    the context holds only part of its selection)."""
+def _demonstration_stat(
+    records: Iterable[dict],
+    pool_labels: Sequence[int] | np.ndarray,
+    per_prompt: Any,
+    field: str,
+    run_seeds: Sequence[int] | None,
+    n_boot: int,
+    confidence: float,
+    bootstrap_seed: int,
+) -> dict:
+    """:func:`_per_query_stat` of ``per_prompt(demonstration labels, gold id)`` over the records that have a
+    gold label id and demonstrations — those the prompt holds (:func:`shown_demonstrations`: a prompt cut to
+    fit the context holds only part of its selection)."""
     labels = np.asarray(pool_labels)
 
     def value(r: dict) -> Optional[float]:
         gold = r.get("gold_id")
-        sel = shown_demonstrations(r.get("selected") or [], int(r.get("n_dropped") or 0),
-                                   r.get("dropped_from", "end"))
+        sel = shown_demonstrations(
+            r.get("selected") or [], int(r.get("n_dropped") or 0), r.get("dropped_from", "end")
+        )
         return None if gold is None or not sel else float(per_prompt(labels[np.asarray(sel)], int(gold)))
 
     return _per_query_stat(records, value, field, run_seeds, n_boot, confidence, bootstrap_seed)
@@ -175,8 +215,16 @@ def label_agreement(
     run answered (the share averaged over runs per query; CI as in :func:`summarize`); compare two methods
     with ``paired_delta(a, b, field="share")``. Time O(records · budget).
     """
-    return _demonstration_stat(records, pool_labels, lambda demo, gold: np.mean(demo == gold), "share",
-                               run_seeds, n_boot, confidence, bootstrap_seed)
+    return _demonstration_stat(
+        records,
+        pool_labels,
+        lambda demo, gold: np.mean(demo == gold),
+        "share",
+        run_seeds,
+        n_boot,
+        confidence,
+        bootstrap_seed,
+    )
 
 
 def majority_label(labels: Sequence[int]) -> int:
@@ -199,16 +247,26 @@ def demonstration_vote(
     """The no-LM baseline: per method, how often the majority label of a prompt's own demonstrations
     (:func:`majority_label`) is the query's gold label — what the prompt says without any language model.
 
-    For TopK these demonstrations are the query's nearest neighbours, so its vote is the k-NN classifier of the
-    retrieval space. Same return form as :func:`summarize`'s methods (field ``accuracy``), so
-    ``paired_delta(summary["methods"][m], vote[m])`` is the model's gain over the vote. Time O(records · budget).
+    For TopK these demonstrations are the query's nearest neighbours, so its vote is the k-NN classifier of
+    the retrieval space. Same return form as :func:`summarize`'s methods (field ``accuracy``), so
+    ``paired_delta(summary["methods"][m], vote[m])`` is the model's gain over the vote. Time O(records ·
+    budget).
     """
-    return _demonstration_stat(records, pool_labels, lambda demo, gold: majority_label(demo) == gold, "accuracy",
-                               run_seeds, n_boot, confidence, bootstrap_seed)
+    return _demonstration_stat(
+        records,
+        pool_labels,
+        lambda demo, gold: majority_label(demo) == gold,
+        "accuracy",
+        run_seeds,
+        n_boot,
+        confidence,
+        bootstrap_seed,
+    )
 
 
-def paired_delta(a: dict, b: dict, n_boot: int = 2000, confidence: float = 0.95, seed: int = 0,
-                 field: str = "accuracy") -> dict | None:
+def paired_delta(
+    a: dict, b: dict, n_boot: int = 2000, confidence: float = 0.95, seed: int = 0, field: str = "accuracy"
+) -> dict | None:
     """Difference ``a − b`` of two methods' summaries (:func:`summarize`, or :func:`label_agreement` with
     ``field="share"``) on the queries both answered in every run, with its paired bootstrap CI
     (:func:`~ucs.evaluation.metrics.paired_bootstrap_ci`).
@@ -234,16 +292,20 @@ def _pct(x: float | None) -> str:
 
 
 def to_markdown(summary: dict, title: str | None = None) -> str:
-    """A markdown table: method, mean ± std (%), CI, per-run accuracies, unmatched outputs, queries; and a second
-    one for the strict matcher's reading of the same outputs when the summary has it (``strict_matcher``)."""
+    """A markdown table: method, mean ± std (%), CI, per-run accuracies, unmatched outputs, queries; and a
+    second one for the strict matcher's reading of the same outputs when the summary has it
+    (``strict_matcher``)."""
     conf = int(round(100 * summary.get("confidence", 0.95)))
     lines = [f"## {title}", ""] if title else []
     if summary.get("test_double"):
         lines += [f"**{TEST_DOUBLE_NOTE}.**", ""]
     data = summary.get("data")
     if isinstance(data, dict):
-        lines += [f"pool {data.get('n_pool')} examples, test {data.get('n_test')} (split: {data.get('split')}); "
-                  f"{summary.get('n_queries_requested', '?')} test queries evaluated", ""]
+        lines += [
+            f"pool {data.get('n_pool')} examples, test {data.get('n_test')} (split: {data.get('split')}); "
+            f"{summary.get('n_queries_requested', '?')} test queries evaluated",
+            "",
+        ]
     lines += [
         f"| method | accuracy (mean ± std, %) | {conf}% CI (queries) | per run | unmatched | queries |",
         "|---|---|---|---|---|---|",
@@ -259,8 +321,12 @@ def to_markdown(summary: dict, title: str | None = None) -> str:
     lines += _vote_lines(summary, conf)
     if summary.get("strict_matcher"):
         strict = {"confidence": summary.get("confidence", 0.95), "methods": summary["strict_matcher"]}
-        lines += ["", "The same outputs matched by the strict matcher (an answer must equal a label):", "",
-                  to_markdown(strict).rstrip("\n")]
+        lines += [
+            "",
+            "The same outputs matched by the strict matcher (an answer must equal a label):",
+            "",
+            to_markdown(strict).rstrip("\n"),
+        ]
     return "\n".join(lines) + "\n"
 
 
@@ -273,38 +339,68 @@ def _delta_lines(summary: dict, conf: int) -> list:
         base = m[:-4] if m.endswith("+ucs") else None
         if base not in methods:
             continue
-        d = paired_delta(s, methods[base], n_boot=int(summary.get("n_boot", 2000)),
-                         confidence=float(summary.get("confidence", 0.95)))
+        d = paired_delta(
+            s,
+            methods[base],
+            n_boot=int(summary.get("n_boot", 2000)),
+            confidence=float(summary.get("confidence", 0.95)),
+        )
         if d is not None:
             sig = "*" if d["ci"][0] > 0 or d["ci"][1] < 0 else ""
-            rows.append(f"| {m} − {base} | {100 * d['delta']:+.1f}{sig} | [{100 * d['ci'][0]:+.1f}, "
-                        f"{100 * d['ci'][1]:+.1f}] | {d['n_queries']} |")
+            rows.append(
+                f"| {m} − {base} | {100 * d['delta']:+.1f}{sig} | [{100 * d['ci'][0]:+.1f}, "
+                f"{100 * d['ci'][1]:+.1f}] | {d['n_queries']} |"
+            )
     if not rows:
         return []
-    return ["", f"Each UCS form against its base, paired over the same queries (* = the {conf}% interval "
-                "excludes 0):", "", f"| difference | Δ accuracy (points) | {conf}% CI | queries |",
-            "|---|---|---|---|", *rows]
+    return [
+        "",
+        f"Each UCS form against its base, paired over the same queries (* = the {conf}% interval "
+        "excludes 0):",
+        "",
+        f"| difference | Δ accuracy (points) | {conf}% CI | queries |",
+        "|---|---|---|---|",
+        *rows,
+    ]
 
 
 def _vote_lines(summary: dict, conf: int) -> list:
-    """The no-LM baseline beside each method: its demonstrations' majority label, and the model's paired gain."""
+    """The no-LM baseline beside each method: its demonstrations' majority label, and the model's paired
+    gain."""
     vote, methods = summary.get("vote") or {}, summary.get("methods", {})
     rows = []
     for m, v in vote.items():
-        d = paired_delta(methods.get(m), v, n_boot=int(summary.get("n_boot", 2000)),
-                         confidence=float(summary.get("confidence", 0.95)))
-        gain = "—" if d is None else (f"{100 * d['delta']:+.1f} [{100 * d['ci'][0]:+.1f}, {100 * d['ci'][1]:+.1f}]"
-                                      + ("*" if d["ci"][0] > 0 or d["ci"][1] < 0 else ""))
+        d = paired_delta(
+            methods.get(m),
+            v,
+            n_boot=int(summary.get("n_boot", 2000)),
+            confidence=float(summary.get("confidence", 0.95)),
+        )
+        gain = (
+            "—"
+            if d is None
+            else (
+                f"{100 * d['delta']:+.1f} [{100 * d['ci'][0]:+.1f}, {100 * d['ci'][1]:+.1f}]"
+                + ("*" if d["ci"][0] > 0 or d["ci"][1] < 0 else "")
+            )
+        )
         rows.append(f"| {m} | {_pct(v['mean'])} | [{_pct(v['ci'][0])}, {_pct(v['ci'][1])}] | {gain} |")
     if not rows:
         return []
-    return ["", "No-LM baseline: the majority label of each prompt's own demonstrations, with no language model "
-                "(for TopK, the k-nearest-neighbour vote):", "",
-            f"| method | vote accuracy (%) | {conf}% CI | model − vote, points [{conf}% CI] |", "|---|---|---|---|",
-            *rows]
+    return [
+        "",
+        "No-LM baseline: the majority label of each prompt's own demonstrations, with no language model "
+        "(for TopK, the k-nearest-neighbour vote):",
+        "",
+        f"| method | vote accuracy (%) | {conf}% CI | model − vote, points [{conf}% CI] |",
+        "|---|---|---|---|",
+        *rows,
+    ]
 
 
-def write_report(out_dir: "str | os.PathLike[str]", summary: dict, title: str | None = None) -> tuple[Path, Path]:
+def write_report(
+    out_dir: "str | os.PathLike[str]", summary: dict, title: str | None = None
+) -> tuple[Path, Path]:
     """Write ``results.json`` and ``results.md`` atomically into ``out_dir``."""
     folder = RunFolder(out_dir)
     j = atomic_write_json(folder.results, summary)
