@@ -25,7 +25,9 @@ def test_key_depends_on_identity_and_texts(tmp_path):
     assert cache.key_for(a, ["x"]) != cache.key_for(b, ["x"])
     assert cache.key_for(a, ["x"]) != cache.key_for(a, ["y"])
     assert cache.key_for(a, ["x", "y"]) != cache.key_for(a, ["xy"])
-    cache.embed(a, ["x"]); cache.embed(b, ["x"]); cache.embed(a, ["x"])
+    cache.embed(a, ["x"])
+    cache.embed(b, ["x"])
+    cache.embed(a, ["x"])
     assert (cache.hits, cache.misses) == (1, 2)
 
 

@@ -1,4 +1,5 @@
-"""Query embeddings through ONNX Runtime (ucs.embedding.onnx_query) against the torch path, with the real MiniLM."""
+"""Query embeddings through ONNX Runtime (ucs.embedding.onnx_query) against the torch path, with the real
+MiniLM."""
 
 import numpy as np
 import pytest
@@ -7,8 +8,12 @@ from ucs.embedding import onnx_query as oq
 
 pytest.importorskip("sentence_transformers")
 
-TEXTS = ["how do I top up my card?", "my card payment was declined twice at the supermarket",
-         "set an alarm for 7:30", "What's the exchange rate — and the fee — for 1,000 USD?"]
+TEXTS = [
+    "how do I top up my card?",
+    "my card payment was declined twice at the supermarket",
+    "set an alarm for 7:30",
+    "What's the exchange rate — and the fee — for 1,000 USD?",
+]
 
 
 @pytest.fixture
@@ -62,7 +67,9 @@ def test_torch_is_kept_when_asked_when_missing_or_when_the_check_fails(cache, mo
     auto = _minilm()
     np.testing.assert_allclose(auto.embed_queries(TEXTS[:2]), q, atol=1e-5)
     assert auto.query_backend_ == "torch" and "pip install" in auto.query_backend_reason_
-    with pytest.raises(RuntimeError, match="query_backend='onnx' cannot run .*not installed.*query_backend='torch'"):
+    with pytest.raises(
+        RuntimeError, match="query_backend='onnx' cannot run .*not installed.*query_backend='torch'"
+    ):
         _minilm(query_backend="onnx").embed_queries(TEXTS[:1])
     monkeypatch.undo()
 
@@ -87,12 +94,19 @@ def test_a_bad_backend_name_and_unsupported_layouts_are_refused_by_name():
         prompts: dict = {}
         default_prompt_name = None
 
-    assert oq.onnx_layout(Model([module("Transformer"), module("Pooling", pooling_mode="mean")])) == ("mean", False)
-    assert oq.onnx_layout(Model([module("Transformer"), module("Pooling", pooling_mode="cls"),
-                                 module("Normalize")])) == ("cls", True)
-    assert "pooling mode 'max'" in oq.onnx_layout(Model([module("Transformer"), module("Pooling", pooling_mode="max")]))
-    assert "modules" in oq.onnx_layout(Model([module("Transformer"), module("Pooling", pooling_mode="mean"),
-                                              module("Dense")]))
+    assert oq.onnx_layout(Model([module("Transformer"), module("Pooling", pooling_mode="mean")])) == (
+        "mean",
+        False,
+    )
+    assert oq.onnx_layout(
+        Model([module("Transformer"), module("Pooling", pooling_mode="cls"), module("Normalize")])
+    ) == ("cls", True)
+    assert "pooling mode 'max'" in oq.onnx_layout(
+        Model([module("Transformer"), module("Pooling", pooling_mode="max")])
+    )
+    assert "modules" in oq.onnx_layout(
+        Model([module("Transformer"), module("Pooling", pooling_mode="mean"), module("Dense")])
+    )
     prompted = Model([module("Transformer"), module("Pooling", pooling_mode="mean")])
     prompted.prompts = {"query": "query: "}
     assert "prompt" in oq.onnx_layout(prompted)

@@ -13,7 +13,10 @@ def _packaged(name):
     from ucs.utils.optional import MissingDependencyError
     from ucs.utils import weights as resources
 
-    loc = {"all-minilm-l6-v2": resources.all_minilm_l6_v2_dir, "all-mpnet-base-v2": resources.all_mpnet_base_v2_dir}
+    loc = {
+        "all-minilm-l6-v2": resources.all_minilm_l6_v2_dir,
+        "all-mpnet-base-v2": resources.all_mpnet_base_v2_dir,
+    }
     try:
         return loc[name]()
     except MissingDependencyError as exc:
@@ -25,8 +28,13 @@ def _packaged(name):
 def test_packaged_retrieval_embedders(name, dim, tmp_path):
     _packaged(name)
     e = load_retrieval_embedder(name, batch_size=16)
-    texts = ["Where is my new card?", "My card still has not arrived.", "What exchange rate do you use?",
-             "", "card " * 1000]
+    texts = [
+        "Where is my new card?",
+        "My card still has not arrived.",
+        "What exchange rate do you use?",
+        "",
+        "card " * 1000,
+    ]
     x = e.embed(texts)
     assert x.shape == (5, dim) and x.dtype == np.float32 and np.isfinite(x).all()
     np.testing.assert_allclose(np.linalg.norm(x[:3], axis=1), 1.0, rtol=1e-5)
@@ -77,7 +85,9 @@ def test_one_pass_gives_the_sentence_and_the_token_embeddings_bit_for_bit(monkey
     vectors, weights = emb.embed_tokens(texts)
     passes = []
     real_encode = emb._st.encode
-    monkeypatch.setattr(emb._st, "encode", lambda *a, **k: passes.append(k.get("output_value")) or real_encode(*a, **k))
+    monkeypatch.setattr(
+        emb._st, "encode", lambda *a, **k: passes.append(k.get("output_value")) or real_encode(*a, **k)
+    )
     emb.remember_tokens(texts)
     both = emb.embed(texts)
     kept_v, kept_w = emb.embed_tokens(texts)

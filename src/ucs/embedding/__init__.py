@@ -18,7 +18,8 @@ __all__ = [
 
 
 def load_retrieval_embedder(name: str = "all-minilm-l6-v2", **kwargs):
-    """Load a sentence-transformers retrieval embedder; see :func:`ucs.embedding.sbert.load_retrieval_embedder`."""
+    """Load a sentence-transformers retrieval embedder;
+    see :func:`ucs.embedding.sbert.load_retrieval_embedder`."""
     from ucs.embedding.sbert import load_retrieval_embedder as _load
 
     return _load(name, **kwargs)

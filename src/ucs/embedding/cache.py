@@ -43,8 +43,12 @@ CHECKPOINT_ROWS = 2048
 
 def cache_key(identity: Dict[str, Any], texts_hash: str) -> str:
     """SHA-256 of the canonical JSON of ``identity`` together with ``texts_hash``."""
-    payload = json.dumps({"format": _FORMAT, "identity": identity, "texts": texts_hash},
-                         sort_keys=True, default=str, separators=(",", ":"))
+    payload = json.dumps(
+        {"format": _FORMAT, "identity": identity, "texts": texts_hash},
+        sort_keys=True,
+        default=str,
+        separators=(",", ":"),
+    )
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
 
@@ -70,8 +74,9 @@ class EmbeddingCache:
     (O(n · d)); nothing is recomputed and the model is never called.
     """
 
-    def __init__(self, root: Optional[Union[str, "os.PathLike[str]"]] = None,
-                 checkpoint_rows: int = CHECKPOINT_ROWS) -> None:
+    def __init__(
+        self, root: Optional[Union[str, "os.PathLike[str]"]] = None, checkpoint_rows: int = CHECKPOINT_ROWS
+    ) -> None:
         if not isinstance(checkpoint_rows, (int, np.integer)) or checkpoint_rows < 1:
             raise ValueError(f"checkpoint_rows must be a positive integer, got {checkpoint_rows!r}")
         self.root = Path(root) if root is not None else default_cache_dir() / "embeddings"
@@ -101,10 +106,17 @@ class EmbeddingCache:
         arr = np.ascontiguousarray(array)
         npy, man = self._paths(key)
         atomic_save_npy(npy, arr)
-        atomic_write_json(man, {
-            "format": _FORMAT, "identity": identity, "texts_sha256": texts_hash,
-            "shape": list(arr.shape), "dtype": arr.dtype.str, "sha256": hash_array(arr),
-        })
+        atomic_write_json(
+            man,
+            {
+                "format": _FORMAT,
+                "identity": identity,
+                "texts_sha256": texts_hash,
+                "shape": list(arr.shape),
+                "dtype": arr.dtype.str,
+                "sha256": hash_array(arr),
+            },
+        )
         return npy
 
     def embed(self, embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
@@ -129,8 +141,11 @@ class EmbeddingCache:
         from ucs.utils.progress import stage
 
         parts = PassCheckpoints(self._paths(key)[0].with_suffix(".parts"))
-        with stage(f"embedding {len(texts)} texts ({identity.get('model', type(embedder).__name__)})", len(texts),
-                   kind="embed"):
+        with stage(
+            f"embedding {len(texts)} texts ({identity.get('model', type(embedder).__name__)})",
+            len(texts),
+            kind="embed",
+        ):
             arr = self._compute(embedder, texts, parts)
         if arr.shape[0] != len(texts):
             raise ValueError(f"embedder returned {arr.shape[0]} rows for {len(texts)} texts")
@@ -139,7 +154,8 @@ class EmbeddingCache:
         return arr
 
     def _compute(self, embedder: Embedder, texts: List[str], parts: PassCheckpoints) -> np.ndarray:
-        """All rows, in one call or part by part through ``parts`` (finished parts are read, not recomputed)."""
+        """All rows, in one call or part by part through ``parts`` (finished parts are read, not
+        recomputed)."""
         batch_order = getattr(embedder, "batch_order", None)
         if batch_order is None or len(texts) <= self.checkpoint_rows:
             return np.ascontiguousarray(embedder.embed(texts), dtype=np.float32)

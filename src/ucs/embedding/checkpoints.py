@@ -35,8 +35,10 @@ def plan_parts(batches: Sequence[np.ndarray], n: int, rows: int) -> List[np.ndar
         raise ValueError(f"rows must be a positive integer, got {rows!r}")
     flat = np.concatenate([np.asarray(b, dtype=np.int64) for b in batches] or [np.zeros(0, np.int64)])
     if flat.shape != (n,) or not np.array_equal(np.sort(flat), np.arange(n)):
-        raise ValueError(f"batch_order must return batches that partition range({n}); "
-                         f"got {flat.size} indices covering {np.unique(flat).size} distinct rows")
+        raise ValueError(
+            f"batch_order must return batches that partition range({n}); "
+            f"got {flat.size} indices covering {np.unique(flat).size} distinct rows"
+        )
     parts: List[np.ndarray] = []
     current: List[np.ndarray] = []
     size = 0
@@ -76,13 +78,18 @@ class PassCheckpoints:
         return self.directory / f"{i:05d}.npy", self.directory / f"{i:05d}.json"
 
     def load(self, i: int, idx: np.ndarray) -> Optional[np.ndarray]:
-        """Part ``i``'s array of shape ``(len(idx), d)``, or ``None`` when absent, damaged or of other rows."""
+        """Part ``i``'s array of shape ``(len(idx), d)``, or ``None`` when absent, damaged or of other
+        rows."""
         entry = load_verified_npy(*self._paths(i), fmt=_FORMAT)
         if entry is None:
             return None
         manifest, arr = entry
-        if (manifest.get("rows_sha256") != _hash_indices(idx) or arr.ndim != 2 or arr.shape[0] != len(idx)
-                or arr.dtype != np.float32):
+        if (
+            manifest.get("rows_sha256") != _hash_indices(idx)
+            or arr.ndim != 2
+            or arr.shape[0] != len(idx)
+            or arr.dtype != np.float32
+        ):
             return None
         return arr
 
@@ -90,8 +97,16 @@ class PassCheckpoints:
         """Store part ``i`` (rows ``idx``): the array first, then its manifest, both atomically."""
         npy, man = self._paths(i)
         atomic_save_npy(npy, arr)
-        atomic_write_json(man, {"format": _FORMAT, "rows": int(len(idx)), "rows_sha256": _hash_indices(idx),
-                                "shape": list(arr.shape), "sha256": hash_array(arr)})
+        atomic_write_json(
+            man,
+            {
+                "format": _FORMAT,
+                "rows": int(len(idx)),
+                "rows_sha256": _hash_indices(idx),
+                "shape": list(arr.shape),
+                "sha256": hash_array(arr),
+            },
+        )
 
     def clear(self) -> None:
         """Remove every part (once the whole matrix is stored elsewhere)."""

@@ -1,16 +1,17 @@
 """Query embeddings through ONNX Runtime, for one-query serving latency.
 
-sentence-transformers' own ONNX backend goes through Optimum, whose ONNX Runtime integration cannot be installed
-beside transformers 5; this module does the same job with the two libraries underneath it. The model's
-transformer is exported once with ``torch.onnx.export`` (the file cached under ``<cache>/onnx/``, keyed by the
-model's revision and the torch and ONNX Runtime versions), run by ``onnxruntime.InferenceSession`` with
-``threads`` intra-op threads, and pooled and normalised as the model's own modules do (``Pooling`` in ``mean`` or
-``cls`` mode, an optional ``Normalize``). Any other module layout, or a prompt the model adds to queries, is not
-exported: :func:`onnx_encoder` returns the reason instead, and the caller keeps torch.
+sentence-transformers' own ONNX backend goes through Optimum, whose ONNX Runtime integration cannot be
+installed beside transformers 5; this module does the same job with the two libraries underneath it. The
+model's transformer is exported once with ``torch.onnx.export`` (the file cached under ``<cache>/onnx/``,
+keyed by the model's revision and the torch and ONNX Runtime versions), run by
+``onnxruntime.InferenceSession`` with ``threads`` intra-op threads, and pooled and normalised as the model's
+own modules do (``Pooling`` in ``mean`` or ``cls`` mode, an optional ``Normalize``). Any other module layout,
+or a prompt the model adds to queries, is not exported: :func:`onnx_encoder` returns the reason instead, and
+the caller keeps torch.
 
 Every encoder is checked against torch before it is used: the cosine similarity of its vectors and the torch
-vectors of the same probe texts must be at least :data:`MIN_COSINE` (measured for all-MiniLM-L6-v2: 1.0 to float
-rounding, 2.3–2.5× faster on one thread; ``benchmarks/index/RESULTS_latency.md``).
+vectors of the same probe texts must be at least :data:`MIN_COSINE` (measured for all-MiniLM-L6-v2: 1.0 to
+float rounding, 2.3–2.5× faster on one thread; ``benchmarks/index/RESULTS_latency.md``).
 
 Pool embeddings never go through here: they stay on torch, so caches and evaluations are unchanged.
 """
@@ -26,10 +27,19 @@ from typing import Any, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-__all__ = ["MIN_COSINE", "PROBE_TEXTS", "GROUP_OVERHEAD_TOKENS", "OnnxQueryEncoder", "length_groups",
-           "onnx_available", "onnx_encoder", "onnx_layout"]
+__all__ = [
+    "MIN_COSINE",
+    "PROBE_TEXTS",
+    "GROUP_OVERHEAD_TOKENS",
+    "OnnxQueryEncoder",
+    "length_groups",
+    "onnx_available",
+    "onnx_encoder",
+    "onnx_layout",
+]
 
-#: Least cosine similarity between an ONNX vector and the torch vector of the same text for the encoder to be used.
+#: Least cosine similarity between an ONNX vector and the torch vector of the same text for the encoder to be
+#: used.
 MIN_COSINE = 0.999
 #: Texts the check embeds both ways (short and long, with punctuation and digits, as queries are).
 PROBE_TEXTS = (
@@ -40,9 +50,9 @@ PROBE_TEXTS = (
 )
 #: Bumped when the exported graph or its inputs change, so an older export is never read back.
 EXPORT_VERSION = 1
-#: The fixed cost of one ONNX Runtime call in padded tokens: a call over ``n`` texts padded to ``L`` tokens costs
-#: about ``2 ms + 0.13 ms · n · L`` for all-MiniLM-L6-v2 on one thread (1 text of 8 tokens 2.9 ms, 8 of 45 tokens
-#: 42 ms), so one more call pays off once it saves about 16 padded tokens.
+#: The fixed cost of one ONNX Runtime call in padded tokens: a call over ``n`` texts padded to ``L`` tokens
+#: costs about ``2 ms + 0.13 ms · n · L`` for all-MiniLM-L6-v2 on one thread (1 text of 8 tokens 2.9 ms, 8 of
+#: 45 tokens 42 ms), so one more call pays off once it saves about 16 padded tokens.
 GROUP_OVERHEAD_TOKENS = 16
 #: Most texts in one ONNX Runtime call (bounds its activations).
 MAX_GROUP = 64
@@ -59,8 +69,9 @@ def onnx_available() -> bool:
 
 
 def onnx_layout(st: Any) -> Union[Tuple[str, bool], str]:
-    """``(pooling, normalize)`` of a loaded ``SentenceTransformer`` whose query path this module can reproduce, or
-    the reason it cannot (a string): modules ``Transformer → Pooling(mean|cls) [→ Normalize]``, no query prompt."""
+    """``(pooling, normalize)`` of a loaded ``SentenceTransformer`` whose query path this module can
+    reproduce, or the reason it cannot (a string): modules ``Transformer → Pooling(mean|cls) [→ Normalize]``,
+    no query prompt."""
     names = [type(m).__name__ for m in st]
     if names not in (["Transformer", "Pooling"], ["Transformer", "Pooling", "Normalize"]):
         return f"modules {names} (supported: Transformer, Pooling[, Normalize])"
@@ -89,8 +100,15 @@ class OnnxQueryEncoder:
     :meth:`encode` costs one forward pass of the ``n`` texts padded to the longest, ``O(n · L²)``.
     """
 
-    def __init__(self, path: "str | os.PathLike[str]", tokenizer: Any, pooling: str, normalize: bool,
-                 max_length: int, threads: int = 1) -> None:
+    def __init__(
+        self,
+        path: "str | os.PathLike[str]",
+        tokenizer: Any,
+        pooling: str,
+        normalize: bool,
+        max_length: int,
+        threads: int = 1,
+    ) -> None:
         import onnxruntime as ort
 
         opts = ort.SessionOptions()
@@ -108,9 +126,9 @@ class OnnxQueryEncoder:
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         """``(len(texts), dim)`` float32 vectors, in the order of ``texts``.
 
-        Several texts are sorted by token count and run in groups (:func:`length_groups`), so that a short text is
-        not padded to a long one's length. Where :attr:`batch_invariant` holds (checked by :func:`onnx_encoder`),
-        each row equals the vector of its text encoded alone, bit for bit.
+        Several texts are sorted by token count and run in groups (:func:`length_groups`), so that a short
+        text is not padded to a long one's length. Where :attr:`batch_invariant` holds (checked
+        by :func:`onnx_encoder`), each row equals the vector of its text encoded alone, bit for bit.
         """
         texts = list(texts)
         if len(texts) <= 1:
@@ -127,8 +145,9 @@ class OnnxQueryEncoder:
 
     def _run(self, texts: Sequence[str]) -> np.ndarray:
         """One ONNX Runtime call over ``texts`` padded to the longest: ``(len(texts), dim)`` float32."""
-        enc = self.tokenizer(list(texts), padding=True, truncation=True, max_length=self.max_length,
-                             return_tensors="np")
+        enc = self.tokenizer(
+            list(texts), padding=True, truncation=True, max_length=self.max_length, return_tensors="np"
+        )
         feed = {name: np.asarray(enc[name], dtype=np.int64) for name in self.inputs}
         hidden = self.session.run(None, feed)[0]  # (n, L, d)
         if self.pooling == "cls":
@@ -142,13 +161,14 @@ class OnnxQueryEncoder:
         return np.ascontiguousarray(vec, dtype=np.float32)
 
 
-def length_groups(lengths: Sequence[int], overhead: int = GROUP_OVERHEAD_TOKENS,
-                  max_group: int = MAX_GROUP) -> List[np.ndarray]:
+def length_groups(
+    lengths: Sequence[int], overhead: int = GROUP_OVERHEAD_TOKENS, max_group: int = MAX_GROUP
+) -> List[np.ndarray]:
     """Positions of texts with these token counts, in groups that each run as one padded call.
 
-    The groups are runs of the texts sorted by length that minimise the padded tokens plus ``overhead`` per call
-    (a call of ``n`` texts whose longest has ``L`` tokens costs ``overhead + n·L``), at most ``max_group`` texts
-    a call. Exact by dynamic programming over the sorted lengths, O(n · max_group).
+    The groups are runs of the texts sorted by length that minimise the padded tokens plus ``overhead`` per
+    call (a call of ``n`` texts whose longest has ``L`` tokens costs ``overhead + n·L``), at most
+    ``max_group`` texts a call. Exact by dynamic programming over the sorted lengths, O(n · max_group).
 
     Returns
     -------
@@ -167,7 +187,7 @@ def length_groups(lengths: Sequence[int], overhead: int = GROUP_OVERHEAD_TOKENS,
         best[j], start[j] = cost[pick], i[pick]
     groups, j = [], n
     while j > 0:
-        groups.append(order[start[j]:j])
+        groups.append(order[start[j] : j])
         j = int(start[j])
     return groups[::-1]
 
@@ -194,11 +214,19 @@ def _export(st: Any, path: Path) -> None:
     os.close(fd)
     try:
         with torch.no_grad(), warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # the tracer's notes on Python control flow it froze (shapes stay dynamic)
-            torch.onnx.export(_Hidden(model).eval(), tuple(enc[n] for n in names), tmp, input_names=names,
-                              output_names=["last_hidden_state"],
-                              dynamic_axes={**axes, "last_hidden_state": {0: "batch", 1: "tokens"}},
-                              opset_version=17, dynamo=False)
+            warnings.simplefilter(
+                "ignore"
+            )  # the tracer's notes on Python control flow it froze (shapes stay dynamic)
+            torch.onnx.export(
+                _Hidden(model).eval(),
+                tuple(enc[n] for n in names),
+                tmp,
+                input_names=names,
+                output_names=["last_hidden_state"],
+                dynamic_axes={**axes, "last_hidden_state": {0: "batch", 1: "tokens"}},
+                opset_version=17,
+                dynamo=False,
+            )
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):
@@ -213,15 +241,16 @@ def _export_path(cache_dir: Path, revision: str) -> Path:
     return cache_dir / "onnx" / f"{hashlib.sha256(key.encode()).hexdigest()[:24]}.onnx"
 
 
-def onnx_encoder(st: Any, revision: str, cache_dir: "str | os.PathLike[str]", threads: int = 1,
-                 torch_encode: Any = None) -> Union[OnnxQueryEncoder, str]:
-    """An :class:`OnnxQueryEncoder` for the loaded ``SentenceTransformer`` ``st``, checked against torch, or the
-    reason there is none (a string: not installed, a layout this module cannot reproduce, an export that failed, or
-    vectors that disagree with torch's).
+def onnx_encoder(
+    st: Any, revision: str, cache_dir: "str | os.PathLike[str]", threads: int = 1, torch_encode: Any = None
+) -> Union[OnnxQueryEncoder, str]:
+    """An :class:`OnnxQueryEncoder` for the loaded ``SentenceTransformer`` ``st``, checked against torch, or
+    the reason there is none (a string: not installed, a layout this module cannot reproduce, an export that
+    failed, or vectors that disagree with torch's).
 
-    ``revision`` identifies the weights (the export's cache key); ``torch_encode(texts) -> (n, d)`` gives the torch
-    vectors the check compares with. The export happens once per (weights, torch, ONNX Runtime) and takes about a
-    second for MiniLM; a damaged cached file is exported again.
+    ``revision`` identifies the weights (the export's cache key); ``torch_encode(texts) -> (n, d)`` gives the
+    torch vectors the check compares with. The export happens once per (weights, torch, ONNX Runtime) and
+    takes about a second for MiniLM; a damaged cached file is exported again.
     """
     if not onnx_available():
         return "onnxruntime and onnx are not installed (pip install 'ucs[onnx]')"
@@ -247,5 +276,7 @@ def onnx_encoder(st: Any, revision: str, cache_dir: "str | os.PathLike[str]", th
         if float(cos.min()) < MIN_COSINE:
             return f"its vectors differ from torch's (least cosine {float(cos.min()):.5f} < {MIN_COSINE})"
     together = enc._run(PROBE_TEXTS)  # padded to the longest probe: every shorter one runs beside padding
-    enc.batch_invariant = all(np.array_equal(together[i], enc._run([t])[0]) for i, t in enumerate(PROBE_TEXTS))
+    enc.batch_invariant = all(
+        np.array_equal(together[i], enc._run([t])[0]) for i, t in enumerate(PROBE_TEXTS)
+    )
     return enc

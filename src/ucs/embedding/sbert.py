@@ -57,11 +57,11 @@ class SentenceTransformerEmbedder:
         single-query embedding measured here, and more oversubscribe a busy machine). :meth:`embed` (pools,
         batches) keeps torch's own setting.
     query_backend : {"auto", "torch", "onnx"}
-        Engine of :meth:`embed_queries` (default ``ucs.defaults.QUERY_BACKEND``): ``onnx`` runs the transformer
-        through ONNX Runtime (:mod:`ucs.embedding.onnx_query`: exported once, checked against torch, 2.3–2.5× faster
-        for one query), ``torch`` keeps sentence-transformers, ``auto`` takes ONNX when the ``onnx`` extra is
-        installed and the check passes. After the first query, ``query_backend_`` says which one runs and
-        ``query_backend_reason_`` why ONNX does not (``None`` when it does).
+        Engine of :meth:`embed_queries` (default ``ucs.defaults.QUERY_BACKEND``): ``onnx`` runs the
+        transformer through ONNX Runtime (:mod:`ucs.embedding.onnx_query`: exported once, checked against
+        torch, 2.3–2.5× faster for one query), ``torch`` keeps sentence-transformers, ``auto`` takes ONNX when
+        the ``onnx`` extra is installed and the check passes. After the first query, ``query_backend_`` says
+        which one runs and ``query_backend_reason_`` why ONNX does not (``None`` when it does).
 
     Notes
     -----
@@ -96,7 +96,9 @@ class SentenceTransformerEmbedder:
         self.query_threads = query_threads
         resolve_query_threads(query_threads)  # a bad value fails here, not at the first query
         if query_backend not in D.QUERY_BACKENDS:
-            raise ValueError(f"query_backend must be one of {', '.join(D.QUERY_BACKENDS)}; got {query_backend!r}")
+            raise ValueError(
+                f"query_backend must be one of {', '.join(D.QUERY_BACKENDS)}; got {query_backend!r}"
+            )
         self.query_backend = query_backend
         self.query_backend_: Optional[str] = None
         self.query_backend_reason_: Optional[str] = None
@@ -116,7 +118,9 @@ class SentenceTransformerEmbedder:
             raise FileNotFoundError(f"sentence-transformers model directory not found: {local}")
         if local.exists():
             if not local.is_dir():
-                raise ValueError(f"model must be a sentence-transformers directory or hub id, got file {local}")
+                raise ValueError(
+                    f"model must be a sentence-transformers directory or hub id, got file {local}"
+                )
             from ucs.utils.weights import fingerprint
 
             self._revision_id = "sha256:" + fingerprint(local)
@@ -126,8 +130,10 @@ class SentenceTransformerEmbedder:
                 self._st = st.SentenceTransformer(self.model, device=self.device, revision=self.revision)
             except OSError as exc:
                 raise OSError(
-                    f"cannot load {self.model!r} as the retrieval embedder (sentence-transformers): it is neither "
-                    f"one of {sorted(RETRIEVAL_MODELS)}, a local directory, nor reachable on the Hugging Face hub "
+                    f"cannot load {self.model!r} as the retrieval embedder (sentence-transformers): it is "
+                    "neither "
+                    f"one of {sorted(RETRIEVAL_MODELS)}, a local directory, nor reachable on the Hugging "
+                    "Face hub "
                     f"({str(exc).splitlines()[0] if str(exc) else type(exc).__name__})"
                 ) from exc
             self._revision_id = self.revision or _hub_commit(self.model) or "unknown"
@@ -166,11 +172,11 @@ class SentenceTransformerEmbedder:
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Return ``(len(texts), dim)`` float32 embeddings.
 
-        Texts are encoded :data:`PROGRESS_CHUNK` batches at a time, in order, and each chunk is reported to the
-        open ``embed`` progress stage (:func:`ucs.utils.progress.advance`), so a long embedding shows a counter
-        that moves. Deterministic for a given input; against one ``encode`` call of all texts the vectors differ
-        by float rounding only (≈ 2e-7: sentence-transformers sorts by length within a chunk, so batches are
-        padded differently).
+        Texts are encoded :data:`PROGRESS_CHUNK` batches at a time, in order, and each chunk is reported to
+        the open ``embed`` progress stage (:func:`ucs.utils.progress.advance`), so a long embedding shows a
+        counter that moves. Deterministic for a given input; against one ``encode`` call of all texts the
+        vectors differ by float rounding only (≈ 2e-7: sentence-transformers sorts by length within a chunk,
+        so batches are padded differently).
         """
         texts = sanitize_texts(texts)
         self.load()
@@ -185,9 +191,18 @@ class SentenceTransformerEmbedder:
                 vectors += v
                 weights += w
             else:
-                parts.append(np.asarray(self._st.encode(chunk, batch_size=self.batch_size,
-                                                        normalize_embeddings=self.normalize, convert_to_numpy=True,
-                                                        show_progress_bar=False), dtype=np.float32))
+                parts.append(
+                    np.asarray(
+                        self._st.encode(
+                            chunk,
+                            batch_size=self.batch_size,
+                            normalize_embeddings=self.normalize,
+                            convert_to_numpy=True,
+                            show_progress_bar=False,
+                        ),
+                        dtype=np.float32,
+                    )
+                )
             advance(len(chunk), kind="embed")
         if keep:
             self._remembered = (self._remember, vectors, weights)
@@ -198,24 +213,30 @@ class SentenceTransformerEmbedder:
         """Make the next :meth:`embed` of exactly ``texts`` keep their token embeddings, which the next
         :meth:`embed_tokens` of the same texts then returns without a second pass of the model (Set-BSR over a
         pool the index has just embedded). Both results equal those of separate calls, bit for bit: the same
-        chunks, the same batches, the same forward passes. Memory: ``Σ L_i · d`` floats until they are taken."""
+        chunks, the same batches, the same forward passes. Memory: ``Σ L_i · d`` floats until they are
+        taken."""
         self._remember = _digest(sanitize_texts(texts))
         self._remembered = None
 
     def _chunks(self, texts: List[str]) -> Iterator[List[str]]:
-        """The chunks both :meth:`embed` and :meth:`embed_tokens` encode, each with its own ``encode`` call (so
-        sentence-transformers sorts and batches within a chunk, and both make the same batches)."""
+        """The chunks both :meth:`embed` and :meth:`embed_tokens` encode, each with its own ``encode`` call
+        (so sentence-transformers sorts and batches within a chunk, and both make the same batches)."""
         step = self.batch_size * PROGRESS_CHUNK
         for start in range(0, len(texts), step):
-            yield texts[start:start + step]
+            yield texts[start : start + step]
 
     def _encode_both(self, chunk: List[str]) -> "tuple[np.ndarray, list, list]":
         """One ``encode`` of ``chunk`` giving its ``(n, dim)`` sentence embeddings (ℓ2-normalised as
         :meth:`embed` does) and its token embeddings and weights (as :meth:`embed_tokens`)."""
         import torch
 
-        items = self._st.encode(chunk, batch_size=self.batch_size, output_value=None, convert_to_numpy=False,
-                                show_progress_bar=False)
+        items = self._st.encode(
+            chunk,
+            batch_size=self.batch_size,
+            output_value=None,
+            convert_to_numpy=False,
+            show_progress_bar=False,
+        )
         sentence = torch.stack([it["sentence_embedding"] for it in items])
         if self.normalize:
             sentence = torch.nn.functional.normalize(sentence, p=2, dim=1)
@@ -224,9 +245,10 @@ class SentenceTransformerEmbedder:
         return np.asarray(sentence.detach().cpu().numpy(), dtype=np.float32), v, w
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
-        """:meth:`embed` for queries at serving time: ``(len(texts), dim)`` float32, the same vectors up to float
-        rounding, computed with at most ``query_threads`` torch / BLAS threads (restored afterwards). One short
-        text costs one forward pass, O(L²) for ``L`` tokens (measured latencies: ``benchmarks/index``)."""
+        """:meth:`embed` for queries at serving time: ``(len(texts), dim)`` float32, the same vectors up to
+        float rounding, computed with at most ``query_threads`` torch / BLAS threads (restored afterwards).
+        One short text costs one forward pass, O(L²) for ``L`` tokens (measured latencies:
+        ``benchmarks/index``)."""
         n = resolve_query_threads(self.query_threads)
         texts = sanitize_texts(texts)
         self.load()
@@ -239,8 +261,8 @@ class SentenceTransformerEmbedder:
 
     @property
     def query_batch_invariant(self) -> bool:
-        """Whether :meth:`embed_queries` of several texts gives each the vector it gets alone, bit for bit: true
-        when the ONNX encoder of the current ``query_threads`` answers and passed that check
+        """Whether :meth:`embed_queries` of several texts gives each the vector it gets alone, bit for bit:
+        true when the ONNX encoder of the current ``query_threads`` answers and passed that check
         (:func:`ucs.embedding.onnx_query.onnx_encoder`); false for torch, whose batched matrix products round
         differently, and before the first query."""
         enc = self._onnx.get(resolve_query_threads(self.query_threads))
@@ -248,7 +270,9 @@ class SentenceTransformerEmbedder:
 
     def _query_encoder(self, threads: int) -> Any:
         """The ONNX encoder for ``threads`` threads, or ``None`` for torch (decided once per thread count)."""
-        if self.query_backend == "torch" or (self.query_backend == "auto" and self.device not in (None, "cpu")):
+        if self.query_backend == "torch" or (
+            self.query_backend == "auto" and self.device not in (None, "cpu")
+        ):
             self.query_backend_ = "torch"
             self.query_backend_reason_ = f"query_backend={self.query_backend!r}, device={self.device!r}"
             return None
@@ -256,11 +280,18 @@ class SentenceTransformerEmbedder:
             from ucs.defaults import default_cache_dir
             from ucs.embedding.onnx_query import onnx_encoder
 
-            got = onnx_encoder(self._st, str(self._revision_id), default_cache_dir(), threads,
-                               torch_encode=lambda t: self._torch_queries(t, threads))
+            got = onnx_encoder(
+                self._st,
+                str(self._revision_id),
+                default_cache_dir(),
+                threads,
+                torch_encode=lambda t: self._torch_queries(t, threads),
+            )
             if isinstance(got, str) and self.query_backend == "onnx":
-                raise RuntimeError(f"query_backend='onnx' cannot run {self.name}: {got}; "
-                                   f"use query_backend='torch' (or 'auto', which falls back to torch)")
+                raise RuntimeError(
+                    f"query_backend='onnx' cannot run {self.name}: {got}; "
+                    f"use query_backend='torch' (or 'auto', which falls back to torch)"
+                )
             self._onnx[threads] = None if isinstance(got, str) else got
             self.query_backend_reason_ = got if isinstance(got, str) else None
         self.query_backend_ = "torch" if self._onnx[threads] is None else "onnx"
@@ -268,15 +299,22 @@ class SentenceTransformerEmbedder:
 
     def _torch_queries(self, texts: Sequence[str], n: int) -> np.ndarray:
         with limit_threads(n):
-            return np.ascontiguousarray(self._st.encode(texts, batch_size=self.batch_size,
-                                                        normalize_embeddings=self.normalize, convert_to_numpy=True,
-                                                        show_progress_bar=False), dtype=np.float32).reshape(
-                len(texts), -1)
+            return np.ascontiguousarray(
+                self._st.encode(
+                    texts,
+                    batch_size=self.batch_size,
+                    normalize_embeddings=self.normalize,
+                    convert_to_numpy=True,
+                    show_progress_bar=False,
+                ),
+                dtype=np.float32,
+            ).reshape(len(texts), -1)
 
     def embed_tokens(self, texts: Sequence[str]) -> "tuple[list, list]":
         """Contextual token embeddings of each text (the model's last layer, before pooling) and each token's
-        weight: 1, and 0 for the tokenizer's special tokens ([CLS], [SEP], <s> …) — BERTScore's weights without
-        idf, for :class:`ucs.selectors.bsr.BSRSelector`. Returns two lists of (L_i, d) float32 and (L_i,) arrays."""
+        weight: 1, and 0 for the tokenizer's special tokens ([CLS], [SEP], <s> …) — BERTScore's weights
+        without idf, for :class:`ucs.selectors.bsr.BSRSelector`. Returns two lists of (L_i, d) float32 and
+        (L_i,) arrays."""
         texts = sanitize_texts(texts)
         self.load()
         if not texts:
@@ -288,17 +326,25 @@ class SentenceTransformerEmbedder:
         out_v: list = []
         out_w: list = []
         for chunk in self._chunks(texts):
-            v, w = self._token_weights(chunk, self._st.encode(
-                chunk, batch_size=self.batch_size, output_value="token_embeddings", convert_to_numpy=False,
-                show_progress_bar=False))
+            v, w = self._token_weights(
+                chunk,
+                self._st.encode(
+                    chunk,
+                    batch_size=self.batch_size,
+                    output_value="token_embeddings",
+                    convert_to_numpy=False,
+                    show_progress_bar=False,
+                ),
+            )
             out_v += v
             out_w += w
         return out_v, out_w
 
     def _token_weights(self, texts: List[str], vectors: Sequence[Any]) -> "tuple[list, list]":
         """Token tensors as float32 arrays, and each token's BERTScore weight (0 for special tokens)."""
-        special = self._st.tokenizer(texts, truncation=True, max_length=self._st.max_seq_length,
-                                     return_special_tokens_mask=True)["special_tokens_mask"]
+        special = self._st.tokenizer(
+            texts, truncation=True, max_length=self._st.max_seq_length, return_special_tokens_mask=True
+        )["special_tokens_mask"]
         out_v, out_w = [], []
         for v, mask in zip(vectors, special):
             v = v.detach().cpu().numpy().astype(np.float32)

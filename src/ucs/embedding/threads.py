@@ -1,18 +1,18 @@
 """Thread counts for query-time work: one query embedded on few threads, never oversubscribing the cores.
 
-A single query is a tiny batch (one sequence of ~10–30 tokens): spreading it over threads saves little even on an
-idle machine, and on a busy one every thread beyond the free cores waits for a core — torch's default (one thread
-per core) made a 20 ms MiniLM query embedding take 210–300 ms median on a 2-core machine with one core busy
-(``benchmarks/index/RESULTS_latency.md``). Query embedding therefore runs on :data:`DEFAULT_QUERY_THREADS` (1)
-thread unless told otherwise:
+A single query is a tiny batch (one sequence of ~10–30 tokens): spreading it over threads saves little even on
+an idle machine, and on a busy one every thread beyond the free cores waits for a core — torch's default (one
+thread per core) made a 20 ms MiniLM query embedding take 210–300 ms median on a 2-core machine with one core
+busy (``benchmarks/index/RESULTS_latency.md``). Query embedding therefore runs
+on :data:`DEFAULT_QUERY_THREADS` (1) thread unless told otherwise:
 
 * an argument (``SentenceTransformerEmbedder(query_threads=...)``),
 * else the environment variable :data:`QUERY_THREADS_ENV` (``UCS_QUERY_THREADS``),
 * else 1.
 
 Each is a positive integer, or ``"auto"``: the cores this process may run on (``os.sched_getaffinity``) minus
-the 1-minute load average, rounded, at least 1. The limit covers torch's intra-op threads and every BLAS/OpenMP
-pool threadpoolctl finds, and is restored after the call (toggling costs ≈ 10 µs).
+the 1-minute load average, rounded, at least 1. The limit covers torch's intra-op threads and every
+BLAS/OpenMP pool threadpoolctl finds, and is restored after the call (toggling costs ≈ 10 µs).
 """
 
 from __future__ import annotations
@@ -22,8 +22,14 @@ import os
 import sys
 from typing import Iterator, Optional, Union
 
-__all__ = ["QUERY_THREADS_ENV", "DEFAULT_QUERY_THREADS", "free_cores", "resolve_query_threads", "limit_threads",
-           "set_threads"]
+__all__ = [
+    "QUERY_THREADS_ENV",
+    "DEFAULT_QUERY_THREADS",
+    "free_cores",
+    "resolve_query_threads",
+    "limit_threads",
+    "set_threads",
+]
 
 #: Environment variable read when no ``query_threads`` argument is given.
 QUERY_THREADS_ENV = "UCS_QUERY_THREADS"
@@ -80,19 +86,22 @@ def resolve_query_threads(threads: ThreadsSpec = None) -> int:
         except ValueError:
             threads = None
     if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
-        raise ValueError(f"{source} must be a positive integer or 'auto'; got {threads!r} "
-                         f"(set e.g. {QUERY_THREADS_ENV}=1)")
+        raise ValueError(
+            f"{source} must be a positive integer or 'auto'; got {threads!r} (set e.g. {QUERY_THREADS_ENV}=1)"
+        )
     return threads
 
 
 @contextlib.contextmanager
 def limit_threads(n: Optional[int]) -> Iterator[None]:
-    """Run the block with at most ``n`` torch intra-op and BLAS/OpenMP threads, then restore the previous counts.
+    """Run the block with at most ``n`` torch intra-op and BLAS/OpenMP threads, then restore the previous
+    counts.
 
-    ``None`` changes nothing. torch is only touched when it is already imported; the threadpoolctl controller is
-    built once (on the first call, so it sees the libraries loaded by then) and reused, and only the pools whose
-    count differs from ``n`` are set and restored (reading a pool's count costs ≈ 0.3 µs; threadpoolctl's own
-    ``limit`` re-reads every library's full description, ≈ 17 µs, which was 5 % of a one-query selection).
+    ``None`` changes nothing. torch is only touched when it is already imported; the threadpoolctl controller
+    is built once (on the first call, so it sees the libraries loaded by then) and reused, and only the pools
+    whose count differs from ``n`` are set and restored (reading a pool's count costs ≈ 0.3 µs;
+    threadpoolctl's own ``limit`` re-reads every library's full description, ≈ 17 µs, which was 5 % of a
+    one-query selection).
     """
     if n is None:
         yield
@@ -117,10 +126,10 @@ def limit_threads(n: Optional[int]) -> Iterator[None]:
 
 
 def set_threads(n: int) -> None:
-    """Set torch's intra-op threads (when torch is imported) and every BLAS/OpenMP pool loaded now to ``n``, for
-    the rest of the process: what a server does once its model is loaded, so that no call toggles them (a toggle
-    from one thread while another computes would change its pools under it) and :func:`limit_threads` with the
-    same ``n`` changes nothing."""
+    """Set torch's intra-op threads (when torch is imported) and every BLAS/OpenMP pool loaded now to ``n``,
+    for the rest of the process: what a server does once its model is loaded, so that no call toggles them (a
+    toggle from one thread while another computes would change its pools under it) and :func:`limit_threads`
+    with the same ``n`` changes nothing."""
     torch = sys.modules.get("torch")
     if torch is not None and torch.get_num_threads() != n:
         torch.set_num_threads(n)
