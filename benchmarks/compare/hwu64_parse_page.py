@@ -9,8 +9,8 @@ copy baseline (the chosen demonstration nearest the query, its parse copied with
 kept in ``--work/<backbone>/records.jsonl`` as it comes (:func:`ucs.experiments.compare_table.grid_table`):
 rerun the same command to continue (the answers are also kept, compressed, in
 ``benchmarks/compare/hwu64_parse_answers/``, which seeds an absent ``--work`` folder), ``--limit`` to stop
-after the first N queries for now; the page shows the queries every row has answered and says how many. The
-verdict under each table is generated from the paired intervals.
+after the first N queries for now (``--limit gemma3=300`` for one backbone); the page shows the queries every
+row has answered and says how many. The verdict under each table is generated from the paired intervals.
 
     python benchmarks/compare/hwu64_parse_page.py --backbones smollm2,gemma3 --queries 500 --workers 2 \\
         --out docs/results/compare_hwu64_parse.md
@@ -127,7 +127,14 @@ def run_backbone(name: str, pool: list, queries: list, a: argparse.Namespace) ->
         predictor = generating_predictor(bb, new)
         cells = [c.format(k=a.k) for _, c in ROWS]
         rows = grid_table(
-            pool, queries, predictor, cells, out=a.work / name, metric="exact", seed=0, limit=a.limit
+            pool,
+            queries,
+            predictor,
+            cells,
+            out=a.work / name,
+            metric="exact",
+            seed=0,
+            limit=a.limit.get(name, a.limit.get("*")),
         )
     finally:
         bb.close()
@@ -136,6 +143,20 @@ def run_backbone(name: str, pool: list, queries: list, a: argparse.Namespace) ->
 
     done = json.loads((a.work / name / "table.json").read_text())["n_queries"]
     return {"rows": rows, "n": done, "max_new_tokens": new}
+
+
+def limits(text: str) -> Dict[str, int]:
+    """``--limit``: ``"300"`` (every backbone) or ``"smollm2=500,gemma3=300"`` → ``{backbone: N}`` (``"*"``:
+    every backbone not named)."""
+    out: Dict[str, int] = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        name, _, n = part.rpartition("=")
+        if not n.isdigit() or int(n) < 1:
+            raise argparse.ArgumentTypeError(
+                f"{part!r}: give a positive number of queries, e.g. 300 or gemma3=300"
+            )
+        out[name.strip() or "*"] = int(n)
+    return out
 
 
 def main() -> None:
@@ -149,7 +170,13 @@ def main() -> None:
     ap.add_argument(
         "--weights", default=D.COMPARE_WEIGHTS, help="GGUF weights: file, f32 or f16 (ucs compare's)"
     )
-    ap.add_argument("--limit", type=int, default=None, help="answer only the first N queries for now")
+    ap.add_argument(
+        "--limit",
+        type=limits,
+        default="",
+        help="answer only the first N queries for now: N, or "
+        "BACKBONE=N,... (a backbone not named: every query)",
+    )
     ap.add_argument("--data-dir", type=Path, default=ROOT.parent / "shared" / "data")
     ap.add_argument("--work", type=Path, default=ROOT / "runs" / "hwu64_parse")
     ap.add_argument("--out", type=Path, default=ROOT / "docs" / "results" / "compare_hwu64_parse.md")
@@ -193,7 +220,13 @@ def main() -> None:
         f"- machine: {cpu}, {len(os.sched_getaffinity(0))} cores; Python {sys.version.split()[0]}",
         f"- command: `python benchmarks/compare/hwu64_parse_page.py --backbones {a.backbones} --queries "
         f"{a.queries} --k {a.k} --weights {a.weights}`"
-        + (f" (`--limit {a.limit}` so far)" if a.limit else ""),
+        + (
+            " (`--limit "
+            + ",".join(f"{k}={v}" if k != "*" else str(v) for k, v in a.limit.items())
+            + "` so far)"
+            if a.limit
+            else ""
+        ),
         "",
     ]
     for name in a.backbones.split(","):
