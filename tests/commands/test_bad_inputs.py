@@ -58,8 +58,8 @@ def _files(root: Path) -> dict:
         "texts_blank.txt": "".join(f"text {i}\n" if i != 5 else "   \n" for i in range(N)),
         "ids.txt": "\n".join(str(i % 5) for i in range(N)) + "\n",
         "ids_words.txt": "one\ntwo\n",
-        "good.csv": "text,label,split\n" + "".join(f"row {i},{'ab'[i % 2]},{'pool' if i < 16 else 'test'}\n"
-                                                    for i in range(20)),
+        "good.csv": "text,label,split\n"
+        + "".join(f"row {i},{'ab'[i % 2]},{'pool' if i < 16 else 'test'}\n" for i in range(20)),
         "no_label.csv": "text,category\nhello,a\n",
         "empty_label.csv": "text,label\nhello,a\nworld,\nagain,b\n",
         "bad_split.csv": "text,label,split\nhello,a,pool\nworld,b,validation\n",
@@ -121,28 +121,68 @@ SELECT = [
     ("queries-missing", "select --pool {pool.npy} --queries {missing}", "--queries"),
     ("queries-wrong-dim", "select --pool {pool.npy} --queries {q_wrongdim.npy}", "--queries"),
     ("queries-nan", "select --pool {pool.npy} --queries {nan.npy}", "--queries"),
-    ("ids-short", "select --pool {pool.npy} --queries {q.npy} --cluster-ids {ids_short.npy}", "--cluster-ids"),
-    ("ids-float", "select --pool {pool.npy} --queries {q.npy} --cluster-ids {ids_float.npy}", "--cluster-ids"),
-    ("ids-negative", "select --pool {pool.npy} --queries {q.npy} --cluster-ids {ids_neg.npy}", "--cluster-ids"),
+    (
+        "ids-short",
+        "select --pool {pool.npy} --queries {q.npy} --cluster-ids {ids_short.npy}",
+        "--cluster-ids",
+    ),
+    (
+        "ids-float",
+        "select --pool {pool.npy} --queries {q.npy} --cluster-ids {ids_float.npy}",
+        "--cluster-ids",
+    ),
+    (
+        "ids-negative",
+        "select --pool {pool.npy} --queries {q.npy} --cluster-ids {ids_neg.npy}",
+        "--cluster-ids",
+    ),
     ("ids-2d", "select --pool {pool.npy} --queries {q.npy} --cluster-ids {ids_2d.npy}", "--cluster-ids"),
     ("ids-missing", "select --pool {pool.npy} --cluster-ids {missing}", "--cluster-ids"),
     ("method", "select --pool {pool.npy} --method nope", "--method"),
     ("budget-negative", "select --pool {pool.npy} --queries {q.npy} --budget -1", "--budget"),
-    ("estimator", "select --pool {pool.npy} --queries {q.npy} --cluster-ids {ids.npy} --lam 0.5 --estimator nope",
-     "--estimator"),
-    ("design", "select --pool {pool.npy} --queries {q.npy} --cluster-ids {ids.npy} --lam 0.5 --design nope",
-     "--design"),
-    ("corpus-prior", "select --pool {pool.npy} --method votek --cluster-ids {ids.npy} --lam 0.5 --corpus-prior nope",
-     "--corpus-prior"),
+    (
+        "estimator",
+        "select --pool {pool.npy} --queries {q.npy} --cluster-ids {ids.npy} --lam 0.5 --estimator nope",
+        "--estimator",
+    ),
+    (
+        "design",
+        "select --pool {pool.npy} --queries {q.npy} --cluster-ids {ids.npy} --lam 0.5 --design nope",
+        "--design",
+    ),
+    (
+        "corpus-prior",
+        "select --pool {pool.npy} --method votek --cluster-ids {ids.npy} --lam 0.5 --corpus-prior nope",
+        "--corpus-prior",
+    ),
     ("lam-without-ids", "select --pool {pool.npy} --queries {q.npy} --lam 0.5", "--lam"),
     ("lam-nan", "select --pool {pool.npy} --queries {q.npy} --cluster-ids {ids.npy} --lam nan", "--lam"),
-    ("pool-texts-short", "select --pool {pool.npy} --queries {q.npy} --pool-texts {texts_short.txt}", "--pool-texts"),
-    ("pool-texts-blank-line", "select --pool {pool.npy} --queries {q.npy} --pool-texts {texts_blank.txt}",
-     "--pool-texts"),
-    ("pool-texts-missing", "select --pool {pool.npy} --queries {q.npy} --pool-texts {missing}", "--pool-texts"),
-    ("pool-texts-not-utf8", "select --pool {pool.npy} --queries {q.npy} --pool-texts {latin1.txt}", "--pool-texts"),
+    (
+        "pool-texts-short",
+        "select --pool {pool.npy} --queries {q.npy} --pool-texts {texts_short.txt}",
+        "--pool-texts",
+    ),
+    (
+        "pool-texts-blank-line",
+        "select --pool {pool.npy} --queries {q.npy} --pool-texts {texts_blank.txt}",
+        "--pool-texts",
+    ),
+    (
+        "pool-texts-missing",
+        "select --pool {pool.npy} --queries {q.npy} --pool-texts {missing}",
+        "--pool-texts",
+    ),
+    (
+        "pool-texts-not-utf8",
+        "select --pool {pool.npy} --queries {q.npy} --pool-texts {latin1.txt}",
+        "--pool-texts",
+    ),
     ("out-is-dir", "select --pool {pool.npy} --queries {q.npy} --method topk --out {dir}", "--out"),
-    ("out-unwritable", "select --pool {pool.npy} --queries {q.npy} --method topk --out {unwritable}.json", "--out"),
+    (
+        "out-unwritable",
+        "select --pool {pool.npy} --queries {q.npy} --method topk --out {unwritable}.json",
+        "--out",
+    ),
     ("out-suffix", "select --pool {pool.npy} --queries {q.npy} --method topk --out {out}.xlsx", "--out"),
 ]
 COVERAGE = [
@@ -202,16 +242,31 @@ DISTRIBUTED = [
     ("cluster-q", "distributed cluster {pool.npy} {out} --dbscan-q 3", "--dbscan-q"),
     ("cluster-knn", "distributed cluster {pool.npy} {out} --knn nope", "--knn"),
     ("cluster-shard-size", "distributed cluster {pool.npy} {out} --shard-size 0", "--shard-size"),
-    ("select-method", "distributed select --pool {pool.npy} --queries {q.npy} --cluster-ids {ids.npy} --method x",
-     "--method"),
-    ("select-ids-short", "distributed select --pool {pool.npy} --queries {q.npy} --cluster-ids {ids_short.npy}",
-     "--cluster-ids"),
-    ("select-batch-size", "distributed select --pool {pool.npy} --queries {q.npy} --cluster-ids {ids.npy} "
-     "--batch-size 0", "--batch-size"),
-    ("select-budget", "distributed select --pool {pool.npy} --queries {q.npy} --cluster-ids {ids.npy} --budget -2",
-     "--budget"),
-    ("select-queries-dim", "distributed select --pool {pool.npy} --queries {q_wrongdim.npy} --cluster-ids {ids.npy}",
-     "--queries"),
+    (
+        "select-method",
+        "distributed select --pool {pool.npy} --queries {q.npy} --cluster-ids {ids.npy} --method x",
+        "--method",
+    ),
+    (
+        "select-ids-short",
+        "distributed select --pool {pool.npy} --queries {q.npy} --cluster-ids {ids_short.npy}",
+        "--cluster-ids",
+    ),
+    (
+        "select-batch-size",
+        "distributed select --pool {pool.npy} --queries {q.npy} --cluster-ids {ids.npy} --batch-size 0",
+        "--batch-size",
+    ),
+    (
+        "select-budget",
+        "distributed select --pool {pool.npy} --queries {q.npy} --cluster-ids {ids.npy} --budget -2",
+        "--budget",
+    ),
+    (
+        "select-queries-dim",
+        "distributed select --pool {pool.npy} --queries {q_wrongdim.npy} --cluster-ids {ids.npy}",
+        "--queries",
+    ),
 ]
 _EV = "evaluate --model dummy --retrieval backbone --dataset sample --out {out} "
 EVALUATE = [
@@ -259,13 +314,25 @@ EVALUATE = [
     ("out-unwritable", "evaluate --model dummy --retrieval backbone --out {unwritable}", "--out"),
     ("cache-dir-is-file", _EV + "--cache-dir {texts.txt}", "--cache-dir"),
     ("out-holds-compare-run", _EV.replace("{out}", "{compared}"), "--out"),
-    ("model-missing-gguf", "evaluate --dataset sample --retrieval backbone --model {missing}.gguf --out {out}",
-     "--model"),
-    *[(f"model-url-{cid}", f"evaluate --dataset sample --retrieval backbone --model {url} --out {{out}}",
-       "--model") for cid, url in [
-        ("port-range", "http://127.0.0.1:99999/v1#m"), ("port-word", "http://127.0.0.1:abc/v1#m"),
-        ("no-host", "http:///v1#m"), ("scheme", "ftp://127.0.0.1:8080/v1#m"),
-        ("option", "http://127.0.0.1:8080/v1#m?connect_timeout=0")]],
+    (
+        "model-missing-gguf",
+        "evaluate --dataset sample --retrieval backbone --model {missing}.gguf --out {out}",
+        "--model",
+    ),
+    *[
+        (
+            f"model-url-{cid}",
+            f"evaluate --dataset sample --retrieval backbone --model {url} --out {{out}}",
+            "--model",
+        )
+        for cid, url in [
+            ("port-range", "http://127.0.0.1:99999/v1#m"),
+            ("port-word", "http://127.0.0.1:abc/v1#m"),
+            ("no-host", "http:///v1#m"),
+            ("scheme", "ftp://127.0.0.1:8080/v1#m"),
+            ("option", "http://127.0.0.1:8080/v1#m?connect_timeout=0"),
+        ]
+    ],
 ]
 _DEMO = "demo --model dummy "
 DEMO = [
@@ -309,13 +376,22 @@ TUNE = [
     ("dataset-unknown", _TUNE + "--dataset nope", "--dataset"),
     ("runs-zero", _TUNE + "--runs 0", "--runs"),
     ("out-is-file", "tune --model dummy --out {tune_out_file}", "--out"),
-    ("variants-duplicate-name", _TUNE + "--selectors dpp+ucs --variants a:estimator=binomial;a:estimator=paper",
-     "--variants"),
+    (
+        "variants-duplicate-name",
+        _TUNE + "--selectors dpp+ucs --variants a:estimator=binomial;a:estimator=paper",
+        "--variants",
+    ),
     ("variants-unsafe-name", _TUNE + "--selectors dpp+ucs --variants ../up:estimator=binomial", "--variants"),
-    ("variants-unknown-setting", _TUNE + "--selectors dpp+ucs --variants ok:estimator=binomial;bad:nosuch=1",
-     "--variants"),
-    ("variants-bad-value", _TUNE + "--selectors dpp+ucs --variants ok:estimator=binomial;bad:estimator=zzz",
-     "--variants"),
+    (
+        "variants-unknown-setting",
+        _TUNE + "--selectors dpp+ucs --variants ok:estimator=binomial;bad:nosuch=1",
+        "--variants",
+    ),
+    (
+        "variants-bad-value",
+        _TUNE + "--selectors dpp+ucs --variants ok:estimator=binomial;bad:estimator=zzz",
+        "--variants",
+    ),
 ]
 _CMP = "compare --model dummy --out {out} "
 COMPARE = [
@@ -368,8 +444,11 @@ PROMPTS = [
     ("queries-not-utf8", "prompts {good.csv} {latin1.txt} --out {out}.jsonl", "QUERIES"),
     ("queries-binary", "prompts {good.csv} {pool.npy} --out {out}.jsonl", "QUERIES"),
     ("queries-jsonl-list", "prompts {good.csv} {list.jsonl} --out {out}.jsonl", "--query-column"),
-    ("query-column-missing", "prompts {good.csv} {good.csv} --query-column nope --out {out}.jsonl",
-     "--query-column"),
+    (
+        "query-column-missing",
+        "prompts {good.csv} {good.csv} --query-column nope --out {out}.jsonl",
+        "--query-column",
+    ),
     ("out-suffix", "prompts {good.csv} {texts.txt} --out {out}.txt", "--out"),
     ("out-folder-missing", "prompts {good.csv} {texts.txt} --out {missing}/p.jsonl", "--out"),
     ("out-is-dir", "prompts {good.csv} {texts.txt} --out {dir}", "--out"),
@@ -396,11 +475,25 @@ SERVE = [
     ("max-batch-zero", "serve {dir} --max-batch 0", "--max-batch"),
 ]
 
-CASES = {"select": SELECT, "coverage": COVERAGE, "cluster": CLUSTER, "embed": EMBED, "distributed": DISTRIBUTED,
-         "evaluate": EVALUATE, "demo": DEMO, "reproduce": REPRODUCE, "tune": TUNE,
-         "compare": COMPARE, "prompts": PROMPTS, "serve": SERVE}
-PARAMS = [pytest.param(cmd, argv, param, id=f"{cmd}-{cid}") for cmd, cases in CASES.items()
-          for cid, argv, param in cases]
+CASES = {
+    "select": SELECT,
+    "coverage": COVERAGE,
+    "cluster": CLUSTER,
+    "embed": EMBED,
+    "distributed": DISTRIBUTED,
+    "evaluate": EVALUATE,
+    "demo": DEMO,
+    "reproduce": REPRODUCE,
+    "tune": TUNE,
+    "compare": COMPARE,
+    "prompts": PROMPTS,
+    "serve": SERVE,
+}
+PARAMS = [
+    pytest.param(cmd, argv, param, id=f"{cmd}-{cid}")
+    for cmd, cases in CASES.items()
+    for cid, argv, param in cases
+]
 
 
 @pytest.fixture(scope="module")
@@ -427,7 +520,9 @@ def _run(argv):
 def test_bad_input_is_a_clean_error(command, template, param, files, tmp_path):
     res = _run(_argv(template, {**files, "out": str(tmp_path / "out")}))  # no case sees another's output
     out = res.output
-    assert res.exception is None or isinstance(res.exception, SystemExit), f"uncaught {res.exception!r}\n{out}"
+    assert res.exception is None or isinstance(res.exception, SystemExit), (
+        f"uncaught {res.exception!r}\n{out}"
+    )
     assert "Traceback" not in out, out
     assert res.exit_code == 2, f"exit {res.exit_code}\n{out}"
     assert param.lower() in out.lower(), f"{param} not named:\n{out}"
@@ -452,8 +547,18 @@ def test_the_message_is_at_most_two_lines(files):
 def test_battery_size():
     assert len(PARAMS) >= 100
     assert {c for c, _, _ in (p.values for p in PARAMS)} >= {
-        "select", "coverage", "cluster", "embed", "distributed", "evaluate", "demo", "reproduce", "tune",
-        "compare", "prompts"}
+        "select",
+        "coverage",
+        "cluster",
+        "embed",
+        "distributed",
+        "evaluate",
+        "demo",
+        "reproduce",
+        "tune",
+        "compare",
+        "prompts",
+    }
 
 
 def test_the_reliability_page_counts_the_battery():
@@ -467,9 +572,8 @@ def test_the_reliability_page_counts_the_battery():
     assert total == len(PARAMS) + len(LOADERS)
 
 
-
-
-# The public loaders: a clear exception naming the file (or the argument) at fault, never a KeyError/IndexError.
+# The public loaders: a clear exception naming the file (or the argument) at fault, never a
+# KeyError/IndexError.
 def _table(*a):
     from ucs.data import load_table
 
@@ -526,7 +630,7 @@ def test_a_closed_pipe_ends_the_command_quietly():
     import subprocess
     import sys
 
-    code = ("import sys; from ucs.cli import main; sys.argv = ['ucs', 'reproduce', '--list']; main()")
+    code = "import sys; from ucs.cli import main; sys.argv = ['ucs', 'reproduce', '--list']; main()"
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     proc.stdout.close()  # the reader goes away before the command writes
     err = proc.stderr.read().decode()

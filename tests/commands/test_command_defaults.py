@@ -1,4 +1,5 @@
-"""One default everywhere: every command's, the index's and the integrations' defaults are read from ucs.defaults."""
+"""One default everywhere: every command's, the index's and the integrations' defaults are read from
+ucs.defaults."""
 
 from __future__ import annotations
 
@@ -19,14 +20,17 @@ def _option_default(command: str, name: str, sub: str = None):
     return next(p.default for p in cmd.params if p.name == name)
 
 
-@pytest.mark.parametrize("command,sub,option,expected", [
-    ("select", None, "method", D.METHOD),
-    ("select", None, "estimator", D.DEFAULT_COVERAGE["estimator"]),
-    ("cluster", None, "method", D.DEFAULT_COVERAGE["clustering"]),
-    ("distributed", "select", "method", D.METHOD),
-    ("distributed", "select", "estimator", D.DEFAULT_COVERAGE["estimator"]),
-    ("prompts", None, "order", None),  # None: ucs.defaults.application_order, resolved by the index
-])
+@pytest.mark.parametrize(
+    "command,sub,option,expected",
+    [
+        ("select", None, "method", D.METHOD),
+        ("select", None, "estimator", D.DEFAULT_COVERAGE["estimator"]),
+        ("cluster", None, "method", D.DEFAULT_COVERAGE["clustering"]),
+        ("distributed", "select", "method", D.METHOD),
+        ("distributed", "select", "estimator", D.DEFAULT_COVERAGE["estimator"]),
+        ("prompts", None, "order", None),  # None: ucs.defaults.application_order, resolved by the index
+    ],
+)
 def test_every_commands_default_is_the_librarys(command, sub, option, expected):
     assert _option_default(command, option, sub) == expected
 
@@ -50,9 +54,14 @@ def test_demonstration_order_and_selector_settings_default_to_the_librarys():
     assert inspect.signature(SelectorIndex.select).parameters["order"].default is None  # application_order
     assert inspect.signature(Selector.select).parameters["order"].default == D.ORDER
     p = PipelineConfig().selector["params"]
-    assert (PipelineConfig().order, p["mmr"]["lambda_mult"], p["mmr"]["fetch_k"], p["labelaware"]["mode"],
-            p["labelaware"]["max_per_label"], p["topk"]["floor"]) == (
-        D.ORDER, D.MMR_LAMBDA, D.MMR_FETCH_K, D.LABEL_MODE, D.LABEL_CAP, D.TOPK_FLOOR)
+    assert (
+        PipelineConfig().order,
+        p["mmr"]["lambda_mult"],
+        p["mmr"]["fetch_k"],
+        p["labelaware"]["mode"],
+        p["labelaware"]["max_per_label"],
+        p["topk"]["floor"],
+    ) == (D.ORDER, D.MMR_LAMBDA, D.MMR_FETCH_K, D.LABEL_MODE, D.LABEL_CAP, D.TOPK_FLOOR)
     assert (MMRSelector().lambda_mult, MMRSelector().fetch_k) == (D.MMR_LAMBDA, D.MMR_FETCH_K)
     assert (LabelAwareSelector().mode, LabelAwareSelector().max_per_label) == (D.LABEL_MODE, D.LABEL_CAP)
     assert TopKSelector().floor == D.TOPK_FLOOR
@@ -70,11 +79,18 @@ def test_an_application_gets_vote_last_where_its_examples_have_labels_and_the_se
     assert D.application_order(False) == D.ORDER
     intents = ["card", "refund", "card", "card", "refund", "top up", "card", "refund"]
     examples = [{"text": f"{w} question {i}", "intent": w} for i, w in enumerate(intents)]
-    labelled = SelectorIndex(DummyEmbedder(dim=32), "topk", input_keys=["text"], output_key="intent").fit(examples)
+    labelled = SelectorIndex(DummyEmbedder(dim=32), "topk", input_keys=["text"], output_key="intent").fit(
+        examples
+    )
     default = labelled.select("card question", k=6)
-    assert default.indices.tolist() == labelled.select("card question", k=6, order="vote_last").indices.tolist()
+    assert (
+        default.indices.tolist() == labelled.select("card question", k=6, order="vote_last").indices.tolist()
+    )
     labels = [default.examples[i]["intent"] for i in range(6)]
-    assert labels[-1] == max(set(labels), key=lambda w: (labels.count(w), w == labels[-1]))  # the majority last
+    assert labels[-1] == max(
+        set(labels), key=lambda w: (labels.count(w), w == labels[-1])
+    )  # the majority last
     plain = SelectorIndex(DummyEmbedder(dim=32), "topk", input_keys=["text"]).fit(examples)
-    np.testing.assert_array_equal(plain.select("card question", k=6).indices,
-                                  plain.select("card question", k=6, order=D.ORDER).indices)
+    np.testing.assert_array_equal(
+        plain.select("card question", k=6).indices, plain.select("card question", k=6, order=D.ORDER).indices
+    )

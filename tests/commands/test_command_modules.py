@@ -15,7 +15,9 @@ import ucs.commands as commands
 from ucs.cli import app
 
 PACKAGE = Path(commands.__file__).parent
-COMMAND_MODULES = sorted(m.name for m in pkgutil.iter_modules(commands.__path__) if not m.name.startswith("_"))
+COMMAND_MODULES = sorted(
+    m.name for m in pkgutil.iter_modules(commands.__path__) if not m.name.startswith("_")
+)
 
 
 def _tree(name: str) -> ast.Module:
@@ -24,9 +26,13 @@ def _tree(name: str) -> ast.Module:
 
 def nested_functions(tree: ast.Module) -> List[str]:
     """Functions defined inside ``register`` (a handler that is not at module level)."""
-    return [f"register.{inner.name}" for node in tree.body
-            if isinstance(node, ast.FunctionDef) and node.name == "register"
-            for inner in ast.walk(node) if inner is not node and isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    return [
+        f"register.{inner.name}"
+        for node in tree.body
+        if isinstance(node, ast.FunctionDef) and node.name == "register"
+        for inner in ast.walk(node)
+        if inner is not node and isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef))
+    ]
 
 
 def command_imports(tree: ast.Module, modules: List[str]) -> List[str]:
@@ -38,7 +44,9 @@ def command_imports(tree: ast.Module, modules: List[str]) -> List[str]:
             names = [a.name for a in node.names]
         elif isinstance(node, ast.ImportFrom) and node.module:
             names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
-        found += [n for n in names if n.rpartition(".")[0] == "ucs.commands" and n.rpartition(".")[2] in modules]
+        found += [
+            n for n in names if n.rpartition(".")[0] == "ucs.commands" and n.rpartition(".")[2] in modules
+        ]
     return sorted(set(found))
 
 
@@ -67,8 +75,9 @@ def test_every_registered_command_is_a_module_level_function():
     for name, callback in callbacks.items():
         fn = getattr(callback, "__wrapped__", callback)  # the error policy's wrapper keeps the handler
         module = importlib.import_module(fn.__module__)
-        assert "<locals>" not in fn.__qualname__ and getattr(module, fn.__name__) is fn, \
+        assert "<locals>" not in fn.__qualname__ and getattr(module, fn.__name__) is fn, (
             f"ucs {name}: {fn.__module__}.{fn.__qualname__} is not a module-level function"
+        )
 
 
 def test_the_checks_can_fail():
@@ -76,7 +85,12 @@ def test_the_checks_can_fail():
     assert nested_functions(nested) == ["register.x_cmd"]
     lifted = ast.parse("def x_cmd():\n    pass\n\n\ndef register(app):\n    app.command('x')(x_cmd)\n")
     assert nested_functions(lifted) == []
-    tree = ast.parse("from ucs.commands.report import MISSING\nfrom ucs.commands._report import MISSING\n"
-                     "from ucs.commands import select\nimport ucs.commands.tune\n")
+    tree = ast.parse(
+        "from ucs.commands.report import MISSING\nfrom ucs.commands._report import MISSING\n"
+        "from ucs.commands import select\nimport ucs.commands.tune\n"
+    )
     assert command_imports(tree, ["report", "select", "tune"]) == [
-        "ucs.commands.report", "ucs.commands.select", "ucs.commands.tune"]
+        "ucs.commands.report",
+        "ucs.commands.select",
+        "ucs.commands.tune",
+    ]

@@ -1,7 +1,7 @@
-"""``ucs compare --mode generate --metric …`` end to end through the CLI: written answers scored beside the copy
-baseline, recorded and resumed. The model is ucs.testing's weight-free double (``--model dummy``: its answers are
-``answer_<hash>``) and the retrieval embedder its hash-seeded one: these tests check the orchestration, not any
-score; SmolLM2 writing real parses is tests/experiments/test_compare_generate.py's."""
+"""``ucs compare --mode generate --metric …`` end to end through the CLI: written answers scored beside the
+copy baseline, recorded and resumed. The model is ucs.testing's weight-free double (``--model dummy``: its
+answers are ``answer_<hash>``) and the retrieval embedder its hash-seeded one: these tests check the
+orchestration, not any score; SmolLM2 writing real parses is tests/experiments/test_compare_generate.py's."""
 
 from __future__ import annotations
 
@@ -20,7 +20,9 @@ from ucs.testing.doubles import DummyEmbedder
 def _hash_embedder(monkeypatch, tmp_path):
     import ucs.embedding
 
-    monkeypatch.setattr(ucs.embedding, "load_retrieval_embedder", lambda name="x", **kw: DummyEmbedder(dim=16))
+    monkeypatch.setattr(
+        ucs.embedding, "load_retrieval_embedder", lambda name="x", **kw: DummyEmbedder(dim=16)
+    )
     monkeypatch.setenv("UCS_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.delenv("UCS_DEBUG", raising=False)
 
@@ -47,8 +49,19 @@ def _records(folder: Path):
 
 def test_generate_mode_runs_records_the_written_answers_and_the_copy_and_resumes(tmp_path):
     table = _table(tmp_path / "parse.csv", _parses())  # every answer distinct: allowed in generate mode
-    args = [table, "--mode", "generate", "--metric", "f1", "--queries", "4", "--selectors", "topk,random",
-            "--out", tmp_path / "o"]
+    args = [
+        table,
+        "--mode",
+        "generate",
+        "--metric",
+        "f1",
+        "--queries",
+        "4",
+        "--selectors",
+        "topk,random",
+        "--out",
+        tmp_path / "o",
+    ]
     res = _compare(*args)
     assert res.exit_code == 0, res.output
     assert "tokens generated in each, scored with f1" in res.output and "labels scored" not in res.output
@@ -58,7 +71,9 @@ def test_generate_mode_runs_records_the_written_answers_and_the_copy_and_resumes
     for r in records:
         assert r["prediction"].startswith("answer_")  # the double's written answer, recorded
         assert r["score"] == 0.0 and r["correct"] is False  # it shares no word with a parse
-        assert r["copy"] in answers.values() and 0.0 < r["copy_score"] <= 1.0  # "alarm_set", "time", "am" shared
+        assert (
+            r["copy"] in answers.values() and 0.0 < r["copy_score"] <= 1.0
+        )  # "alarm_set", "time", "am" shared
     md = (tmp_path / "o" / "compare.md").read_text(encoding="utf-8")
     assert "f1 score %" in md and "copy %" in md and "model − copy" in md and "no-LM vote" not in md
     html = (tmp_path / "o" / "compare.html").read_text(encoding="utf-8")
@@ -71,7 +86,10 @@ def test_generate_mode_runs_records_the_written_answers_and_the_copy_and_resumes
 def test_another_metric_or_likelihood_mode_is_refused_on_a_generated_folder(tmp_path):
     table = _table(tmp_path / "parse.csv", _parses())
     out = tmp_path / "o"
-    assert _compare(table, "--mode", "generate", "--queries", "3", "--selectors", "topk", "--out", out).exit_code == 0
+    assert (
+        _compare(table, "--mode", "generate", "--queries", "3", "--selectors", "topk", "--out", out).exit_code
+        == 0
+    )
     before = (out / "records.jsonl").read_bytes()
     for extra in (["--mode", "generate", "--metric", "f1"], []):
         res = _compare(table, "--queries", "3", "--selectors", "topk", "--out", out, *extra)
@@ -80,11 +98,24 @@ def test_another_metric_or_likelihood_mode_is_refused_on_a_generated_folder(tmp_
 
 
 def test_json_answers_with_the_json_metric(tmp_path):
-    rows = [(f"wake me up at {i} am", json.dumps({"intent": "alarm_set", "slots": {"time": f"{i} am"}}))
-            for i in range(12)]
+    rows = [
+        (f"wake me up at {i} am", json.dumps({"intent": "alarm_set", "slots": {"time": f"{i} am"}}))
+        for i in range(12)
+    ]
     table = _table(tmp_path / "json.csv", rows)
-    res = _compare(table, "--mode", "generate", "--metric", "json", "--queries", "3", "--selectors", "topk",
-                   "--out", tmp_path / "o")
+    res = _compare(
+        table,
+        "--mode",
+        "generate",
+        "--metric",
+        "json",
+        "--queries",
+        "3",
+        "--selectors",
+        "topk",
+        "--out",
+        tmp_path / "o",
+    )
     assert res.exit_code == 0, res.output
     for r in _records(tmp_path / "o"):
         assert r["score"] == 0.0  # the double's answer is not JSON

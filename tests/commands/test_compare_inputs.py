@@ -20,10 +20,13 @@ LABELS = ("card", "loan", "fee")
 
 @pytest.fixture(autouse=True)
 def _hash_embedder(monkeypatch, tmp_path):
-    """Every ``--embedder`` is the hash-seeded double (equal texts embed equally, so TopK ranks a copy first)."""
+    """Every ``--embedder`` is the hash-seeded double (equal texts embed equally, so TopK ranks a copy
+    first)."""
     import ucs.embedding
 
-    monkeypatch.setattr(ucs.embedding, "load_retrieval_embedder", lambda name="x", **kw: DummyEmbedder(dim=16))
+    monkeypatch.setattr(
+        ucs.embedding, "load_retrieval_embedder", lambda name="x", **kw: DummyEmbedder(dim=16)
+    )
     monkeypatch.setenv("UCS_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.delenv("UCS_DEBUG", raising=False)
 
@@ -62,11 +65,19 @@ def test_a_table_of_one_label_is_refused_before_anything_is_written(tmp_path):
 def test_queries_copied_from_the_examples_are_counted_warned_and_never_offered_their_own_text(tmp_path):
     examples = _examples(12)
     table = _csv(tmp_path / "ex.csv", examples)
-    test = _csv(tmp_path / "test.csv", [examples[1], examples[5], ("A fresh QUESTION about my loan!", "loan"),
-                                        ("a fresh question about my loan", "loan")])
+    test = _csv(
+        tmp_path / "test.csv",
+        [
+            examples[1],
+            examples[5],
+            ("A fresh QUESTION about my loan!", "loan"),
+            ("a fresh question about my loan", "loan"),
+        ],
+    )
     table.write_text(table.read_text() + "a fresh question about my loan,loan\n", encoding="utf-8")
-    res = _compare(table, "--test-file", test, "--queries", "4", "--selectors", "topk,random", "--out",
-                   tmp_path / "o")
+    res = _compare(
+        table, "--test-file", test, "--queries", "4", "--selectors", "topk,random", "--out", tmp_path / "o"
+    )
     assert res.exit_code == 0, res.output
     assert "warning: 4 of 4 held-out queries are also among the examples (3 exactly" in res.output
     meta = json.loads((tmp_path / "o" / "compare.json").read_text())
@@ -78,7 +89,8 @@ def test_queries_copied_from_the_examples_are_counted_warned_and_never_offered_t
     assert len(topk) == 4
     for r in topk:
         assert queries[r["query"]] not in [pool[i] for i in r["selected"]], r
-    # the normalised copy is no exact copy: it may be (and with a hash embedder of equal words, is not) excluded
+    # the normalised copy is no exact copy: it may be (and with a hash embedder of equal words, is not)
+    # excluded
     assert len({i for r in topk for i in r["selected"]}) >= 2
 
 
@@ -93,8 +105,14 @@ def test_the_library_never_offers_a_query_its_own_text(tmp_path):
         return demos[0]["label"]
 
     with pytest.warns(UserWarning, match="2 of 2 held-out queries are also among the examples"):
-        res = compare(examples, predictor, queries=[examples[0], examples[4]], selectors=["topk"], k=3,
-                      embedder=DummyEmbedder(dim=16))
+        res = compare(
+            examples,
+            predictor,
+            queries=[examples[0], examples[4]],
+            selectors=["topk"],
+            k=3,
+            embedder=DummyEmbedder(dim=16),
+        )
     assert res.info["queries_in_examples"] == {"exact": 2, "normalized": 2}
     # two cells (topk:3:selected, the reference, and topk:3:vote_last) on the validation query, then the
     # validated cell and the reference (one cell, or two) on the test query
@@ -123,8 +141,10 @@ def test_evaluate_into_a_comparison_folder_is_refused_untouched(tmp_path):
     out = tmp_path / "o"
     assert _compare(table, "--queries", "4", "--selectors", "topk", "--out", out).exit_code == 0
     before = _tree(out)
-    res = CliRunner().invoke(app, ["evaluate", "--model", "dummy", "--retrieval", "backbone", "--dataset",
-                                   "sample", "--out", str(out)])
+    res = CliRunner().invoke(
+        app,
+        ["evaluate", "--model", "dummy", "--retrieval", "backbone", "--dataset", "sample", "--out", str(out)],
+    )
     _refused(res, "--out", "another kind of run", "ucs compare", "choose another folder")
     assert _tree(out) == before
 
@@ -140,7 +160,8 @@ def test_another_seed_is_refused_naming_the_seed_and_fresh_starts_over(tmp_path)
     _refused(res, "--out", "k: 2 → 1")
     res = _compare(*base, "--seed", "1", "--fresh")
     assert res.exit_code == 0, res.output
-    # 3 cells (topk in two orders, random) × 1 validation query + the validated cell and the reference × 1 test
+    # 3 cells (topk in two orders, random) × 1 validation query + the validated cell and the reference × 1
+    # test
     assert "cost: 5 prompts" in res.output and "answered in" not in res.output
     assert json.loads((tmp_path / "o" / "compare.json").read_text())["key"]["seed"] == 1
     assert len(list(tmp_path.glob("o.old-*"))) == 1  # the seed-0 comparison moved aside, not deleted
@@ -167,7 +188,9 @@ def _blank_jsonl(path: Path, blank: bool) -> Path:
 
 
 @pytest.mark.parametrize("write, name, line", [(_blank_csv, "ex.csv", 5), (_blank_jsonl, "ex.jsonl", 3)])
-def test_a_blank_text_names_file_and_line_writes_nothing_and_the_corrected_rerun_runs(tmp_path, write, name, line):
+def test_a_blank_text_names_file_and_line_writes_nothing_and_the_corrected_rerun_runs(
+    tmp_path, write, name, line
+):
     table, out = write(tmp_path / name, blank=True), tmp_path / "o"
     res = _compare(table, "--queries", "3", "--selectors", "topk", "--out", out)
     _refused(res, "EXAMPLES", f"{table}, line {line}: the text (column 'text') is")
@@ -178,8 +201,13 @@ def test_a_blank_text_names_file_and_line_writes_nothing_and_the_corrected_rerun
     assert "recommended:" in res.output
 
 
-@pytest.mark.parametrize("row, needle", [("  ,card", "the text (column 'text') is only whitespace"),
-                                         ("a loan question,", "the label (column 'label') is empty")])
+@pytest.mark.parametrize(
+    "row, needle",
+    [
+        ("  ,card", "the text (column 'text') is only whitespace"),
+        ("a loan question,", "the label (column 'label') is empty"),
+    ],
+)
 def test_a_blank_held_out_query_is_refused_up_front_with_its_line(tmp_path, row, needle):
     table = _csv(tmp_path / "ex.csv", _examples(12))
     test = tmp_path / "test.csv"
@@ -201,10 +229,13 @@ def test_the_library_refuses_one_label_and_blank_texts_before_making_the_folder(
     assert not (tmp_path / "o").exists()
 
 
-@pytest.mark.parametrize("args, needles", [
-    (["--weights", "q2"], ["--weights", "file, f32, f16"]),
-    (["--workers", "0"], ["--workers"]),
-])
+@pytest.mark.parametrize(
+    "args, needles",
+    [
+        (["--weights", "q2"], ["--weights", "file, f32, f16"]),
+        (["--workers", "0"], ["--workers"]),
+    ],
+)
 def test_bad_weights_or_workers_are_refused_before_anything_is_written(tmp_path, args, needles):
     table = _csv(tmp_path / "t.csv", _examples())
     res = _compare(table, "--queries", "4", "--out", tmp_path / "o", *args)

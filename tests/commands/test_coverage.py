@@ -28,10 +28,19 @@ def test_npy_and_text_files(tmp_path):
     (tmp_path / "ids.txt").write_text("\n".join(map(str, ids)) + "\n")
     outs = []
     for name in ("ids.npy", "ids.txt"):
-        res = runner.invoke(app, ["coverage", "--clusters", str(tmp_path / name), "--subset", "0,2,3", "--json"])
+        res = runner.invoke(
+            app, ["coverage", "--clusters", str(tmp_path / name), "--subset", "0,2,3", "--json"]
+        )
         assert res.exit_code == 0, res.output
         rows = json.loads(res.output)[0]["rows"]
-        assert {r["estimator"] for r in rows} == {"paper", "poisson", "binomial", "efron_thisted", "good_toulmin", "chao1"}
+        assert {r["estimator"] for r in rows} == {
+            "paper",
+            "poisson",
+            "binomial",
+            "efron_thisted",
+            "good_toulmin",
+            "chao1",
+        }
         outs.append(rows)
     assert outs[0] == outs[1]
     assert outs[0][0]["k_seen"] == 3

@@ -23,15 +23,29 @@ def _check_demo_output(out: str, methods):
 
 
 def test_demo_with_the_dummy_backbone(tmp_path):
-    res = runner.invoke(app, ["demo", "--backbone", "dummy", "--queries", "4", "--cache-dir", str(tmp_path / "c"),
-                              "--out", str(tmp_path / "o")])
+    res = runner.invoke(
+        app,
+        [
+            "demo",
+            "--backbone",
+            "dummy",
+            "--queries",
+            "4",
+            "--cache-dir",
+            str(tmp_path / "c"),
+            "--out",
+            str(tmp_path / "o"),
+        ],
+    )
     assert res.exit_code == 0, res.output
     _check_demo_output(res.output, ["dpp", "dpp+ucs", "votek", "votek+ucs"])
     assert (tmp_path / "o" / "results.md").is_file()
 
 
 def test_demo_rejects_bad_options(tmp_path):
-    res = runner.invoke(app, ["demo", "--backbone", "dummy", "--selectors", "kmeans", "--cache-dir", str(tmp_path)])
+    res = runner.invoke(
+        app, ["demo", "--backbone", "dummy", "--selectors", "kmeans", "--cache-dir", str(tmp_path)]
+    )
     assert res.exit_code == 2
 
 

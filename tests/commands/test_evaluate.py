@@ -7,13 +7,45 @@ from ucs.cli import app
 
 runner = CliRunner(env={"COLUMNS": "250", "NO_COLOR": "1"})
 
-SMALL = ["--dataset", "sample", "--model", "dummy", "--mode", "likelihood", "--test-size", "6", "--runs", "2",
-         "--budget", "3", "--retrieval", "backbone", "--no-progress"]
+SMALL = [
+    "--dataset",
+    "sample",
+    "--model",
+    "dummy",
+    "--mode",
+    "likelihood",
+    "--test-size",
+    "6",
+    "--runs",
+    "2",
+    "--budget",
+    "3",
+    "--retrieval",
+    "backbone",
+    "--no-progress",
+]
 
 
 def test_print_config_resolves_preset_and_options():
-    res = runner.invoke(app, ["evaluate", "--preset", "cpu", "--out", "x", "--lam", "0.5", "--selectors", "dpp,votek_sgt",
-                              "--lam-by", "votek=5", "--q-by", "dpp=0.1", "--print-config"])
+    res = runner.invoke(
+        app,
+        [
+            "evaluate",
+            "--preset",
+            "cpu",
+            "--out",
+            "x",
+            "--lam",
+            "0.5",
+            "--selectors",
+            "dpp,votek_sgt",
+            "--lam-by",
+            "votek=5",
+            "--q-by",
+            "dpp=0.1",
+            "--print-config",
+        ],
+    )
     assert res.exit_code == 0, res.output
     cfg = json.loads(res.output)
     assert cfg["preset"] == "cpu" and cfg["test_size"] == 100 and cfg["prior"]["lam"] == 0.5
@@ -22,9 +54,29 @@ def test_print_config_resolves_preset_and_options():
 
 
 def test_set_reaches_any_setting_under_the_classes_own_names():
-    res = runner.invoke(app, ["evaluate", "--out", "x", "--print-config", "--set", "selector.params.mmr.lambda_mult=0.8",
-                              "--set", "clusterer.n_atoms=32", "--set", "prior.estimator=paper", "--set", "budget=4",
-                              "--set", "selector.method=mmr,topk", "--lam", "0.3", "--set", "prior.lam=0.2"])
+    res = runner.invoke(
+        app,
+        [
+            "evaluate",
+            "--out",
+            "x",
+            "--print-config",
+            "--set",
+            "selector.params.mmr.lambda_mult=0.8",
+            "--set",
+            "clusterer.n_atoms=32",
+            "--set",
+            "prior.estimator=paper",
+            "--set",
+            "budget=4",
+            "--set",
+            "selector.method=mmr,topk",
+            "--lam",
+            "0.3",
+            "--set",
+            "prior.lam=0.2",
+        ],
+    )
     assert res.exit_code == 0, res.output
     cfg = json.loads(res.output)
     assert cfg["selector"]["params"]["mmr"] == {"lambda_mult": 0.8, "fetch_k": 20}
@@ -33,13 +85,18 @@ def test_set_reaches_any_setting_under_the_classes_own_names():
     assert cfg["prior"]["lam"] == 0.2  # --set comes last
 
 
-@pytest.mark.parametrize("bad, says", [
-    ("selector.params.mmr.lambda=0.8", "selector.params.mmr has no setting 'lambda'; valid keys: block, fetch_k, "
-                                       "lambda_mult"),
-    ("clusterer.atoms=3", "clusterer has no setting 'atoms'"),
-    ("novalue", "expected PATH=VALUE"),
-    ("selector.params.mmr.lambda_mult=2", "selector.params.mmr.lambda_mult must be in [0, 1]"),
-])
+@pytest.mark.parametrize(
+    "bad, says",
+    [
+        (
+            "selector.params.mmr.lambda=0.8",
+            "selector.params.mmr has no setting 'lambda'; valid keys: block, fetch_k, lambda_mult",
+        ),
+        ("clusterer.atoms=3", "clusterer has no setting 'atoms'"),
+        ("novalue", "expected PATH=VALUE"),
+        ("selector.params.mmr.lambda_mult=2", "selector.params.mmr.lambda_mult must be in [0, 1]"),
+    ],
+)
 def test_a_bad_set_exits_2_naming_the_option_and_the_valid_keys(bad, says):
     res = runner.invoke(app, ["evaluate", "--out", "x", "--print-config", "--set", bad])
     assert res.exit_code == 2, res.output
@@ -50,41 +107,79 @@ def test_a_bad_set_exits_2_naming_the_option_and_the_valid_keys(bad, says):
 def test_set_runs_end_to_end(tmp_path):
     pytest.importorskip("ucs.clustering")
     out = tmp_path / "out"
-    res = runner.invoke(app, ["evaluate", *SMALL, "--selectors", "mmr,votek", "--out", str(out),
-                              "--cache-dir", str(tmp_path / "cache"), "--set", "selector.params.mmr.lambda_mult=0.9",
-                              "--set", "selector.params.votek.k=5", "--set", "clusterer.n_clusters=6"])
+    res = runner.invoke(
+        app,
+        [
+            "evaluate",
+            *SMALL,
+            "--selectors",
+            "mmr,votek",
+            "--out",
+            str(out),
+            "--cache-dir",
+            str(tmp_path / "cache"),
+            "--set",
+            "selector.params.mmr.lambda_mult=0.9",
+            "--set",
+            "selector.params.votek.k=5",
+            "--set",
+            "clusterer.n_clusters=6",
+        ],
+    )
     assert res.exit_code == 0, res.output
     from ucs.pipeline import PipelineConfig
 
     cfg = PipelineConfig.from_json(out / "pipeline" / "config.json")
     assert cfg.selector_params("mmr")["lambda_mult"] == 0.9 and cfg.selector_params("votek") == {"k": 5}
     key = json.loads((out / "manifest.json").read_text())["key"]["config"]["pipeline"]
-    assert key["mmr_lambda"] == 0.9 and key["votek_k"] == 5 and key["n_clusters"] == 6  # the results' flat names
+    assert (
+        key["mmr_lambda"] == 0.9 and key["votek_k"] == 5 and key["n_clusters"] == 6
+    )  # the results' flat names
     assert len((out / "records.jsonl").read_text().splitlines()) == 2 * 2 * 6
 
 
 def test_the_old_flags_and_an_old_flat_config_file_still_work_with_a_note(tmp_path):
-    (tmp_path / "old.json").write_text(json.dumps({"dataset": "sample", "mmr_lambda": 0.7, "votek_k": 4,
-                                                   "dbscan_q": 0.2}), encoding="utf-8")
-    res = runner.invoke(app, ["evaluate", "--config", str(tmp_path / "old.json"), "--out", "x", "--print-config"])
+    (tmp_path / "old.json").write_text(
+        json.dumps({"dataset": "sample", "mmr_lambda": 0.7, "votek_k": 4, "dbscan_q": 0.2}), encoding="utf-8"
+    )
+    res = runner.invoke(
+        app, ["evaluate", "--config", str(tmp_path / "old.json"), "--out", "x", "--print-config"]
+    )
     assert res.exit_code == 0, res.output
     assert res.output.count("warning: flat setting names of earlier releases") == 1
-    cfg = json.loads(res.output[res.output.index("{"):])
+    cfg = json.loads(res.output[res.output.index("{") :])
     assert cfg["selector"]["params"]["mmr"]["lambda_mult"] == 0.7 and cfg["clusterer"]["dbscan_q"] == 0.2
     res = runner.invoke(app, ["evaluate", "--out", "x", "--print-config", "--clustering", "dict_dbscan"])
     assert res.exit_code == 0 and "--clustering is deprecated" in res.output
-    assert json.loads(res.output[res.output.index("{"):])["clusterer"]["method"] == "dict_dbscan"
+    assert json.loads(res.output[res.output.index("{") :])["clusterer"]["method"] == "dict_dbscan"
 
 
 def test_config_file_and_bad_values(tmp_path):
     from ucs.pipeline import PipelineConfig
 
     PipelineConfig(dataset="sample", prior={"lam": 0.3}).to_json(tmp_path / "c.json")
-    res = runner.invoke(app, ["evaluate", "--config", str(tmp_path / "c.json"), "--out", "x", "--print-config",
-                              "--dataset", "sample"])
+    res = runner.invoke(
+        app,
+        [
+            "evaluate",
+            "--config",
+            str(tmp_path / "c.json"),
+            "--out",
+            "x",
+            "--print-config",
+            "--dataset",
+            "sample",
+        ],
+    )
     assert res.exit_code == 0 and json.loads(res.output)["prior"]["lam"] == 0.3
-    for bad in (["--selectors", "kmeans"], ["--mode", "nope"], ["--lam", "-1"], ["--preset", "gpu"],
-                ["--lam-by", "votek"], ["--config", str(tmp_path / "c.json"), "--preset", "cpu"]):
+    for bad in (
+        ["--selectors", "kmeans"],
+        ["--mode", "nope"],
+        ["--lam", "-1"],
+        ["--preset", "gpu"],
+        ["--lam-by", "votek"],
+        ["--config", str(tmp_path / "c.json"), "--preset", "cpu"],
+    ):
         res = runner.invoke(app, ["evaluate", "--out", "x", "--print-config", *bad])
         assert res.exit_code == 2, (bad, res.output)
 
@@ -106,8 +201,16 @@ def test_evaluate_writes_results_and_resumes(tmp_path):
     pytest.importorskip("ucs.clustering")
     pytest.importorskip("ucs.selectors")
     out = tmp_path / "out"
-    args = ["evaluate", *SMALL, "--selectors", "random,dpp,dpp+ucs,votek,votek+ucs", "--out", str(out),
-            "--cache-dir", str(tmp_path / "cache")]
+    args = [
+        "evaluate",
+        *SMALL,
+        "--selectors",
+        "random,dpp,dpp+ucs,votek,votek+ucs",
+        "--out",
+        str(out),
+        "--cache-dir",
+        str(tmp_path / "cache"),
+    ]
     res = runner.invoke(app, [*args, "--limit", "2"])
     assert res.exit_code == 0, res.output
     assert len((out / "records.jsonl").read_text().splitlines()) == 5 * 2 * 2

@@ -1,5 +1,6 @@
 """A first-time user without sentence-transformers (the README's main-job install) can run ``ucs evaluate``:
-the preset's retrieval embedder falls back to the backbone's ℓ2-normalised embeddings, saying so in one line."""
+the preset's retrieval embedder falls back to the backbone's ℓ2-normalised embeddings, saying so in one
+line."""
 
 from __future__ import annotations
 
@@ -10,8 +11,22 @@ from typer.testing import CliRunner
 
 from ucs.cli import app
 
-ARGS = ["evaluate", "--model", "dummy", "--dataset", "sample", "--test-size", "4", "--runs", "1",
-        "--selectors", "random,topk", "--mode", "likelihood", "--no-progress"]
+ARGS = [
+    "evaluate",
+    "--model",
+    "dummy",
+    "--dataset",
+    "sample",
+    "--test-size",
+    "4",
+    "--runs",
+    "1",
+    "--selectors",
+    "random,topk",
+    "--mode",
+    "likelihood",
+    "--no-progress",
+]
 
 
 def test_missing_sentence_transformers_falls_back_to_the_backbone(tmp_path, monkeypatch):

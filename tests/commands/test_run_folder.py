@@ -12,8 +12,24 @@ from typer.testing import CliRunner
 from ucs.cli import app
 
 SRC = Path(__file__).resolve().parents[2] / "src"
-ARGS = ["evaluate", "--model", "dummy", "--retrieval", "backbone", "--dataset", "sample", "--test-size", "4",
-        "--runs", "1", "--selectors", "random,topk", "--mode", "likelihood", "--no-progress"]
+ARGS = [
+    "evaluate",
+    "--model",
+    "dummy",
+    "--retrieval",
+    "backbone",
+    "--dataset",
+    "sample",
+    "--test-size",
+    "4",
+    "--runs",
+    "1",
+    "--selectors",
+    "random,topk",
+    "--mode",
+    "likelihood",
+    "--no-progress",
+]
 
 
 def _evaluate(out, *extra, env=None):
@@ -38,9 +54,11 @@ def test_other_configuration_is_refused_then_fresh_starts_over(tmp_path, monkeyp
 def test_a_folder_in_use_is_refused_naming_the_process(tmp_path, monkeypatch):
     monkeypatch.setenv("UCS_CACHE_DIR", str(tmp_path / "cache"))
     out = tmp_path / "busy"
-    code = (f"import sys, time; sys.path.insert(0, {str(SRC)!r}); from ucs.utils.lock import folder_lock\n"
-            f"with folder_lock({str(out)!r}, command='ucs evaluate ...'):\n"
-            "    print('held', flush=True); sys.stdin.readline()\n")
+    code = (
+        f"import sys, time; sys.path.insert(0, {str(SRC)!r}); from ucs.utils.lock import folder_lock\n"
+        f"with folder_lock({str(out)!r}, command='ucs evaluate ...'):\n"
+        "    print('held', flush=True); sys.stdin.readline()\n"
+    )
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stdin=subprocess.PIPE)
     try:
         assert proc.stdout.readline().strip() == b"held"

@@ -19,9 +19,28 @@ def test_select_command_writes_json_with_texts(tmp_path):
     np.save(tmp_path / "ids.npy", ids)
     (tmp_path / "texts.txt").write_text("\n".join(f"text {i}" for i in range(40)), encoding="utf-8")
     out = tmp_path / "sel.json"
-    res = CliRunner().invoke(app, ["select", "--pool", str(tmp_path / "pool.npy"), "--queries", str(tmp_path / "q.npy"),
-                                   "--method", "dpp", "--budget", "4", "--cluster-ids", str(tmp_path / "ids.npy"),
-                                   "--lam", "0.5", "--pool-texts", str(tmp_path / "texts.txt"), "--out", str(out)])
+    res = CliRunner().invoke(
+        app,
+        [
+            "select",
+            "--pool",
+            str(tmp_path / "pool.npy"),
+            "--queries",
+            str(tmp_path / "q.npy"),
+            "--method",
+            "dpp",
+            "--budget",
+            "4",
+            "--cluster-ids",
+            str(tmp_path / "ids.npy"),
+            "--lam",
+            "0.5",
+            "--pool-texts",
+            str(tmp_path / "texts.txt"),
+            "--out",
+            str(out),
+        ],
+    )
     assert res.exit_code == 0, res.output
     obj = json.loads(out.read_text())
     want = DPPSelector(prior=UCSPrior(ids, lam=0.5)).fit(pool).select(queries, 4).indices
@@ -42,8 +61,18 @@ def test_select_and_distributed_select_use_the_same_default_lambda(tmp_path):
     pool, queries, ids = rng.normal(size=(60, 8)), rng.normal(size=(5, 8)), rng.integers(0, 12, 60)
     for name, arr in (("pool", pool), ("q", queries), ("ids", ids)):
         np.save(tmp_path / f"{name}.npy", arr)
-    args = ["--pool", str(tmp_path / "pool.npy"), "--queries", str(tmp_path / "q.npy"), "--method", "dpp",
-            "--budget", "4", "--cluster-ids", str(tmp_path / "ids.npy")]
+    args = [
+        "--pool",
+        str(tmp_path / "pool.npy"),
+        "--queries",
+        str(tmp_path / "q.npy"),
+        "--method",
+        "dpp",
+        "--budget",
+        "4",
+        "--cluster-ids",
+        str(tmp_path / "ids.npy"),
+    ]
     runner = CliRunner()
     one = runner.invoke(app, ["select", *args, "--out", str(tmp_path / "a.json")])
     many = runner.invoke(app, ["distributed", "select", *args, "--out", str(tmp_path / "b.json")])
@@ -63,7 +92,9 @@ def test_select_cover_writes_the_fixed_medoid_set_and_needs_cluster_ids(tmp_path
     np.save(tmp_path / "pool.npy", pool)
     np.save(tmp_path / "ids.npy", ids)
     args = ["select", "--pool", str(tmp_path / "pool.npy"), "--method", "cover", "--budget", "3"]
-    res = CliRunner().invoke(app, [*args, "--cluster-ids", str(tmp_path / "ids.npy"), "--out", str(tmp_path / "c.json")])
+    res = CliRunner().invoke(
+        app, [*args, "--cluster-ids", str(tmp_path / "ids.npy"), "--out", str(tmp_path / "c.json")]
+    )
     assert res.exit_code == 0, res.output
     want = CoverSelector().fit(pool, cluster_ids=ids).select(None, 3).indices
     assert json.loads((tmp_path / "c.json").read_text())["indices"] == want.tolist()

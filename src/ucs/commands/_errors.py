@@ -42,6 +42,7 @@ EXIT_USER_ERROR = 2
 EXIT_INTERRUPTED = 130
 _STATE = {"debug": False}
 
+
 class Terminated(KeyboardInterrupt):
     """SIGTERM received while a command ran (handled like Ctrl-C: the run records ``interrupted``)."""
 
@@ -125,19 +126,26 @@ def _param_for_message(message: str, params: List[Tuple[str, str, Any]]) -> Opti
     return named[0] if named else None
 
 
-def _describe(exc: BaseException, command: str,
-              params: List[Tuple[str, str, Any]]) -> Optional[Tuple[str, Optional[str], str]]:
+def _describe(
+    exc: BaseException, command: str, params: List[Tuple[str, str, Any]]
+) -> Optional[Tuple[str, Optional[str], str]]:
     """``(message, parameter, fix)`` for a user error, ``None`` for anything else (a bug: re-raised)."""
     from ucs.utils.optional import LLAMA_REBUILD, EngineCrashedError, MissingDependencyError
     from ucs.utils.lock import FolderLockedError
 
     help_hint = f"see `ucs {command} --help`" if command else "see `ucs --help`"
     if isinstance(exc, FolderLockedError):
-        return str(exc), _param_for_path(str(exc.folder), params), \
-            "wait for that run to finish, add --wait to queue behind it, or choose another output folder"
+        return (
+            str(exc),
+            _param_for_path(str(exc.folder), params),
+            "wait for that run to finish, add --wait to queue behind it, or choose another output folder",
+        )
     if type(exc).__name__ == "ConfigurationMismatchError":  # ucs.evaluation.runner's (not imported for this)
-        return str(exc).split("; use another output folder")[0], _param_for_path(str(exc.folder), params), \
-            "add --fresh to move the old results aside and start over, or choose another output folder"
+        return (
+            str(exc).split("; use another output folder")[0],
+            _param_for_path(str(exc.folder), params),
+            "add --fresh to move the old results aside and start over, or choose another output folder",
+        )
     if isinstance(exc, EngineCrashedError):
         return str(exc).split(": rebuild it with")[0], None, f"rebuild it with {LLAMA_REBUILD}"
     if isinstance(exc, MissingDependencyError):
@@ -175,29 +183,34 @@ def _format(message: str, param: Optional[str], fix: str) -> str:
 
 
 #: The exceptions module of the Click that Typer runs on: Typer ≥ 0.29 vendors Click (``typer._click``), older
-#: releases use the ``click`` package; reading it off Typer's own ``BadParameter`` serves both without importing
-#: ``click``, which is not a dependency.
+#: releases use the ``click`` package; reading it off Typer's own ``BadParameter`` serves both without
+#: importing ``click``, which is not a dependency.
 _CLICK_EXCEPTIONS = sys.modules[type(typer.BadParameter("x")).__module__]
 
 #: Exceptions that already carry the CLI's answer (usage errors, ``typer.Exit``).
-_PASSTHROUGH = tuple({typer.Exit, typer.Abort, _CLICK_EXCEPTIONS.ClickException}
-                     | {getattr(_CLICK_EXCEPTIONS, n) for n in ("Exit", "Abort") if hasattr(_CLICK_EXCEPTIONS, n)})
+_PASSTHROUGH = tuple(
+    {typer.Exit, typer.Abort, _CLICK_EXCEPTIONS.ClickException}
+    | {getattr(_CLICK_EXCEPTIONS, n) for n in ("Exit", "Abort") if hasattr(_CLICK_EXCEPTIONS, n)}
+)
 
 
 _USAGE = (_CLICK_EXCEPTIONS.UsageError,)
 
 
-def _show_warning(message: Any, category: type, filename: str, lineno: int, file: Any = None,
-                  line: Optional[str] = None) -> None:
-    """Damaged-file, engine-fallback, dataset and deprecated-setting warnings as one ``warning: ...`` line; others as
-    Python prints them."""
+def _show_warning(
+    message: Any, category: type, filename: str, lineno: int, file: Any = None, line: Optional[str] = None
+) -> None:
+    """Damaged-file, engine-fallback, dataset and deprecated-setting warnings as one ``warning: ...`` line;
+    others as Python prints them."""
     from ucs.data.dataset import DatasetWarning
     from ucs.utils.integrity import DamagedFileWarning
     from ucs.utils.optional import EngineFallbackWarning
 
     # ucs.pipeline.config's DeprecatedSettingWarning by name: showing a warning never loads the pipeline floor
-    if issubclass(category, (DamagedFileWarning, EngineFallbackWarning, DatasetWarning)) or \
-            category.__name__ == "DeprecatedSettingWarning":
+    if (
+        issubclass(category, (DamagedFileWarning, EngineFallbackWarning, DatasetWarning))
+        or category.__name__ == "DeprecatedSettingWarning"
+    ):
         typer.echo(redact(f"warning: {message}"), err=True)
     else:
         _PYTHON_SHOWWARNING(redact(message), category, filename, lineno, file, line)
@@ -229,8 +242,12 @@ def guard(fn: Callable[..., Any], command: str = "") -> Callable[..., Any]:
             hint = getattr(exc, "param_hint", None)
             param = hint if isinstance(hint, str) and (hint.startswith("-") or hint.isupper()) else None
             msg = re.sub(r"^Invalid value(?: for [^:]+)?: ", "", msg)
-            typer.echo(_format(msg, param or _param_for_message(msg, _params(fn, kwargs)),
-                               f"see `ucs {command} --help`"), err=True)
+            typer.echo(
+                _format(
+                    msg, param or _param_for_message(msg, _params(fn, kwargs)), f"see `ucs {command} --help`"
+                ),
+                err=True,
+            )
             raise typer.Exit(EXIT_USER_ERROR) from None
         except _PASSTHROUGH:
             raise
@@ -240,7 +257,9 @@ def guard(fn: Callable[..., Any], command: str = "") -> Callable[..., Any]:
         except KeyboardInterrupt:
             if debug_enabled():
                 raise
-            typer.echo("Interrupted: what was computed is saved; rerun the same command to continue.", err=True)
+            typer.echo(
+                "Interrupted: what was computed is saved; rerun the same command to continue.", err=True
+            )
             raise typer.Exit(EXIT_INTERRUPTED) from None
         except Exception as exc:  # noqa: BLE001 - classified below; anything else is re-raised
             described = _describe(exc, command, _params(fn, kwargs))

@@ -7,12 +7,17 @@ from typing import Callable, Optional
 
 import typer
 
-MISSING = "the report needs jinja2 and plotly: pip install -e '.[report]' in the ucs repository (or pip install jinja2 plotly)"
+MISSING = (
+    "the report needs jinja2 and plotly: pip install -e '.[report]' in the ucs repository (or pip "
+    "install jinja2 plotly)"
+)
 
 
-def try_write_report(run_dir: Path, out: Optional[Path] = None,
-                     echo: Callable[[str], None] = typer.echo) -> Optional[Path]:
-    """Write the report and print where; print why not (missing extra, not a run folder) and return ``None``."""
+def try_write_report(
+    run_dir: Path, out: Optional[Path] = None, echo: Callable[[str], None] = typer.echo
+) -> Optional[Path]:
+    """Write the report and print where; print why not (missing extra, not a run folder) and return
+    ``None``."""
     try:
         from ucs.report import write_report
 

@@ -18,15 +18,18 @@ WAIT_HELP = "If another run is writing to the output folder, wait for it to fini
 FRESH_HELP = "Start over: move the output folder's old contents aside (renamed *.old-<time>, not deleted)."
 
 
-#: The files at the top of each kind of output folder (``ucs evaluate`` and ``ucs demo`` write the same kind, a
-#: pipeline run): a folder holding another kind's is not written into.
-RUN_MARKS = {"ucs evaluate / ucs demo": (RunFolder.MANIFEST,), "ucs compare": ("compare.json",),
-             "ucs tune": ("tune.json", "variants.json")}
+#: The files at the top of each kind of output folder (``ucs evaluate`` and ``ucs demo`` write the same kind,
+#: a pipeline run): a folder holding another kind's is not written into.
+RUN_MARKS = {
+    "ucs evaluate / ucs demo": (RunFolder.MANIFEST,),
+    "ucs compare": ("compare.json",),
+    "ucs tune": ("tune.json", "variants.json"),
+}
 
 
 def refuse_other_run(folder: Path, kind: str, param: str = "--out") -> None:
-    """Refuse (``typer.BadParameter`` naming ``param``) a ``folder`` that holds another kind of run than ``kind``
-    (a key of :data:`RUN_MARKS`), before anything is written there."""
+    """Refuse (``typer.BadParameter`` naming ``param``) a ``folder`` that holds another kind of run than
+    ``kind`` (a key of :data:`RUN_MARKS`), before anything is written there."""
     folder = Path(folder)
     if not folder.is_dir():
         return
@@ -34,13 +37,16 @@ def refuse_other_run(folder: Path, kind: str, param: str = "--out") -> None:
         found = [m for m in marks if (folder / m).is_file()]
         if other != kind and found:
             raise typer.BadParameter(
-                f"{folder} holds another kind of run (a folder of {other}, with {found[0]}); nothing was written "
-                "there: choose another folder, or --fresh to move its contents aside", param_hint=param)
+                f"{folder} holds another kind of run (a folder of {other}, with {found[0]}); nothing was "
+                "written there: choose another folder, or --fresh to move its contents aside",
+                param_hint=param,
+            )
 
 
 @contextlib.contextmanager
-def run_folder(folder: Path, *, wait: bool = False, fresh: bool = False, kind: Optional[str] = None
-               ) -> Iterator[Path]:
+def run_folder(
+    folder: Path, *, wait: bool = False, fresh: bool = False, kind: Optional[str] = None
+) -> Iterator[Path]:
     """Hold ``folder``'s exclusive lock (:func:`ucs.utils.lock.folder_lock`) for the ``with`` block.
 
     With ``kind`` (a key of :data:`RUN_MARKS`), a folder holding another kind of run is refused first, unless
@@ -63,6 +69,9 @@ def run_folder(folder: Path, *, wait: bool = False, fresh: bool = False, kind: O
         typer.echo(f"--fresh: moved the old {folder} aside to {moved}", err=True)
     with folder_lock(folder, wait=wait, command=command) as info:
         if info.get("stale"):
-            typer.echo(f"note: {folder} was locked by process {info['stale'].get('pid', '?')}, which is gone; "
-                       "taking over (its records are kept and resumed)", err=True)
+            typer.echo(
+                f"note: {folder} was locked by process {info['stale'].get('pid', '?')}, which is gone; "
+                "taking over (its records are kept and resumed)",
+                err=True,
+            )
         yield folder

@@ -35,7 +35,9 @@ def read_cluster_ids(path: Path) -> np.ndarray:
             lines = [ln.strip() for ln in path.read_text(encoding="utf-8").splitlines()]
             arr = np.array([float(x) for x in lines if x], dtype=np.float64)
     except ValueError as exc:
-        raise typer.BadParameter(f"{path} is not a .npy array or a file of one integer id per line: {exc}", param_hint="--clusters")
+        raise typer.BadParameter(
+            f"{path} is not a .npy array or a file of one integer id per line: {exc}", param_hint="--clusters"
+        )
     try:
         return validate_cluster_ids(arr.reshape(-1) if arr.ndim == 0 else arr, name="--clusters")
     except ValueError as exc:
@@ -49,15 +51,25 @@ def parse_subset(text: str, n_items: int) -> np.ndarray:
     try:
         values = [int(tok) for tok in text.replace(" ", "").split(",") if tok]
     except ValueError:
-        raise typer.BadParameter(f"expected comma-separated integers such as 0,5,9; got {text!r}", param_hint="--subset")
+        raise typer.BadParameter(
+            f"expected comma-separated integers such as 0,5,9; got {text!r}", param_hint="--subset"
+        )
     try:
         return validate_subset(values, n_items, name="--subset", allow_empty=False)
     except ValueError as exc:
         raise typer.BadParameter(str(exc), param_hint="--subset")
 
 
-def coverage_table(cluster_ids: np.ndarray, subset: np.ndarray, estimators: list[str], design: str, t: float,
-                   bin_size: int, alpha: float, integer: bool) -> list[dict]:
+def coverage_table(
+    cluster_ids: np.ndarray,
+    subset: np.ndarray,
+    estimators: list[str],
+    design: str,
+    t: float,
+    bin_size: int,
+    alpha: float,
+    integer: bool,
+) -> list[dict]:
     """One report row per estimator for ``subset``."""
     from ucs.estimators import UnseenCoverage
 
@@ -83,19 +95,26 @@ def _print_table(title: str, rows: list[dict]) -> None:
     console = Console()
     console.print(table)
     spec = rows[0]["spectrum"] if rows else []
-    console.print("spectrum f_s (s = 1, 2, …): " + ", ".join(f"f_{s}={v}" for s, v in enumerate(spec) if s and v))
+    console.print(
+        "spectrum f_s (s = 1, 2, …): " + ", ".join(f"f_{s}={v}" for s, v in enumerate(spec) if s and v)
+    )
 
 
 def coverage_cmd(
     cluster_ids: Optional[Path] = typer.Option(
-        None, "--clusters", help="Cluster ids: .npy, or a text file with one id per line."),
+        None, "--clusters", help="Cluster ids: .npy, or a text file with one id per line."
+    ),
     subset: Optional[str] = typer.Option(None, "--subset", help="Comma-separated pool indices, e.g. 0,5,9."),
     estimator: str = typer.Option("all", "--estimator", help="Estimator name(s), comma-separated, or 'all'."),
-    design: Optional[str] = typer.Option(None, "--design", help="full (default) | seen_only | unseen_only | ratio."),
+    design: Optional[str] = typer.Option(
+        None, "--design", help="full (default) | seen_only | unseen_only | ratio."
+    ),
     t: float = typer.Option(D.T, "--t", help="Expansion factor t = m/|S|."),
     bin_size: int = typer.Option(D.BIN_SIZE, "--bin-size", "-M", help="Truncation M of the paper estimator."),
     alpha: float = typer.Option(D.ALPHA, "--alpha", help="Offset α in [1, 2] of the paper estimator."),
-    integer: bool = typer.Option(False, "--integer", help="Floor the paper estimator (authors' code parity)."),
+    integer: bool = typer.Option(
+        False, "--integer", help="Floor the paper estimator (authors' code parity)."
+    ),
     demo: bool = typer.Option(False, "--demo", help="Show the worked ten-demonstration examples of SPEC §3."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON instead of tables."),
 ) -> None:
@@ -107,7 +126,11 @@ def coverage_cmd(
     if design not in DESIGNS:
         raise typer.BadParameter(f"must be one of {', '.join(DESIGNS)}", param_hint="--design")
     try:
-        names = list(ESTIMATORS) if estimator == "all" else [resolve_estimator_name(x) for x in estimator.split(",")]
+        names = (
+            list(ESTIMATORS)
+            if estimator == "all"
+            else [resolve_estimator_name(x) for x in estimator.split(",")]
+        )
     except ValueError as exc:
         raise typer.BadParameter(str(exc), param_hint="--estimator")
     cases: list[tuple[str, np.ndarray, np.ndarray]] = []
@@ -119,11 +142,16 @@ def coverage_cmd(
             cases.append((title, ids, np.arange(ids.size)))
     else:
         if cluster_ids is None or subset is None:
-            raise typer.BadParameter("give --clusters FILE and --subset i,j,k (or --demo)", param_hint="--clusters")
+            raise typer.BadParameter(
+                "give --clusters FILE and --subset i,j,k (or --demo)", param_hint="--clusters"
+            )
         ids = read_cluster_ids(cluster_ids)
         cases.append((f"subset of {cluster_ids.name}", ids, parse_subset(subset, ids.size)))
     try:
-        results = [(title, coverage_table(ids, sub, names, design, t, bin_size, alpha, integer)) for title, ids, sub in cases]
+        results = [
+            (title, coverage_table(ids, sub, names, design, t, bin_size, alpha, integer))
+            for title, ids, sub in cases
+        ]
     except ValueError as exc:
         raise typer.BadParameter(str(exc))
     if as_json:

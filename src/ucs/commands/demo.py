@@ -25,7 +25,8 @@ label likelihood, and prints a chosen prompt, the coverage diagnostics and the a
 
 
 def clustering_text(cfg: Any) -> str:
-    """``dict_dbscan, q = 0.01`` / ``kmeans, k = ⌈√N⌉`` / ``kmeans, k = 40``: the clustering in a few words."""
+    """``dict_dbscan, q = 0.01`` / ``kmeans, k = ⌈√N⌉`` / ``kmeans, k = 40``: the clustering in a few
+    words."""
     from ucs.clustering.estimator import EPS_METHODS
 
     c = cfg.clusterer
@@ -66,14 +67,32 @@ def run_demo(
     last."""
     from ucs.pipeline import Pipeline, PipelineConfig
 
-    options = {"dataset": dataset, "data_dir": data_dir, "test_file": test_file, "backbone": backbone,
-               "engine": engine, "selector.method": selectors, "budget": budget, "n_runs": runs,
-               "test_size": queries, "mode": "likelihood", "prior.lam": lam, "clusterer.dbscan_q": dbscan_q,
-               "prior.estimator": estimator, "clusterer.method": clustering}
+    options = {
+        "dataset": dataset,
+        "data_dir": data_dir,
+        "test_file": test_file,
+        "backbone": backbone,
+        "engine": engine,
+        "selector.method": selectors,
+        "budget": budget,
+        "n_runs": runs,
+        "test_size": queries,
+        "mode": "likelihood",
+        "prior.lam": lam,
+        "clusterer.dbscan_q": dbscan_q,
+        "prior.estimator": estimator,
+        "clusterer.method": clustering,
+    }
     # the default preset's method settings; retrieval by the backbone itself, so the demo needs no extra model
-    cfg = PipelineConfig.resolve("default", overrides={
-        **{k: v for k, v in options.items() if v is not None}, "retrieval_embedder": "backbone", "preset": "demo",
-        **(settings or {})})
+    cfg = PipelineConfig.resolve(
+        "default",
+        overrides={
+            **{k: v for k, v in options.items() if v is not None},
+            "retrieval_embedder": "backbone",
+            "preset": "demo",
+            **(settings or {}),
+        },
+    )
     tmp = None
     if out is None:
         tmp = tempfile.TemporaryDirectory(prefix="ucs-demo-")
@@ -107,8 +126,10 @@ def run_demo(
 def _show_data(pipe: Any, queries: int, runs: int, budget: int) -> None:
     ds = pipe.dataset
     _echo_rule("data")
-    typer.echo(f"{ds.name}: pool {len(ds.pool)}, test {len(ds.test)}, {ds.n_labels} labels; "
-               f"evaluating {min(queries, len(ds.test))} test queries, {runs} run(s), budget {budget}")
+    typer.echo(
+        f"{ds.name}: pool {len(ds.pool)}, test {len(ds.test)}, {ds.n_labels} labels; "
+        f"evaluating {min(queries, len(ds.test))} test queries, {runs} run(s), budget {budget}"
+    )
 
 
 def _show_embeddings(pipe: Any) -> None:
@@ -116,8 +137,10 @@ def _show_embeddings(pipe: Any) -> None:
     t0 = time.perf_counter()
     E = pipe.pool_embeddings()
     ident = dict(pipe.backbone.identity)
-    typer.echo(f"backbone {ident.get('model')} ({ident.get('engine', 'dummy')}): E {E.shape[0]} × {E.shape[1]} "
-               f"in {time.perf_counter() - t0:.1f} s (cache: {pipe.embedding_cache.root})")
+    typer.echo(
+        f"backbone {ident.get('model')} ({ident.get('engine', 'dummy')}): E {E.shape[0]} × {E.shape[1]} "
+        f"in {time.perf_counter() - t0:.1f} s (cache: {pipe.embedding_cache.root})"
+    )
 
 
 def _show_clusters(pipe: Any, cfg: Any) -> None:
@@ -126,8 +149,10 @@ def _show_clusters(pipe: Any, cfg: Any) -> None:
     t0 = time.perf_counter()
     sizes = np.bincount(pipe.cluster_ids(seed))
     largest = np.sort(sizes)[::-1][:8].tolist()
-    typer.echo(f"{sizes.size} clusters in {time.perf_counter() - t0:.1f} s; singletons {int((sizes == 1).sum())}; "
-               f"largest sizes {largest}")
+    typer.echo(
+        f"{sizes.size} clusters in {time.perf_counter() - t0:.1f} s; singletons {int((sizes == 1).sum())}; "
+        f"largest sizes {largest}"
+    )
     echo_health(pipe.cluster_health(seed))
 
 
@@ -145,8 +170,10 @@ def _show_demonstrations(pipe: Any, cfg: Any, queries: int, show_prompts: int) -
         sizes = np.bincount(cids)
         typer.echo(f"\n[{m}] demonstrations for query 0 ({qtexts[0]!r}):")
         for i in row.tolist():
-            typer.echo(f"  - {ds.pool.texts[i]!r} → {ds.label_names[int(ds.pool.labels[i])]}"
-                       f"  [cluster {int(cids[i])}, size {int(sizes[cids[i]])}]")
+            typer.echo(
+                f"  - {ds.pool.texts[i]!r} → {ds.label_names[int(ds.pool.labels[i])]}"
+                f"  [cluster {int(cids[i])}, size {int(sizes[cids[i]])}]"
+            )
     builder = PromptBuilder(format_for_task(ds.task), ds.label_names, None, None, None)
     methods = cfg.selector["method"]
     shown = [m for m in methods if m.endswith("+ucs")][:show_prompts] or list(methods[:show_prompts])
@@ -171,25 +198,39 @@ def _write_report(out: Path, temporary: bool) -> None:
 
 
 def demo_cmd(
-    dataset: str = typer.Option("sample", "--dataset", "-d", help=DATASET_HELP + " Default: the shipped sample."),
+    dataset: str = typer.Option(
+        "sample", "--dataset", "-d", help=DATASET_HELP + " Default: the shipped sample."
+    ),
     data_dir: Optional[Path] = typer.Option(None, "--data-dir", help="Folder of the public data files."),
     test_file: Optional[Path] = typer.Option(
         None, "--test-file", help="Test split of a table --dataset (which then is the pool)."
     ),
-    backbone: str = typer.Option("smollm2", "--model", "-m", "--backbone", help="ICL backbone (smollm2, gemma3, ...)."),
+    backbone: str = typer.Option(
+        "smollm2", "--model", "-m", "--backbone", help="ICL backbone (smollm2, gemma3, ...)."
+    ),
     engine: Optional[str] = typer.Option(None, "--engine", help="llama | transformers."),
-    selectors: str = typer.Option("dpp,dpp+ucs,votek,votek+ucs", "--selectors", "-s", help="Methods to compare."),
+    selectors: str = typer.Option(
+        "dpp,dpp+ucs,votek,votek+ucs", "--selectors", "-s", help="Methods to compare."
+    ),
     test_size: int = typer.Option(8, "--queries", "-n", help="Test queries to evaluate."),
     budget: int = typer.Option(5, "--budget", "-b", help="Demonstrations per prompt."),
     n_runs: int = typer.Option(1, "--runs", help="Runs (seeds 42, 43, ...)."),
     lam: Optional[float] = typer.Option(None, "--lam", help="UCS weight λ."),
     dbscan_q: Optional[float] = typer.Option(None, "--dbscan-q", help="Clustering quantile q."),
-    estimator: Optional[str] = typer.Option(None, "--estimator", help="Unseen estimator (paper, binomial, ...)."),
+    estimator: Optional[str] = typer.Option(
+        None, "--estimator", help="Unseen estimator (paper, binomial, ...)."
+    ),
     clustering: Optional[str] = typer.Option(
-        None, "--clustering", hidden=True,
-        help="Deprecated: --set clusterer.method=NAME (kmeans, the default | dict_dbscan, the paper's | ...)."),
+        None,
+        "--clustering",
+        hidden=True,
+        help="Deprecated: --set clusterer.method=NAME (kmeans, the default | dict_dbscan, the paper's | "
+        "...).",
+    ),
     settings: Optional[List[str]] = typer.Option(None, "--set", help=SET_HELP),
-    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Keep the run's files here (default: temporary)."),
+    out: Optional[Path] = typer.Option(
+        None, "--out", "-o", help="Keep the run's files here (default: temporary)."
+    ),
     cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help="Embedding/cluster cache."),
     wait: bool = typer.Option(False, "--wait", help=WAIT_HELP),
     fresh: bool = typer.Option(False, "--fresh", "--overwrite", help=FRESH_HELP),
@@ -202,13 +243,34 @@ def demo_cmd(
 
         from ucs.pipeline import DeprecatedSettingWarning
 
-        warnings.warn(f"--clustering is deprecated: write --set clusterer.method={clustering}",
-                      DeprecatedSettingWarning, stacklevel=2)
-    with run_folder(out, wait=wait, fresh=fresh, kind="ucs evaluate / ucs demo") if out is not None \
-            else contextlib.nullcontext():
-        run_demo(dataset, None if data_dir is None else str(data_dir), backbone, engine, selectors, test_size,
-                 budget, n_runs, lam, dbscan_q, estimator, out, cache_dir, clustering=clustering,
-                 test_file=None if test_file is None else str(test_file), settings=given)
+        warnings.warn(
+            f"--clustering is deprecated: write --set clusterer.method={clustering}",
+            DeprecatedSettingWarning,
+            stacklevel=2,
+        )
+    with (
+        run_folder(out, wait=wait, fresh=fresh, kind="ucs evaluate / ucs demo")
+        if out is not None
+        else contextlib.nullcontext()
+    ):
+        run_demo(
+            dataset,
+            None if data_dir is None else str(data_dir),
+            backbone,
+            engine,
+            selectors,
+            test_size,
+            budget,
+            n_runs,
+            lam,
+            dbscan_q,
+            estimator,
+            out,
+            cache_dir,
+            clustering=clustering,
+            test_file=None if test_file is None else str(test_file),
+            settings=given,
+        )
 
 
 def register(app: typer.Typer) -> None:

@@ -1,5 +1,5 @@
-"""``ucs prompts``: a table of labelled examples (or a saved index) and a file of new queries → one JSON line per
-query with the chosen demonstrations and the rendered prompt."""
+"""``ucs prompts``: a table of labelled examples (or a saved index) and a file of new queries → one JSON line
+per query with the chosen demonstrations and the rendered prompt."""
 
 from __future__ import annotations
 
@@ -14,13 +14,14 @@ import typer
 
 from ucs import defaults as D
 
-HELP = """Write the few-shot prompt of every query: its demonstrations and the rendered prompt, one JSON line each.
+HELP = """Write the few-shot prompt of every query: its demonstrations and the rendered prompt, one JSON line
+each.
 
 EXAMPLES is a .csv/.tsv/.jsonl/.json table with a text and a label column (or a folder saved by
-SelectorIndex.save); QUERIES is a .txt file (one query a line) or a table with --query-column (multi-line texts
-in quoted CSV fields or JSON strings). The prompt is the evaluation's intent layout, OpenAI chat messages
-(--format chat) or your Jinja template (--template: variables demonstrations, query, labels). Queries stream
-through in batches, so the file may be any size.
+SelectorIndex.save); QUERIES is a .txt file (one query a line) or a table with --query-column (multi-line
+texts in quoted CSV fields or JSON strings). The prompt is the evaluation's intent layout, OpenAI chat
+messages (--format chat) or your Jinja template (--template: variables demonstrations, query, labels). Queries
+stream through in batches, so the file may be any size.
 """
 
 
@@ -34,11 +35,14 @@ def _queries(path: Path, column: str) -> Iterator[str]:
     try:
         yield from _read_queries(path, column)
     except UnicodeDecodeError as exc:
-        raise typer.BadParameter(f"{path} is not UTF-8 text ({exc.reason}); give a .txt, .csv, .tsv or "
-                                 ".jsonl file of UTF-8 text", param_hint="QUERIES") from None
+        raise typer.BadParameter(
+            f"{path} is not UTF-8 text ({exc.reason}); give a .txt, .csv, .tsv or .jsonl file of UTF-8 text",
+            param_hint="QUERIES",
+        ) from None
     except csv.Error as exc:  # e.g. "line contains NUL": a binary file named .csv
-        raise typer.BadParameter(f"{path} is not a readable CSV/TSV text table ({exc})",
-                                 param_hint="QUERIES") from None
+        raise typer.BadParameter(
+            f"{path} is not a readable CSV/TSV text table ({exc})", param_hint="QUERIES"
+        ) from None
 
 
 def _read_queries(path: Path, column: str) -> Iterator[str]:
@@ -49,7 +53,9 @@ def _read_queries(path: Path, column: str) -> Iterator[str]:
         with open(path, newline="", encoding="utf-8-sig") as fh:
             reader = csv.DictReader(fh, delimiter="\t" if suffix == ".tsv" else ",")
             if column not in (reader.fieldnames or []):
-                raise ValueError(f"--query-column: {path} has no column {column!r}; its header is {reader.fieldnames}")
+                raise ValueError(
+                    f"--query-column: {path} has no column {column!r}; its header is {reader.fieldnames}"
+                )
             for row in reader:
                 yield _checked(row[column], path, reader.line_num)
     elif suffix == ".jsonl":
@@ -71,10 +77,15 @@ def _read_queries(path: Path, column: str) -> Iterator[str]:
 
 def _checked(text: object, path: Path, line: int) -> str:
     if not isinstance(text, str) or not text.strip():
-        raise ValueError(f"{path}, line {line}: the query is empty or not text; give every query a non-empty text")
+        raise ValueError(
+            f"{path}, line {line}: the query is empty or not text; give every query a non-empty text"
+        )
     if "\x00" in text:
-        raise typer.BadParameter(f"{path}, line {line} holds a NUL byte: the file is binary, not UTF-8 text; "
-                                 "give one query a line", param_hint="QUERIES")
+        raise typer.BadParameter(
+            f"{path}, line {line} holds a NUL byte: the file is binary, not UTF-8 text; "
+            "give one query a line",
+            param_hint="QUERIES",
+        )
     return text
 
 
@@ -82,8 +93,9 @@ def _nonempty(queries: Iterator[str], path: Path) -> Iterator[str]:
     """``queries`` with its first query read now: a file without any (or unreadable) fails before any work."""
     first = next(queries, None)
     if first is None:
-        raise typer.BadParameter(f"{path} has no queries; write one query a line (or one table row each)",
-                                 param_hint="QUERIES")
+        raise typer.BadParameter(
+            f"{path} has no queries; write one query a line (or one table row each)", param_hint="QUERIES"
+        )
     return itertools.chain([first], queries)
 
 
@@ -96,8 +108,9 @@ def _check_out(out: Path) -> None:
     folder = out.parent
     if not folder.is_dir():
         what = "is a file, not a folder" if folder.exists() else "does not exist"
-        raise typer.BadParameter(f"the folder {folder} {what}; create it first or write the prompts "
-                                 "elsewhere", param_hint="--out")
+        raise typer.BadParameter(
+            f"the folder {folder} {what}; create it first or write the prompts elsewhere", param_hint="--out"
+        )
 
 
 def _check_choices(fmt: str, order: Optional[str]) -> None:
@@ -106,8 +119,9 @@ def _check_choices(fmt: str, order: Optional[str]) -> None:
     from ucs.selectors.base import ORDERS
 
     if fmt not in FORMATS:
-        raise typer.BadParameter(f"one of {', '.join(FORMATS)}; got {fmt!r} (or give --template)",
-                                 param_hint="--format")
+        raise typer.BadParameter(
+            f"one of {', '.join(FORMATS)}; got {fmt!r} (or give --template)", param_hint="--format"
+        )
     if order is not None and order not in ORDERS:
         raise typer.BadParameter(f"one of {', '.join(ORDERS)}; got {order!r}", param_hint="--order")
 
@@ -125,8 +139,9 @@ class _Template:
             line = _template_line(exc)
             where = f"{self.path}, line {line}" if line else str(self.path)
             message = getattr(exc, "message", None) or str(exc) or type(exc).__name__
-            raise typer.BadParameter(f"{where}: {message} (rendering the template)",
-                                     param_hint="--template") from None
+            raise typer.BadParameter(
+                f"{where}: {message} (rendering the template)", param_hint="--template"
+            ) from None
 
 
 def _template_line(exc: BaseException) -> Optional[int]:
@@ -150,25 +165,35 @@ def _template(path: Path) -> _Template:
     try:
         source = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
-        raise typer.BadParameter(f"{path} is not UTF-8 text ({exc.reason})",
-                                 param_hint="--template") from None
+        raise typer.BadParameter(
+            f"{path} is not UTF-8 text ({exc.reason})", param_hint="--template"
+        ) from None
     env = jinja2.Environment(autoescape=False, keep_trailing_newline=True, undefined=jinja2.StrictUndefined)
     try:
         ast = env.parse(source)
     except jinja2.TemplateSyntaxError as exc:
-        raise typer.BadParameter(f"{path}, line {exc.lineno}: {exc.message}",
-                                 param_hint="--template") from None
+        raise typer.BadParameter(
+            f"{path}, line {exc.lineno}: {exc.message}", param_hint="--template"
+        ) from None
     unknown = sorted(meta.find_undeclared_variables(ast) - TEMPLATE_VARIABLES - set(env.globals))
     if unknown:
         line = min(n.lineno for n in ast.find_all(nodes.Name) if n.name == unknown[0])
         names = ", ".join(sorted(TEMPLATE_VARIABLES))
-        raise typer.BadParameter(f"{path}, line {line}: {unknown[0]!r} is undefined; the template's "
-                                 f"variables are {names}", param_hint="--template")
+        raise typer.BadParameter(
+            f"{path}, line {line}: {unknown[0]!r} is undefined; the template's variables are {names}",
+            param_hint="--template",
+        )
     return _Template(env.from_string(ast), path)
 
 
-def _saved_index(folder: Path, emb: Any, method: Optional[str], text_column: Optional[str],
-                 label_column: Optional[str], cache_dir: Optional[Path]) -> Tuple[Any, str]:
+def _saved_index(
+    folder: Path,
+    emb: Any,
+    method: Optional[str],
+    text_column: Optional[str],
+    label_column: Optional[str],
+    cache_dir: Optional[Path],
+) -> Tuple[Any, str]:
     """The index saved in ``folder`` and the method it was saved with. Options it would override are refused,
     not ignored: a --text-column or --label-column other than its fields, and --cache-dir (it embeds only the
     queries, never cached); a --method other than its own refits only its selector
@@ -176,20 +201,27 @@ def _saved_index(folder: Path, emb: Any, method: Optional[str], text_column: Opt
     from ucs.index import SelectorIndex
 
     if cache_dir is not None:
-        raise typer.BadParameter(f"{folder} is a saved index: it embeds only the queries, which are never "
-                                 "cached; drop --cache-dir (it serves fitting from a table)",
-                                 param_hint="--cache-dir")
+        raise typer.BadParameter(
+            f"{folder} is a saved index: it embeds only the queries, which are never "
+            "cached; drop --cache-dir (it serves fitting from a table)",
+            param_hint="--cache-dir",
+        )
     index = SelectorIndex.load(folder, embedder=emb, warmup=False)
     if index.output_key_ is None:
-        raise typer.BadParameter(f"the index at {folder} has no output_key (labels); refit it with one",
-                                 param_hint="EXAMPLES")
-    keys = {"--text-column": (text_column, index.input_keys_[0]),
-            "--label-column": (label_column, index.output_key_)}
+        raise typer.BadParameter(
+            f"the index at {folder} has no output_key (labels); refit it with one", param_hint="EXAMPLES"
+        )
+    keys = {
+        "--text-column": (text_column, index.input_keys_[0]),
+        "--label-column": (label_column, index.output_key_),
+    }
     for opt, (given, stored) in keys.items():
         if given is not None and given != stored:
             raise typer.BadParameter(
                 f"the index at {folder} was fitted with field {stored!r}, not {given!r}; drop {opt}, or pass "
-                "a table as EXAMPLES to fit on other fields", param_hint=opt)
+                "a table as EXAMPLES to fit on other fields",
+                param_hint=opt,
+            )
     saved = index.method_
     if method is not None:
         index.set_method(method)
@@ -197,26 +229,49 @@ def _saved_index(folder: Path, emb: Any, method: Optional[str], text_column: Opt
 
 
 def prompts_cmd(
-    examples: Path = typer.Argument(..., exists=True, help="Labelled examples: a table, or a saved index folder."),
-    queries: Path = typer.Argument(..., exists=True, dir_okay=False, help="New queries: .txt, .csv/.tsv or .jsonl."),
-    out: Path = typer.Option(..., "--out", "-o", help="Output .jsonl (written whole, then moved into place)."),
+    examples: Path = typer.Argument(
+        ..., exists=True, help="Labelled examples: a table, or a saved index folder."
+    ),
+    queries: Path = typer.Argument(
+        ..., exists=True, dir_okay=False, help="New queries: .txt, .csv/.tsv or .jsonl."
+    ),
+    out: Path = typer.Option(
+        ..., "--out", "-o", help="Output .jsonl (written whole, then moved into place)."
+    ),
     text_column: Optional[str] = typer.Option(
-        None, "--text-column", help="Examples' text column (default text; a saved index's own)."),
+        None, "--text-column", help="Examples' text column (default text; a saved index's own)."
+    ),
     label_column: Optional[str] = typer.Option(
-        None, "--label-column", help="Examples' label column (default label; a saved index's own)."),
+        None, "--label-column", help="Examples' label column (default label; a saved index's own)."
+    ),
     query_column: str = typer.Option("text", "--query-column", help="Queries' text column (tables)."),
     method: Optional[str] = typer.Option(
-        None, "--method", help=f"Selector (topk, mmr, labelaware, bsr, dpp+ucs ...); default {D.METHOD}, "
-        "or a saved index's own (another one refits only its selector, on the stored embeddings)."),
+        None,
+        "--method",
+        help=f"Selector (topk, mmr, labelaware, bsr, dpp+ucs ...); default {D.METHOD}, "
+        "or a saved index's own (another one refits only its selector, on the stored embeddings).",
+    ),
     k: int = typer.Option(4, "--k", min=0, help="Demonstrations per prompt."),
     embedder: Optional[str] = typer.Option(
-        None, "--embedder", help="all-minilm-l6-v2, all-mpnet-base-v2 or a sentence-transformers folder "
-        "(default: the index's, or the embedded SmolLM2 backbone)."),
+        None,
+        "--embedder",
+        help="all-minilm-l6-v2, all-mpnet-base-v2 or a sentence-transformers folder "
+        "(default: the index's, or the embedded SmolLM2 backbone).",
+    ),
     fmt: str = typer.Option("text", "--format", help="text | chat (OpenAI-style messages)."),
-    template: Optional[Path] = typer.Option(None, "--template", exists=True, dir_okay=False, help="A Jinja template."),
-    order: Optional[str] = typer.Option(None, "--order", help="selected | similar_first | similar_last | vote_last (grouped by label, the most frequent last); default vote_last where the examples have labels, else selected (ucs.defaults.application_order)."),
+    template: Optional[Path] = typer.Option(
+        None, "--template", exists=True, dir_okay=False, help="A Jinja template."
+    ),
+    order: Optional[str] = typer.Option(
+        None,
+        "--order",
+        help="selected | similar_first | similar_last | vote_last (grouped by label, the most frequent "
+        "last); default vote_last where the examples have labels, else selected "
+        "(ucs.defaults.application_order).",
+    ),
     cache_dir: Optional[Path] = typer.Option(
-        None, "--cache-dir", help="Embedding cache (fitting from a table)."),
+        None, "--cache-dir", help="Embedding cache (fitting from a table)."
+    ),
 ) -> None:
     from ucs.index import SelectorIndex
     from ucs.index.prompting import prompt_records
@@ -241,10 +296,17 @@ def prompts_cmd(
         text_key, label_key = text_column or "text", label_column or "label"
         table = read_table(examples, text_key, label_key)
         rows = [{text_key: t, label_key: y} for t, y in zip(table[text_key], table[label_key])]
-        index = SelectorIndex(emb, method or D.METHOD, input_keys=[text_key], output_key=label_key,
-                              cache_dir=cache_dir).fit(rows)
-    n = _write(out, prompt_records(index, stream, k, text_key=text_key, label_key=label_key, fmt=fmt,
-                                   template=tmpl, order=order), stage, advance)
+        index = SelectorIndex(
+            emb, method or D.METHOD, input_keys=[text_key], output_key=label_key, cache_dir=cache_dir
+        ).fit(rows)
+    n = _write(
+        out,
+        prompt_records(
+            index, stream, k, text_key=text_key, label_key=label_key, fmt=fmt, template=tmpl, order=order
+        ),
+        stage,
+        advance,
+    )
     note = f"; the index was saved with {saved}" if saved and saved != index.method_ else ""
     typer.echo(f"{n} prompts ({index.method_}, k = {k}{note}) → {out}")
 
@@ -259,8 +321,10 @@ def _write(out: Path, records: Iterator[dict], stage: Any, advance: Any) -> int:
     try:
         fh = open(tmp, "w", encoding="utf-8")
     except OSError as exc:
-        raise typer.BadParameter(f"cannot write in the folder {out.parent} ({exc.strerror}); choose another "
-                                 "path", param_hint="--out") from None
+        raise typer.BadParameter(
+            f"cannot write in the folder {out.parent} ({exc.strerror}); choose another path",
+            param_hint="--out",
+        ) from None
     n = 0
     try:
         with fh, stage(f"writing prompts to {out}", kind="prompts"):

@@ -19,7 +19,9 @@ each method chose. Default: RUN_DIR/report.html. See docs/report.md.
 
 def report_cmd(
     run_dir: Path = typer.Argument(..., help="A run folder (it holds manifest.json and results.json)."),
-    out: Optional[Path] = typer.Option(None, "--out", "-o", help="HTML file to write (default RUN_DIR/report.html)."),
+    out: Optional[Path] = typer.Option(
+        None, "--out", "-o", help="HTML file to write (default RUN_DIR/report.html)."
+    ),
 ) -> None:
     try:
         import jinja2  # noqa: F401
@@ -29,8 +31,10 @@ def report_cmd(
     except ImportError:
         raise typer.BadParameter(MISSING) from None
     if not run_dir.is_dir():
-        raise typer.BadParameter(f"{run_dir} is not a folder; give a run folder such as the --out of ucs evaluate",
-                                 param_hint="RUN_DIR")
+        raise typer.BadParameter(
+            f"{run_dir} is not a folder; give a run folder such as the --out of ucs evaluate",
+            param_hint="RUN_DIR",
+        )
     try:
         path = write_report(run_dir, out)
     except (FileNotFoundError, ValueError) as exc:  # RunFolderError names the file and the field

@@ -101,9 +101,7 @@ def _embedder(name: Optional[str]) -> Any:
 
 def serve_cmd(
     index: Path = typer.Argument(..., help="The index folder (written by SelectorIndex.save)."),
-    host: str = typer.Option(
-        "127.0.0.1", "--host", help="Address to listen on (0.0.0.0: every interface)."
-    ),
+    host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on (0.0.0.0: every interface)."),
     port: int = typer.Option(8000, "--port", min=1, max=65535, help="TCP port."),
     token_env: str = typer.Option(
         "UCS_SERVE_TOKEN",
@@ -122,13 +120,19 @@ def serve_cmd(
     ),
     log_level: str = typer.Option("info", "--log-level", help="debug | info | warning | error."),
     batch_window_ms: float = typer.Option(
-        2.0, "--batch-window-ms", min=0, max=1000,
+        2.0,
+        "--batch-window-ms",
+        min=0,
+        max=1000,
         help="How long the free worker waits for more requests to answer together, after a batch of "
         "several (0: it starts at once).",
     ),
     max_batch: int = typer.Option(64, "--max-batch", min=1, max=4096, help="Queries in one batch at most."),
     batch_workers: Optional[int] = typer.Option(
-        None, "--batch-workers", min=1, max=64,
+        None,
+        "--batch-workers",
+        min=1,
+        max=64,
         help="Worker threads answering batches side by side (default: ucs.defaults.SERVE_WORKERS, at most "
         "the cores available).",
     ),
@@ -148,9 +152,15 @@ def serve_cmd(
     try:
         from ucs.index.service import ServedIndex, create_app
 
-        served = ServedIndex(index, embedder=_embedder(embedder), reload_interval_s=reload_ms / 1000,
-                             batch_window_s=batch_window_ms / 1000, max_batch=max_batch, threads=threads,
-                             workers=batch_workers)
+        served = ServedIndex(
+            index,
+            embedder=_embedder(embedder),
+            reload_interval_s=reload_ms / 1000,
+            batch_window_s=batch_window_ms / 1000,
+            max_batch=max_batch,
+            threads=threads,
+            workers=batch_workers,
+        )
         app = create_app(served, token=token)
         # the loaded index's objects (~0.5 M for 10,000 examples) are never scanned again by the cyclic
         # collector: one full collection over them took 0.1-0.3 s here, a pause of every request
