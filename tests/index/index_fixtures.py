@@ -24,7 +24,8 @@ def minilm():
 
 @pytest.fixture(scope="session")
 def banking_examples(shared_data):
-    """600 BANKING77 training utterances (a fixed seeded sample) as ``{"text", "label"}`` dicts, and 20 queries."""
+    """600 BANKING77 training utterances (a fixed seeded sample) as ``{"text", "label"}`` dicts, and 20
+    queries."""
     from ucs.data.public import load_banking77
 
     ds = load_banking77(shared_data)

@@ -19,15 +19,23 @@ from ucs.testing import DummyEmbedder
 
 
 def _examples(n: int = 60):
-    return [{"text": f"utterance {i} about topic {i % 7}", "label": f"l{i % 5}", "lang": "de" if i % 2 else "en"}
-            for i in range(n)]
+    return [
+        {"text": f"utterance {i} about topic {i % 7}", "label": f"l{i % 5}", "lang": "de" if i % 2 else "en"}
+        for i in range(n)
+    ]
 
 
 def _same(a, b) -> bool:
     """Two selections equal bit for bit (indices, scores, cluster ids, Φ, examples)."""
-    return (np.array_equal(a.indices, b.indices) and np.array_equal(a.scores, b.scores, equal_nan=True)
-            and np.array_equal(a.cluster_ids, b.cluster_ids) and a.phi == b.phi and a.examples == b.examples
-            and a.clusters_covered == b.clusters_covered and a.query == b.query)
+    return (
+        np.array_equal(a.indices, b.indices)
+        and np.array_equal(a.scores, b.scores, equal_nan=True)
+        and np.array_equal(a.cluster_ids, b.cluster_ids)
+        and a.phi == b.phi
+        and a.examples == b.examples
+        and a.clusters_covered == b.clusters_covered
+        and a.query == b.query
+    )
 
 
 # ---------------------------------------------------------------------------------------------- length groups
@@ -44,7 +52,8 @@ def test_length_groups_are_the_cheapest_runs(seed):
     s = sorted(lengths)
     best = min(  # every split of the sorted lengths into runs
         sum(16 + (b - a) * s[b - 1] for a, b in zip((0,) + cut, cut + (len(s),)))
-        for r in range(len(s)) for cut in itertools.combinations(range(1, len(s)), r)
+        for r in range(len(s))
+        for cut in itertools.combinations(range(1, len(s)), r)
     )
     assert _cost(groups, lengths, 16) == best
 
@@ -67,8 +76,11 @@ def test_onnx_queries_embedded_together_equal_each_alone(minilm, banking_example
     assert np.array_equal(together, alone)
 
 
-def test_served_batches_equal_unbatched_selections_with_minilm(tmp_path, minilm, banking_examples, embed_cache):
-    """Concurrent HTTP requests, answered in shared batches, get the rows of an in-process select of each alone."""
+def test_served_batches_equal_unbatched_selections_with_minilm(
+    tmp_path, minilm, banking_examples, embed_cache
+):
+    """Concurrent HTTP requests, answered in shared batches, get the rows of an in-process select of each
+    alone."""
     pytest.importorskip("fastapi", reason="the serve extra is not installed")
     httpx = pytest.importorskip("httpx")
     from ucs.index.service import ServedIndex, create_app
@@ -76,7 +88,8 @@ def test_served_batches_equal_unbatched_selections_with_minilm(tmp_path, minilm,
     examples, queries = banking_examples
     folder = tmp_path / "index"
     SelectorIndex(minilm, "topk", input_keys=["text"], output_key="label", cache_dir=embed_cache).fit(
-        examples).save(folder)
+        examples
+    ).save(folder)
     served = ServedIndex(folder, embedder=minilm, reload_interval_s=60, batch_window_s=0.02)
     app = create_app(served)
     local = SelectorIndex.load(folder, embedder=minilm)
@@ -107,13 +120,17 @@ def test_served_batches_equal_unbatched_selections_with_minilm(tmp_path, minilm,
 @pytest.mark.parametrize("method", BATCHED_METHODS)
 def test_batched_methods_select_as_alone(method, workers):
     pytest.importorskip("faiss", reason="row-invariant exact search needs faiss (the fast extra)")
-    index = SelectorIndex(DummyEmbedder(dim=16), method, input_keys=["text"], output_key="label").fit(_examples())
+    index = SelectorIndex(DummyEmbedder(dim=16), method, input_keys=["text"], output_key="label").fit(
+        _examples()
+    )
     assert index.search_.row_invariant
     queries = [f"utterance {i} about topic {i % 3}" for i in range(0, 40, 3)] + ["something else"]
     batcher = SelectionBatcher(window_s=0.05, workers=workers)
     try:
-        futures = [batcher.submit(index, [q], 5, order=order)
-                   for q, order in zip(queries, itertools.cycle([None, "similar_first"]))]
+        futures = [
+            batcher.submit(index, [q], 5, order=order)
+            for q, order in zip(queries, itertools.cycle([None, "similar_first"]))
+        ]
         futures.append(batcher.submit(index, queries[:4], 5, order="selected"))
         got = [f.result(timeout=30) for f in futures]
         assert batcher.largest_batch_ > 1
@@ -125,7 +142,9 @@ def test_batched_methods_select_as_alone(method, workers):
 
 
 def test_a_bad_request_fails_alone_and_filters_run_unbatched():
-    index = SelectorIndex(DummyEmbedder(dim=16), "topk", input_keys=["text"], output_key="label").fit(_examples())
+    index = SelectorIndex(DummyEmbedder(dim=16), "topk", input_keys=["text"], output_key="label").fit(
+        _examples()
+    )
     batcher = SelectionBatcher(window_s=0.05)
     try:
         good = batcher.submit(index, ["utterance 3 about topic 3"], 4)
@@ -144,7 +163,9 @@ def test_a_bad_request_fails_alone_and_filters_run_unbatched():
 
 
 def test_a_lone_client_never_waits_for_the_window():
-    index = SelectorIndex(DummyEmbedder(dim=16), "topk", input_keys=["text"], output_key="label").fit(_examples())
+    index = SelectorIndex(DummyEmbedder(dim=16), "topk", input_keys=["text"], output_key="label").fit(
+        _examples()
+    )
     batcher = SelectionBatcher(window_s=30.0)
     try:
         for q in ("utterance 1", "utterance 2", "utterance 3"):  # one at a time: each after a batch of one
@@ -171,8 +192,12 @@ def test_workers_answer_side_by_side():
     meet = threading.Barrier(2, timeout=10)
     try:
         with ThreadPoolExecutor(2) as pool:
-            names = list(pool.map(lambda _: batcher.call(lambda: (meet.wait(), threading.current_thread().name)[1]),
-                                  range(2)))
+            names = list(
+                pool.map(
+                    lambda _: batcher.call(lambda: (meet.wait(), threading.current_thread().name)[1]),
+                    range(2),
+                )
+            )
         assert sorted(names) == ["ucs-serve-batcher-0", "ucs-serve-batcher-1"]
     finally:
         batcher.close()
@@ -181,7 +206,9 @@ def test_workers_answer_side_by_side():
 # ---------------------------------------------------------------------------------------------- additions
 @pytest.mark.parametrize("method", ["topk", "topk+ucs", "dpp+ucs", "votek"])
 def test_adding_to_a_copy_equals_a_refit_selector_and_leaves_the_original(method):
-    index = SelectorIndex(DummyEmbedder(dim=16), method, input_keys=["text"], output_key="label").fit(_examples())
+    index = SelectorIndex(DummyEmbedder(dim=16), method, input_keys=["text"], output_key="label").fit(
+        _examples()
+    )
     before = index.select("utterance 9 about topic 2", 4)
     new = [{"text": f"a new utterance {i}", "label": "l1", "lang": "en"} for i in range(3)]
     grown = index.copy().add_examples(new, embeddings=index.embed_examples(new))
@@ -193,13 +220,17 @@ def test_adding_to_a_copy_equals_a_refit_selector_and_leaves_the_original(method
     assert np.array_equal(grown.selector_.cluster_ids_, ref.selector_.cluster_ids_)
     for q in ("a new utterance 1", "utterance 9 about topic 2"):
         assert _same(grown.select(q, 4), ref.select(q, 4))
-    same = SelectorIndex(DummyEmbedder(dim=16), method, input_keys=["text"], output_key="label").fit(_examples())
+    same = SelectorIndex(DummyEmbedder(dim=16), method, input_keys=["text"], output_key="label").fit(
+        _examples()
+    )
     same.add_examples(new)  # embedded here: the same rows
     assert _same(same.select("a new utterance 2", 4), grown.select("a new utterance 2", 4))
 
 
 def test_add_examples_checks_given_embeddings():
-    index = SelectorIndex(DummyEmbedder(dim=16), "topk", input_keys=["text"], output_key="label").fit(_examples())
+    index = SelectorIndex(DummyEmbedder(dim=16), "topk", input_keys=["text"], output_key="label").fit(
+        _examples()
+    )
     with pytest.raises(ValueError, match="embeddings has shape"):
         index.add_examples([{"text": "x", "label": "l1"}], embeddings=np.zeros((2, 16)))
     with pytest.raises(ValueError, match="dimension"):
@@ -212,8 +243,9 @@ def test_selections_go_on_while_an_addition_saves(tmp_path, monkeypatch):
     from ucs.index.service import ServedIndex
 
     folder = tmp_path / "index"
-    SelectorIndex(DummyEmbedder(dim=16), "topk", input_keys=["text"], output_key="label").fit(_examples()).save(
-        folder)
+    SelectorIndex(DummyEmbedder(dim=16), "topk", input_keys=["text"], output_key="label").fit(
+        _examples()
+    ).save(folder)
     served = ServedIndex(folder, embedder=DummyEmbedder(dim=16), reload_interval_s=0)
     saving, answered = threading.Event(), threading.Event()
     real_save = SelectorIndex.save
@@ -246,8 +278,9 @@ def test_concurrent_selects_during_additions_see_version_n_or_n_plus_1(tmp_path)
     from ucs.index.service import ServedIndex, create_app
 
     folder = tmp_path / "index"
-    SelectorIndex(DummyEmbedder(dim=16), "topk", input_keys=["text"], output_key="label").fit(_examples()).save(
-        folder)
+    SelectorIndex(DummyEmbedder(dim=16), "topk", input_keys=["text"], output_key="label").fit(
+        _examples()
+    ).save(folder)
     served = ServedIndex(folder, embedder=DummyEmbedder(dim=16), reload_interval_s=0)
     token = "add-token-0123456789abcdef"
     app = create_app(served, token=token)
@@ -263,14 +296,17 @@ def test_concurrent_selects_during_additions_see_version_n_or_n_plus_1(tmp_path)
 
                 async def reader(r):
                     while not done.is_set():
-                        res = await client.post("/v1/select", json={"query": f"utterance {r} about topic 1", "k": 3})
+                        res = await client.post(
+                            "/v1/select", json={"query": f"utterance {r} about topic 1", "k": 3}
+                        )
                         seen.append((n, res.status_code, res.json()))
                         await asyncio.sleep(0)
 
                 async def adder():
                     body = {"examples": [{"text": f"added {step}", "label": "l2", "lang": "en"}]}
-                    res = await client.post("/v1/examples", json=body,
-                                            headers={"Authorization": f"Bearer {token}"})
+                    res = await client.post(
+                        "/v1/examples", json=body, headers={"Authorization": f"Bearer {token}"}
+                    )
                     assert res.status_code == 200 and res.json()["version"] == n + 1
                     sizes[n + 1] = res.json()["n_examples"]
                     await asyncio.sleep(0.05)  # readers keep going on the new version

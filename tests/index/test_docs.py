@@ -1,4 +1,5 @@
-"""The ```python blocks of the index and integration pages run as written (in order, one namespace per page)."""
+"""The
+```python blocks of the index and integration pages run as written (in order, one namespace per page)."""
 
 from __future__ import annotations
 
@@ -19,8 +20,10 @@ def code_blocks(page: Path) -> list:
     return re.findall(r"```python\n(.*?)```", page.read_text(encoding="utf-8"), flags=re.S)
 
 
-@pytest.mark.parametrize("page", [
-    pytest.param(name, marks=[pytest.mark.slow] if slow else []) for name, (_, slow) in PAGES.items()])
+@pytest.mark.parametrize(
+    "page",
+    [pytest.param(name, marks=[pytest.mark.slow] if slow else []) for name, (_, slow) in PAGES.items()],
+)
 def test_page_code_runs(page, tmp_path, monkeypatch):
     needs, _ = PAGES[page]
     if needs:

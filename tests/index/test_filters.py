@@ -9,21 +9,49 @@ from ucs.index import SelectorIndex
 from ucs.index.filters import greedy_distinct
 from ucs.testing.doubles import DummyBackbone, DummyEmbedder, DummyLM
 
-METHODS = ["topk", "topk+ucs", "dpp", "dpp+ucs", "mmr", "labelaware", "votek", "votek+ucs", "cover", "random",
-           "mdl", "mdl+ucs", "bsr"]
+METHODS = [
+    "topk",
+    "topk+ucs",
+    "dpp",
+    "dpp+ucs",
+    "mmr",
+    "labelaware",
+    "votek",
+    "votek+ucs",
+    "cover",
+    "random",
+    "mdl",
+    "mdl+ucs",
+    "bsr",
+]
 # methods that use no clustering: under a filter they equal an index fitted on the matching examples alone
 NO_CLUSTERS = ["topk", "dpp", "mmr", "labelaware", "votek", "random", "mdl", "bsr"]
 
 
 def _examples(n=90):
-    return [{"text": f"item {i} word{i % 7}", "label": f"L{i % 5}", "lang": "de" if i % 3 == 0 else "en",
-             "tier": "abc"[i % 4 % 3], "year": 2000 + i % 4} for i in range(n)]
+    return [
+        {
+            "text": f"item {i} word{i % 7}",
+            "label": f"L{i % 5}",
+            "lang": "de" if i % 3 == 0 else "en",
+            "tier": "abc"[i % 4 % 3],
+            "year": 2000 + i % 4,
+        }
+        for i in range(n)
+    ]
 
 
 def _index(method="topk", tmp_path=None, examples=None, embedder=None, **kw):
     emb = embedder or DummyBackbone(dim=16)
-    return SelectorIndex(emb, method, input_keys=["text"], output_key="label", cache_dir=tmp_path,
-                         lm=DummyLM() if method.startswith("mdl") else None, **kw).fit(examples or _examples())
+    return SelectorIndex(
+        emb,
+        method,
+        input_keys=["text"],
+        output_key="label",
+        cache_dir=tmp_path,
+        lm=DummyLM() if method.startswith("mdl") else None,
+        **kw,
+    ).fit(examples or _examples())
 
 
 def _brute_force(index, rows, query_embedding, k):
@@ -35,27 +63,43 @@ def _brute_force(index, rows, query_embedding, k):
 
 
 @pytest.mark.parametrize("search", ["exact", "hnsw"])
-@pytest.mark.parametrize("where", [{"lang": "de"}, {"tier": ["a", "b"]}, {"lang": "en", "year": [2001, 2003]},
-                                   {"lang": "de", "year": 2002}])  # the last: 33 of 400 rows
+@pytest.mark.parametrize(
+    "where",
+    [
+        {"lang": "de"},
+        {"tier": ["a", "b"]},
+        {"lang": "en", "year": [2001, 2003]},
+        {"lang": "de", "year": 2002},
+    ],
+)  # the last: 33 of 400 rows
 def test_filtered_topk_equals_brute_force_on_the_matching_rows(tmp_path, search, where):
     pytest.importorskip("faiss") if search == "hnsw" else None
     ex = _examples(400)
     index = _index("topk", tmp_path, ex, candidate_search=search)
-    rows = np.array([i for i, e in enumerate(ex) if all(
-        e[f] in (v if isinstance(v, list) else [v]) for f, v in where.items())])
+    rows = np.array(
+        [
+            i
+            for i, e in enumerate(ex)
+            if all(e[f] in (v if isinstance(v, list) else [v]) for f, v in where.items())
+        ]
+    )
     queries = [f"query {j}" for j in range(12)]
     qe = index.embed_queries(queries)
     got = index.select(queries, k=8, query_embeddings=qe, where=where, order="selected")
     for q, s in zip(qe, got):
         np.testing.assert_array_equal(s.indices, _brute_force(index, rows, q, 8))
         assert s.n_matched == rows.size and s.note is None
-        assert all(all(s.examples[j][f] in (v if isinstance(v, list) else [v]) for f, v in where.items())
-                   for j in range(8))
+        assert all(
+            all(s.examples[j][f] in (v if isinstance(v, list) else [v]) for f, v in where.items())
+            for j in range(8)
+        )
 
 
 def test_fewer_matches_than_k_returns_them_all_with_a_note(tmp_path):
     index = _index("dpp+ucs", tmp_path)
-    sel = index.select("item 3", k=8, where={"lang": "de", "year": 2000})  # i % 3 == 0 and i % 4 == 0: 8 of 90
+    sel = index.select(
+        "item 3", k=8, where={"lang": "de", "year": 2000}
+    )  # i % 3 == 0 and i % 4 == 0: 8 of 90
     assert sel.n_matched == 8 and len(sel.indices) == 8 and sel.note is None
     sel = index.select("item 3", k=10, where={"lang": "de", "year": 2000})
     assert sel.n_matched == 8 and sorted(sel.indices.tolist()) == list(range(0, 90, 12))
@@ -66,16 +110,25 @@ def test_fewer_matches_than_k_returns_them_all_with_a_note(tmp_path):
     assert "n_matched" not in index.select("item 3", k=4).to_dict()  # no filter, no field
 
 
-@pytest.mark.parametrize("where, match", [
-    ({"lnag": "de"}, r"field 'lnag', which no example has; filter on one of \['label', 'lang', 'text', 'tier', "),
-    ({"lang": {"de": 1}}, r"where\['lang'\] holds dict .*give a str, a number or a bool"),
-    ({"lang": []}, r"where\['lang'\] is an empty list"),
-    ({"lang": [["de"]]}, r"where\['lang'\] holds list"),
-    ({"year": "2001"}, r"where\['year'\] holds str '2001' but the examples' 'year' values are int or float; pass int"),
-    ({"lang": float("nan")}, r"where\['lang'\] holds float nan"),
-    ({1: "de"}, r"where has the key 1; name example fields with strings"),
-    ([("lang", "de")], r"where must be a dict of field -> value"),
-])
+@pytest.mark.parametrize(
+    "where, match",
+    [
+        (
+            {"lnag": "de"},
+            r"field 'lnag', which no example has; filter on one of \['label', 'lang', 'text', 'tier', ",
+        ),
+        ({"lang": {"de": 1}}, r"where\['lang'\] holds dict .*give a str, a number or a bool"),
+        ({"lang": []}, r"where\['lang'\] is an empty list"),
+        ({"lang": [["de"]]}, r"where\['lang'\] holds list"),
+        (
+            {"year": "2001"},
+            r"where\['year'\] holds str '2001' but the examples' 'year' values are int or float; pass int",
+        ),
+        ({"lang": float("nan")}, r"where\['lang'\] holds float nan"),
+        ({1: "de"}, r"where has the key 1; name example fields with strings"),
+        ([("lang", "de")], r"where must be a dict of field -> value"),
+    ],
+)
 def test_a_bad_filter_names_the_field_and_the_fix(tmp_path, where, match):
     index = _index("topk", tmp_path)
     with pytest.raises(ValueError, match=match):

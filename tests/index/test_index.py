@@ -68,7 +68,9 @@ def test_far_example_becomes_a_singleton_and_refit_reclusters(tmp_path, table_em
     emb = table_embedder({**dict(zip(texts, rows)), **far})
     examples = [{"text": t, "label": y} for t, y in zip(texts, labels)]
     clusterer = {"dbscan_k": 3, "dbscan_q": 0.99, "n_atoms": 16, "pca_dim": 24}
-    idx = SelectorIndex(emb, "topk+ucs", output_key="label", clusterer=clusterer, cache_dir=tmp_path).fit(examples)
+    idx = SelectorIndex(emb, "topk+ucs", output_key="label", clusterer=clusterer, cache_dir=tmp_path).fit(
+        examples
+    )
     n_clusters = idx.n_clusters_
     idx.add_examples([{"text": "far away", "label": "?"}])
     assert idx.last_placement_ == {"joined": 0, "singletons": 1}
@@ -79,7 +81,9 @@ def test_far_example_becomes_a_singleton_and_refit_reclusters(tmp_path, table_em
 @pytest.mark.slow  # loads all-MiniLM-L6-v2
 def test_save_load_identical_selections_on_real_data(tmp_path, minilm, banking_examples, embed_cache):
     examples, queries = banking_examples
-    idx = SelectorIndex(minilm, "dpp+ucs", output_key="label", cache_dir=embed_cache, random_state=1).fit(examples)
+    idx = SelectorIndex(minilm, "dpp+ucs", output_key="label", cache_dir=embed_cache, random_state=1).fit(
+        examples
+    )
     before = idx.select(queries, k=8)
     idx.save(tmp_path / "ix")
     loaded = SelectorIndex.load(tmp_path / "ix", embedder=minilm)
@@ -116,10 +120,16 @@ def test_restart_never_reembeds(tmp_path):
     assert fresh.n_texts_embedded_ == 0
 
 
-@pytest.mark.parametrize("target", ["embeddings.npy", "cluster_ids.npy", "examples.json", "clusterer/state.npz"])
+@pytest.mark.parametrize(
+    "target", ["embeddings.npy", "cluster_ids.npy", "examples.json", "clusterer/state.npz"]
+)
 def test_tampered_files_are_refused(tmp_path, target):
     ex = [{"q": f"question {i}", "a": str(i % 3)} for i in range(40)]
-    d = SelectorIndex(DummyEmbedder(dim=16), "dpp+ucs", output_key="a", cache_dir=tmp_path).fit(ex).save(tmp_path / "ix")
+    d = (
+        SelectorIndex(DummyEmbedder(dim=16), "dpp+ucs", output_key="a", cache_dir=tmp_path)
+        .fit(ex)
+        .save(tmp_path / "ix")
+    )
     assert d == tmp_path / "ix" / "versions" / "1"
     path = d / target
     data = bytearray(path.read_bytes())
@@ -145,7 +155,11 @@ def test_load_refuses_another_embedder_and_unknown_format(tmp_path):
 @pytest.mark.parametrize("edit", ["method", "unseal", "example_count"])
 def test_a_hand_edited_manifest_is_refused(tmp_path, edit):
     ex = [{"q": f"question {i}", "a": str(i % 3)} for i in range(10)]
-    d = SelectorIndex(DummyEmbedder(dim=16), "dpp+ucs", output_key="a", cache_dir=tmp_path).fit(ex).save(tmp_path / "ix")
+    d = (
+        SelectorIndex(DummyEmbedder(dim=16), "dpp+ucs", output_key="a", cache_dir=tmp_path)
+        .fit(ex)
+        .save(tmp_path / "ix")
+    )
     assert SelectorIndex.load(tmp_path / "ix").method_ == "dpp+ucs"
     man = d / "index.json"
     meta = json.loads(man.read_text())
@@ -184,7 +198,7 @@ def test_query_independent_and_small_pools(tmp_path):
         small = SelectorIndex(DummyEmbedder(dim=16), "dpp+ucs", cache_dir=tmp_path).fit(ex[:n])
         s = small.select("question 1", k=4)
         assert len(s.examples) == min(4, n)
-        small.add_examples(ex[n:n + 2])
+        small.add_examples(ex[n : n + 2])
         assert small.n_examples_ == n + 2
     assert len(idx.select("q", k=0).examples) == 0
 
@@ -204,18 +218,23 @@ def test_mdl_needs_an_lm_and_runs_with_one(tmp_path):
     ex = [{"q": f"question {i}", "a": f"label{i % 3}"} for i in range(40)]
     with pytest.raises(ValueError, match="pass lm="):
         SelectorIndex(DummyEmbedder(dim=16), "mdl+ucs", output_key="a", cache_dir=tmp_path).fit(ex)
-    idx = SelectorIndex(DummyEmbedder(dim=16), "mdl+ucs", output_key="a", lm=DummyLM(), cache_dir=tmp_path).fit(ex)
+    idx = SelectorIndex(
+        DummyEmbedder(dim=16), "mdl+ucs", output_key="a", lm=DummyLM(), cache_dir=tmp_path
+    ).fit(ex)
     s = idx.select("question 4", k=3)
     assert len(s.examples) == 3 and s.method == "mdl+ucs"
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    ({"method": "nope"}, "unknown method"),
-    ({"selector_params": {"bogus": 1}}, "bogus"),
-    ({"candidate_search": "ivf"}, "candidate_search"),
-    ({"output_key": "q"}, "also in input_keys"),
-    ({"input_keys": ["missing"]}, "missing"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"method": "nope"}, "unknown method"),
+        ({"selector_params": {"bogus": 1}}, "bogus"),
+        ({"candidate_search": "ivf"}, "candidate_search"),
+        ({"output_key": "q"}, "also in input_keys"),
+        ({"input_keys": ["missing"]}, "missing"),
+    ],
+)
 def test_bad_parameters_name_the_fix(tmp_path, kwargs, match):
     ex = [{"q": f"question {i}", "a": str(i % 3)} for i in range(10)]
     params = {"input_keys": ["q"], **kwargs}
@@ -241,8 +260,13 @@ def test_other_clustering_methods_fit_add_save_load(tmp_path, table_embedder, me
 
 
 _BAD_VALUES = [
-    (None, "NoneType None, not"), ("", "is empty"), ("   ", "only whitespace"), (["a"], "list"),
-    ({"a": 1}, "dict"), (True, "bool"), (float("nan"), "nan"),
+    (None, "NoneType None, not"),
+    ("", "is empty"),
+    ("   ", "only whitespace"),
+    (["a"], "list"),
+    ({"a": 1}, "dict"),
+    (True, "bool"),
+    (float("nan"), "nan"),
 ]
 
 
@@ -251,6 +275,7 @@ def test_a_bad_label_is_refused_naming_the_example_and_key(tmp_path, value, what
     ex = [{"q": f"question {i}", "a": f"label{i % 3}"} for i in range(10)]
     bad = [dict(e) for e in ex[:4]]
     bad[2]["a"] = value
+
     def make():
         return SelectorIndex(DummyEmbedder(dim=16), "topk", output_key="a", cache_dir=tmp_path)
 
@@ -262,15 +287,26 @@ def test_a_bad_label_is_refused_naming_the_example_and_key(tmp_path, value, what
     assert idx.n_examples_ == 10 and all(e["a"] is not value for e in idx.examples_)  # nothing was added
 
 
-@pytest.mark.parametrize("value, what", [(None, "NoneType"), ("", "is empty"), (" \n", "only whitespace"),
-                                         (3, "int 3, not text"), (["x"], "list")], ids=lambda v: repr(v)[:12])
+@pytest.mark.parametrize(
+    "value, what",
+    [
+        (None, "NoneType"),
+        ("", "is empty"),
+        (" \n", "only whitespace"),
+        (3, "int 3, not text"),
+        (["x"], "list"),
+    ],
+    ids=lambda v: repr(v)[:12],
+)
 def test_a_bad_input_text_is_refused_naming_the_example_and_key(tmp_path, value, what):
     ex = [{"q": f"question {i}", "a": f"label{i % 3}"} for i in range(6)]
     bad = [dict(e) for e in ex[:3]]
     bad[1]["q"] = value
+
     def make():
-        return SelectorIndex(DummyEmbedder(dim=16), "topk", input_keys=["q"], output_key="a",
-                             cache_dir=tmp_path)
+        return SelectorIndex(
+            DummyEmbedder(dim=16), "topk", input_keys=["q"], output_key="a", cache_dir=tmp_path
+        )
 
     with pytest.raises(ValueError, match=rf"example 1, field 'q' .*{re.escape(what)}"):
         make().fit(bad + ex)

@@ -1,4 +1,5 @@
-"""The one-query greedy MAP (the per-call path of the index) gives the batched path's order and scores bit for bit."""
+"""The one-query greedy MAP (the per-call path of the index) gives the batched path's order and scores bit for
+bit."""
 
 import numpy as np
 import pytest
@@ -37,9 +38,12 @@ def test_one_query_with_the_prior_equals_the_batched_rows(seed):
     prior = UCSPrior(rng.integers(0, 25, size=n))
     cand = np.stack([rng.choice(n, c, replace=False) for _ in range(3)])
     kernels = _kernels(rng, 3, c, 16, duplicate=False)
-    batch_order, batch_scores = greedy_map_dpp(kernels, budget, gain_fn=prior.greedy(cand, budget), lam=prior.lam)
+    batch_order, batch_scores = greedy_map_dpp(
+        kernels, budget, gain_fn=prior.greedy(cand, budget), lam=prior.lam
+    )
     for r in range(3):
-        order, scores = greedy_map_dpp(kernels[r : r + 1], budget, gain_fn=prior.greedy(cand[r : r + 1], budget),
-                                       lam=prior.lam)
+        order, scores = greedy_map_dpp(
+            kernels[r : r + 1], budget, gain_fn=prior.greedy(cand[r : r + 1], budget), lam=prior.lam
+        )
         assert np.array_equal(order[0], batch_order[r])
         assert np.array_equal(scores[0], batch_scores[r])

@@ -35,8 +35,8 @@ def _examples(n: int = 40):
 
 @pytest.fixture(autouse=True)
 def _served_are_closed(monkeypatch):
-    """Every ServedIndex a test starts is closed after it, so its worker thread ends with the test (a live thread
-    that set OpenBLAS's thread count keeps later tests' limits from taking effect)."""
+    """Every ServedIndex a test starts is closed after it, so its worker thread ends with the test (a live
+    thread that set OpenBLAS's thread count keeps later tests' limits from taking effect)."""
     made = []
 
     class Closed(ServedIndex):

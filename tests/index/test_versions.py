@@ -31,7 +31,8 @@ def _example(i: int) -> dict:
 def _fit(tmp_path, n=20, method="dpp+ucs", emb=None):
     emb = emb or DummyEmbedder(dim=8)
     return SelectorIndex(emb, method, output_key="a", cache_dir=tmp_path / "cache").fit(
-        [_example(i) for i in range(n)])
+        [_example(i) for i in range(n)]
+    )
 
 
 def _legacy_copy(version_dir, dest):
@@ -56,7 +57,9 @@ def test_each_save_is_a_new_version_and_old_ones_are_pruned(tmp_path):
         assert idx.save(root) == root / "versions" / str(n) and idx.version_ == n
         assert SelectorIndex.latest_version(root) == n and (root / "CURRENT").read_text() == f"{n}\n"
         idx.add_examples([_example(100 + n)])
-    assert sorted(p.name for p in (root / "versions").iterdir()) == [str(n) for n in range(6 - KEEP_VERSIONS, 6)]
+    assert sorted(p.name for p in (root / "versions").iterdir()) == [
+        str(n) for n in range(6 - KEEP_VERSIONS, 6)
+    ]
     loaded = SelectorIndex.load(root, warmup=False)
     assert loaded.version_ == 5 and loaded.n_examples_ == 24
     older = SelectorIndex.load(root, warmup=False, version=3)  # a kept version: a rollback
@@ -109,7 +112,9 @@ def test_a_reader_keeps_serving_its_version_while_a_writer_saves(tmp_path):
     assert reader.version_ == 1 and SelectorIndex.latest_version(root) == KEEP_VERSIONS + 2
     after = reader.select(query_embeddings=q, k=5)  # its memory-mapped arrays outlive the removed files
     assert after.indices.tolist() == before.indices.tolist() and reader.n_examples_ == 20
-    assert np.array_equal(reader.embeddings_, DummyEmbedder(dim=8).embed([_example(i)["q"] for i in range(20)]))
+    assert np.array_equal(
+        reader.embeddings_, DummyEmbedder(dim=8).embed([_example(i)["q"] for i in range(20)])
+    )
     fresh = SelectorIndex.load(root, warmup=False)
     assert fresh.version_ == KEEP_VERSIONS + 2 and fresh.n_examples_ == 20 + 2 * (KEEP_VERSIONS + 1)
 
@@ -196,11 +201,11 @@ def _check_version(root):
 
 
 def test_sigkill_during_saves_leaves_version_n_or_n_plus_1(tmp_path):
-    """A writer killed with SIGKILL at random points of add_examples + save, ≥ 200 times: every time the folder
-    loads, verified, as the last version the writer reported saved or the one after it — never a mix.
+    """A writer killed with SIGKILL at random points of add_examples + save, ≥ 200 times: every time the
+    folder loads, verified, as the last version the writer reported saved or the one after it — never a mix.
 
-    The folder is on tmpfs where there is one: a killed process loses nothing the kernel holds, so fsync (for power
-    loss) plays no part here and only slows each save down."""
+    The folder is on tmpfs where there is one: a killed process loses nothing the kernel holds, so fsync (for
+    power loss) plays no part here and only slows each save down."""
     pytest.importorskip("faiss")
     shm = Path("/dev/shm")
     if shm.is_dir() and os.access(shm, os.W_OK):
@@ -208,8 +213,14 @@ def test_sigkill_during_saves_leaves_version_n_or_n_plus_1(tmp_path):
     root, first_n = tmp_path / "ix", 12
     _fit(tmp_path, n=first_n, method="topk").save(root)
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    zygote = subprocess.Popen([sys.executable, "-c", _ZYGOTE, str(root), str(tmp_path / "cache")], env=env,
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
+    zygote = subprocess.Popen(
+        [sys.executable, "-c", _ZYGOTE, str(root), str(tmp_path / "cache")],
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        bufsize=1,
+    )
     rng, kills, versions, deadline = random.Random(0), 0, set(), time.monotonic() + 60
     last = _check_version(root)
     try:

@@ -28,8 +28,9 @@ def _fresh_minilm():
 
 
 @pytest.mark.parametrize("method", ["topk", "dpp+ucs"])
-def test_first_select_after_load_loads_no_model(tmp_path, minilm, banking_examples, embed_cache, count_model_loads,
-                                                method):
+def test_first_select_after_load_loads_no_model(
+    tmp_path, minilm, banking_examples, embed_cache, count_model_loads, method
+):
     examples, queries = banking_examples
     index = SelectorIndex(minilm, method, input_keys=["text"], output_key="label", cache_dir=embed_cache)
     index.fit(examples[:200]).save(tmp_path / "ix")
@@ -40,10 +41,13 @@ def test_first_select_after_load_loads_no_model(tmp_path, minilm, banking_exampl
     assert first.indices.tolist() == index.select(queries[0], k=8).indices.tolist()
 
 
-def test_warmup_false_defers_the_model_to_the_first_query(tmp_path, minilm, banking_examples, embed_cache,
-                                                          count_model_loads):
+def test_warmup_false_defers_the_model_to_the_first_query(
+    tmp_path, minilm, banking_examples, embed_cache, count_model_loads
+):
     examples, queries = banking_examples
-    SelectorIndex(minilm, "topk", input_keys=["text"], cache_dir=embed_cache).fit(examples[:100]).save(tmp_path / "ix")
+    SelectorIndex(minilm, "topk", input_keys=["text"], cache_dir=embed_cache).fit(examples[:100]).save(
+        tmp_path / "ix"
+    )
     loaded = SelectorIndex.load(tmp_path / "ix", embedder=_fresh_minilm(), warmup=False)
     assert count_model_loads == []
     loaded.select(queries[0], k=4)
@@ -55,20 +59,24 @@ def test_warmup_without_the_embedder_warms_the_selection_only(tmp_path, table_em
     texts = [f"example {i}" for i in range(30)]
     emb = table_embedder({t: rng.standard_normal(8) for t in texts})
     SelectorIndex(emb, "dpp", input_keys=["text"], cache_dir=tmp_path / "c").fit(
-        [{"text": t} for t in texts]).save(tmp_path / "ix")
+        [{"text": t} for t in texts]
+    ).save(tmp_path / "ix")
     loaded = SelectorIndex.load(tmp_path / "ix")  # built with a table embedder, loaded without it
     assert loaded.embedder is None or loaded.embedder is not emb
     assert emb.n_texts_embedded_ == 30
     with_emb = SelectorIndex.load(tmp_path / "ix", embedder=emb)  # the warmup embeds one probe query
     assert emb.n_texts_embedded_ == 31
-    assert with_emb.select("example 3", k=3).indices.tolist() == loaded.select(
-        query_embeddings=emb.embed(["example 3"])[0], k=3).indices.tolist()
+    assert (
+        with_emb.select("example 3", k=3).indices.tolist()
+        == loaded.select(query_embeddings=emb.embed(["example 3"])[0], k=3).indices.tolist()
+    )
 
 
-def test_one_query_selects_on_the_query_threads_and_a_batch_on_all(minilm, banking_examples, embed_cache,
-                                                                    monkeypatch):
-    """The faiss scan and numpy of one served query run on ``query_threads`` (their OpenMP / BLAS pools otherwise
-    wait for a busy core); a batch of queries keeps every thread. Same selections either way."""
+def test_one_query_selects_on_the_query_threads_and_a_batch_on_all(
+    minilm, banking_examples, embed_cache, monkeypatch
+):
+    """The faiss scan and numpy of one served query run on ``query_threads`` (their OpenMP / BLAS pools
+    otherwise wait for a busy core); a batch of queries keeps every thread. Same selections either way."""
     from threadpoolctl import threadpool_info
 
     import ucs.index.index as ix_mod
@@ -90,7 +98,9 @@ def test_one_query_selects_on_the_query_threads_and_a_batch_on_all(minilm, banki
     assert seen[0] == 1
     assert many[0].indices.tolist() == one.indices.tolist()
     limits = []
-    monkeypatch.setattr(ix_mod, "limit_threads", lambda n: limits.append(n) or __import__("contextlib").nullcontext())
+    monkeypatch.setattr(
+        ix_mod, "limit_threads", lambda n: limits.append(n) or __import__("contextlib").nullcontext()
+    )
     index.select(queries[0], k=8)
     index.select(queries[:3], k=8)
     assert limits == [1, None]

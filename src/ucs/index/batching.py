@@ -1,15 +1,16 @@
 """Micro-batching for a server: the selections of concurrent requests answered together, on worker threads.
 
 A :class:`SelectionBatcher` owns ``workers`` worker threads, the only ones that embed queries and select.
-Requests are queued with :meth:`SelectionBatcher.submit`; a worker takes every request waiting when it is free (after
-waiting up to ``window_s`` for more when fewer than ``max_queries`` wait and its previous batch held several
-requests), embeds the texts of all requests that can share a call with one :meth:`SelectorIndex.embed_queries`,
-selects for them with one :meth:`SelectorIndex.select`, and hands each request its own rows. Other work on the
-model (a new version's warm-up, the embedding of added examples) runs on a worker through
-:meth:`SelectionBatcher.call`, between that worker's batches. With several workers, batches run side by side:
-the query encoder (ONNX Runtime, one intra-op thread per call) and the selection (numpy, faiss) are read-only and
-release the GIL in their kernels, and each worker sets its own thread counts (OpenMP's are per thread). The
-answers do not depend on which worker, or which batch, answers a request (below).
+Requests are queued with :meth:`SelectionBatcher.submit`; a worker takes every request waiting when it is free
+(after waiting up to ``window_s`` for more when fewer than ``max_queries`` wait and its previous batch held
+several requests), embeds the texts of all requests that can share a call with one
+:meth:`SelectorIndex.embed_queries`, selects for them with one :meth:`SelectorIndex.select`, and hands each
+request its own rows. Other work on the model (a new version's warm-up, the embedding of added examples) runs
+on a worker through :meth:`SelectionBatcher.call`, between that worker's batches. With several workers,
+batches run side by side: the query encoder (ONNX Runtime, one intra-op thread per call) and the selection
+(numpy, faiss) are read-only and release the GIL in their kernels, and each worker sets its own thread counts
+(OpenMP's are per thread). The answers do not depend on which worker, or which batch, answers a request
+(below).
 
 **Same answers as alone.** Requests share a call only where that cannot change a bit of any answer:
 
@@ -17,8 +18,8 @@ answers do not depend on which worker, or which batch, answers a request (below)
   (``query_batch_invariant``: the ONNX Runtime query encoder, checked when it is built; the torch path rounds
   differently in a batch, so there each text is embedded alone);
 * the selection is shared for methods whose per-query work is independent of the other queries
-  (:data:`BATCHED_METHODS`) when the candidate search is (``row_invariant``: faiss scans each query on its own,
-  numpy's matrix product rounds by batch size);
+  (:data:`BATCHED_METHODS`) when the candidate search is (``row_invariant``: faiss scans each query on its
+  own, numpy's matrix product rounds by batch size);
 * requests with ``where`` or ``dedupe`` and query-independent methods are answered one by one, on the worker.
 
 Everything else about a request (its ``k``, ``order``, ``example_keys``, its index version) must match for two
@@ -65,8 +66,13 @@ class _Select:
         """Whether this request may share calls with others (see the module notes)."""
         index = self.index
         search = getattr(index, "search_", None)
-        return (self.texts is not None and self.where is None and self.dedupe is None
-                and index.method_ in BATCHED_METHODS and bool(getattr(search, "row_invariant", False)))
+        return (
+            self.texts is not None
+            and self.where is None
+            and self.dedupe is None
+            and index.method_ in BATCHED_METHODS
+            and bool(getattr(search, "row_invariant", False))
+        )
 
     def key(self) -> Tuple[Any, ...]:
         return (id(self.index), self.k, self.order, self.example_keys)
@@ -110,13 +116,14 @@ class SelectionBatcher:
 
     Notes
     -----
-    A batch of ``R`` requests with ``Q`` queries in all costs one embedding call over the ``Q`` texts (grouped by
-    length, see :func:`ucs.embedding.onnx_query.length_groups`) and one selection call, instead of ``R`` of
+    A batch of ``R`` requests with ``Q`` queries in all costs one embedding call over the ``Q`` texts (grouped
+    by length, see :func:`ucs.embedding.onnx_query.length_groups`) and one selection call, instead of ``R`` of
     each; what remains per request is splitting the rows, O(Q).
     """
 
-    def __init__(self, window_s: float = 0.002, max_queries: int = 64, threads: Optional[int] = None,
-                 workers: int = 1) -> None:
+    def __init__(
+        self, window_s: float = 0.002, max_queries: int = 64, threads: Optional[int] = None, workers: int = 1
+    ) -> None:
         if not window_s >= 0:
             raise ValueError(f"window_s must be >= 0 seconds; got {window_s!r}")
         if not isinstance(max_queries, int) or max_queries < 1:
@@ -133,26 +140,43 @@ class SelectionBatcher:
         self._closed = False
         self._last_batch = 0
         self._idle = 0  # workers in _take
-        self._threads = [threading.Thread(target=self._loop, name=f"ucs-serve-batcher-{i}", daemon=True)
-                         for i in range(workers)]
+        self._threads = [
+            threading.Thread(target=self._loop, name=f"ucs-serve-batcher-{i}", daemon=True)
+            for i in range(workers)
+        ]
         for thread in self._threads:
             thread.start()
 
     # ------------------------------------------------------------------ callers
-    def submit(self, index: Any, texts: Optional[List[str]], k: int, *, order: Optional[str] = None,
-               example_keys: Optional[List[str]] = None, where: Optional[Dict[str, Any]] = None,
-               dedupe: Optional[float] = None) -> "Future[List[Any]]":
+    def submit(
+        self,
+        index: Any,
+        texts: Optional[List[str]],
+        k: int,
+        *,
+        order: Optional[str] = None,
+        example_keys: Optional[List[str]] = None,
+        where: Optional[Dict[str, Any]] = None,
+        dedupe: Optional[float] = None,
+    ) -> "Future[List[Any]]":
         """Queue one request: ``index.select(texts, k, order=..., ...)`` → a future of its list of
         :class:`~ucs.index.IndexSelection` (one per text; one shared selection when ``texts`` is ``None``, for
         query-independent methods). A ``ValueError`` of the selection is the future's exception."""
-        job = _Select(index, None if texts is None else list(texts), int(k), order,
-                      None if example_keys is None else tuple(example_keys), where, dedupe)
+        job = _Select(
+            index,
+            None if texts is None else list(texts),
+            int(k),
+            order,
+            None if example_keys is None else tuple(example_keys),
+            where,
+            dedupe,
+        )
         self._put(job)
         return job.future
 
     def call(self, fn: Callable[..., Any], *args: Any) -> Any:
-        """Run ``fn(*args)`` on a worker, between its batches, and return its result (or raise its exception): for
-        other work with the model (warming a new version up, embedding added examples)."""
+        """Run ``fn(*args)`` on a worker, between its batches, and return its result (or raise its exception):
+        for other work with the model (warming a new version up, embedding added examples)."""
         if threading.current_thread() in self._threads:
             return fn(*args)
         job = _Call(fn, args)
@@ -190,9 +214,9 @@ class SelectionBatcher:
                         job.future.set_exception(exc)
 
     def _take(self) -> Optional[List[Any]]:
-        """The next batch: the waiting jobs up to ``max_queries`` queries (waiting ``window_s`` for more), shared
-        with the other idle workers: with ``w`` workers free, this one takes about ``1 / w`` of what waits (in
-        queries; a call counts as one) and wakes the next for the rest."""
+        """The next batch: the waiting jobs up to ``max_queries`` queries (waiting ``window_s`` for more),
+        shared with the other idle workers: with ``w`` workers free, this one takes about ``1 / w`` of what
+        waits (in queries; a call counts as one) and wakes the next for the rest."""
         with self._cond:
             self._idle += 1
             try:
@@ -200,7 +224,9 @@ class SelectionBatcher:
                     if self._closed:
                         return None
                     self._cond.wait()
-                if self.window_s > 0 and self._last_batch > 1 and not self._closed:  # a lone client never waits
+                if (
+                    self.window_s > 0 and self._last_batch > 1 and not self._closed
+                ):  # a lone client never waits
                     deadline = time.monotonic() + self.window_s
                     while self._n_queries() < self.max_queries and not self._closed:
                         left = deadline - time.monotonic()
@@ -251,7 +277,8 @@ class SelectionBatcher:
             self._run_alone(job)
 
     def _run_group(self, group: List[_Select]) -> None:
-        """One embedding call (when the embedder allows) and one selection call for requests that share them."""
+        """One embedding call (when the embedder allows) and one selection call for requests that share
+        them."""
         first = group[0]
         index = first.index
         texts = [t for job in group for t in job.texts]
@@ -260,12 +287,13 @@ class SelectionBatcher:
             E = index.embed_queries(texts)
         else:
             E = np.concatenate([index.embed_queries([t]) for t in texts])
-        rows = index.select(texts, first.k, query_embeddings=E, order=first.order,
-                            example_keys=first.example_keys)
+        rows = index.select(
+            texts, first.k, query_embeddings=E, order=first.order, example_keys=first.example_keys
+        )
         start = 0
         for job in group:
             n = len(job.texts)
-            job.future.set_result(rows[start:start + n])
+            job.future.set_result(rows[start : start + n])
             start += n
 
     def _run_alone(self, job: Any) -> None:
@@ -275,8 +303,14 @@ class SelectionBatcher:
             if isinstance(job, _Call):
                 job.future.set_result(job.fn(*job.args))
                 return
-            out = job.index.select(job.texts, job.k, order=job.order, where=job.where, dedupe=job.dedupe,
-                                   example_keys=job.example_keys)
+            out = job.index.select(
+                job.texts,
+                job.k,
+                order=job.order,
+                where=job.where,
+                dedupe=job.dedupe,
+                example_keys=job.example_keys,
+            )
             job.future.set_result(out if isinstance(out, list) else [out])
         except Exception as exc:  # noqa: BLE001 - the caller's to raise (a bad filter is its ValueError)
             job.future.set_exception(exc)

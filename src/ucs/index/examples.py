@@ -9,8 +9,15 @@ import numbers
 from collections.abc import Mapping
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-__all__ = ["check_examples", "check_text", "check_label", "resolve_keys", "example_text", "query_text",
-           "check_json_examples"]
+__all__ = [
+    "check_examples",
+    "check_text",
+    "check_label",
+    "resolve_keys",
+    "example_text",
+    "query_text",
+    "check_json_examples",
+]
 
 
 def check_examples(examples: Any, name: str = "examples") -> List[Dict[str, Any]]:
@@ -59,13 +66,17 @@ def resolve_keys(
 
 
 def check_text(value: Any, where: str) -> str:
-    """``value`` if it is a string with a non-blank character, else a ``ValueError`` naming ``where`` (the same
-    rule as the dataset loaders: ``None``, numbers, ``""`` and whitespace are not texts to embed)."""
+    """``value`` if it is a string with a non-blank character, else a ``ValueError`` naming ``where`` (the
+    same rule as the dataset loaders: ``None``, numbers, ``""`` and whitespace are not texts to embed)."""
     if not isinstance(value, str):
-        raise ValueError(f"{where} is {type(value).__name__} {value!r}, not text; give every example a non-empty string")
+        raise ValueError(
+            f"{where} is {type(value).__name__} {value!r}, not text; give every example a non-empty string"
+        )
     if not value.strip():
-        raise ValueError(f"{where} is {'empty' if not value else 'only whitespace'}; give every example a non-empty "
-                         "text, or leave the example out")
+        raise ValueError(
+            f"{where} is {'empty' if not value else 'only whitespace'}; give every example a non-empty "
+            "text, or leave the example out"
+        )
     return value
 
 
@@ -78,19 +89,23 @@ def check_label(value: Any, where: str) -> Any:
     if isinstance(value, str):
         if not value.strip():
             what = "empty" if not value else "only whitespace"
-            raise ValueError(f"{where} is {what}; give every example a non-empty label, or leave the example "
-                             "out")
+            raise ValueError(
+                f"{where} is {what}; give every example a non-empty label, or leave the example out"
+            )
         return value
     if isinstance(value, numbers.Integral) and not isinstance(value, bool):  # numpy's bool_ is not Integral
         return int(value)
     if isinstance(value, numbers.Real) and not isinstance(value, bool):
         if not math.isfinite(float(value)):
-            raise ValueError(f"{where} is {float(value)!r}; a label must be a finite number or a non-empty "
-                             "text")
+            raise ValueError(
+                f"{where} is {float(value)!r}; a label must be a finite number or a non-empty text"
+            )
         return float(value)
     shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
-    raise ValueError(f"{where} is {type(value).__name__} {shown}, not a label; give every example a "
-                     "non-empty string or an integer class id")
+    raise ValueError(
+        f"{where} is {type(value).__name__} {shown}, not a label; give every example a "
+        "non-empty string or an integer class id"
+    )
 
 
 def example_text(example: Mapping, input_keys: Sequence[str]) -> str:
@@ -105,7 +120,9 @@ def query_text(query: Any, input_keys: Sequence[str]) -> str:
     if isinstance(query, Mapping):
         missing = [k for k in input_keys if k not in query]
         if missing:
-            raise ValueError(f"the query has no field(s) {missing}; pass a string or a dict with {list(input_keys)}")
+            raise ValueError(
+                f"the query has no field(s) {missing}; pass a string or a dict with {list(input_keys)}"
+            )
         return example_text(query, input_keys)
     raise ValueError(f"a query must be a string or a dict of fields; got {type(query).__name__}")
 
@@ -116,5 +133,6 @@ def check_json_examples(examples: Sequence[Dict[str, Any]]) -> str:
         return json.dumps(examples, ensure_ascii=False, allow_nan=False)
     except (TypeError, ValueError) as exc:
         raise ValueError(
-            f"the examples cannot be saved as JSON ({exc}); keep example fields to str, numbers, lists and dicts"
+            f"the examples cannot be saved as JSON ({exc}); keep example fields to str, numbers, lists and "
+            "dicts"
         ) from exc

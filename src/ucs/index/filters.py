@@ -1,8 +1,9 @@
 """Metadata filters (``where=``) and near-duplicate suppression (``dedupe=``) of :meth:`SelectorIndex.select`.
 
-A filter is a dict ``{field: value}`` (equality) or ``{field: [v1, v2]}`` (membership) over the examples' fields;
-every condition must hold. Values are text, numbers or booleans; ``1`` and ``1.0`` are equal, ``True`` and ``1``
-are not. Near-duplicates are pairs of chosen examples whose retrieval embeddings have cosine ``>= dedupe``.
+A filter is a dict ``{field: value}`` (equality) or ``{field: [v1, v2]}`` (membership) over the examples'
+fields; every condition must hold. Values are text, numbers or booleans; ``1`` and ``1.0`` are equal, ``True``
+and ``1`` are not. Near-duplicates are pairs of chosen examples whose retrieval embeddings have cosine
+``>= dedupe``.
 """
 
 from __future__ import annotations
@@ -34,7 +35,8 @@ def _kind(value: Any) -> Optional[str]:
 
 
 def _key(value: Any) -> Optional[Tuple[str, Any]]:
-    """A hashable, kind-tagged form of ``value`` (so ``True`` never equals ``1``); ``None`` if not a scalar."""
+    """A hashable, kind-tagged form of ``value`` (so ``True`` never equals ``1``); ``None`` if not a
+    scalar."""
     kind = _kind(value)
     if kind is None:
         return None
@@ -58,8 +60,10 @@ def normalize_where(where: Any, examples: Sequence[Mapping]) -> Optional[Where]:
     if where is None:
         return None
     if not isinstance(where, Mapping):
-        raise ValueError(f"where must be a dict of field -> value or list of values, e.g. {{'lang': 'de', "
-                         f"'tier': ['a', 'b']}}; got {type(where).__name__}")
+        raise ValueError(
+            f"where must be a dict of field -> value or list of values, e.g. {{'lang': 'de', "
+            f"'tier': ['a', 'b']}}; got {type(where).__name__}"
+        )
     out: List[Tuple[str, Tuple[Any, ...]]] = []
     for field, value in where.items():
         if not isinstance(field, str):
@@ -88,13 +92,17 @@ def _check_field(field: str, values: List[Any], examples: Sequence[Mapping]) -> 
     kinds = {_kind(e[field]) for e in examples if field in e}
     if not kinds:
         fields = sorted({k for e in examples for k in e})
-        raise ValueError(f"where names the field {field!r}, which no example has; filter on one of {fields} "
-                         "(fields of the examples given to fit / add_examples)")
+        raise ValueError(
+            f"where names the field {field!r}, which no example has; filter on one of {fields} "
+            "(fields of the examples given to fit / add_examples)"
+        )
     for v in values:
         if _kind(v) not in kinds:
             have = " or ".join(sorted(_KINDS[k] for k in kinds if k is not None)) or "lists or dicts"
-            raise ValueError(f"where[{field!r}] holds {type(v).__name__} {_shown(v)} but the examples' {field!r} "
-                             f"values are {have}; pass {have} values")
+            raise ValueError(
+                f"where[{field!r}] holds {type(v).__name__} {_shown(v)} but the examples' {field!r} "
+                f"values are {have}; pass {have} values"
+            )
 
 
 def matching_rows(where: Where, examples: Sequence[Mapping]) -> np.ndarray:
@@ -108,18 +116,21 @@ def matching_rows(where: Where, examples: Sequence[Mapping]) -> np.ndarray:
 
 
 def check_dedupe(dedupe: Any) -> Optional[float]:
-    """``None`` (off) or the cosine threshold as a float in ``(0, 1]``; else a ``ValueError`` naming the fix."""
+    """``None`` (off) or the cosine threshold as a float in ``(0, 1]``; else a ``ValueError`` naming the
+    fix."""
     if dedupe is None:
         return None
     if isinstance(dedupe, bool) or not isinstance(dedupe, numbers.Real) or not 0.0 < float(dedupe) <= 1.0:
-        raise ValueError(f"dedupe must be a cosine threshold in (0, 1] (e.g. 0.95) or None for off; got "
-                         f"{_shown(dedupe)}")
+        raise ValueError(
+            f"dedupe must be a cosine threshold in (0, 1] (e.g. 0.95) or None for off; got {_shown(dedupe)}"
+        )
     return float(dedupe)
 
 
 def greedy_distinct(unit_rows: np.ndarray, threshold: float, limit: int) -> np.ndarray:
-    """Positions of at most ``limit`` rows taken in order, skipping each row whose cosine with an already taken
-    row is ``>= threshold`` (``unit_rows`` are ℓ2-normalised, in the method's own choice order). O(B²·d)."""
+    """Positions of at most ``limit`` rows taken in order, skipping each row whose cosine with an already
+    taken row is ``>= threshold`` (``unit_rows`` are ℓ2-normalised, in the method's own choice order).
+    O(B²·d)."""
     taken: List[int] = []
     for i in range(unit_rows.shape[0]):
         if len(taken) == limit:

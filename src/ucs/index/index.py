@@ -33,8 +33,14 @@ def _defaults() -> Dict[str, Any]:
     """The prior's settings: the library defaults (:mod:`ucs.defaults`) with the project's coverage setting
     (:data:`ucs.defaults.DEFAULT_COVERAGE`: the OSW binomial estimator, relevance weighting off)."""
     cov = D.DEFAULT_COVERAGE
-    return {"estimator": cov["estimator"], "lam": D.LAM, "design": D.DESIGN, "corpus_prior": D.CORPUS_PRIOR,
-            **({"relevance": cov["relevance"]} if cov["relevance"] != "none" else {}), "t": D.T}
+    return {
+        "estimator": cov["estimator"],
+        "lam": D.LAM,
+        "design": D.DESIGN,
+        "corpus_prior": D.CORPUS_PRIOR,
+        **({"relevance": cov["relevance"]} if cov["relevance"] != "none" else {}),
+        "t": D.T,
+    }
 
 
 class SelectorIndex:
@@ -46,8 +52,9 @@ class SelectorIndex:
         Any ucs embedder (``embed(texts)``, ``identity``, ``dim``). Default: the embedded SmolLM2-135M
         backbone (:func:`ucs.models.load_backbone`), loaded on first use.
     method : str, default="topk"
-        A name of :data:`ucs.selectors.factory.METHODS` (``topk``, ``dpp``, ``mdl``, ``votek``, ``mmr``, ``bsr`` …),
-        most with a ``+ucs`` form for the coverage prior; the default is :data:`ucs.defaults.METHOD`.
+        A name of :data:`ucs.selectors.factory.METHODS` (``topk``, ``dpp``, ``mdl``, ``votek``, ``mmr``,
+        ``bsr`` …), most with a ``+ucs`` form for the coverage prior; the default is
+        :data:`ucs.defaults.METHOD`.
     input_keys : sequence of str, optional
         Example fields that are embedded (joined by a space, in this order). Default: every field of the
         first example except ``output_key``.
@@ -59,8 +66,8 @@ class SelectorIndex:
         paper's is ``{"method": "dict_dbscan"}``). Size
         parameters larger than the pool (``n_atoms``, ``pca_dim``, ``dbscan_k``) are lowered to fit it.
     prior : dict, optional
-        Overrides of the :class:`~ucs.selectors.UCSPrior` settings (``lam``, ``estimator``, ``design``, ``t`` …;
-        default: the pipeline's). The same estimator gives every selection's ``phi``.
+        Overrides of the :class:`~ucs.selectors.UCSPrior` settings (``lam``, ``estimator``, ``design``, ``t``
+        …; default: the pipeline's). The same estimator gives every selection's ``phi``.
     selector_params : dict, optional
         Extra parameters of the selector class (``candidate_num``, ``scale_factor``, ``k`` …); those the
         class does not take are rejected.
@@ -96,8 +103,8 @@ class SelectorIndex:
 
     Examples
     --------
-    The embedder here is :class:`ucs.testing.DummyEmbedder`, a deterministic test double that needs no weights:
-    equal texts embed equal, other texts are unrelated. A real one (the default backbone, or
+    The embedder here is :class:`ucs.testing.DummyEmbedder`, a deterministic test double that needs no
+    weights: equal texts embed equal, other texts are unrelated. A real one (the default backbone, or
     ``ucs.embedding.load_retrieval_embedder()``) puts paraphrases together.
 
     >>> from ucs import SelectorIndex
@@ -159,7 +166,9 @@ class SelectorIndex:
                 "(e.g. ucs.models.load_backbone()) or choose topk, dpp or votek"
             )
         if spec.needs_scorer and self.output_key is None:
-            raise ValueError(f"method={self.method!r} builds labelled prompts; pass output_key= (the label field)")
+            raise ValueError(
+                f"method={self.method!r} builds labelled prompts; pass output_key= (the label field)"
+            )
         if self.candidate_search not in SEARCHES:
             raise ValueError(f"candidate_search must be one of {SEARCHES}; got {self.candidate_search!r}")
         check_random_state(self.random_state)
@@ -241,15 +250,17 @@ class SelectorIndex:
 
     def _cluster_and_fit(self) -> "SelectorIndex":
         self.clusterer_, self.cluster_ids_ = fit_clusters(self.clusterer, self.embeddings_, self.random_state)
-        self.rep_ = (None if self.clusterer_ is None
-                     else pool_representation(self.clusterer_, self.embeddings_))
+        self.rep_ = (
+            None if self.clusterer_ is None else pool_representation(self.clusterer_, self.embeddings_)
+        )
         self.n_added_ = 0
         self._build_search()
         return self._fit_selector()
 
     def _embed_texts(self, texts: List[str]) -> np.ndarray:
         E = EmbeddingCache(None if self.cache_dir is None else Path(self.cache_dir) / "embeddings").embed(
-            self.get_embedder(), texts)
+            self.get_embedder(), texts
+        )
         return np.ascontiguousarray(E, dtype=np.float32)
 
     def _build_search(self, serialized: Optional[np.ndarray] = None) -> None:
@@ -259,16 +270,18 @@ class SelectorIndex:
         return UCSPrior.build(self.cluster_ids_, {**_defaults(), **(self.prior or {})})
 
     def _fit_selector(self, stored: Optional[Dict[str, Any]] = None) -> "SelectorIndex":
-        """Build the selector with :func:`ucs.selectors.factory.make_selector` and fit it (``stored``: state read
-        with a saved index, so that loading computes nothing costly: Set-BSR's pool tokens as ``bsr_tokens``, a
-        ``PackedTokens``; VoteK's vote graph as ``votek_graph``)."""
+        """Build the selector with :func:`ucs.selectors.factory.make_selector` and fit it (``stored``: state
+        read with a saved index, so that loading computes nothing costly: Set-BSR's pool tokens as
+        ``bsr_tokens``, a ``PackedTokens``; VoteK's vote graph as ``votek_graph``)."""
         spec = self.spec_
         cls = spec.selector_class
         accepted = set(spec.param_names())
         params: Dict[str, Any] = dict(self.selector_params or {})
         unknown = sorted(set(params) - accepted)
         if unknown:
-            raise ValueError(f"selector_params {unknown} are not parameters of {cls.__name__}; valid: {sorted(accepted)}")
+            raise ValueError(
+                f"selector_params {unknown} are not parameters of {cls.__name__}; valid: {sorted(accepted)}"
+            )
         params.setdefault("random_state", int(self.random_state))
         self.coverage_prior_ = self._prior()
         if spec.needs_scorer:
@@ -280,8 +293,13 @@ class SelectorIndex:
         sel = make_selector(spec, prior=self.coverage_prior_ if spec.ucs else None, **params)
         stored = stored or {}
         if sel.stored_state is not None and sel.stored_state in stored:
-            sel.fit_with_state(self.embeddings_, stored[sel.stored_state], labels=labels, texts=texts,
-                               cluster_ids=self.cluster_ids_)
+            sel.fit_with_state(
+                self.embeddings_,
+                stored[sel.stored_state],
+                labels=labels,
+                texts=texts,
+                cluster_ids=self.cluster_ids_,
+            )
         else:
             sel.fit(self.embeddings_, labels=labels, texts=texts, cluster_ids=self.cluster_ids_)
         return self._install(sel)
@@ -298,11 +316,14 @@ class SelectorIndex:
 
     def _check_fitted(self) -> None:
         if not hasattr(self, "selector_"):
-            raise ValueError("this SelectorIndex is not fitted; call fit(examples) or SelectorIndex.load(dir) first")
+            raise ValueError(
+                "this SelectorIndex is not fitted; call fit(examples) or SelectorIndex.load(dir) first"
+            )
 
     # ------------------------------------------------------------------ add
-    def add_examples(self, examples: Sequence[Dict[str, Any]],
-                     embeddings: Optional[np.ndarray] = None) -> "SelectorIndex":
+    def add_examples(
+        self, examples: Sequence[Dict[str, Any]], embeddings: Optional[np.ndarray] = None
+    ) -> "SelectorIndex":
         """Add examples without re-clustering: each joins the nearest cluster within the fitted radius, else
         becomes a new singleton cluster (see :func:`ucs.index.placement.place_rows`); the selector is refit on
         the grown pool (cheap for TopK/DPP/MDL; VoteK rebuilds its vote graph). :meth:`refit` re-clusters.
@@ -312,8 +333,8 @@ class SelectorIndex:
         examples : list of dict
             Each holds the ``input_keys`` (and ``output_key`` when set).
         embeddings : array-like (M, d), optional
-            Their embeddings from :meth:`embed_examples` (computed elsewhere, e.g. on a server's model thread);
-            default: embedded here, through the cache.
+            Their embeddings from :meth:`embed_examples` (computed elsewhere, e.g. on a server's model
+            thread); default: embedded here, through the cache.
 
         Returns
         -------
@@ -329,10 +350,14 @@ class SelectorIndex:
         else:
             E_new = np.ascontiguousarray(embeddings, dtype=np.float32)
             if E_new.ndim != 2 or E_new.shape[0] != len(new):
-                raise ValueError(f"embeddings has shape {E_new.shape}; give one row per example ({len(new)}), "
-                                 "as embed_examples(examples) returns")
+                raise ValueError(
+                    f"embeddings has shape {E_new.shape}; give one row per example ({len(new)}), "
+                    "as embed_examples(examples) returns"
+                )
         if E_new.shape[1] != self.embeddings_.shape[1]:
-            raise ValueError(f"the embedder gives dimension {E_new.shape[1]}; the index holds {self.embeddings_.shape[1]}")
+            raise ValueError(
+                f"the embedder gives dimension {E_new.shape[1]}; the index holds {self.embeddings_.shape[1]}"
+            )
         if self.clusterer_ is not None:
             rep_new = represent(self.clusterer_, E_new)
             new_ids, self.last_placement_ = place_rows(self.clusterer_, self.rep_, self.cluster_ids_, rep_new)
@@ -349,18 +374,23 @@ class SelectorIndex:
         return self._extend_selector(E_new, new)
 
     def _extend_selector(self, E_new: np.ndarray, new: List[Dict[str, Any]]) -> "SelectorIndex":
-        """The selector of the grown pool: what :meth:`_fit_selector` fits, from the old one's normalised pool and
-        the new rows (:meth:`ucs.selectors.base.Selector.extended`; O(M·d) plus one copy of the pool)."""
+        """The selector of the grown pool: what :meth:`_fit_selector` fits, from the old one's normalised pool
+        and the new rows (:meth:`ucs.selectors.base.Selector.extended`; O(M·d) plus one copy of the pool)."""
         self.coverage_prior_ = self._prior()
         texts = [example_text(e, self.input_keys_) for e in new]
         labels = None if self.output_key_ is None else [str(e[self.output_key_]) for e in new]
-        sel = self.selector_.extended(E_new, labels=labels, texts=texts, cluster_ids=self.cluster_ids_,
-                                      prior=self.coverage_prior_ if self.ucs_ else None)
+        sel = self.selector_.extended(
+            E_new,
+            labels=labels,
+            texts=texts,
+            cluster_ids=self.cluster_ids_,
+            prior=self.coverage_prior_ if self.ucs_ else None,
+        )
         return self._install(sel)
 
     def embed_examples(self, examples: Sequence[Dict[str, Any]]) -> np.ndarray:
-        """The embeddings (M, d) float32 that :meth:`add_examples` computes for ``examples`` (checked as it checks
-        them, embedded through the cache), for ``add_examples(examples, embeddings=...)``."""
+        """The embeddings (M, d) float32 that :meth:`add_examples` computes for ``examples`` (checked as it
+        checks them, embedded through the cache), for ``add_examples(examples, embeddings=...)``."""
         self._check_fitted()
         new = check_examples(examples)
         if not new:
@@ -371,9 +401,10 @@ class SelectorIndex:
     def copy(self) -> "SelectorIndex":
         """A copy to grow with :meth:`add_examples` while this index keeps answering, unchanged.
 
-        The copy shares the examples, arrays, clusterer and selector (none is written in place: ``add_examples``
-        replaces them) and has its own candidate search (:meth:`ucs.index.search.ExactSearch.copy`), the one part
-        that grows in place. O(N·d) for the search's float16 copy; nothing is embedded or refit.
+        The copy shares the examples, arrays, clusterer and selector (none is written in place:
+        ``add_examples`` replaces them) and has its own candidate search
+        (:meth:`ucs.index.search.ExactSearch.copy`), the one part that grows in place. O(N·d) for the search's
+        float16 copy; nothing is embedded or refit.
         """
         self._check_fitted()
         other = _copy.copy(self)
@@ -383,7 +414,8 @@ class SelectorIndex:
 
     # ------------------------------------------------------------------ select
     def embed_queries(self, queries: Sequence[Any]) -> np.ndarray:
-        """Embeddings (Q, d) of queries given as strings or dicts with the ``input_keys`` (not cached on disk)."""
+        """Embeddings (Q, d) of queries given as strings or dicts with the ``input_keys`` (not cached on
+        disk)."""
         self._check_fitted()
         return self._embed_query_texts([query_text(q, self.input_keys_) for q in queries])
 
@@ -395,7 +427,8 @@ class SelectorIndex:
         return np.ascontiguousarray(embed(texts), dtype=np.float32)
 
     def _serving_threads(self) -> int:
-        """Threads of one query's selection: the embedder's ``query_threads`` (:mod:`ucs.embedding.threads`)."""
+        """Threads of one query's selection: the embedder's ``query_threads``
+        (:mod:`ucs.embedding.threads`)."""
         return resolve_query_threads(getattr(self.embedder, "query_threads", None))
 
     def warmup(self, query: Any = None, k: int = 4) -> "SelectorIndex":
@@ -474,11 +507,12 @@ class SelectorIndex:
             Choose only among the examples whose fields match: ``{"lang": "de"}`` (equality) or
             ``{"tier": ["a", "b"]}`` (membership), every condition must hold (:mod:`ucs.index.filters`). The
             method runs on the matching examples alone; fewer than ``k`` matches return them all, with
-            ``n_matched`` and a ``note`` on the selection. An unknown field or a bad value is a ``ValueError``.
+            ``n_matched`` and a ``note`` on the selection. An unknown field or a bad value is a
+            ``ValueError``.
         dedupe : float in (0, 1], optional
-            No two returned examples have cosine ``>= dedupe`` in the retrieval embedding space (e.g. ``0.95``):
-            a near-duplicate of an earlier choice is dropped and the method's next choice takes its place, so
-            ``k`` still come back when the pool allows. ``None`` (default): off.
+            No two returned examples have cosine ``>= dedupe`` in the retrieval embedding space (e.g.
+            ``0.95``): a near-duplicate of an earlier choice is dropped and the method's next choice takes its
+            place, so ``k`` still come back when the pool allows. ``None`` (default): off.
 
         Returns
         -------
@@ -497,8 +531,9 @@ class SelectorIndex:
         if qe is not None and texts and len(texts) != qe.shape[0]:
             raise ValueError(f"{len(texts)} queries but query_embeddings has {qe.shape[0]} rows")
         if where is not None or dedupe is not None:
-            return select_restricted(self, texts, qe, k, single, where=where, dedupe=dedupe,
-                                     example_keys=example_keys, order=order)
+            return select_restricted(
+                self, texts, qe, k, single, where=where, dedupe=dedupe, example_keys=example_keys, order=order
+            )
         sel = self.selector_
         if not sel.query_dependent:
             out = self._shared(k, example_keys)
@@ -506,13 +541,17 @@ class SelectorIndex:
             return out if single else [out] * n
         if qe is None:
             if not texts:
-                raise ValueError(f"method={self.method_!r} is query-dependent; pass queries or query_embeddings")
+                raise ValueError(
+                    f"method={self.method_!r} is query-dependent; pass queries or query_embeddings"
+                )
             qe = self._embed_query_texts(texts)
         if sel.needs_token_embedder and not texts:
-            raise ValueError(f"method {self.base_!r} covers the query's tokens: pass the queries' texts, not only "
-                             "embeddings")
-        # one query at serving time: the faiss scan and numpy run on the query's threads too (their OpenMP / BLAS
-        # pools otherwise wait at barriers for a busy core: +12 ms a call with one of two cores busy)
+            raise ValueError(
+                f"method {self.base_!r} covers the query's tokens: pass the queries' texts, not only "
+                "embeddings"
+            )
+        # one query at serving time: the faiss scan and numpy run on the query's threads too (their OpenMP /
+        # BLAS pools otherwise wait at barriers for a busy core: +12 ms a call with one of two cores busy)
         if order is None:
             order = getattr(self, "order", None) or D.application_order(sel.labels_ is not None)
         with limit_threads(self._serving_threads() if qe.shape[0] == 1 else None):
@@ -524,32 +563,49 @@ class SelectorIndex:
         key = (int(k), None if example_keys is None else tuple(example_keys))
         cached = self._shared_
         if cached is None or cached[0] != key:
-            cached = (key, self._wrap(self.selector_.select(None, k, query_texts=[""]), 0, None, example_keys))
+            cached = (
+                key,
+                self._wrap(self.selector_.select(None, k, query_texts=[""]), 0, None, example_keys),
+            )
             self._shared_ = cached
         return cached[1]
 
-    def _wrap(self, result: Any, r: int, text: Optional[str], example_keys: Optional[Sequence[str]]) -> IndexSelection:
+    def _wrap(
+        self, result: Any, r: int, text: Optional[str], example_keys: Optional[Sequence[str]]
+    ) -> IndexSelection:
         row = r if result.query_dependent else 0
         idx = result.indices[row]
-        phi = result.phi[r] if result.phi is not None else self.coverage_prior_.batched().phi_subsets(idx[None, :])[0]
+        phi = (
+            result.phi[r]
+            if result.phi is not None
+            else self.coverage_prior_.batched().phi_subsets(idx[None, :])[0]
+        )
         cids = self.cluster_ids_[idx]
         # the selector was fitted on this index's cluster ids, so its count is the index's
-        covered = (int(result.clusters_covered[row]) if result.clusters_covered is not None
-                   else int(np.unique(cids).size))
+        covered = (
+            int(result.clusters_covered[row])
+            if result.clusters_covered is not None
+            else int(np.unique(cids).size)
+        )
         if example_keys is None:
             exs = [dict(self.examples_[i]) for i in idx]
         else:
             exs = [{k: self.examples_[i][k] for k in example_keys if k in self.examples_[i]} for i in idx]
         return IndexSelection(
-            examples=exs, indices=idx, scores=result.scores[row],
-            cluster_ids=cids, phi=float(phi), clusters_covered=covered,
-            method=self.method_, query=text,
+            examples=exs,
+            indices=idx,
+            scores=result.scores[row],
+            cluster_ids=cids,
+            phi=float(phi),
+            clusters_covered=covered,
+            method=self.method_,
+            query=text,
         )
 
     # ------------------------------------------------------------------ persistence
     def save(self, directory: PathLike) -> Path:
-        """Write the index as the next version of ``directory`` and switch readers to it with one atomic rename
-        (JSON + ``.npy``, no pickle; every file's SHA-256 in the version's ``index.json``; the last
+        """Write the index as the next version of ``directory`` and switch readers to it with one atomic
+        rename (JSON + ``.npy``, no pickle; every file's SHA-256 in the version's ``index.json``; the last
         :data:`ucs.index.storage.KEEP_VERSIONS` versions are kept). Sets ``version_``; returns the version's
         folder (``directory/versions/<n>``). See :mod:`ucs.index.storage`."""
         self._check_fitted()
@@ -564,9 +620,17 @@ class SelectorIndex:
         return latest_version(Path(directory))
 
     @classmethod
-    def load(cls, directory: PathLike, embedder: Any = None, lm: Any = None, *,
-             warmup: bool = True, version: Optional[int] = None) -> "SelectorIndex":
-        """Load an index written by :meth:`save`, verifying every stored file; ``version_`` tells which version.
+    def load(
+        cls,
+        directory: PathLike,
+        embedder: Any = None,
+        lm: Any = None,
+        *,
+        warmup: bool = True,
+        version: Optional[int] = None,
+    ) -> "SelectorIndex":
+        """Load an index written by :meth:`save`, verifying every stored file; ``version_`` tells which
+        version.
 
         Parameters
         ----------
@@ -589,14 +653,18 @@ class SelectorIndex:
         return index.warmup() if warmup else index
 
     def __repr__(self) -> str:
-        fitted = f", n_examples={self.n_examples_}, n_clusters={self.n_clusters_}" if hasattr(self, "selector_") else ""
+        fitted = (
+            f", n_examples={self.n_examples_}, n_clusters={self.n_clusters_}"
+            if hasattr(self, "selector_")
+            else ""
+        )
         return f"SelectorIndex(method={self.method!r}{fitted})"
 
 
 def _packaged_retrieval_embedder(identity: Optional[Dict[str, Any]]) -> Any:
-    """The installed retrieval embedder (all-MiniLM-L6-v2, all-mpnet-base-v2) whose identity is ``identity``, so an
-    index built with one (``ucs compare``'s) opens without naming it; ``None`` for any other embedder or when its
-    weights are not installed."""
+    """The installed retrieval embedder (all-MiniLM-L6-v2, all-mpnet-base-v2) whose identity is ``identity``,
+    so an index built with one (``ucs compare``'s) opens without naming it; ``None`` for any other embedder or
+    when its weights are not installed."""
     if not identity or identity.get("backend") != "sentence-transformers":
         return None
     from ucs.embedding.sbert import RETRIEVAL_MODELS, load_retrieval_embedder

@@ -24,8 +24,10 @@ __all__ = ["make_clusterer", "fit_clusters", "represent", "place_rows"]
 
 
 def make_clusterer(clusterer: Any, random_state: int) -> Any:
-    """An unfitted clusterer: a clone of ``clusterer`` (an estimator instance), ``LatentClusterer(**clusterer)``
-    for a dict, or ``LatentClusterer(method="kmeans")`` (:data:`ucs.defaults.DEFAULT_COVERAGE`) for ``None``; an unset ``random_state`` is set to ``random_state``."""
+    """An unfitted clusterer: a clone of ``clusterer`` (an estimator instance),
+    ``LatentClusterer(**clusterer)`` for a dict, or ``LatentClusterer(method="kmeans")``
+    (:data:`ucs.defaults.DEFAULT_COVERAGE`) for ``None``; an unset ``random_state`` is set to
+    ``random_state``."""
     if clusterer is None:  # the project's coverage setting: k-means in the embedder's own (retrieval) space
         est = LatentClusterer(method=DEFAULT_COVERAGE["clustering"])
     elif isinstance(clusterer, dict):
@@ -34,7 +36,8 @@ def make_clusterer(clusterer: Any, random_state: int) -> Any:
         est = clone(clusterer)
     else:
         raise ValueError(
-            f"clusterer must be a LatentClusterer, a dict of its parameters or None; got {type(clusterer).__name__}"
+            "clusterer must be a LatentClusterer, a dict of its parameters or None; got "
+            f"{type(clusterer).__name__}"
         )
     if "random_state" in est.get_params(deep=False) and est.get_params(deep=False)["random_state"] is None:
         est.set_params(random_state=int(random_state))

@@ -2,9 +2,10 @@
 
 A filter fits a copy of the index's selector on the matching rows only (cached per filter), so every method —
 query-dependent or not, set-based or not — chooses among those rows with its own rule; query-dependent methods
-find their candidates with the index's search restricted to the rows (:class:`ucs.index.search.RestrictedSearch`:
-a masked exact scan, or a filtered faiss HNSW search). Near-duplicates are dropped from the method's own choice
-order (each item whose cosine with an earlier kept one is ``>= dedupe``) and the next choices take their place.
+find their candidates with the index's search restricted to the rows
+(:class:`ucs.index.search.RestrictedSearch`: a masked exact scan, or a filtered faiss HNSW search).
+Near-duplicates are dropped from the method's own choice order (each item whose cosine with an earlier kept
+one is ``>= dedupe``) and the next choices take their place.
 """
 
 from __future__ import annotations
@@ -28,8 +29,18 @@ __all__ = ["select_restricted"]
 CACHE_SIZE = 16
 
 
-def select_restricted(index: Any, texts: List[str], qe: Optional[np.ndarray], k: int, single: bool, *,
-                      where: Any, dedupe: Any, example_keys: Optional[Sequence[str]], order: Optional[str]) -> Any:
+def select_restricted(
+    index: Any,
+    texts: List[str],
+    qe: Optional[np.ndarray],
+    k: int,
+    single: bool,
+    *,
+    where: Any,
+    dedupe: Any,
+    example_keys: Optional[Sequence[str]],
+    order: Optional[str],
+) -> Any:
     """:meth:`SelectorIndex.select` with ``where`` and / or ``dedupe`` (see that method)."""
     cond = normalize_where(where, index.examples_)
     threshold = check_dedupe(dedupe)
@@ -49,20 +60,24 @@ def select_restricted(index: Any, texts: List[str], qe: Optional[np.ndarray], k:
             raise ValueError(f"method={index.method_!r} is query-dependent; pass queries or query_embeddings")
         qe = index._embed_query_texts(texts)
     if index.selector_.needs_token_embedder and not texts:
-        raise ValueError(f"method {index.base_!r} covers the query's tokens: pass the queries' texts, not only "
-                         "embeddings")
+        raise ValueError(
+            f"method {index.base_!r} covers the query's tokens: pass the queries' texts, not only embeddings"
+        )
     if order is None:
         order = getattr(index, "order", None) or D.application_order(sub.labels_ is not None)
     with limit_threads(index._serving_threads() if qe.shape[0] == 1 else None):
         picks = _choose(index, sub, rows, qe, texts, k, order, threshold)
-    out = [_wrap(index, rows, p, texts[r] if texts else None, example_keys, cond, threshold, k)
-           for r, p in enumerate(picks)]
+    out = [
+        _wrap(index, rows, p, texts[r] if texts else None, example_keys, cond, threshold, k)
+        for r, p in enumerate(picks)
+    ]
     return out[0] if single else out
 
 
 # ------------------------------------------------------------------ the subset's selector
 def _cache(index: Any) -> "OrderedDict[Any, Any]":
-    """The index's cache of filtered selectors and shared selections; emptied whenever the selector is refit."""
+    """The index's cache of filtered selectors and shared selections; emptied whenever the selector is
+    refit."""
     held = index.__dict__.get("_restricted_")
     if held is None or held[0] is not index.selector_:
         held = index._restricted_ = (index.selector_, OrderedDict())
@@ -120,7 +135,7 @@ class _PoolTokens:
 
     def __init__(self, embedder: Any, packed: Any, rows: np.ndarray) -> None:
         self.embedder = embedder
-        self.vectors = [packed.rows[packed.offsets[i]:packed.offsets[i + 1]] for i in rows.tolist()]
+        self.vectors = [packed.rows[packed.offsets[i] : packed.offsets[i + 1]] for i in rows.tolist()]
         self.first = True
 
     def embed_tokens(self, texts: Sequence[str]) -> "tuple[list, list]":
@@ -131,8 +146,16 @@ class _PoolTokens:
 
 
 # ------------------------------------------------------------------ choosing
-def _choose(index: Any, sub: Any, rows: Optional[np.ndarray], qe: Optional[np.ndarray], texts: List[str], k: int,
-            order: str, threshold: Optional[float]) -> List[Tuple[np.ndarray, np.ndarray]]:
+def _choose(
+    index: Any,
+    sub: Any,
+    rows: Optional[np.ndarray],
+    qe: Optional[np.ndarray],
+    texts: List[str],
+    k: int,
+    order: str,
+    threshold: Optional[float],
+) -> List[Tuple[np.ndarray, np.ndarray]]:
     """Per query, the chosen positions in ``sub``'s pool and their scores, near-duplicates dropped."""
     n = sub.n_pool_
     b = min(k, n)
@@ -155,8 +178,10 @@ def _choose(index: Any, sub: Any, rows: Optional[np.ndarray], qe: Optional[np.nd
     if order == "selected" or qe is None or not sub.query_dependent:
         return picks
     unit = _unit64(qe)
-    return [tuple(a[0] for a in sub._reorder(i[None], s[None], unit[r:r + 1], order))  # type: ignore[misc]
-            for r, (i, s) in enumerate(picks)]
+    return [
+        tuple(a[0] for a in sub._reorder(i[None], s[None], unit[r : r + 1], order))  # type: ignore[misc]
+        for r, (i, s) in enumerate(picks)
+    ]
 
 
 def _unit64(x: np.ndarray) -> np.ndarray:
@@ -164,9 +189,18 @@ def _unit64(x: np.ndarray) -> np.ndarray:
     return x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-300)
 
 
-def _wrap(index: Any, rows: Optional[np.ndarray], pick: Optional[Tuple[np.ndarray, np.ndarray]], text: Optional[str],
-          example_keys: Optional[Sequence[str]], cond: Optional[Where], threshold: Optional[float], k: int) -> Any:
-    """The :class:`IndexSelection` of one query: positions mapped back to the index, Φ under the index's prior."""
+def _wrap(
+    index: Any,
+    rows: Optional[np.ndarray],
+    pick: Optional[Tuple[np.ndarray, np.ndarray]],
+    text: Optional[str],
+    example_keys: Optional[Sequence[str]],
+    cond: Optional[Where],
+    threshold: Optional[float],
+    k: int,
+) -> Any:
+    """The :class:`IndexSelection` of one query: positions mapped back to the index, Φ under the index's
+    prior."""
     local, scores = pick if pick is not None else (np.empty(0, np.int64), np.empty(0))
     idx = np.ascontiguousarray(local if rows is None else rows[local], dtype=np.int64)
     phi = float(index.coverage_prior_.batched().phi_subsets(idx[None, :])[0]) if idx.size else 0.0
@@ -177,21 +211,36 @@ def _wrap(index: Any, rows: Optional[np.ndarray], pick: Optional[Tuple[np.ndarra
         exs = [{f: index.examples_[i][f] for f in example_keys if f in index.examples_[i]} for i in idx]
     n_matched = None if cond is None else int(rows.size)
     return IndexSelection(
-        examples=exs, indices=idx, scores=np.ascontiguousarray(scores, dtype=np.float64), cluster_ids=cids,
-        phi=phi, clusters_covered=int(np.unique(cids).size), method=index.method_, query=text,
-        n_matched=n_matched, note=_note(idx.size, k, n_matched, cond, threshold, index.n_examples_))
+        examples=exs,
+        indices=idx,
+        scores=np.ascontiguousarray(scores, dtype=np.float64),
+        cluster_ids=cids,
+        phi=phi,
+        clusters_covered=int(np.unique(cids).size),
+        method=index.method_,
+        query=text,
+        n_matched=n_matched,
+        note=_note(idx.size, k, n_matched, cond, threshold, index.n_examples_),
+    )
 
 
-def _note(got: int, k: int, n_matched: Optional[int], cond: Optional[Where], threshold: Optional[float],
-          n_examples: int) -> Optional[str]:
+def _note(
+    got: int,
+    k: int,
+    n_matched: Optional[int],
+    cond: Optional[Where],
+    threshold: Optional[float],
+    n_examples: int,
+) -> Optional[str]:
     """Why fewer than ``k`` came back, or ``None``."""
     if got >= k:
         return None
     if n_matched is not None and n_matched < k:
-        return (f"the filter {describe(cond)} matched {n_matched} example(s), fewer than k={k}; "
-                f"{got} returned")
+        return f"the filter {describe(cond)} matched {n_matched} example(s), fewer than k={k}; {got} returned"
     if threshold is not None and got < min(k, n_examples if n_matched is None else n_matched):
         pool = "filtered pool" if n_matched is not None else "index"
-        return (f"near-duplicates (cosine >= {threshold}) were dropped and the {pool} holds no other distinct "
-                f"example to replace them; {got} of k={k} returned")
+        return (
+            f"near-duplicates (cosine >= {threshold}) were dropped and the {pool} holds no other distinct "
+            f"example to replace them; {got} of k={k} returned"
+        )
     return None

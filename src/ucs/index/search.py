@@ -37,9 +37,9 @@ class ExactSearch:
     traffic of ``IndexFlatIP``), then re-scores in float32 every row that could belong to the top ``c``: a
     float16 row differs from its float32 row by at most ``2^-11`` relative per coordinate, so an approximate
     score is within ``BOUND`` of the float32 one (unit rows and queries, Cauchy–Schwarz), and every row of the
-    true top ``c`` scores at least ``s_c - 2 BOUND`` in the scan (``s_c``: the ``c``-th approximate score). When
-    the scan's list does not reach below that threshold, the query falls back to the full float32 scan. Without
-    faiss it is one numpy matrix product.
+    true top ``c`` scores at least ``s_c - 2 BOUND`` in the scan (``s_c``: the ``c``-th approximate score).
+    When the scan's list does not reach below that threshold, the query falls back to the full float32 scan.
+    Without faiss it is one numpy matrix product.
 
     Parameters
     ----------
@@ -91,8 +91,9 @@ class ExactSearch:
             other._half = _faiss().clone_index(self._half)
         return other
 
-    def __call__(self, queries: np.ndarray, c: int, allowed: Optional["Allowed"] = None
-                 ) -> Tuple[np.ndarray, np.ndarray]:
+    def __call__(
+        self, queries: np.ndarray, c: int, allowed: Optional["Allowed"] = None
+    ) -> Tuple[np.ndarray, np.ndarray]:
         """The ``c`` most similar rows of each query; with ``allowed``, only among those rows (faiss masks the
         others during the scan; ``c`` must not exceed their number)."""
         q32 = _unit32(queries) if queries.shape[0] else np.ascontiguousarray(queries, dtype=np.float32)
@@ -117,7 +118,9 @@ class ExactSearch:
             idx[r], val[r] = (a[0] for a in _order(rows[None, :], sims[None, :], c))
         return idx, val
 
-    def _numpy(self, q32: np.ndarray, c: int, allowed: Optional["Allowed"] = None) -> Tuple[np.ndarray, np.ndarray]:
+    def _numpy(
+        self, q32: np.ndarray, c: int, allowed: Optional["Allowed"] = None
+    ) -> Tuple[np.ndarray, np.ndarray]:
         idx = np.empty((q32.shape[0], c), dtype=np.int64)
         val = np.empty((q32.shape[0], c))
         pool = self.pool if allowed is None else self.pool[allowed.rows]
@@ -162,7 +165,11 @@ class HNSWSearch:
     kind = "hnsw"
 
     def __init__(
-        self, pool: np.ndarray, m: int = 32, ef_construction: int = 100, ef_search: int = 128,
+        self,
+        pool: np.ndarray,
+        m: int = 32,
+        ef_construction: int = 100,
+        ef_search: int = 128,
         serialized: Optional[np.ndarray] = None,
     ) -> None:
         faiss = _faiss()
@@ -195,11 +202,12 @@ class HNSWSearch:
         finally:
             faiss.omp_set_num_threads(threads)
 
-    def __call__(self, queries: np.ndarray, c: int, allowed: Optional["Allowed"] = None
-                 ) -> Tuple[np.ndarray, np.ndarray]:
+    def __call__(
+        self, queries: np.ndarray, c: int, allowed: Optional["Allowed"] = None
+    ) -> Tuple[np.ndarray, np.ndarray]:
         """The ``c`` nearest rows of each query; with ``allowed``, a filtered graph search (faiss
-        ``SearchParametersHNSW(sel=IDSelectorBitmap)``) that visits only those rows' results; a query for which
-        the beam finds fewer than ``c`` of them is answered exactly over the allowed rows instead."""
+        ``SearchParametersHNSW(sel=IDSelectorBitmap)``) that visits only those rows' results; a query for
+        which the beam finds fewer than ``c`` of them is answered exactly over the allowed rows instead."""
         q32 = np.ascontiguousarray(queries, dtype=np.float32)
         if allowed is None:
             self.index.hnsw.efSearch = max(self.ef_search, c)
@@ -239,8 +247,11 @@ class Allowed:
             self._bitmap = np.zeros((self.n + 7) // 8, dtype=np.uint8)
             np.bitwise_or.at(self._bitmap, self.rows >> 3, (1 << (self.rows & 7)).astype(np.uint8))
             self._selector = faiss.IDSelectorBitmap(self.n, faiss.swig_ptr(self._bitmap))
-        return (faiss.SearchParametersHNSW(sel=self._selector) if hnsw
-                else faiss.SearchParameters(sel=self._selector))
+        return (
+            faiss.SearchParametersHNSW(sel=self._selector)
+            if hnsw
+            else faiss.SearchParameters(sel=self._selector)
+        )
 
 
 class RestrictedSearch:
@@ -272,7 +283,10 @@ def _faiss():
     try:
         import faiss
     except ImportError as exc:
-        raise ValueError("candidate_search='hnsw' needs faiss: pip install -e '.[fast]' in the ucs repository (or pip install faiss-cpu)") from exc
+        raise ValueError(
+            "candidate_search='hnsw' needs faiss: pip install -e '.[fast]' in the ucs repository (or pip "
+            "install faiss-cpu)"
+        ) from exc
     return faiss
 
 

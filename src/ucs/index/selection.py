@@ -53,10 +53,14 @@ class IndexSelection:
     def to_dict(self) -> Dict[str, Any]:
         """JSON-friendly form (what a service would log to show which demonstrations were chosen)."""
         out = {
-            "method": self.method, "query": self.query, "indices": self.indices.tolist(),
+            "method": self.method,
+            "query": self.query,
+            "indices": self.indices.tolist(),
             "scores": [None if not np.isfinite(s) else float(s) for s in self.scores],
-            "cluster_ids": self.cluster_ids.tolist(), "phi": self.phi,
-            "clusters_covered": self.clusters_covered, "examples": self.examples,
+            "cluster_ids": self.cluster_ids.tolist(),
+            "phi": self.phi,
+            "clusters_covered": self.clusters_covered,
+            "examples": self.examples,
         }
         if self.n_matched is not None:
             out["n_matched"] = self.n_matched

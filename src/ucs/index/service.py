@@ -13,10 +13,10 @@ Endpoints:
 * ``/docs`` and ``/openapi.json``: the request and answer models.
 
 **Batching.** Every selection runs on one of the worker threads (:class:`ucs.index.batching.SelectionBatcher`,
-``workers`` of them side by side): the requests that arrive together are answered with one embedding call and one selection call, each request getting
-exactly the rows it would get alone (the module says when requests share a call). ``/v1/select`` is a coroutine
-that waits for its rows, so the event loop keeps reading requests while the worker computes (ONNX Runtime and
-faiss release the GIL).
+``workers`` of them side by side): the requests that arrive together are answered with one embedding call and
+one selection call, each request getting exactly the rows it would get alone (the module says when requests
+share a call). ``/v1/select`` is a coroutine that waits for its rows, so the event loop keeps reading requests
+while the worker computes (ONNX Runtime and faiss release the GIL).
 
 **Reloading.** :class:`ServedIndex` reads the folder's ``CURRENT`` (:meth:`SelectorIndex.latest_version`, one
 small file) at most every ``reload_interval_s`` as requests arrive; a new version is loaded in a background
@@ -200,8 +200,9 @@ class ServedIndex:
         )
         if workers is None:
             workers = max(1, min(D.SERVE_WORKERS, available_cores()))
-        self.batcher = SelectionBatcher(window_s=batch_window_s, max_queries=max_batch, threads=threads,
-                                        workers=workers)
+        self.batcher = SelectionBatcher(
+            window_s=batch_window_s, max_queries=max_batch, threads=threads, workers=workers
+        )
         # additions and reloads: one thread, below the worker's priority where the OS allows
         self._writer = ThreadPoolExecutor(1, thread_name_prefix="ucs-serve-writer", initializer=_background)
         self._write_lock = threading.Lock()  # one addition (copy, add, save) at a time
@@ -211,7 +212,9 @@ class ServedIndex:
         self._checked = 0.0
         try:
             self.index = self._load(None)
-            if threads is not None:  # once the model's libraries are loaded: for good, so nothing toggles them
+            if (
+                threads is not None
+            ):  # once the model's libraries are loaded: for good, so nothing toggles them
                 self.batcher.call(set_threads, threads)
         except BaseException:
             self.close()
@@ -303,14 +306,20 @@ class ServedIndex:
                 E = self.batcher.call(base.embed_examples, examples)  # the shared model, between two batches
                 grow = base.copy().add_examples
                 # Set-BSR's refit embeds the pool's tokens with the model: that part runs on the worker too
-                index = self.batcher.call(grow, examples, E) if base.selector_.needs_token_embedder \
+                index = (
+                    self.batcher.call(grow, examples, E)
+                    if base.selector_.needs_token_embedder
                     else grow(examples, E)
+                )
                 if SelectorIndex.latest_version(self.directory) == base.version_:
                     break
             index.save(self.directory)
             if index.version_ != base.version_ + 1:
-                _LOG.warning("another writer saved %s while examples were added: version %s lacks what it "
-                             "added", self.directory, index.version_)
+                _LOG.warning(
+                    "another writer saved %s while examples were added: version %s lacks what it added",
+                    self.directory,
+                    index.version_,
+                )
             with self._swap_lock:
                 self.index = index
             _LOG.info(
@@ -377,6 +386,7 @@ def create_app(served: ServedIndex, token: Optional[str] = None) -> FastAPI:
     if token is not None:
         register_secret(token)
         served.warmup_adds()
+
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         yield
@@ -404,12 +414,25 @@ def create_app(served: ServedIndex, token: Optional[str] = None) -> FastAPI:
             raise HTTPException(422, f"method {index.method_!r} chooses per query: give query or queries")
         items = req.queries if req.queries is not None else (None if req.query is None else [req.query])
         texts = None if items is None else [query_text(q, index.input_keys_) for q in items]
-        rows = await asyncio.wrap_future(served.select(
-            index, texts, req.k, order=req.order, where=req.where, dedupe=req.dedupe,
-            example_keys=req.example_keys,
-        ))
-        return JSONResponse({"version": index.version_, "method": index.method_, "k": req.k,
-                             "results": [_selection(s) for s in rows]})
+        rows = await asyncio.wrap_future(
+            served.select(
+                index,
+                texts,
+                req.k,
+                order=req.order,
+                where=req.where,
+                dedupe=req.dedupe,
+                example_keys=req.example_keys,
+            )
+        )
+        return JSONResponse(
+            {
+                "version": index.version_,
+                "method": index.method_,
+                "k": req.k,
+                "results": [_selection(s) for s in rows],
+            }
+        )
 
     @app.post(
         "/v1/examples",

@@ -4,11 +4,14 @@ Layout of an index directory::
 
     CURRENT           the number of the version readers load ("3\\n"), replaced atomically (temp + os.replace)
     versions/<n>/     one complete, immutable version:
-        index.json        format version, parameters, embedder identity, SHA-256 of every other file, and its own
+        index.json        format version, parameters, embedder identity, SHA-256 of every other file, and its
+        own
                           SHA-256 (:func:`ucs.utils.integrity.seal_record`): a hand-edited manifest is refused
         examples.json     the examples, in index order
-        <name>.npy        embeddings (N, d) float32, cluster_ids (N,), the clusterer-space rows ``rep``, the HNSW
-                          graph, Set-BSR's pool token vectors and their offsets: one ``.npy`` each, memory-mapped
+        <name>.npy        embeddings (N, d) float32, cluster_ids (N,), the clusterer-space rows ``rep``, the
+        HNSW
+                          graph, Set-BSR's pool token vectors and their offsets: one ``.npy`` each,
+                          memory-mapped
         clusterer/        the fitted clusterer (:func:`ucs.clustering.save_clusterer`), when there is one
     .lock             taken (``flock``) by a writer for the length of a save
 
@@ -44,8 +47,15 @@ from ucs.selectors.votek import VoteGraph
 from ucs.utils.integrity import seal_record, sealed_record_ok
 from ucs.utils.io import atomic_write_text, dumps_json, hash_file
 
-__all__ = ["IndexIntegrityError", "save_index", "load_index", "latest_version", "resolve_version",
-           "KEEP_VERSIONS", "TOKEN_DTYPE"]
+__all__ = [
+    "IndexIntegrityError",
+    "save_index",
+    "load_index",
+    "latest_version",
+    "resolve_version",
+    "KEEP_VERSIONS",
+    "TOKEN_DTYPE",
+]
 
 MANIFEST = "index.json"
 CURRENT = "CURRENT"
@@ -53,8 +63,8 @@ VERSIONS = "versions"
 LEGACY_FORMAT = "ucs.index/2"
 #: Versions kept after a save: the new one and the two before it.
 KEEP_VERSIONS = 3
-#: Storage type of Set-BSR's pool token vectors: float32, memory-mapped as stored. float16 would halve the file but
-#: changed one Set-BSR selection in 200 BANKING77 test queries (benchmarks/index/RESULTS_load.md).
+#: Storage type of Set-BSR's pool token vectors: float32, memory-mapped as stored. float16 would halve the
+#: file but changed one Set-BSR selection in 200 BANKING77 test queries (benchmarks/index/RESULTS_load.md).
 TOKEN_DTYPE = np.float32
 _LEGACY_FILES = ("arrays.npz", "examples.json", "clusterer")
 _GRAPH_FIELDS = ("voters", "targets", "votes", "first_vote")
@@ -123,7 +133,9 @@ def latest_version(root: Path) -> Optional[int]:
     except OSError as exc:
         raise IndexIntegrityError(f"{pointer} is not readable ({exc}); save the index again") from exc
     if not text.isdigit():
-        raise IndexIntegrityError(f"{pointer} holds {text[:40]!r}, not a version number; save the index again")
+        raise IndexIntegrityError(
+            f"{pointer} holds {text[:40]!r}, not a version number; save the index again"
+        )
     return int(text)
 
 
@@ -138,13 +150,16 @@ def resolve_version(root: Path, version: Optional[int] = None) -> "tuple[Path, i
         return root, own
     n = latest_version(root) if version is None else int(version)
     if n is None:
-        raise IndexIntegrityError(f"{root} holds no index ({CURRENT} and {MANIFEST} are missing); write one "
-                                  "with SelectorIndex.save")
+        raise IndexIntegrityError(
+            f"{root} holds no index ({CURRENT} and {MANIFEST} are missing); write one with SelectorIndex.save"
+        )
     d = root / VERSIONS / str(n)
     if not d.is_dir():
         kept = _version_numbers(root)
-        raise IndexIntegrityError(f"{d} is missing: version {n} of {root} is not stored (kept: {kept}); load "
-                                  "another version or save the index again")
+        raise IndexIntegrityError(
+            f"{d} is missing: version {n} of {root} is not stored (kept: {kept}); load "
+            "another version or save the index again"
+        )
     return d, n
 
 
@@ -194,8 +209,9 @@ def _stored_selector_state(arrays: Dict[str, np.ndarray]) -> Dict[str, Any]:
     if "bsr_tokens" in arrays:
         state["bsr_tokens"] = PackedTokens.from_arrays(arrays["bsr_tokens"], arrays["bsr_token_offsets"])
     if all(f"votek_{name}" in arrays for name in _GRAPH_FIELDS):
-        state["votek_graph"] = VoteGraph(**{name: np.asarray(arrays[f"votek_{name}"], dtype=np.int64)
-                                            for name in _GRAPH_FIELDS})
+        state["votek_graph"] = VoteGraph(
+            **{name: np.asarray(arrays[f"votek_{name}"], dtype=np.int64) for name in _GRAPH_FIELDS}
+        )
     return state
 
 
@@ -214,14 +230,21 @@ def _write_version(index: Any, d: Path) -> None:
         "format": index.FORMAT,
         "ucs_version": __version__,
         "params": {
-            "method": index.method_, "input_keys": list(index.input_keys_), "output_key": index.output_key_,
-            "clusterer": _clusterer_spec(index.clusterer), "prior": index.prior,
-            "selector_params": index.selector_params, "candidate_search": index.candidate_search,
-            "hnsw": index.hnsw, "random_state": int(index.random_state),
+            "method": index.method_,
+            "input_keys": list(index.input_keys_),
+            "output_key": index.output_key_,
+            "clusterer": _clusterer_spec(index.clusterer),
+            "prior": index.prior,
+            "selector_params": index.selector_params,
+            "candidate_search": index.candidate_search,
+            "hnsw": index.hnsw,
+            "random_state": int(index.random_state),
             **({"order": index.order} if getattr(index, "order", None) is not None else {}),
         },
         "embedder": dict(index.embedder_identity_),
-        "n_examples": int(index.n_examples_), "n_added": int(index.n_added_), "dim": int(index.embeddings_.shape[1]),
+        "n_examples": int(index.n_examples_),
+        "n_added": int(index.n_added_),
+        "dim": int(index.embeddings_.shape[1]),
         "arrays": sorted(arrays),
         "files": {name: hash_file(d / name) for name in files},
     }
@@ -236,8 +259,10 @@ def save_index(index: Any, root: Path) -> "tuple[Path, int]":
     readable until the switch and are removed after it.
     """
     if root.parent.name == VERSIONS and root.name.isdigit() and (root / MANIFEST).is_file():
-        raise ValueError(f"{root} is one version of the index folder {root.parent.parent}; save into that folder "
-                         "(a version is never changed after it is written)")
+        raise ValueError(
+            f"{root} is one version of the index folder {root.parent.parent}; save into that folder "
+            "(a version is never changed after it is written)"
+        )
     root.mkdir(parents=True, exist_ok=True)
     with _writer_lock(root):
         current = latest_version(root) if (root / CURRENT).is_file() else None
@@ -267,19 +292,24 @@ def save_index(index: Any, root: Path) -> "tuple[Path, int]":
 def _read_manifest(d: Path, fmt: str) -> Dict[str, Any]:
     path = d / MANIFEST
     if not path.is_file():
-        raise IndexIntegrityError(f"{d} holds no index ({MANIFEST} is missing); write one with SelectorIndex.save")
+        raise IndexIntegrityError(
+            f"{d} holds no index ({MANIFEST} is missing); write one with SelectorIndex.save"
+        )
     try:
         manifest = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise IndexIntegrityError(f"{path} is not readable JSON ({exc}); save the index again") from exc
     if not isinstance(manifest, dict) or manifest.get("format") not in (fmt, LEGACY_FORMAT):
         found = manifest.get("format") if isinstance(manifest, dict) else type(manifest).__name__
-        raise IndexIntegrityError(f"{path} has format {found!r}; this version of ucs reads {fmt!r} and "
-                                  f"{LEGACY_FORMAT!r}. Rebuild the index")
+        raise IndexIntegrityError(
+            f"{path} has format {found!r}; this version of ucs reads {fmt!r} and "
+            f"{LEGACY_FORMAT!r}. Rebuild the index"
+        )
     if not sealed_record_ok(manifest):
         raise IndexIntegrityError(
-            f"{path} fails its SHA-256 check (it was edited after the index was saved, or its seal is missing); "
-            "refusing to load it. Rebuild the index with fit() and save()")
+            f"{path} fails its SHA-256 check (it was edited after the index was saved, or its seal is "
+            "missing); refusing to load it. Rebuild the index with fit() and save()"
+        )
     return manifest
 
 
@@ -299,8 +329,9 @@ def _checked_examples(d: Path, examples: Any, p: Dict[str, Any]) -> Any:
     """The stored examples, each with text inputs and a label (an index saved before labels were checked may
     hold ``None`` or a list there: it is refused rather than prompting with it)."""
     if not isinstance(examples, list) or not all(isinstance(e, dict) for e in examples):
-        raise IndexIntegrityError(f"{d / 'examples.json'} does not hold a list of examples; save the index "
-                                  "again")
+        raise IndexIntegrityError(
+            f"{d / 'examples.json'} does not hold a list of examples; save the index again"
+        )
     try:
         resolve_keys(examples, p["input_keys"], p["output_key"])
     except ValueError as exc:
@@ -309,11 +340,14 @@ def _checked_examples(d: Path, examples: Any, p: Dict[str, Any]) -> Any:
 
 
 def _read_arrays(d: Path, manifest: Dict[str, Any]) -> Dict[str, np.ndarray]:
-    """The verified arrays: memory-mapped read-only ``.npy`` files, or the ``arrays.npz`` of the old layout."""
+    """The verified arrays: memory-mapped read-only ``.npy`` files, or the ``arrays.npz`` of the old
+    layout."""
     if manifest["format"] == LEGACY_FORMAT:
         with np.load(d / "arrays.npz", allow_pickle=False) as z:
             return {k: z[k] for k in z.files}
-    return {name: np.load(d / f"{name}.npy", mmap_mode="r", allow_pickle=False) for name in manifest["arrays"]}
+    return {
+        name: np.load(d / f"{name}.npy", mmap_mode="r", allow_pickle=False) for name in manifest["arrays"]
+    }
 
 
 def _new_index(cls: type, p: Dict[str, Any], embedder: Any, lm: Any, d: Path) -> Any:
@@ -324,9 +358,18 @@ def _new_index(cls: type, p: Dict[str, Any], embedder: Any, lm: Any, d: Path) ->
             raise IndexIntegrityError(f"{d}: clusterer class {spec['class']!r} is not one ucs can rebuild")
         clusterer = LatentClusterer(**spec["params"])
     index = cls(
-        embedder, p["method"], input_keys=p["input_keys"], output_key=p["output_key"], clusterer=clusterer,
-        prior=p["prior"], selector_params=p["selector_params"], lm=lm, candidate_search=p["candidate_search"],
-        hnsw=p["hnsw"], random_state=p["random_state"], order=p.get("order"),
+        embedder,
+        p["method"],
+        input_keys=p["input_keys"],
+        output_key=p["output_key"],
+        clusterer=clusterer,
+        prior=p["prior"],
+        selector_params=p["selector_params"],
+        lm=lm,
+        candidate_search=p["candidate_search"],
+        hnsw=p["hnsw"],
+        random_state=p["random_state"],
+        order=p.get("order"),
     )
     index._check_params()
     return index
@@ -353,7 +396,9 @@ def _load_version(cls: type, d: Path, embedder: Any, lm: Any) -> Any:
     index.rep_ = arrays.get("rep")
     n = manifest["n_examples"]
     if not (len(index.examples_) == n == index.embeddings_.shape[0] == index.cluster_ids_.shape[0]):
-        raise IndexIntegrityError(f"{d}: examples, embeddings and cluster ids disagree in length; save the index again")
+        raise IndexIntegrityError(
+            f"{d}: examples, embeddings and cluster ids disagree in length; save the index again"
+        )
     has_clusterer = any(name.startswith("clusterer/") for name in manifest["files"])
     index.clusterer_ = load_clusterer(d / "clusterer") if has_clusterer else None
     index.n_added_ = int(manifest["n_added"])
@@ -361,13 +406,14 @@ def _load_version(cls: type, d: Path, embedder: Any, lm: Any) -> Any:
     return index._fit_selector(stored=_stored_selector_state(arrays))
 
 
-def load_index(cls: type, root: Path, embedder: Any = None, lm: Any = None,
-               version: Optional[int] = None) -> Any:
+def load_index(
+    cls: type, root: Path, embedder: Any = None, lm: Any = None, version: Optional[int] = None
+) -> Any:
     """Rebuild a :class:`SelectorIndex` from ``root`` (verified), refitting only the cheap selector state.
 
     Loads the version ``CURRENT`` names (or ``version``) and records its number as ``version_``. When a writer
-    removes that version between reading ``CURRENT`` and opening its files (it saved :data:`KEEP_VERSIONS` times
-    meanwhile), the newer ``CURRENT`` is read and loaded instead.
+    removes that version between reading ``CURRENT`` and opening its files (it saved :data:`KEEP_VERSIONS`
+    times meanwhile), the newer ``CURRENT`` is read and loaded instead.
     """
     for attempt in range(3):
         d, n = resolve_version(root, version)
