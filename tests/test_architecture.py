@@ -29,12 +29,14 @@ def test_the_checks_can_fail():
     graph = {"ucs.a.x": {"ucs.b.y"}, "ucs.b.y": {"ucs.a.x"}, "ucs.b.z": set()}
     assert cycles(graph) == [["ucs.a.x", "ucs.b.y"]]
     assert upward_imports({"ucs.selectors.x": {"ucs.pipeline.y"}, "ucs.pipeline.y": set()}) == [
-        "ucs.selectors.x → ucs.pipeline.y"]
+        "ucs.selectors.x → ucs.pipeline.y"
+    ]
     # a package-level import of a submodule name resolves to the submodule
     assert "ucs.selectors.factory" in import_graph()["ucs.pipeline.config"]
 
 
 def test_the_architecture_page_draws_the_code():
     drawn = re.search(r"```mermaid\n(.*?)```", DOC.read_text(encoding="utf-8"), re.S)
-    assert drawn is not None and drawn.group(1) == mermaid(), \
+    assert drawn is not None and drawn.group(1) == mermaid(), (
         "docs/architecture.md is stale: paste the output of `python -m ucs.testing.architecture`"
+    )

@@ -25,7 +25,9 @@ def test_every_committed_store_line_verifies(segment, recwarn):
     lines = [ln for ln in read_lines(segment) if ln.strip()]
     assert not recwarn.list, f"{segment} cannot be decompressed: {recwarn.list[0].message}"
     bad = [i for i, ln in enumerate(lines, 1) if verify_line(ln)[0] is None]
-    assert lines and not bad, f"{segment}: {len(bad)} of {len(lines)} lines fail their checksum (first: {bad[:3]})"
+    assert lines and not bad, (
+        f"{segment}: {len(bad)} of {len(lines)} lines fail their checksum (first: {bad[:3]})"
+    )
 
 
 @pytest.mark.parametrize("manifest", MANIFESTS, ids=lambda p: str(p.relative_to(RESULTS)))

@@ -47,13 +47,17 @@ def _pattern(names: tuple, literal: str) -> re.Pattern:
 
 
 def _modules(pattern: re.Pattern) -> list:
-    return sorted(str(p.relative_to(SRC)) for p in SRC.rglob("*.py") if pattern.search(p.read_text(encoding="utf-8")))
+    return sorted(
+        str(p.relative_to(SRC)) for p in SRC.rglob("*.py") if pattern.search(p.read_text(encoding="utf-8"))
+    )
 
 
 @pytest.mark.parametrize("names,literal", DEFAULTS, ids=[n[0] for n, _ in DEFAULTS])
 def test_each_default_literal_is_written_in_one_module(names, literal):
     found = _modules(_pattern(names, literal))
-    assert found == ["defaults.py"], f"{names[0]} = {literal} is restated in {found}; import it from ucs.defaults"
+    assert found == ["defaults.py"], (
+        f"{names[0]} = {literal} is restated in {found}; import it from ucs.defaults"
+    )
 
 
 @pytest.mark.parametrize("what", sorted(TUPLES))
@@ -65,8 +69,12 @@ def test_each_list_of_allowed_values_is_written_once(what):
 def test_the_search_finds_a_restatement():
     """The patterns catch the forms they are meant to catch (else the tests above could not fail)."""
     pat = _pattern(("dbscan_q",), r"0\.01")
-    for line in ("dbscan_q: float = 0.01,", "dbscan_q=0.01", "DBSCAN_Q = 0.01",
-                 'q: float = typer.Option(0.01, "--q")'.replace("q:", "dbscan_q:")):
+    for line in (
+        "dbscan_q: float = 0.01,",
+        "dbscan_q=0.01",
+        "DBSCAN_Q = 0.01",
+        'q: float = typer.Option(0.01, "--q")'.replace("q:", "dbscan_q:"),
+    ):
         assert pat.search(line), line
     for line in ("dbscan_q : float in (0, 1), default=0.01", '"dbscan_q": 0.01,', "dbscan_q=0.015"):
         assert not pat.search(line), line

@@ -28,18 +28,21 @@ def test_lambda_must_be_finite_and_bounded(lam):
 def test_the_largest_lambda_still_gives_finite_scores():
     from ucs.selectors.prior import LAM_MAX
 
-    index = SelectorIndex(DummyEmbedder(dim=8), "topk+ucs", output_key="label", prior={"lam": LAM_MAX},
-                          clusterer=None).fit(EXAMPLES)
+    index = SelectorIndex(
+        DummyEmbedder(dim=8), "topk+ucs", output_key="label", prior={"lam": LAM_MAX}, clusterer=None
+    ).fit(EXAMPLES)
     chosen = index.select("example 3", k=3)
     assert len(chosen.indices) == 3 and np.isfinite(chosen.scores).all() and np.isfinite(chosen.phi)
 
 
-@pytest.mark.parametrize("bad,what", [(None, "NoneType"), ("", "empty"), ("   \n", "only whitespace"),
-                                      (3, "int")])
+@pytest.mark.parametrize(
+    "bad,what", [(None, "NoneType"), ("", "empty"), ("   \n", "only whitespace"), (3, "int")]
+)
 def test_texts_to_embed_must_be_non_empty_strings_on_fit_and_add(bad, what):
     with pytest.raises(ValueError, match=f"example 2, field 'text' is.*{what}"):
         SelectorIndex(DummyEmbedder(dim=8), "topk", output_key="label").fit(
-            EXAMPLES[:2] + [{"text": bad, "label": "a"}] + EXAMPLES[2:])
+            EXAMPLES[:2] + [{"text": bad, "label": "a"}] + EXAMPLES[2:]
+        )
     index = SelectorIndex(DummyEmbedder(dim=8), "topk", output_key="label").fit(EXAMPLES)
     with pytest.raises(ValueError, match=f"example 0, field 'text' is.*{what}"):
         index.add_examples([{"text": bad, "label": "a"}])
@@ -78,7 +81,9 @@ def test_order_puts_the_most_similar_demonstration_first_or_last(method):
     qn = queries / np.linalg.norm(queries, axis=1, keepdims=True)
     for order in ("similar_first", "similar_last"):
         s = sel.select(queries, 6, order=order)
-        assert [sorted(r) for r in s.indices.tolist()] == [sorted(r) for r in base.indices.tolist()]  # same sets
+        assert [sorted(r) for r in s.indices.tolist()] == [
+            sorted(r) for r in base.indices.tolist()
+        ]  # same sets
         sims = np.einsum("qbd,qd->qb", sel.pool_[s.indices], qn)
         steps = np.diff(sims, axis=1)
         assert (steps <= 1e-12).all() if order == "similar_first" else (steps >= -1e-12).all()
@@ -109,7 +114,9 @@ def test_vote_last_groups_by_label_with_the_most_frequent_label_next_to_the_quer
         labs = np.array([labels[i] for i in row])
         for lab in set(labs.tolist()):
             assert (np.diff(sims[labs == lab]) >= -1e-12).all()
-    np.testing.assert_array_equal(s.indices, sel.select(queries, 7, order="vote_last").indices)  # deterministic
+    np.testing.assert_array_equal(
+        s.indices, sel.select(queries, 7, order="vote_last").indices
+    )  # deterministic
 
 
 def test_vote_last_needs_labels_and_breaks_count_ties_by_similarity():
@@ -118,7 +125,13 @@ def test_vote_last_needs_labels_and_breaks_count_ties_by_similarity():
 
     # two labels with two demonstrations each: the pair with the larger summed similarity goes last
     perm = vote_last_order(["a", "b", "a", "b", "c"], np.array([0.9, 0.8, 0.1, 0.7, 0.95]))
-    assert perm.tolist() == [4, 2, 0, 3, 1]  # c (one), then a (0.1 + 0.9 = 1.0), then b (1.5); most similar last
+    assert perm.tolist() == [
+        4,
+        2,
+        0,
+        3,
+        1,
+    ]  # c (one), then a (0.1 + 0.9 = 1.0), then b (1.5); most similar last
     sel = make_selector("topk").fit(np.eye(4))
     with pytest.raises(ValueError, match="labels="):
         sel.select(np.eye(4)[:1], 2, order="vote_last")

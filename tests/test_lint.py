@@ -17,6 +17,10 @@ def test_ruff_finds_no_errors():
         if os.environ.get("CI"):
             pytest.fail("ruff is missing in CI: the dev extra installs it (pip install -e '.[dev]')")
         pytest.skip("ruff is not installed (pip install -e '.[dev]')")
-    res = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache", "src", "tests", "benchmarks"],
-                         cwd=ROOT, capture_output=True, text=True)
+    res = subprocess.run(
+        [sys.executable, "-m", "ruff", "check", "--no-cache", "src", "tests", "benchmarks"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
     assert res.returncode == 0, res.stdout + res.stderr

@@ -28,7 +28,9 @@ def test_an_unknown_name_is_an_attribute_error():
 
 
 def test_import_ucs_stays_light():
-    code = ("import sys, ucs; heavy = [m for m in ('sklearn', 'scipy', 'torch', 'llama_cpp', 'ucs.clustering') "
-            "if m in sys.modules]; print(heavy)")
+    code = (
+        "import sys, ucs; heavy = [m for m in ('sklearn', 'scipy', 'torch', 'llama_cpp', 'ucs.clustering') "
+        "if m in sys.modules]; print(heavy)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

@@ -30,10 +30,25 @@ from ucs._version import __version__
 
 #: Public name → the module that defines it.
 _EXPORTS: Dict[str, str] = {
-    **dict.fromkeys(("UnseenCoverage", "UnseenEstimator", "GoodTuringPrior", "make_estimator"), "ucs.estimators"),
-    **dict.fromkeys(("LatentClusterer", "JointLatentClusterer", "cluster_health", "ClusterHealth"), "ucs.clustering"),
-    **dict.fromkeys(("Selector", "Selection", "RandomSelector", "TopKSelector", "DPPSelector", "MDLSelector",
-                     "VoteKSelector", "UCSPrior"), "ucs.selectors"),
+    **dict.fromkeys(
+        ("UnseenCoverage", "UnseenEstimator", "GoodTuringPrior", "make_estimator"), "ucs.estimators"
+    ),
+    **dict.fromkeys(
+        ("LatentClusterer", "JointLatentClusterer", "cluster_health", "ClusterHealth"), "ucs.clustering"
+    ),
+    **dict.fromkeys(
+        (
+            "Selector",
+            "Selection",
+            "RandomSelector",
+            "TopKSelector",
+            "DPPSelector",
+            "MDLSelector",
+            "VoteKSelector",
+            "UCSPrior",
+        ),
+        "ucs.selectors",
+    ),
     **dict.fromkeys(("load_dataset", "Dataset", "TestProtocol"), "ucs.data"),
     **dict.fromkeys(("Pipeline", "PipelineConfig", "PipelineResult"), "ucs.pipeline"),
     "SelectorIndex": "ucs.index",

@@ -26,7 +26,6 @@ app = typer.Typer(
 )
 
 
-
 def _version_callback(value: bool) -> None:
     if value:
         typer.echo(f"ucs {__version__}")
@@ -39,7 +38,9 @@ def _root(
         None, "--version", callback=_version_callback, is_eager=True, help="Print the version and exit."
     ),
     debug: bool = typer.Option(
-        False, "--debug", help=f"Show the Python traceback of an error instead of the short message ({DEBUG_ENV}=1 too)."
+        False,
+        "--debug",
+        help=f"Show the Python traceback of an error instead of the short message ({DEBUG_ENV}=1 too).",
     ),
 ) -> None:
     """Unseen Coverage Selection (UCS)."""

@@ -13,10 +13,12 @@ from ucs.data.export import write_split
 @pytest.mark.parametrize("suffix", [".csv", ".jsonl"])
 def test_a_split_written_reads_back_as_the_same_texts_and_label_names(tmp_path, suffix):
     ds = load_dataset("sample")
-    tricky = Split(("a, \"quoted\" text\nwith a second line", *ds.test.texts[1:]), ds.test.labels)
+    tricky = Split(('a, "quoted" text\nwith a second line', *ds.test.texts[1:]), ds.test.labels)
     ds = replace(ds, test=tricky)
     for split, part in (("pool", ds.pool), ("test", ds.test)):
-        path = write_split(ds, split, tmp_path / f"{split}{suffix}", text_column="utterance", label_column="intent")
+        path = write_split(
+            ds, split, tmp_path / f"{split}{suffix}", text_column="utterance", label_column="intent"
+        )
         table = read_table(path, "utterance", "intent")
         assert table["utterance"] == list(part.texts) and table["intent"] == ds.label_text(part.labels)
 

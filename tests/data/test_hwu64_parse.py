@@ -9,16 +9,28 @@ import pytest
 from ucs.data import DatasetError, load_dataset, load_hwu64, load_hwu64_parse, parse_annotation
 
 
-@pytest.mark.parametrize("annotation, call, slots", [
-    ("wake me up at [time : five am] [date : this week]", "alarm_set(time=five am, date=this week)",
-     {"time": "five am", "date": "this week"}),
-    ("what alarms do i have", "alarm_set()", {}),
-    ("from [place_name :  new  york ] to [place_name : boston]", "alarm_set(place_name=new york, place_name=boston)",
-     {"place_name": ["new york", "boston"]}),
-])
+@pytest.mark.parametrize(
+    "annotation, call, slots",
+    [
+        (
+            "wake me up at [time : five am] [date : this week]",
+            "alarm_set(time=five am, date=this week)",
+            {"time": "five am", "date": "this week"},
+        ),
+        ("what alarms do i have", "alarm_set()", {}),
+        (
+            "from [place_name :  new  york ] to [place_name : boston]",
+            "alarm_set(place_name=new york, place_name=boston)",
+            {"place_name": ["new york", "boston"]},
+        ),
+    ],
+)
 def test_an_annotation_becomes_a_call_or_json(annotation, call, slots):
     assert parse_annotation(annotation, "alarm_set") == call
-    assert json.loads(parse_annotation(annotation, "alarm_set", "json")) == {"intent": "alarm_set", "slots": slots}
+    assert json.loads(parse_annotation(annotation, "alarm_set", "json")) == {
+        "intent": "alarm_set",
+        "slots": slots,
+    }
 
 
 @pytest.mark.parametrize("bad", ["set [time five am]", "set [time : five am", "set time : five] am"])
@@ -56,6 +68,8 @@ def test_a_broken_annotation_names_its_file_and_line(tmp_path):
         (folder / split).mkdir(parents=True)
         (folder / split / "alarm_set.csv").write_text(
             "answerid;scenario;intent;answer_annotation;answer_from_anno;answer_from_user\n"
-            '1;alarm;set;"wake me [time : five";"wake me five";"Wake me five"\n', encoding="utf-8")
+            '1;alarm;set;"wake me [time : five";"wake me five";"Wake me five"\n',
+            encoding="utf-8",
+        )
     with pytest.raises(DatasetError, match=r"alarm_set\.csv, line 2: malformed"):
         load_hwu64_parse(tmp_path)

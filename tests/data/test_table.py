@@ -25,8 +25,13 @@ def test_csv_pool_and_test_files_with_named_columns(tmp_path):
 
 def test_jsonl_split_column_and_label_list(tmp_path):
     rows = [{"t": f"x{i}", "y": "a" if i % 2 else "b", "s": "test" if i < 2 else "train"} for i in range(6)]
-    ds = load_table(_jsonl(tmp_path / "d.jsonl", rows), text_column="t", label_column="y", split_column="s",
-                    label_names=["b", "a", "c"])
+    ds = load_table(
+        _jsonl(tmp_path / "d.jsonl", rows),
+        text_column="t",
+        label_column="y",
+        split_column="s",
+        label_names=["b", "a", "c"],
+    )
     assert ds.test.texts == ("x0", "x1") and len(ds.pool) == 4
     assert ds.label_names == ("b", "a", "c")
     assert ds.validation.labels_missing_from_pool == ("c",)
@@ -72,11 +77,16 @@ def test_bad_tables(tmp_path):
         load_table(_jsonl(tmp_path / "s.jsonl", rows), split_column="split")
     # test label outside the given label list
     with pytest.raises(DatasetError, match=r"absent from the label list: \['y'\]"):
-        load_table(_jsonl(tmp_path / "u.jsonl", [{"text": "a", "label": "x"}]),
-                   _jsonl(tmp_path / "v.jsonl", [{"text": "b", "label": "y"}]), label_names=["x"])
+        load_table(
+            _jsonl(tmp_path / "u.jsonl", [{"text": "a", "label": "x"}]),
+            _jsonl(tmp_path / "v.jsonl", [{"text": "b", "label": "y"}]),
+            label_names=["x"],
+        )
     with pytest.raises(DatasetError, match="empty text"):
-        load_table(_jsonl(tmp_path / "w.jsonl", [{"text": " ", "label": "x"}]),
-                   _jsonl(tmp_path / "z.jsonl", [{"text": "b", "label": "x"}]))
+        load_table(
+            _jsonl(tmp_path / "w.jsonl", [{"text": " ", "label": "x"}]),
+            _jsonl(tmp_path / "z.jsonl", [{"text": "b", "label": "x"}]),
+        )
 
 
 def test_load_dataset_dispatches_paths_and_rejects_unknown_names(tmp_path):
@@ -132,7 +142,9 @@ def test_pool_test_overlap_is_counted_exactly_and_normalised_and_warned(tmp_path
     from ucs.data import DatasetWarning
 
     (tmp_path / "pool.csv").write_text("text,label\nWhere is my card?,a\nbye now,b\nhi,a\n", encoding="utf-8")
-    (tmp_path / "test.csv").write_text("text,label\nwhere is my  card,a\nbye now,b\nnew text,a\n", encoding="utf-8")
+    (tmp_path / "test.csv").write_text(
+        "text,label\nwhere is my  card,a\nbye now,b\nnew text,a\n", encoding="utf-8"
+    )
     with pytest.warns(DatasetWarning, match="2 of 3 test texts are also in the pool \\(1 exactly"):
         ds = load_table(tmp_path / "pool.csv", tmp_path / "test.csv")
     assert ds.validation.cross_duplicates == 1 and ds.validation.cross_duplicates_normalized == 2

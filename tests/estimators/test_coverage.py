@@ -118,6 +118,7 @@ def test_estimator_instance_is_accepted():
 
 # --- bad input ----------------------------------------------------------------------------
 
+
 def test_empty_subset_raises():
     cov = UnseenCoverage().fit([0, 1])
     with pytest.raises(ValueError, match="subset is empty"):

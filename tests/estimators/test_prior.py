@@ -14,7 +14,9 @@ def test_good_turing_hand_values_raw_spectrum():
     w_raw = 1.0 / (np.array([4 / 3, 4 / 3, 4 / 3, 1.5, 1.5, 3.0]) / 10)
     np.testing.assert_allclose(prior.weights_, w_raw / w_raw.mean(), rtol=1e-9)
     assert prior.weights_.mean() == pytest.approx(1.0)
-    np.testing.assert_allclose(prior.item_log_weights_, np.log(prior.weights_)[[0, 1, 2, 3, 3, 4, 4, 5, 5, 5]])
+    np.testing.assert_allclose(
+        prior.item_log_weights_, np.log(prior.weights_)[[0, 1, 2, 3, 3, 4, 4, 5, 5, 5]]
+    )
 
 
 def test_spectrum_rarity_b2_and_inverse_size_b1():
@@ -31,7 +33,7 @@ def test_power_law_is_fitted_at_actual_sizes():
     model = fit_spectrum_model([0, 8, 0, 0, 1], "power_law")
     np.testing.assert_allclose(model([1, 4]), [8.0, 1.0], rtol=1e-9)
     # the authors' code regresses against bin positions (1, 2) instead and would give g(2) = 1
-    assert model(2)[()] == pytest.approx(8 * 2 ** -1.5)
+    assert model(2)[()] == pytest.approx(8 * 2**-1.5)
 
 
 def test_good_turing_prior_with_power_law_uses_the_fit():
@@ -65,7 +67,12 @@ def test_degenerate_spectra():
 
 @pytest.mark.parametrize(
     "kwargs, match",
-    [({"variant": "x"}, "variant"), ({"smoothing": "x"}, "smoothing"), ({"epsilon": 0}, "epsilon"), ({"epsilon": -1.0}, "epsilon")],
+    [
+        ({"variant": "x"}, "variant"),
+        ({"smoothing": "x"}, "smoothing"),
+        ({"epsilon": 0}, "epsilon"),
+        ({"epsilon": -1.0}, "epsilon"),
+    ],
 )
 def test_bad_parameters(kwargs, match):
     with pytest.raises(ValueError, match=match):

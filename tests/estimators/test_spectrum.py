@@ -3,7 +3,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ucs.estimators import k_seen, multiplicities, spectrum, spectrum_from_multiplicities, validate_cluster_ids
+from ucs.estimators import (
+    k_seen,
+    multiplicities,
+    spectrum,
+    spectrum_from_multiplicities,
+    validate_cluster_ids,
+)
 
 
 def test_spectrum_small():

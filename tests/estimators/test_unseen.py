@@ -73,6 +73,7 @@ def test_paper_ignores_bins_above_m():
 
 # --- hand-worked values on small spectra -----------------------------------------------------
 
+
 def test_good_toulmin_hand_value():
     # f1 = 3, f2 = 1 (n = 5), t = 0.5: -(-0.5*3 + 0.25*1) = 1.25
     est = make_estimator("good_toulmin", t=0.5)
@@ -118,7 +119,9 @@ def test_poisson_hand_value():
 @pytest.mark.parametrize("name", ["poisson", "binomial", "efron_thisted"])
 def test_osw_reduce_to_good_toulmin_for_small_t(name):
     f = [0, 4, 3, 1]
-    assert make_estimator(name, t=0.7).unseen(f) == pytest.approx(make_estimator("good_toulmin", t=0.7).unseen(f))
+    assert make_estimator(name, t=0.7).unseen(f) == pytest.approx(
+        make_estimator("good_toulmin", t=0.7).unseen(f)
+    )
 
 
 @pytest.mark.parametrize("name", ["poisson", "binomial", "efron_thisted"])
@@ -182,6 +185,7 @@ def test_coefficients_are_cached_and_read_only():
 
 
 # --- bad input ----------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize(
     "name, params, param",

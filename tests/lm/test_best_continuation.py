@@ -1,4 +1,5 @@
-"""Branch and bound over a continuation trie finds exactly the argmax that scoring every continuation finds."""
+"""Branch and bound over a continuation trie finds exactly the argmax that scoring every continuation
+finds."""
 
 import numpy as np
 import pytest
@@ -82,5 +83,8 @@ def test_a_sure_reader_evaluates_few_nodes_and_ties_go_to_the_first():
 def test_one_continuation_needs_no_evaluation_when_it_has_one_token():
     trie = build_trie([[4]])
     first = np.log(np.full(8, 1 / 8))
-    assert best_continuation(trie, first, lambda nodes: pytest.fail("evaluated")) == (0, pytest.approx(
-        np.log(1 / 8)), 0)
+    assert best_continuation(trie, first, lambda nodes: pytest.fail("evaluated")) == (
+        0,
+        pytest.approx(np.log(1 / 8)),
+        0,
+    )

@@ -20,7 +20,9 @@ def test_scores_equal_the_model_bit_for_bit_and_run_once():
         assert got.logprob.tobytes() == ref.logprob.tobytes()
         np.testing.assert_array_equal(got.n_tokens, ref.n_tokens)
     assert lm.n_score_calls_ == 1 and (cs.hits, cs.misses) == (2, 1)
-    np.testing.assert_array_equal(cs.score_continuations("Text: hello\nLabel:", LABELS, reduction="mean"), ref.mean)
+    np.testing.assert_array_equal(
+        cs.score_continuations("Text: hello\nLabel:", LABELS, reduction="mean"), ref.mean
+    )
 
 
 def test_another_prefix_or_order_of_continuations_is_another_input():

@@ -39,6 +39,8 @@ def test_a_damaged_score_line_is_scored_again(tmp_path, damage):
     ref = DummyLM(seed=1).score_continuations_detailed("p", LABELS)
     assert got.logprob.tobytes() == ref.logprob.tobytes()
     again = CachedScorer(DummyLM(seed=1), store=tmp_path, identity=ident)
-    with pytest.warns(DamagedFileWarning):  # the damaged line stays in the file (appended to, never rewritten)
+    with pytest.warns(
+        DamagedFileWarning
+    ):  # the damaged line stays in the file (appended to, never rewritten)
         np.testing.assert_array_equal(again.score_continuations_detailed("p", LABELS).logprob, ref.logprob)
     assert again.hits == 1  # the appended line verifies

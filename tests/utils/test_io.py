@@ -28,14 +28,22 @@ def test_atomic_json_sorted(tmp_path):
     assert json.loads(p.read_text()) == {"a": [0, 1], "b": 2}
 
 
-@pytest.mark.parametrize("obj", [
-    {"b": np.int64(2), "a": np.arange(3.0), "n": [], "e": {}, "s": ["x", None, True, 1.5e-9]},
-    {"cells": [{"per_query": {"q": list(range(5)), "acc": [0.0, 1.0]}, "m": [[1, 2], {"k": [3]}]}], "z": "é\n"},
-    [1, [2, [3]], {"a": float("inf")}],
-])
+@pytest.mark.parametrize(
+    "obj",
+    [
+        {"b": np.int64(2), "a": np.arange(3.0), "n": [], "e": {}, "s": ["x", None, True, 1.5e-9]},
+        {
+            "cells": [{"per_query": {"q": list(range(5)), "acc": [0.0, 1.0]}, "m": [[1, 2], {"k": [3]}]}],
+            "z": "é\n",
+        },
+        [1, [2, [3]], {"a": float("inf")}],
+    ],
+)
 def test_dumps_json_is_the_same_value_as_json_dumps(obj):
     text = dumps_json(obj)
-    expected = json.dumps(obj, indent=2, sort_keys=True, default=lambda v: v.tolist() if hasattr(v, "tolist") else v)
+    expected = json.dumps(
+        obj, indent=2, sort_keys=True, default=lambda v: v.tolist() if hasattr(v, "tolist") else v
+    )
     assert json.loads(text) == json.loads(expected)
     assert text.endswith("\n") and len(text) <= len(expected) + 1
     assert dumps_json(json.loads(text)) == text  # stable under a read-back

@@ -1,4 +1,5 @@
-"""Progress of long stages: silent by default, plain lines at a steady pace in a log, a rich bar on a terminal."""
+"""Progress of long stages: silent by default, plain lines at a steady pace in a log, a rich bar on a
+terminal."""
 
 from __future__ import annotations
 
@@ -113,7 +114,8 @@ def test_time_in_inner_stages_is_left_out_of_the_outer_rate(monkeypatch):
 
 
 def test_reused_units_are_done_but_left_out_of_the_rate(monkeypatch):
-    """A resumed run reads 60 units back in no time, then computes at 1 unit per 10 s: the ETA is that rate."""
+    """A resumed run reads 60 units back in no time, then computes at 1 unit per 10 s: the ETA is that
+    rate."""
     clock = [0.0]
     monkeypatch.setattr(P.time, "monotonic", lambda: clock[0])
     with P.progress_enabled(False), P.stage("MDL scoring", 100, kind="mdl") as st:

@@ -9,23 +9,36 @@ from ucs.utils.redact import MASK, redact, redact_obj, register_secret, register
 
 CASES = [
     # (text, must not appear, must appear)
-    ("invalid api key: Bearer sk-abcdefghij0123456789", ["sk-abc", "0123456789"],
-     ["invalid api key: Bearer ***"]),
+    (
+        "invalid api key: Bearer sk-abcdefghij0123456789",
+        ["sk-abc", "0123456789"],
+        ["invalid api key: Bearer ***"],
+    ),
     ("Authorization: Bearer tok_9f8e7d6c5b4a", ["tok_9f8e"], ["Authorization: ***"]),
     ('{"headers": {"authorization": "Bearer abc.def.ghi123"}}', ["abc.def"], ['"authorization": "***"']),
     ("{'Authorization': 'Basic YWxpY2U6czNjcmV0', 'Host': 'h'}", ["YWxpY2U6"], ["'Host': 'h'"]),
     ("proxy-authorization=Basic Zm9vOmJhcg==", ["Zm9vOmJhcg"], ["proxy-authorization=***"]),
     ("the key sk-proj-AbC_dEf-1234567890abcdef was refused", ["AbC_dEf"], ["the key *** was refused"]),
     ("anthropic sk-ant-api03-XXXXXXXXXXXXXXXXXXXX", ["api03"], ["anthropic ***"]),
-    ("no answer from http://alice:hunter2x@127.0.0.1:8080/v1/completions", ["alice", "hunter2x"],
-     ["http://***@127.0.0.1:8080/v1/completions"]),
+    (
+        "no answer from http://alice:hunter2x@127.0.0.1:8080/v1/completions",
+        ["alice", "hunter2x"],
+        ["http://***@127.0.0.1:8080/v1/completions"],
+    ),
     ("https://token-only@api.example.com/v1#m", ["token-only"], ["https://***@api.example.com/v1#m"]),
     ("http://u:p@ss@host/v1", ["p@ss", "ss@host"], ["http://***@host/v1"]),
     ("GET https://api.example.com/v1?api_key=abc123&x=1", ["abc123"], ["?api_key=***&x=1"]),
 ]
-KEPT = ["basic settings", "the bearer of bad news", "/home/me/sk-learn/data.csv",
-        "http://127.0.0.1:8080/v1#m", "HTTP 500 after 3 attempts: boom", "model llama3:8b at host:port",
-        "Bearer ***", ""]
+KEPT = [
+    "basic settings",
+    "the bearer of bad news",
+    "/home/me/sk-learn/data.csv",
+    "http://127.0.0.1:8080/v1#m",
+    "HTTP 500 after 3 attempts: boom",
+    "model llama3:8b at host:port",
+    "Bearer ***",
+    "",
+]
 
 
 @pytest.mark.parametrize("text, hidden, shown", CASES)

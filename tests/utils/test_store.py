@@ -1,5 +1,5 @@
-"""The keyed JSONL store's sealed xz segments: compaction changes no entry, never rewrites a segment, and appends
-go on after it."""
+"""The keyed JSONL store's sealed xz segments: compaction changes no entry, never rewrites a segment, and
+appends go on after it."""
 
 import lzma
 import subprocess
@@ -57,13 +57,18 @@ def test_segments_are_read_in_order_and_merge_folds_them(tmp_path):
     assert before["q0"]["v"] == [0.0, 0.0] and len(before) == 16
     (merged,) = compact(tmp_path, merge=True)
     after = _store(tmp_path)
-    assert merged == archive_path(after.path) and segment_paths(after.path) == [merged] and not after.path.exists()
+    assert (
+        merged == archive_path(after.path)
+        and segment_paths(after.path) == [merged]
+        and not after.path.exists()
+    )
     assert dict(after._load()) == before
     assert compact(tmp_path, merge=True) == []  # one segment and nothing appended: nothing to do
 
 
 def _line(key, value):
     from ucs.utils.store import signed_line
+
     return signed_line({"k": key, "v": value})
 
 
@@ -90,7 +95,9 @@ def test_compact_is_deterministic_and_smaller(tmp_path):
 def test_edited_archive_lines_are_skipped_and_recomputed(tmp_path):
     _filled(tmp_path, 5)
     (arc,) = compact(tmp_path)
-    text = lzma.open(arc, "rt", encoding="utf-8").read().replace('"k": "q2", "v": [0.2', '"k": "q2", "v": [9.2')
+    text = (
+        lzma.open(arc, "rt", encoding="utf-8").read().replace('"k": "q2", "v": [0.2', '"k": "q2", "v": [9.2')
+    )
     with lzma.open(arc, "wt", encoding="utf-8") as fh:
         fh.write(text)
     with pytest.warns(DamagedFileWarning, match="checksum"):
@@ -101,18 +108,29 @@ def test_edited_archive_lines_are_skipped_and_recomputed(tmp_path):
 
 def test_compact_from_the_command_line(tmp_path):
     _filled(tmp_path, 3)
-    out = subprocess.run([sys.executable, "-m", "ucs.utils.store", "compact", str(tmp_path)], capture_output=True,
-                         text=True, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-m", "ucs.utils.store", "compact", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     assert out.strip().endswith(".jsonl.xz") and len(_store(tmp_path)) == 3
     _store(tmp_path).put([{"k": "x", "v": [1]}])
     compact(tmp_path)
-    out = subprocess.run([sys.executable, "-m", "ucs.utils.store", "compact", "--merge", str(tmp_path)],
-                         capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-m", "ucs.utils.store", "compact", "--merge", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     assert out.strip().endswith(f"{_store(tmp_path).key}.jsonl.xz") and len(_store(tmp_path)) == 4
     bad = subprocess.run([sys.executable, "-m", "ucs.utils.store"], capture_output=True, text=True)
     assert bad.returncode == 2 and "usage" in bad.stderr
-    bad = subprocess.run([sys.executable, "-m", "ucs.utils.store", "compact", str(tmp_path / "nowhere")],
-                         capture_output=True, text=True)
+    bad = subprocess.run(
+        [sys.executable, "-m", "ucs.utils.store", "compact", str(tmp_path / "nowhere")],
+        capture_output=True,
+        text=True,
+    )
     assert bad.returncode == 2 and "is not a folder" in bad.stderr and "Traceback" not in bad.stderr
 
 
@@ -160,7 +178,9 @@ def test_a_read_overlapping_a_merge_lists_the_segments_again(tmp_path, monkeypat
     assert len(got) == 6 and got.get("late") == {"k": "late", "v": [1]} and len(calls) == 2
 
 
-@pytest.mark.skipif(sys.platform == "win32", reason="appends and compaction are serialised by flock on POSIX only")
+@pytest.mark.skipif(
+    sys.platform == "win32", reason="appends and compaction are serialised by flock on POSIX only"
+)
 def test_compact_while_other_processes_append_loses_nothing(tmp_path):
     import multiprocessing as mp
 
@@ -187,7 +207,10 @@ def test_compact_leaves_other_jsonl_files_alone(tmp_path):
     records.parent.mkdir(parents=True)
     records.write_text('{"method": "dpp"}\n', encoding="utf-8")
     (arc,) = compact(tmp_path)
-    assert arc == archive_path(_store(tmp_path).path) and records.read_text(encoding="utf-8") == '{"method": "dpp"}\n'
+    assert (
+        arc == archive_path(_store(tmp_path).path)
+        and records.read_text(encoding="utf-8") == '{"method": "dpp"}\n'
+    )
     assert compact(tmp_path, merge=True) == [] and records.exists()
 
 

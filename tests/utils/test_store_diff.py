@@ -26,14 +26,29 @@ def _answers(root, entries):
 def _pair(tmp_path):
     a, b = tmp_path / "a", tmp_path / "b"
     _scores(b, [{"key": f"q{i}", "logprob": [-10.0 * i, -3.5], "n_tokens": [7, 7]} for i in range(1, 5)])
-    _answers(b, [{"sample_sha256": "s1", "raw_output": " (B)", "parsed_id": 1, "answered_on": "cpu B"},
-                 {"sample_sha256": "s2", "raw_output": " (C)", "parsed_id": 2}])
+    _answers(
+        b,
+        [
+            {"sample_sha256": "s1", "raw_output": " (B)", "parsed_id": 1, "answered_on": "cpu B"},
+            {"sample_sha256": "s2", "raw_output": " (C)", "parsed_id": 2},
+        ],
+    )
     compact(b)  # B read through its sealed segments, as a committed store is
-    _scores(a, [{"key": "q1", "logprob": [-10.0, -3.5], "n_tokens": [7, 7]},  # equal
-                {"key": "q2", "logprob": [-20.0 + 2e-6, -3.5], "n_tokens": [7, 7]},  # rel 1e-7
-                {"key": "q9", "logprob": [0.0, 0.0], "n_tokens": [7, 7]}])  # only in A
-    _answers(a, [{"sample_sha256": "s1", "raw_output": " (B)", "parsed_id": 1, "answered_on": "cpu A"},
-                 {"sample_sha256": "s2", "raw_output": " (D)", "parsed_id": 3}])
+    _scores(
+        a,
+        [
+            {"key": "q1", "logprob": [-10.0, -3.5], "n_tokens": [7, 7]},  # equal
+            {"key": "q2", "logprob": [-20.0 + 2e-6, -3.5], "n_tokens": [7, 7]},  # rel 1e-7
+            {"key": "q9", "logprob": [0.0, 0.0], "n_tokens": [7, 7]},
+        ],
+    )  # only in A
+    _answers(
+        a,
+        [
+            {"sample_sha256": "s1", "raw_output": " (B)", "parsed_id": 1, "answered_on": "cpu A"},
+            {"sample_sha256": "s2", "raw_output": " (D)", "parsed_id": 3},
+        ],
+    )
     return a, b
 
 
@@ -64,9 +79,12 @@ def test_exit_codes_and_messages(tmp_path, capsys):
     assert main([str(tmp_path / "c"), str(b), "--rtol", "1e-6"]) == 0
     assert main([str(tmp_path / "c"), str(tmp_path / "a" / "scores")]) == 2
     assert "share no entry" in capsys.readouterr().err
-    for argv, says in [([str(a)], "expected two store folders"), ([str(a), str(tmp_path / "nope")], "B: "),
-                       ([str(a), str(b), "--rtol", "tight"], "--rtol: expected a number"),
-                       ([str(a), str(b), "--rtol", "-1"], "--rtol: must be 0 or more")]:
+    for argv, says in [
+        ([str(a)], "expected two store folders"),
+        ([str(a), str(tmp_path / "nope")], "B: "),
+        ([str(a), str(b), "--rtol", "tight"], "--rtol: expected a number"),
+        ([str(a), str(b), "--rtol", "-1"], "--rtol: must be 0 or more"),
+    ]:
         assert main(argv) == 2
         assert says in capsys.readouterr().err
 
