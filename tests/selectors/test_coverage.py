@@ -37,7 +37,9 @@ def test_phi_subsets_equals_recomputation(estimator, design):
 @pytest.mark.parametrize("design", DESIGNS)
 def test_batched_greedy_gains_equal_coverage_state(estimator, design):
     ids = _ids(2)
-    cov = UnseenCoverage(estimator=estimator, design=design, **({"integer": True} if estimator == "paper" else {})).fit(ids)
+    cov = UnseenCoverage(
+        estimator=estimator, design=design, **({"integer": True} if estimator == "paper" else {})
+    ).fit(ids)
     rng = np.random.default_rng(3)
     q, c, steps = 6, 25, 8
     cand = np.stack([rng.choice(ids.size, c, replace=False) for _ in range(q)])

@@ -56,10 +56,12 @@ def test_greedy_steps_are_brute_force_determinant_gains(seed):
     chosen: list = []
     for step in range(5):
         base = np.linalg.det(kernel[np.ix_(chosen, chosen)]) if chosen else 1.0
-        gains = np.array([
-            -np.inf if j in chosen else np.linalg.det(kernel[np.ix_(chosen + [j], chosen + [j])]) / base
-            for j in range(9)
-        ])
+        gains = np.array(
+            [
+                -np.inf if j in chosen else np.linalg.det(kernel[np.ix_(chosen + [j], chosen + [j])]) / base
+                for j in range(9)
+            ]
+        )
         j = int(np.argmax(gains))
         assert order[0, step] == j
         assert scores[0, step] == pytest.approx(gains[j], rel=1e-8)
@@ -126,7 +128,11 @@ def test_dpp_kernel_shape_and_relevance():
 def test_dpp_ucs_with_large_lambda_covers_more_clusters():
     pool, queries, cids, *_ = make_pool(seed=4, n=300, q=20)
     base = DPPSelector(candidate_num=40).fit(pool, cluster_ids=cids).select(queries, 8)
-    ucs = DPPSelector(candidate_num=40, prior=UCSPrior(cids, design="seen_only", lam=100.0)).fit(pool).select(queries, 8)
+    ucs = (
+        DPPSelector(candidate_num=40, prior=UCSPrior(cids, design="seen_only", lam=100.0))
+        .fit(pool)
+        .select(queries, 8)
+    )
     # every pick maximises the new-cluster bonus first: no repeat while a candidate from a new cluster exists,
     # so each query covers exactly min(budget, distinct clusters among its 40 candidates)
     p, qn = l2_normalize(pool), l2_normalize(queries)

@@ -31,9 +31,17 @@ from ucs.testing import DummyLM
 
 
 def test_every_base_name_is_a_registered_class_declaring_it():
-    classes = {"random": RandomSelector, "topk": TopKSelector, "dpp": DPPSelector, "mdl": MDLSelector,
-               "votek": VoteKSelector, "cover": CoverSelector, "mmr": MMRSelector, "labelaware": LabelAwareSelector,
-               "bsr": BSRSelector}
+    classes = {
+        "random": RandomSelector,
+        "topk": TopKSelector,
+        "dpp": DPPSelector,
+        "mdl": MDLSelector,
+        "votek": VoteKSelector,
+        "cover": CoverSelector,
+        "mmr": MMRSelector,
+        "labelaware": LabelAwareSelector,
+        "bsr": BSRSelector,
+    }
     assert set(BASE_SELECTORS) == set(classes)
     for name, cls in classes.items():
         assert selector_class(name) is cls
@@ -41,9 +49,32 @@ def test_every_base_name_is_a_registered_class_declaring_it():
 
 def test_method_vocabulary_follows_the_classes():
     assert NO_UCS_FORM == ("random", "cover", "mmr", "labelaware", "bsr")
-    assert METHODS == ("random", "topk", "topk+ucs", "dpp", "dpp+ucs", "mdl", "mdl+ucs", "votek", "votek+ucs",
-                       "cover", "mmr", "labelaware", "bsr")
-    assert [has_ucs_form(b) for b in BASE_SELECTORS] == [False, True, True, True, True, False, False, False, False]
+    assert METHODS == (
+        "random",
+        "topk",
+        "topk+ucs",
+        "dpp",
+        "dpp+ucs",
+        "mdl",
+        "mdl+ucs",
+        "votek",
+        "votek+ucs",
+        "cover",
+        "mmr",
+        "labelaware",
+        "bsr",
+    )
+    assert [has_ucs_form(b) for b in BASE_SELECTORS] == [
+        False,
+        True,
+        True,
+        True,
+        True,
+        False,
+        False,
+        False,
+        False,
+    ]
     assert parse_method(" DPP_sgt ") == ("dpp", True) and canonical_method("votek-ucs") == "votek+ucs"
     for bad in ("cover+ucs", "random_ucs", "kmeans", "", None):
         with pytest.raises(ValueError, match="method"):
@@ -63,8 +94,10 @@ def test_make_selector_equals_the_hand_built_selector():
     pool, queries, ids = rng.normal(size=(50, 6)), rng.normal(size=(4, 6)), rng.integers(0, 7, 50)
     prior = UCSPrior(ids, lam=0.5)
     pairs = [
-        (make_selector("dpp+ucs", prior=prior, candidate_num=20, scale_factor=0.2),
-         DPPSelector(candidate_num=20, scale_factor=0.2, prior=prior)),
+        (
+            make_selector("dpp+ucs", prior=prior, candidate_num=20, scale_factor=0.2),
+            DPPSelector(candidate_num=20, scale_factor=0.2, prior=prior),
+        ),
         (make_selector("votek", random_state=7, k=4), VoteKSelector(k=4, random_state=7)),
         (make_selector("random", random_state=3), RandomSelector(random_state=3)),
         (make_selector("topk", random_state=3), TopKSelector()),  # deterministic: the seed is not a parameter
@@ -78,12 +111,15 @@ def test_make_selector_equals_the_hand_built_selector():
     assert isinstance(mdl, MDLSelector) and mdl.random_state == 9 and mdl.select_time == 2
 
 
-@pytest.mark.parametrize("call, match", [
-    (lambda: make_selector("dpp+ucs"), "prior=UCSPrior"),
-    (lambda: make_selector("cover", prior=UCSPrior(np.zeros(3, int))), "no UCS form"),
-    (lambda: make_selector("dpp", k=3), "DPPSelector has no parameter 'k'"),
-    (lambda: make_selector("knn"), "unknown method 'knn'"),
-])
+@pytest.mark.parametrize(
+    "call, match",
+    [
+        (lambda: make_selector("dpp+ucs"), "prior=UCSPrior"),
+        (lambda: make_selector("cover", prior=UCSPrior(np.zeros(3, int))), "no UCS form"),
+        (lambda: make_selector("dpp", k=3), "DPPSelector has no parameter 'k'"),
+        (lambda: make_selector("knn"), "unknown method 'knn'"),
+    ],
+)
 def test_make_selector_refuses_with_the_fix(call, match):
     with pytest.raises(ValueError, match=match):
         call()

@@ -49,7 +49,9 @@ def l2(x):
 
 def test_first_subset_is_topk_and_random_subsets_are_candidates():
     pool, queries, cids, labels, texts, qtexts = _setup(1)
-    sel = MDLSelector(scorer=dummies.DummyLM(), candidate_num=10, select_time=5).fit(pool, labels=labels, texts=texts)
+    sel = MDLSelector(scorer=dummies.DummyLM(), candidate_num=10, select_time=5).fit(
+        pool, labels=labels, texts=texts
+    )
     subsets, _ = sel.candidate_subsets(l2(queries), 4)
     top = TopKSelector().fit(pool).select(queries, 10).indices
     assert np.array_equal(subsets[:, 0], top[:, :4])
@@ -61,8 +63,11 @@ def test_first_subset_is_topk_and_random_subsets_are_candidates():
 def test_mdl_ucs_large_lambda_picks_max_phi_subset():
     pool, queries, cids, labels, texts, qtexts = _setup(2)
     prior = UCSPrior(cids, design="seen_only", lam=1e6)
-    s = MDLSelector(scorer=dummies.DummyLM(), candidate_num=20, select_time=5, prior=prior).fit(
-        pool, labels=labels, texts=texts).select(queries, 5, query_texts=qtexts)
+    s = (
+        MDLSelector(scorer=dummies.DummyLM(), candidate_num=20, select_time=5, prior=prior)
+        .fit(pool, labels=labels, texts=texts)
+        .select(queries, 5, query_texts=qtexts)
+    )
     phi = s.extras["subset_phi"]
     assert np.array_equal(s.phi, phi.max(axis=1))
     chosen = s.extras["chosen_subset"].astype(int)
@@ -73,8 +78,13 @@ def test_mdl_ucs_large_lambda_picks_max_phi_subset():
 def test_label_set_and_templates():
     pool, queries, cids, labels, texts, qtexts = _setup()
     lm = dummies.DummyLM()
-    sel = MDLSelector(scorer=lm, label_set=["a", "b"], demo_template="Text: {text}\nLabel: {label}",
-                      query_template="Text: {text}\nLabel: {label}", separator="\n\n").fit(pool, labels=labels, texts=texts)
+    sel = MDLSelector(
+        scorer=lm,
+        label_set=["a", "b"],
+        demo_template="Text: {text}\nLabel: {label}",
+        query_template="Text: {text}\nLabel: {label}",
+        separator="\n\n",
+    ).fit(pool, labels=labels, texts=texts)
     assert sel.label_set_ == ["a", "b"]
     assert format_prompt(["x"], ["y"], "Text: {text}\nLabel: {label}", "\n\n") == "Text: x\nLabel: y\n\n"
     before = lm.n_score_calls_
@@ -105,7 +115,8 @@ def test_zero_shot_makes_no_lm_calls():
 
 
 def test_mdl_reports_queries_answered_from_a_score_cache_as_reused():
-    """Scoring the same queries again through a CachedScorer runs no model call; progress counts them reused."""
+    """Scoring the same queries again through a CachedScorer runs no model call; progress counts them
+    reused."""
     from ucs.lm.cache import CachedScorer
     from ucs.utils import progress as P
 
@@ -154,12 +165,21 @@ def test_mdl_scores_the_leading_demonstrations_that_fit_the_context(context):
         for t in range(4):
             members = subsets[q, t]
             k = kept[q, t]
-            assert next(it) == format_prompt([texts[i] for i in members[:k]], [labels[i] for i in members[:k]])
-            assert lm.count_tokens(format_prompt([texts[i] for i in members[:k]],
-                                                 [labels[i] for i in members[:k]])) <= limit
+            assert next(it) == format_prompt(
+                [texts[i] for i in members[:k]], [labels[i] for i in members[:k]]
+            )
+            assert (
+                lm.count_tokens(
+                    format_prompt([texts[i] for i in members[:k]], [labels[i] for i in members[:k]])
+                )
+                <= limit
+            )
             if k < 6:  # maximal: one more demonstration would not fit
-                more = members[:k + 1]
-                assert lm.count_tokens(format_prompt([texts[i] for i in more], [labels[i] for i in more])) > limit
+                more = members[: k + 1]
+                assert (
+                    lm.count_tokens(format_prompt([texts[i] for i in more], [labels[i] for i in more]))
+                    > limit
+                )
     assert (kept < 6).any() if context == 150 else (kept == 6).all()
 
 

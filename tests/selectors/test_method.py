@@ -1,4 +1,5 @@
-"""A method is parsed once into a MethodSpec; the prior is built in one place; λ and MMR's λ are checked once."""
+"""A method is parsed once into a MethodSpec; the prior is built in one place; λ and MMR's λ are checked
+once."""
 
 from __future__ import annotations
 
@@ -14,10 +15,19 @@ from ucs.selectors.mmr import check_lambda_mult
 from ucs.selectors.prior import LAM_MAX, check_lam
 
 
-@pytest.mark.parametrize("name,base,ucs", [
-    ("dpp", "dpp", False), ("dpp+ucs", "dpp", True), (" DPP_sgt ", "dpp", True), ("votek-ucs", "votek", True),
-    ("MDL_UCS", "mdl", True), ("TopK", "topk", False), ("cover", "cover", False), ("bsr", "bsr", False),
-])
+@pytest.mark.parametrize(
+    "name,base,ucs",
+    [
+        ("dpp", "dpp", False),
+        ("dpp+ucs", "dpp", True),
+        (" DPP_sgt ", "dpp", True),
+        ("votek-ucs", "votek", True),
+        ("MDL_UCS", "mdl", True),
+        ("TopK", "topk", False),
+        ("cover", "cover", False),
+        ("bsr", "bsr", False),
+    ],
+)
 def test_every_accepted_spelling_parses_to_its_canonical_spec(name, base, ucs):
     spec = MethodSpec.parse(name)
     assert (spec.base, spec.ucs) == (base, ucs) == parse_method(name)
@@ -33,12 +43,18 @@ def test_every_method_round_trips_through_its_name():
     assert {MethodSpec.parse(m).base for m in METHODS if MethodSpec.parse(m).ucs}.isdisjoint(NO_UCS_FORM)
 
 
-@pytest.mark.parametrize("bad,message", [
-    ("cover+ucs", "unknown method 'cover\\+ucs'; choose from random, topk"),
-    ("random_ucs", "unknown method 'random_ucs'"), ("kmeans", "unknown method 'kmeans'"),
-    ("", "a method name must be a non-empty string such as 'dpp\\+ucs'; got ''"),
-    ("  ", "non-empty string"), (None, "non-empty string.*None"), (3, "non-empty string.*3"),
-])
+@pytest.mark.parametrize(
+    "bad,message",
+    [
+        ("cover+ucs", "unknown method 'cover\\+ucs'; choose from random, topk"),
+        ("random_ucs", "unknown method 'random_ucs'"),
+        ("kmeans", "unknown method 'kmeans'"),
+        ("", "a method name must be a non-empty string such as 'dpp\\+ucs'; got ''"),
+        ("  ", "non-empty string"),
+        (None, "non-empty string.*None"),
+        (3, "non-empty string.*3"),
+    ],
+)
 def test_an_unknown_method_is_refused_by_name_the_same_way_everywhere(bad, message):
     with pytest.raises(ValueError, match=message):
         MethodSpec.parse(bad)
@@ -75,7 +91,9 @@ def test_make_selector_takes_a_spec_as_it_takes_its_name():
 
 
 def test_the_configuration_parses_its_methods_once_and_keeps_their_names():
-    cfg = PipelineConfig(selector={"method": ["DPP_sgt", "votek", "dpp+ucs"]}, lam_by_selector={"votek_ucs": 2})
+    cfg = PipelineConfig(
+        selector={"method": ["DPP_sgt", "votek", "dpp+ucs"]}, lam_by_selector={"votek_ucs": 2}
+    )
     assert cfg.selector["method"] == ("dpp+ucs", "votek")  # the results' keys: canonical strings
     assert cfg.method_specs == (MethodSpec("dpp", True), MethodSpec("votek", False))
     assert cfg.lam_for(MethodSpec("votek", True)) == cfg.lam_for("votek") == 2.0
@@ -103,10 +121,17 @@ def test_build_stores_and_validate_checks_once():
 
 
 # ------------------------------------------------------------------ one check of each weight
-@pytest.mark.parametrize("lam,message", [
-    (-0.5, "must be >= 0"), (float("nan"), "must be a finite number"), (float("inf"), "must be a finite number"),
-    (True, "must be a finite number"), ("1", "must be a finite number"), (LAM_MAX * 2, "must be <= 1e\\+06"),
-])
+@pytest.mark.parametrize(
+    "lam,message",
+    [
+        (-0.5, "must be >= 0"),
+        (float("nan"), "must be a finite number"),
+        (float("inf"), "must be a finite number"),
+        (True, "must be a finite number"),
+        ("1", "must be a finite number"),
+        (LAM_MAX * 2, "must be <= 1e\\+06"),
+    ],
+)
 def test_lambda_has_one_check_that_names_the_setting(lam, message):
     with pytest.raises(ValueError, match="^lam " + message):
         check_lam(lam)
@@ -136,7 +161,9 @@ def test_mmr_lambda_has_one_check_that_names_the_setting(value):
         check_lambda_mult(value)
     with pytest.raises(ValueError, match=r"^lambda_mult must be in \[0, 1\] \(a real number\); got"):
         make_selector("mmr", lambda_mult=value).fit(np.eye(4))
-    with pytest.raises(ValueError, match=r"^selector.params.mmr.lambda_mult must be in \[0, 1\] \(a real number\); got"):
+    with pytest.raises(
+        ValueError, match=r"^selector.params.mmr.lambda_mult must be in \[0, 1\] \(a real number\); got"
+    ):
         PipelineConfig(selector={"params": {"mmr": {"lambda_mult": value}}})
     for ok in (0, 0.5, 1.0):
         check_lambda_mult(ok)

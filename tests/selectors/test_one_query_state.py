@@ -9,8 +9,10 @@ from ucs.selectors import DPPSelector, TopKSelector, UCSPrior
 from ucs.selectors._coverage import BatchedGreedyState, OneQueryGreedyState
 
 
-@pytest.mark.parametrize("estimator, design", [("paper", "full"), ("poisson", "full"), ("chao1", "ratio"),
-                                               ("binomial", "unseen_only")])
+@pytest.mark.parametrize(
+    "estimator, design",
+    [("paper", "full"), ("poisson", "full"), ("chao1", "ratio"), ("binomial", "unseen_only")],
+)
 def test_one_query_state_matches_batched(estimator, design):
     rng = np.random.default_rng(0)
     ids = rng.integers(0, 30, 400)

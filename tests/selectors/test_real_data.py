@@ -49,10 +49,18 @@ def test_ucs_variants_on_real_embeddings(clinc):
     wide = DPPSelector(prior=UCSPrior(cids, design="seen_only", lam=10.0)).fit(p).select(q, 10)
     assert wide.clusters_covered.mean() > base.clusters_covered.mean()
     sub = slice(0, 240)  # the battery also tries budgets up to the pool size: keep that pool small
-    for sel in (DPPSelector(prior=UCSPrior(cids[sub], estimator="binomial", lam=0.5)),
-                VoteKSelector(prior=UCSPrior(cids[sub], lam=1.0))):
-        check_selector(sel, pool=p[sub], queries=q[:10], cluster_ids=cids[sub], budget=10,
-                       checks=["output_valid", "deterministic", "lambda_zero", "relabel_invariance"])
+    for sel in (
+        DPPSelector(prior=UCSPrior(cids[sub], estimator="binomial", lam=0.5)),
+        VoteKSelector(prior=UCSPrior(cids[sub], lam=1.0)),
+    ):
+        check_selector(
+            sel,
+            pool=p[sub],
+            queries=q[:10],
+            cluster_ids=cids[sub],
+            budget=10,
+            checks=["output_valid", "deterministic", "lambda_zero", "relabel_invariance"],
+        )
 
 
 def test_mdl_with_a_real_scoring_lm(clinc):
@@ -66,8 +74,13 @@ def test_mdl_with_a_real_scoring_lm(clinc):
     texts = list(pool.texts)
     labels = [names[k] for k in pool.labels]
     label_set = sorted({labels[i] for i in range(0, 80, 8)})  # 10 intents keep the test fast
-    sel = MDLSelector(scorer=lm, label_set=label_set, candidate_num=8, select_time=2,
-                      prior=UCSPrior(pool.labels, estimator="binomial", lam=0.0))
+    sel = MDLSelector(
+        scorer=lm,
+        label_set=label_set,
+        candidate_num=8,
+        select_time=2,
+        prior=UCSPrior(pool.labels, estimator="binomial", lam=0.0),
+    )
     s = sel.fit(p, labels=labels, texts=texts).select(q[:2], 3, query_texts=list(test.texts[:2]))
     mdl = s.extras["mdl"]
     assert mdl.shape == (2, 2) and np.all(np.isfinite(mdl)) and np.all(mdl <= 0)
@@ -112,5 +125,8 @@ def test_mdl_fits_long_prefixes_to_a_real_lms_context(clinc):
         assert lm.count_tokens(prefix) <= room
     subsets, _ = sel.candidate_subsets(_norm(q[:2]), 10)
     for (prefix, conts), members, k in zip(seen, subsets.reshape(-1, 10), kept.reshape(-1).astype(int)):
-        more = "".join(f"{texts[i]} {labels[i]}\n" for i in members[:k + 1])
-        assert prefix == more[:len(prefix)] and lm.count_tokens(more) > 96 - max(lm.count_tokens(c) for c in conts) - 1
+        more = "".join(f"{texts[i]} {labels[i]}\n" for i in members[: k + 1])
+        assert (
+            prefix == more[: len(prefix)]
+            and lm.count_tokens(more) > 96 - max(lm.count_tokens(c) for c in conts) - 1
+        )

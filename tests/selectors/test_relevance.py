@@ -1,5 +1,5 @@
-"""The relevance-aware priors (``UCSPrior(relevance="candidates" | "candidates_bonus")``): coverage weighted by
-the query's own candidates' clusters."""
+"""The relevance-aware priors (``UCSPrior(relevance="candidates" | "candidates_bonus")``): coverage weighted
+by the query's own candidates' clusters."""
 
 from __future__ import annotations
 
@@ -19,7 +19,9 @@ def test_candidate_share_by_hand():
     np.testing.assert_allclose(w[0], [1, 1, 1, 1 / 3, 2 / 3, 2 / 3])
     np.testing.assert_allclose(w[1], [1 / 4, 1, 1, 1, 1, 1 / 4])
     members = np.array([[[3, 5], [8, 7]], [[2, 2], [9, 1]]])
-    np.testing.assert_allclose(candidate_share(cl, members), [[[1, 1 / 3], [0, 2 / 3]], [[1, 1], [1 / 4, 1 / 4]]])
+    np.testing.assert_allclose(
+        candidate_share(cl, members), [[[1, 1 / 3], [0, 2 / 3]], [[1, 1], [1 / 4, 1 / 4]]]
+    )
 
 
 def test_subset_weights_average_over_distinct_clusters():
@@ -33,10 +35,13 @@ def test_subset_weights_average_over_distinct_clusters():
 
 
 @pytest.mark.parametrize("relevance", ["candidates", "candidates_bonus"])
-@pytest.mark.parametrize("make", [
-    lambda p: DPPSelector(candidate_num=20, prior=p),
-    lambda p: TopKSelector(candidate_num=20, prior=p),
-])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda p: DPPSelector(candidate_num=20, prior=p),
+        lambda p: TopKSelector(candidate_num=20, prior=p),
+    ],
+)
 def test_lambda_zero_is_the_base_selector(make, relevance):
     pool, queries, cids, *_ = make_pool(seed=1)
     base = make(None).fit(pool).select(queries, 6).indices
@@ -68,7 +73,9 @@ def test_bonus_form_weighs_increases_only():
     base = UCSPrior(ids, estimator="binomial", lam=1.0)
     for batch in (1, 2):  # the one-query state and the batched state give the same values
         c = np.repeat(cand, batch, axis=0)
-        plain, weighted, bonus = (base.clone(relevance=r).greedy(c, 4) for r in ("none", "candidates", "candidates_bonus"))
+        plain, weighted, bonus = (
+            base.clone(relevance=r).greedy(c, 4) for r in ("none", "candidates", "candidates_bonus")
+        )
         for step in range(3):
             g = plain.gains()
             assert np.any(g > 0)
@@ -84,8 +91,12 @@ def test_mdl_bonus_form_equals_candidates():
     pool, queries, cids, labels, texts, qtexts = make_pool(seed=3)
     kw = dict(scorer=dummies.DummyLM(), candidate_num=20, select_time=4)
     prior = UCSPrior(cids, estimator="binomial", lam=1.0)
-    a, b = (MDLSelector(prior=prior.clone(relevance=r), **kw).fit(pool, labels=labels, texts=texts).select(
-        queries, 5, query_texts=qtexts) for r in ("candidates", "candidates_bonus"))
+    a, b = (
+        MDLSelector(prior=prior.clone(relevance=r), **kw)
+        .fit(pool, labels=labels, texts=texts)
+        .select(queries, 5, query_texts=qtexts)
+        for r in ("candidates", "candidates_bonus")
+    )
     np.testing.assert_array_equal(a.indices, b.indices)
     np.testing.assert_allclose(a.extras["subset_phi"], b.extras["subset_phi"])
 
@@ -94,9 +105,16 @@ def test_mdl_relevance_scales_subset_phi():
     pool, queries, cids, labels, texts, qtexts = make_pool(seed=3)
     plain = UCSPrior(cids, estimator="binomial", lam=1.0)
     kw = dict(scorer=dummies.DummyLM(), candidate_num=20, select_time=4)
-    a = MDLSelector(prior=plain, **kw).fit(pool, labels=labels, texts=texts).select(queries, 5, query_texts=qtexts)
-    b = MDLSelector(prior=plain.clone(relevance="candidates"), **kw).fit(pool, labels=labels, texts=texts).select(
-        queries, 5, query_texts=qtexts)
+    a = (
+        MDLSelector(prior=plain, **kw)
+        .fit(pool, labels=labels, texts=texts)
+        .select(queries, 5, query_texts=qtexts)
+    )
+    b = (
+        MDLSelector(prior=plain.clone(relevance="candidates"), **kw)
+        .fit(pool, labels=labels, texts=texts)
+        .select(queries, 5, query_texts=qtexts)
+    )
     sel = MDLSelector(**kw).fit(pool, labels=labels, texts=texts)
     from ucs.selectors.base import l2_normalize
 

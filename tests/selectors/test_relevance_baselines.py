@@ -1,5 +1,5 @@
-"""MMR equals langchain-core's maximal_marginal_relevance on identical inputs; label-aware similarity keeps its
-label rules; both reduce to TopK where they should."""
+"""MMR equals langchain-core's maximal_marginal_relevance on identical inputs; label-aware similarity keeps
+its label rules; both reduce to TopK where they should."""
 
 from __future__ import annotations
 
@@ -63,7 +63,9 @@ def test_set_bsr_greedy_covers_then_starts_a_new_round():
     order, scores = set_coverage_greedy(R, 4)
     assert order.tolist() == [2, 0, 1, 3]
     np.testing.assert_allclose(scores, np.array([1.3, 1.6, 1.8, 1.9]) / 3)
-    same = np.tile([[0.5, 0.5]], (3, 1))  # identical candidates: after the first, none raises coverage → new round
+    same = np.tile(
+        [[0.5, 0.5]], (3, 1)
+    )  # identical candidates: after the first, none raises coverage → new round
     order, _ = set_coverage_greedy(same, 3)
     assert order.tolist() == [0, 1, 2]
 
@@ -72,8 +74,13 @@ def test_bsr_puts_the_candidate_covering_most_query_tokens_last():
     from ucs.selectors import BSRSelector
     from ucs.testing.doubles import DummyTokenEmbedder
 
-    texts = ["my card has not arrived", "how do i top up", "card payment declined", "the card arrived late today",
-             "exchange rate question"]
+    texts = [
+        "my card has not arrived",
+        "how do i top up",
+        "card payment declined",
+        "the card arrived late today",
+        "exchange rate question",
+    ]
     rng = np.random.default_rng(0)
     pool = rng.normal(size=(len(texts), 8))
     emb = DummyTokenEmbedder()
@@ -97,12 +104,22 @@ def test_set_bsr_on_real_token_embeddings_covers_the_querys_words(tmp_path):
 
     emb = load_retrieval_embedder("all-minilm-l6-v2").load()
     vectors, weights = emb.embed_tokens(["where is my card"])
-    assert vectors[0].shape[1] == 384 and weights[0][0] == 0 and weights[0][-1] == 0 and weights[0][1:-1].all()
-    examples = [{"text": t, "label": y} for t, y in [
-        ("my card still has not arrived", "card_arrival"), ("how long does a card take to arrive", "card_arrival"),
-        ("i want to top up by bank transfer", "top_up"), ("top up failed", "top_up"),
-        ("what is the exchange rate", "exchange_rate"), ("my card was declined", "declined"),
-        ("can i change my pin", "change_pin"), ("the pin is blocked", "pin_blocked")]]
+    assert (
+        vectors[0].shape[1] == 384 and weights[0][0] == 0 and weights[0][-1] == 0 and weights[0][1:-1].all()
+    )
+    examples = [
+        {"text": t, "label": y}
+        for t, y in [
+            ("my card still has not arrived", "card_arrival"),
+            ("how long does a card take to arrive", "card_arrival"),
+            ("i want to top up by bank transfer", "top_up"),
+            ("top up failed", "top_up"),
+            ("what is the exchange rate", "exchange_rate"),
+            ("my card was declined", "declined"),
+            ("can i change my pin", "change_pin"),
+            ("the pin is blocked", "pin_blocked"),
+        ]
+    ]
     index = SelectorIndex(emb, "bsr", output_key="label", cache_dir=tmp_path).fit(examples)
     chosen = index.select("when will my card arrive", k=3)
     assert chosen.examples[-1]["label"] == "card_arrival"  # the best coverage next to the query
@@ -120,8 +137,10 @@ def test_a_relevance_floor_keeps_the_nearest_and_covers_with_the_rest():
     plain = TopKSelector(prior=prior).fit(pool, cluster_ids=ids).select(queries, 6)
     full = TopKSelector(prior=prior, floor=6).fit(pool, cluster_ids=ids).select(queries, 6)
     np.testing.assert_array_equal(full.indices, topk.indices)  # a floor of B is TopK
-    np.testing.assert_array_equal(TopKSelector(prior=prior, floor=0).fit(pool, cluster_ids=ids).select(queries, 6).indices,
-                                  plain.indices)
+    np.testing.assert_array_equal(
+        TopKSelector(prior=prior, floor=0).fit(pool, cluster_ids=ids).select(queries, 6).indices,
+        plain.indices,
+    )
     two = TopKSelector(prior=prior, floor=2).fit(pool, cluster_ids=ids).select(queries, 6)
     np.testing.assert_array_equal(two.indices[:, :2], topk.indices[:, :2])  # the two nearest, first
     assert not np.array_equal(two.indices, topk.indices)  # the rest chosen with the prior (λ = 5)

@@ -15,7 +15,9 @@ from ucs.selectors import DPPSelector, Selection, UCSPrior, VoteKSelector
 def test_json_and_csv_exports_show_what_each_query_got(tmp_path):
     pool, queries, cids, labels, texts, qtexts = make_pool(q=3)
     s = DPPSelector(prior=UCSPrior(cids)).fit(pool, labels=labels, texts=texts).select(queries, 4)
-    obj = json.loads(s.to_json(tmp_path / "sel.json", pool_texts=texts, pool_labels=labels, query_texts=qtexts))
+    obj = json.loads(
+        s.to_json(tmp_path / "sel.json", pool_texts=texts, pool_labels=labels, query_texts=qtexts)
+    )
     assert obj == json.loads((tmp_path / "sel.json").read_text())
     recs = obj["records"]
     assert len(recs) == 12

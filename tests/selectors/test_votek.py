@@ -111,7 +111,9 @@ def test_rarity_controls_by_hand():
     inv = UCSPrior(cids, corpus_prior="inverse_size").item_log_weights()
     w = np.array([1, 1, 1, 0.5, 0.5, 1 / 3])
     np.testing.assert_allclose(inv, np.log((w / w.mean())[cids]), rtol=1e-12)
-    b2 = UCSPrior(cids, corpus_prior="spectrum_rarity", corpus_smoothing=None, epsilon=1e-6).item_log_weights()
+    b2 = UCSPrior(
+        cids, corpus_prior="spectrum_rarity", corpus_smoothing=None, epsilon=1e-6
+    ).item_log_weights()
     g = {1: 3, 2: 2, 3: 1}
     wu = np.array([1 / (g[s] + 1e-6) for s in (1, 1, 1, 2, 2, 3)])
     np.testing.assert_allclose(b2, np.log((wu / wu.mean())[cids]), rtol=1e-12)
@@ -122,15 +124,24 @@ def test_large_lambda_prefers_rare_clusters():
     sizes = np.bincount(np.unique(cids, return_inverse=True)[1])
     size_of = sizes[np.unique(cids, return_inverse=True)[1]]
     base = VoteKSelector().fit(pool).select(None, 10).indices[0]
-    ucs = VoteKSelector(prior=UCSPrior(cids, lam=50.0, corpus_prior="inverse_size")).fit(pool).select(None, 10).indices[0]
+    ucs = (
+        VoteKSelector(prior=UCSPrior(cids, lam=50.0, corpus_prior="inverse_size"))
+        .fit(pool)
+        .select(None, 10)
+        .indices[0]
+    )
     assert size_of[ucs].mean() < size_of[base].mean()
 
 
 def test_votek_bad_parameters():
     pool, *_ = make_pool()
-    for kw, match in [({"k": 0}, "k must"), ({"overlap_threshold": 0}, "overlap_threshold"),
-                      ({"overlap_threshold": 1.5}, "overlap_threshold"), ({"dtype": "float16"}, "dtype"),
-                      ({"random_state": -1}, "random_state")]:
+    for kw, match in [
+        ({"k": 0}, "k must"),
+        ({"overlap_threshold": 0}, "overlap_threshold"),
+        ({"overlap_threshold": 1.5}, "overlap_threshold"),
+        ({"dtype": "float16"}, "dtype"),
+        ({"random_state": -1}, "random_state"),
+    ]:
         with pytest.raises(ValueError, match=match):
             VoteKSelector(**kw).fit(pool)
 

@@ -7,8 +7,8 @@ UCS is a prior that composes with them.
 DPP, MDL, VoteK (or TopK) for the UCS-regularised form; ``lam = 0`` is the base selector exactly.
 :class:`CoverSelector` is coverage alone: one fixed set, the medoids of the largest latent clusters.
 :class:`MMRSelector` (relevance minus redundancy, LangChain's MMR) and :class:`LabelAwareSelector` (nearest
-neighbours with the prompt's labels spread) and :class:`BSRSelector` (Set-BSR: demonstrations covering the query's
-tokens) are the relevance-keeping selectors UCS is measured against.
+neighbours with the prompt's labels spread) and :class:`BSRSelector` (Set-BSR: demonstrations covering the
+query's tokens) are the relevance-keeping selectors UCS is measured against.
 """
 
 from ucs.selectors.base import Selector

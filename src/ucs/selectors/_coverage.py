@@ -78,7 +78,8 @@ class BatchedCoverage:
         self._memo: dict = {}
 
     def phi_rows(self, F: np.ndarray, n: int) -> np.ndarray:
-        """``coverage.phi_from_spectra(F, n)`` (shape (r,)), memoised per distinct spectrum when ``r`` is small.
+        """``coverage.phi_from_spectra(F, n)`` (shape (r,)), memoised per distinct spectrum when ``r`` is
+        small.
 
         One query at a time, greedy selection evaluates the same few spectra again and again (every subset of
         distinct clusters has the same one), and the estimator's fixed cost dominates; each row's value is
@@ -156,13 +157,17 @@ class BatchedCoverage:
         return self.phi_rows(F, subsets.shape[1])
 
     def greedy(
-        self, candidates: np.ndarray, max_steps: int, weights: "np.ndarray | None" = None, weigh_losses: bool = True
+        self,
+        candidates: np.ndarray,
+        max_steps: int,
+        weights: "np.ndarray | None" = None,
+        weigh_losses: bool = True,
     ) -> "BatchedGreedyState":
         """A greedy state over ``Q`` queries, each choosing among its own candidate row (Q, C).
 
         ``weights`` (Q, C), optional, multiply every candidate's gain (the relevance-aware prior); with
-        ``weigh_losses=False`` they multiply only increases of Φ, and a decrease (repeating a cluster) counts in
-        full. One query gets the lighter :class:`OneQueryGreedyState` (same values)."""
+        ``weigh_losses=False`` they multiply only increases of Φ, and a decrease (repeating a cluster) counts
+        in full. One query gets the lighter :class:`OneQueryGreedyState` (same values)."""
         cand = np.asarray(candidates, dtype=np.int64)
         if cand.ndim == 2 and cand.shape[0] == 1:
             return OneQueryGreedyState(self, cand, weights, weigh_losses)
@@ -171,8 +176,10 @@ class BatchedCoverage:
     def cluster_of(self, indices: np.ndarray) -> np.ndarray:
         """Compact cluster index of pool ``indices`` (any shape)."""
         return self.cid[np.asarray(indices, dtype=np.int64)]
+
     def phi_after_add_one(self, F: tuple, n: int) -> np.ndarray:
-        """:meth:`phi_after_add` of one spectrum given as a tuple (length ``n + 2``), memoised: shape (n + 1,)."""
+        """:meth:`phi_after_add` of one spectrum given as a tuple (length ``n + 2``), memoised:
+        shape (n + 1,)."""
         key = ("next1", F)
         row = self._memo.get(key)
         if row is None:
@@ -257,7 +264,9 @@ class OneQueryGreedyState:
         weigh_losses: bool = True,
     ) -> None:
         if weights is not None and np.shape(weights) != np.shape(candidates):
-            raise ValueError(f"weights must have the candidates' shape {np.shape(candidates)}; got {np.shape(weights)}")
+            raise ValueError(
+                f"weights must have the candidates' shape {np.shape(candidates)}; got {np.shape(weights)}"
+            )
         self.weights = None if weights is None else np.asarray(weights, dtype=np.float64)[0]
         self.weigh_losses = weigh_losses
         self._batched = batched
@@ -293,4 +302,6 @@ class OneQueryGreedyState:
         if nxt is not None:
             self.phi = nxt[m : m + 1].copy()  # the same phi_from_spectra value, computed in gains()
         else:
-            self.phi = np.asarray(self._batched.phi_rows(np.array([self.F], dtype=np.int64), self.n), dtype=np.float64)
+            self.phi = np.asarray(
+                self._batched.phi_rows(np.array([self.F], dtype=np.int64), self.n), dtype=np.float64
+            )

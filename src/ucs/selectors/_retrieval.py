@@ -13,9 +13,10 @@ __all__ = ["l2_normalize", "topk_cosine"]
 
 #: Queries per block: bounds the temporary similarity matrix to ``block × N`` floats.
 DEFAULT_BLOCK = 1024
-#: At most this many similarities per block (256 MiB of float64): pools above 32,768 rows get fewer queries per
-#: block. Measured for 2,000 queries on one core (RESULTS_default_pipeline.md): 10⁵ rows 5.3 s in blocks of
-#: 1,024 queries (800 MB) against 1.7 s in blocks of 335; 10⁶ rows 19.7 s in blocks of 32, 30.7 s in blocks of 8.
+#: At most this many similarities per block (256 MiB of float64): pools above 32,768 rows get fewer queries
+#: per block. Measured for 2,000 queries on one core (RESULTS_default_pipeline.md): 10⁵ rows 5.3 s in blocks
+#: of 1,024 queries (800 MB) against 1.7 s in blocks of 335; 10⁶ rows 19.7 s in blocks of 32, 30.7 s in blocks
+#: of 8.
 BLOCK_ELEMENTS = 1 << 25
 
 
@@ -50,9 +51,9 @@ def topk_cosine(
     Notes
     -----
     Time O(Q·N·d) for the products (BLAS) plus O(Q·(N + k log k)) for the selection; memory
-    O(min(block·N, BLOCK_ELEMENTS)) for the temporary similarity block. Deterministic: exact ties are resolved by index after
-    an exact partition. (BLAS may round a product differently for different batch shapes, so two
-    near-duplicate pool rows can swap when a query is retrieved in a batch of another size.)
+    O(min(block·N, BLOCK_ELEMENTS)) for the temporary similarity block. Deterministic: exact ties are resolved
+    by index after an exact partition. (BLAS may round a product differently for different batch shapes, so
+    two near-duplicate pool rows can swap when a query is retrieved in a batch of another size.)
     """
     q_n, n = queries.shape[0], pool.shape[0]
     if not 0 <= k <= n:

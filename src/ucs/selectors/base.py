@@ -82,14 +82,16 @@ LAST_ORDERS = ("similar_last", "vote_last")
 
 
 def vote_last_order(labels: Sequence[Any], sims: np.ndarray) -> np.ndarray:
-    """The ``vote_last`` order of one prompt's demonstrations: grouped by label, the groups in ascending order of
-    their vote — how many demonstrations carry the label, ties by their summed similarity to the query — so the
-    label the demonstrations vote for most comes last, next to the query; inside a group, most similar last.
+    """The ``vote_last`` order of one prompt's demonstrations: grouped by label, the groups in ascending order
+    of their vote — how many demonstrations carry the label, ties by their summed similarity to the query — so
+    the label the demonstrations vote for most comes last, next to the query; inside a group, most similar
+    last.
 
     Why: small models copy the label distribution they are shown and favour the labels nearest the query (the
-    majority-label and recency biases of Zhao et al., 2021, "Calibrate Before Use"); on our own pages the majority
-    label of TopK's neighbours is right more often than the model reading them, and the most similar demonstration
-    last helps (docs/results/beyond_topk.md). This order puts the neighbours' own vote where the model looks last.
+    majority-label and recency biases of Zhao et al., 2021, "Calibrate Before Use"); on our own pages the
+    majority label of TopK's neighbours is right more often than the model reading them, and the most similar
+    demonstration last helps (docs/results/beyond_topk.md). This order puts the neighbours' own vote where the
+    model looks last.
 
     Parameters
     ----------
@@ -181,7 +183,9 @@ class Selector:
     def __repr__(self) -> str:
         parts = []
         for k, v in self.get_params().items():
-            parts.append(f"{k}={v!r}" if not callable(v) or isinstance(v, type) else f"{k}={type(v).__name__}")
+            parts.append(
+                f"{k}={v!r}" if not callable(v) or isinstance(v, type) else f"{k}={type(v).__name__}"
+            )
         return f"{type(self).__name__}({', '.join(parts)})"
 
     def config(self, summary: bool = False) -> Dict[str, Any]:
@@ -267,13 +271,19 @@ class Selector:
         raise ValueError(f"{type(self).__name__} stores no fit state; call fit()")
 
     def params_for_pool(self, params: Dict[str, Any], n_pool: int) -> Dict[str, Any]:
-        """Constructor ``params`` (a dict, updated in place and returned) for a copy of this selector fitted on a
-        pool of ``n_pool`` rows, e.g. a subset of this one's pool. Default: unchanged."""
+        """Constructor ``params`` (a dict, updated in place and returned) for a copy of this selector fitted
+        on a pool of ``n_pool`` rows, e.g. a subset of this one's pool. Default: unchanged."""
         return params
 
-    def _set_pool(self, pool: np.ndarray, cids: Optional[np.ndarray], labels: Optional[Sequence[Any]],
-                  texts: Optional[Sequence[str]]) -> "Selector":
-        """The fitted state from the checked, normalised pool: the attributes, then the class's :meth:`_fit`."""
+    def _set_pool(
+        self,
+        pool: np.ndarray,
+        cids: Optional[np.ndarray],
+        labels: Optional[Sequence[Any]],
+        texts: Optional[Sequence[str]],
+    ) -> "Selector":
+        """The fitted state from the checked, normalised pool: the attributes, then the class's
+        :meth:`_fit`."""
         self.pool_ = pool
         self.n_pool_ = pool.shape[0]
         self.dim_ = pool.shape[1]
@@ -295,10 +305,10 @@ class Selector:
     ) -> "Selector":
         """A new selector fitted on this one's pool with ``new_embeddings`` appended; this one is unchanged.
 
-        It equals ``clone(prior=prior).fit(pool + new, labels=..., texts=..., cluster_ids=...)`` bit for bit (rows
-        are normalised one by one, so the old rows are reused as they are), at the cost of the new rows and one
-        copy of the pool, plus the class's own pool-level :meth:`_fit` (nothing for TopK and DPP; VoteK rebuilds
-        its vote graph, Set-BSR re-encodes the pool's tokens).
+        It equals ``clone(prior=prior).fit(pool + new, labels=..., texts=..., cluster_ids=...)`` bit for bit
+        (rows are normalised one by one, so the old rows are reused as they are), at the cost of the new rows
+        and one copy of the pool, plus the class's own pool-level :meth:`_fit` (nothing for TopK and DPP;
+        VoteK rebuilds its vote graph, Set-BSR re-encodes the pool's tokens).
 
         Parameters
         ----------
@@ -328,10 +338,14 @@ class Selector:
                     raise ValueError(f"{nm} has {len(seq)} entries but new_embeddings has {m} rows")
                 grown[nm] = list(old) + list(seq)
         if prior is not None and getattr(self, "prior", None) is None:
-            raise ValueError(f"{type(self).__name__} was fitted without a prior; fit a new one to add a prior")
+            raise ValueError(
+                f"{type(self).__name__} was fitted without a prior; fit a new one to add a prior"
+            )
         if prior is None and getattr(self, "prior", None) is not None:
-            raise ValueError("the selector has a coverage prior: pass the grown pool's prior= (its cluster ids "
-                             "cover the new rows too)")
+            raise ValueError(
+                "the selector has a coverage prior: pass the grown pool's prior= (its cluster ids "
+                "cover the new rows too)"
+            )
         other = self.clone(**({"prior": prior} if prior is not None else {}))
         other._validate_params()
         if cluster_ids is None and prior is None and self.cluster_ids_ is not None:
@@ -350,16 +364,19 @@ class Selector:
         """
         self._check_fitted()
         if search is not None and not callable(search):
-            raise ValueError(f"search must be callable (queries, c) -> (indices, sims) or None; got {search!r}")
+            raise ValueError(
+                f"search must be callable (queries, c) -> (indices, sims) or None; got {search!r}"
+            )
         self.candidate_search_ = search
         return self
 
     def _retrieve(self, queries: np.ndarray, c: int) -> Tuple[np.ndarray, np.ndarray]:
         """The ``c`` candidates of every query (see :meth:`set_candidate_search`), most similar first.
 
-        While :meth:`select` runs with ``exclude_query_texts``, a pool item whose text is the query's own is never among
-        a query's candidates (it moves behind the others, which only matters when the pool has no other
-        candidate to offer): ``c + m`` are retrieved, ``m`` the most copies of one query's text in the pool.
+        While :meth:`select` runs with ``exclude_query_texts``, a pool item whose text is the query's own is
+        never among a query's candidates (it moves behind the others, which only matters when the pool has no
+        other candidate to offer): ``c + m`` are retrieved, ``m`` the most copies of one query's text in the
+        pool.
         """
         exclude = getattr(self, "_exclude", None)
         if exclude is not None and len(exclude) != queries.shape[0]:
@@ -383,10 +400,11 @@ class Selector:
         width = c if wide - m < max(getattr(self, "_budget", 0), 1) else min(c, wide - m)
         return np.ascontiguousarray(idx[:, :width]), np.ascontiguousarray(sims[:, :width])
 
-    def _reorder(self, idx: np.ndarray, scores: np.ndarray, queries: np.ndarray, order: str
-                 ) -> Tuple[np.ndarray, np.ndarray]:
-        """Each row of ``idx`` (and its ``scores``) reordered by cosine similarity to its query (``similar_*``) or
-        grouped by label (``vote_last``, :func:`vote_last_order`). O(Q·B·d)."""
+    def _reorder(
+        self, idx: np.ndarray, scores: np.ndarray, queries: np.ndarray, order: str
+    ) -> Tuple[np.ndarray, np.ndarray]:
+        """Each row of ``idx`` (and its ``scores``) reordered by cosine similarity to its query
+        (``similar_*``) or grouped by label (``vote_last``, :func:`vote_last_order`). O(Q·B·d)."""
         if order not in ORDERS:
             raise ValueError(f"order must be one of {ORDERS}; got {order!r}")
         if not self.query_dependent or idx.shape[1] == 0:
@@ -394,19 +412,25 @@ class Selector:
         sims = np.einsum("qbd,qd->qb", self.pool_[idx], queries)
         if order == "vote_last":
             if self.labels_ is None:
-                raise ValueError("order='vote_last' groups demonstrations by label: fit the selector with "
-                                 "labels=... (SelectorIndex and the integrations pass the examples' output key)")
+                raise ValueError(
+                    "order='vote_last' groups demonstrations by label: fit the selector with "
+                    "labels=... (SelectorIndex and the integrations pass the examples' output key)"
+                )
             perm = np.stack([vote_last_order([self.labels_[i] for i in row], s) for row, s in zip(idx, sims)])
         else:
             perm = np.argsort(-sims if order == "similar_first" else sims, axis=1, kind="stable")
         return take_rows(idx, perm), take_rows(scores, perm)
 
     def _choose_among_candidates(
-        self, queries: np.ndarray, budget: int, c: int,
+        self,
+        queries: np.ndarray,
+        budget: int,
+        c: int,
         choose: Callable[[np.ndarray, np.ndarray], Tuple[np.ndarray, np.ndarray]],
     ) -> Tuple[np.ndarray, np.ndarray, Dict[str, np.ndarray]]:
-        """A ``_select`` for re-ranking selectors: retrieve ``min(N, max(c, budget))`` candidates of every query,
-        then ``choose(candidates (c,), similarities (c,)) -> (positions (budget,), scores (budget,))`` per query."""
+        """A ``_select`` for re-ranking selectors: retrieve ``min(N, max(c, budget))`` candidates of every
+        query, then ``choose(candidates (c,), similarities (c,)) -> (positions (budget,), scores (budget,))``
+        per query."""
         q = queries.shape[0]
         idx_out = np.empty((q, budget), dtype=np.int64)
         score_out = np.empty((q, budget))
@@ -419,7 +443,8 @@ class Selector:
         return idx_out, score_out, {}
 
     def _query_duplicates(self, query_texts: Optional[Sequence[str]]) -> Optional[List[np.ndarray]]:
-        """Per query, the pool indices whose text equals the query's (``None`` when no query has one). O(N + Q)."""
+        """Per query, the pool indices whose text equals the query's (``None`` when no query has one).
+        O(N + Q)."""
         texts = getattr(self, "texts_", None)
         if query_texts is None or not texts:
             return None
@@ -464,8 +489,9 @@ class Selector:
         order : {"selected", "similar_first", "similar_last", "vote_last"}
             The order of each prompt's demonstrations: as the selector chose them (default), or by cosine
             similarity to the query, most similar first or most similar last (next to the query, where small
-            models read it last), or grouped by label with the most frequent label last (:func:`vote_last_order`;
-            needs a fit with ``labels``). Query-dependent selectors only; scores follow their demonstrations.
+            models read it last), or grouped by label with the most frequent label last
+            (:func:`vote_last_order`; needs a fit with ``labels``). Query-dependent selectors only; scores
+            follow their demonstrations.
 
         Returns
         -------
@@ -475,7 +501,9 @@ class Selector:
         b = min(check_budget(budget), self.n_pool_)
         if query_embeddings is None:
             if self.query_dependent:
-                raise ValueError(f"{type(self).__name__} is query-dependent; pass query_embeddings of shape (Q, d)")
+                raise ValueError(
+                    f"{type(self).__name__} is query-dependent; pass query_embeddings of shape (Q, d)"
+                )
             queries = np.zeros((0, self.dim_))
             n_queries = 0 if query_texts is None else len(query_texts)
         else:
@@ -485,8 +513,9 @@ class Selector:
             n_queries = queries.shape[0]
         if query_texts is not None and len(query_texts) != n_queries:
             raise ValueError(f"query_texts has {len(query_texts)} entries but there are {n_queries} queries")
-        self._exclude = (self._query_duplicates(query_texts) if exclude_query_texts and self.query_dependent
-                         else None)
+        self._exclude = (
+            self._query_duplicates(query_texts) if exclude_query_texts and self.query_dependent else None
+        )
         self._budget = b
         try:
             idx, scores, extras = self._select(queries, b, query_texts)

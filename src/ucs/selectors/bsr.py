@@ -3,15 +3,15 @@
 Gupta, Gardner & Singh, EMNLP 2023.
 
 With contextual token embeddings (ℓ2-normalised), a candidate ``x`` covers query token ``t`` by
-``r_t(x) = max_s cos(q_t, x_s)``; its BERTScore recall is ``Σ_t w_t · r_t(x)`` with token weights ``w`` summing to
-1 (uniform, the special tokens weighted 0, as BERTScore without idf). Notation below: ``R`` is the (c, L) matrix
-of ``w_t · r_t(x_j)`` for the ``c`` candidates and the query's ``L`` tokens.
+``r_t(x) = max_s cos(q_t, x_s)``; its BERTScore recall is ``Σ_t w_t · r_t(x)`` with token weights ``w``
+summing to 1 (uniform, the special tokens weighted 0, as BERTScore without idf). Notation below: ``R`` is the
+(c, L) matrix of ``w_t · r_t(x_j)`` for the ``c`` candidates and the query's ``L`` tokens.
 
 * ``coverage=False`` (**BSR**): the ``B`` candidates of highest recall.
-* ``coverage=True`` (**Set-BSR**): the recall of a *set*, ``Σ_t w_t · max_{x ∈ S} r_t(x)``, grown greedily: add the
-  candidate with the highest set recall together with ``S``; when no candidate raises it, start a new round
-  from an empty coverage state (the set keeps its members) — so a prompt covers the query's tokens, then covers
-  them again with different demonstrations.
+* ``coverage=True`` (**Set-BSR**): the recall of a *set*, ``Σ_t w_t · max_{x ∈ S} r_t(x)``, grown greedily:
+  add the candidate with the highest set recall together with ``S``; when no candidate raises it, start a new
+  round from an empty coverage state (the set keeps its members) — so a prompt covers the query's tokens, then
+  covers them again with different demonstrations.
 
 Both put the strongest demonstration last, next to the query, as the authors' code orders them (BSR: ascending
 recall; Set-BSR: the reverse of the greedy order). Read from the authors' public code
@@ -52,17 +52,22 @@ class PackedTokens:
         self = cls.__new__(cls)
         self.rows = rows if rows.dtype == np.float32 else np.ascontiguousarray(rows, dtype=np.float32)
         self.offsets = np.asarray(offsets, dtype=np.int64)
-        if self.offsets.ndim != 1 or self.offsets[0] != 0 or self.offsets[-1] != self.rows.shape[0] \
-                or (np.diff(self.offsets) <= 0).any():
-            raise ValueError("token offsets must rise from 0 to the number of token rows, every text owning "
-                             "one")
+        if (
+            self.offsets.ndim != 1
+            or self.offsets[0] != 0
+            or self.offsets[-1] != self.rows.shape[0]
+            or (np.diff(self.offsets) <= 0).any()
+        ):
+            raise ValueError(
+                "token offsets must rise from 0 to the number of token rows, every text owning one"
+            )
         return self
 
     def __len__(self) -> int:
         return self.offsets.size - 1
 
     def subset(self, idx: np.ndarray) -> "PackedTokens":
-        return PackedTokens([self.rows[self.offsets[i]:self.offsets[i + 1]] for i in idx.tolist()])
+        return PackedTokens([self.rows[self.offsets[i] : self.offsets[i + 1]] for i in idx.tolist()])
 
 
 def token_recalls(query: np.ndarray, weights: np.ndarray, cands: PackedTokens) -> np.ndarray:
@@ -122,9 +127,9 @@ class BSRSelector(Selector):
 
     Notes
     -----
-    Needs the pool's texts at ``fit`` and the queries' texts at ``select``. ``fit`` embeds the pool's tokens once
-    (``O(N·L)`` vectors); each query then costs ``O(K·L·d)`` for the ``K`` candidate tokens plus the greedy's
-    ``O(B·c·L)``. No model calls beyond the token embedder.
+    Needs the pool's texts at ``fit`` and the queries' texts at ``select``. ``fit`` embeds the pool's tokens
+    once (``O(N·L)`` vectors); each query then costs ``O(K·L·d)`` for the ``K`` candidate tokens plus the
+    greedy's ``O(B·c·L)``. No model calls beyond the token embedder.
 
     Examples
     --------
@@ -148,8 +153,13 @@ class BSRSelector(Selector):
     needs_token_embedder = True
     stored_state = "bsr_tokens"
 
-    def __init__(self, token_embedder: Any = None, coverage: bool = True, candidate_num: Optional[int] = None,
-                 block: int = 1024) -> None:
+    def __init__(
+        self,
+        token_embedder: Any = None,
+        coverage: bool = True,
+        candidate_num: Optional[int] = None,
+        block: int = 1024,
+    ) -> None:
         self.token_embedder = token_embedder
         self.coverage = coverage
         self.candidate_num = candidate_num
@@ -164,8 +174,10 @@ class BSRSelector(Selector):
 
     def _fit(self) -> None:
         if self.token_embedder is None or not callable(getattr(self.token_embedder, "embed_tokens", None)):
-            raise ValueError("BSRSelector needs a token_embedder with embed_tokens(texts), e.g. a sentence-transformers "
-                             "retrieval embedder (load_retrieval_embedder('all-minilm-l6-v2'))")
+            raise ValueError(
+                "BSRSelector needs a token_embedder with embed_tokens(texts), e.g. a sentence-transformers "
+                "retrieval embedder (load_retrieval_embedder('all-minilm-l6-v2'))"
+            )
         if self.texts_ is None:
             raise ValueError("BSRSelector scores the pool's tokens: fit(pool, texts=...)")
         stored = self.__dict__.pop("_stored_pool_tokens", None)
@@ -179,13 +191,15 @@ class BSRSelector(Selector):
         """:meth:`fit_with_tokens` (the stored state is the pool's tokens)."""
         return self.fit_with_tokens(pool_embeddings, state, **kwargs)
 
-    def fit_with_tokens(self, pool_embeddings: Any, pool_tokens: PackedTokens,
-                        **kwargs: Any) -> "BSRSelector":
+    def fit_with_tokens(
+        self, pool_embeddings: Any, pool_tokens: PackedTokens, **kwargs: Any
+    ) -> "BSRSelector":
         """:meth:`fit` with the pool's token vectors already computed (``pool_tokens``, one text per pool row,
         e.g. stored with a saved index): nothing is embedded. ``kwargs`` are :meth:`fit`'s."""
         if len(pool_tokens) != np.shape(pool_embeddings)[0]:
-            raise ValueError(f"pool_tokens holds {len(pool_tokens)} texts; the pool has "
-                             f"{np.shape(pool_embeddings)[0]}")
+            raise ValueError(
+                f"pool_tokens holds {len(pool_tokens)} texts; the pool has {np.shape(pool_embeddings)[0]}"
+            )
         self._stored_pool_tokens = pool_tokens
         try:
             return self.fit(pool_embeddings, **kwargs)
@@ -222,4 +236,3 @@ class BSRSelector(Selector):
                 scores = recall[pos]
             idx_out[r], score_out[r] = cand[r][pos], scores
         return idx_out, score_out, {}
-

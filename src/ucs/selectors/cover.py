@@ -93,13 +93,16 @@ class CoverSelector(Selector):
 
     def _fit(self) -> None:
         if self.cluster_ids_ is None:
-            raise ValueError("CoverSelector needs the pool's cluster ids: fit(pool, cluster_ids=...) or give a prior")
+            raise ValueError(
+                "CoverSelector needs the pool's cluster ids: fit(pool, cluster_ids=...) or give a prior"
+            )
         self.centrality_ = centrality(self.pool_, self.cluster_ids_)
         self.cluster_sizes_ = np.bincount(self.cluster_ids_).astype(np.int64)
 
     def ranking(self) -> np.ndarray:
         """Pool indices in the order they are chosen, shape (N,): round ``r`` takes the ``r``-th most central
-        member of every cluster that has one, clusters in size order (ties: smaller id, then smaller index)."""
+        member of every cluster that has one, clusters in size order (ties: smaller id, then smaller
+        index)."""
         ids = self.cluster_ids_
         k = self.cluster_sizes_.size
         cluster_rank = np.empty(k, dtype=np.int64)

@@ -133,9 +133,9 @@ def greedy_map_dpp(
 def _greedy_map_one(
     kernel: np.ndarray, budget: int, gain_fn=None, lam: float = 0.0, log_floor: float = 1e-12
 ) -> Tuple[np.ndarray, np.ndarray]:
-    """:func:`greedy_map_dpp` for one query, ``kernel`` of shape (1, C, C): the same operations in the same order
-    (the same einsum contraction, so the same rounding) with Python scalars for the chosen position instead of
-    row-indexed arrays — about half the numpy calls of a step. O(C·budget²)."""
+    """:func:`greedy_map_dpp` for one query, ``kernel`` of shape (1, C, C): the same operations in the same
+    order (the same einsum contraction, so the same rounding) with Python scalars for the chosen position
+    instead of row-indexed arrays — about half the numpy calls of a step. O(C·budget²)."""
     c = kernel.shape[1]
     cis = np.zeros((1, budget, c))
     di2 = np.diagonal(kernel, axis1=1, axis2=2).copy()
@@ -160,7 +160,7 @@ def _greedy_map_one(
             gain_fn.add(np.array([t]))
         if k + 1 < budget:
             d_j = np.sqrt(max(d[t], 0.0))
-            resid = kernel[0, t:t + 1, :] - np.einsum("qk,qkc->qc", cis[:, :k, t], cis[:, :k, :])
+            resid = kernel[0, t : t + 1, :] - np.einsum("qk,qkc->qc", cis[:, :k, t], cis[:, :k, :])
             eis = resid / d_j if d_j > 0 else np.zeros_like(resid)
             cis[:, k, :] = eis
             di2 -= eis * eis
@@ -251,7 +251,9 @@ class DPPSelector(Selector):
             cand = cand_all[s:e]
             kernel, rel = dpp_kernel(queries[s:e], self.pool_[cand], self.scale_factor)
             state = None if self.prior is None else self.prior.greedy(cand, budget)
-            order, step_scores = greedy_map_dpp(kernel, budget, gain_fn=state, lam=lam, log_floor=self.log_floor)
+            order, step_scores = greedy_map_dpp(
+                kernel, budget, gain_fn=state, lam=lam, log_floor=self.log_floor
+            )
             # OpenICL returns the chosen items ordered by relevance, descending
             by_rel = np.argsort(-take_rows(rel, order), axis=1, kind="stable")
             order = take_rows(order, by_rel)

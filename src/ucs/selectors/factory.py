@@ -50,8 +50,8 @@ def parse_method(name: str) -> Tuple[str, bool]:
 
 
 def canonical_method(name: str) -> str:
-    """The canonical spelling of a method name: ``"DPP_sgt"`` → ``"dpp+ucs"`` (``str(MethodSpec.parse(name))``).
-    """
+    """The canonical spelling of a method name: ``"DPP_sgt"`` → ``"dpp+ucs"``
+    (``str(MethodSpec.parse(name))``)."""
     return MethodSpec.parse(name).name
 
 
@@ -64,7 +64,8 @@ def make_selector(
     ----------
     method : MethodSpec or str
         A :class:`MethodSpec`, or a name of :data:`METHODS` (any accepted spelling). A ``+ucs`` method needs
-        ``prior``; a base name with a ``prior`` builds the same UCS form (``ucs select --cluster-ids`` does this).
+        ``prior``; a base name with a ``prior`` builds the same UCS form (``ucs select --cluster-ids`` does
+        this).
     prior : UCSPrior, optional
         The coverage prior, for selectors that take one.
     random_state : int
@@ -81,11 +82,15 @@ def make_selector(
     names = cls._param_names()
     unknown = sorted(set(params) - set(names) - {"prior", "random_state"})
     if unknown:
-        raise ValueError(f"{cls.__name__} has no parameter {unknown[0]!r}; it takes {', '.join(names) or 'none'}")
+        raise ValueError(
+            f"{cls.__name__} has no parameter {unknown[0]!r}; it takes {', '.join(names) or 'none'}"
+        )
     if spec.ucs and prior is None:
         raise ValueError(f"method {str(method)!r} is a UCS form: pass prior=UCSPrior(cluster_ids, ...)")
     if prior is not None and "prior" not in names:
-        raise ValueError(f"{cls.__name__} has no UCS form; drop the prior (or the cluster ids) for {spec.base!r}")
+        raise ValueError(
+            f"{cls.__name__} has no UCS form; drop the prior (or the cluster ids) for {spec.base!r}"
+        )
     kwargs = dict(params)
     if prior is not None:
         kwargs["prior"] = prior

@@ -2,12 +2,12 @@
 
 The query's nearest neighbours, with the prompt's labels spread on purpose.
 
-Two forms of the idea asked for by users of labelling tools (refuel-ai/autolabel #424, whose PR #438 reports label
-diversity with similarity ahead of similarity alone) and studied as "label coverage" of demonstrations:
+Two forms of the idea asked for by users of labelling tools (refuel-ai/autolabel #424, whose PR #438 reports
+label diversity with similarity ahead of similarity alone) and studied as "label coverage" of demonstrations:
 
 * ``mode="cap"``: walk the ``candidate_num`` nearest pool items by similarity and take each unless
-  ``max_per_label`` of its label are already in; if that leaves the prompt short, the skipped items fill it, most
-  similar first.
+  ``max_per_label`` of its label are already in; if that leaves the prompt short, the skipped items fill it,
+  most similar first.
 * ``mode="round_robin"``: the labels of the candidates, in the order their best item appears, take turns: each
   label's most similar item first, then each label's second, and so on — the intents the query is confusable
   with, side by side.
@@ -28,8 +28,8 @@ MODES = ("cap", "round_robin")
 
 
 def cap_order(labels: np.ndarray, budget: int, max_per_label: int) -> np.ndarray:
-    """Positions (into candidates sorted by similarity) of at most ``max_per_label`` per label, filled up with the
-    skipped ones when short; shape (budget,). ``O(c)``."""
+    """Positions (into candidates sorted by similarity) of at most ``max_per_label`` per label, filled up with
+    the skipped ones when short; shape (budget,). ``O(c)``."""
     counts: Dict[int, int] = {}
     take, skipped = [], []
     for j, y in enumerate(labels.tolist()):
@@ -46,8 +46,9 @@ def cap_order(labels: np.ndarray, budget: int, max_per_label: int) -> np.ndarray
 
 
 def round_robin_order(labels: np.ndarray, budget: int) -> np.ndarray:
-    """Positions (into candidates sorted by similarity) taken a label at a time: every label's best, then every
-    label's second best, ...; labels in the order their best candidate appears. Shape (budget,). ``O(c log c)``."""
+    """Positions (into candidates sorted by similarity) taken a label at a time: every label's best, then
+    every label's second best, ...; labels in the order their best candidate appears. Shape (budget,).
+    ``O(c log c)``."""
     c = labels.shape[0]
     _, first, inverse = np.unique(labels, return_index=True, return_inverse=True)
     rank_in_label = np.empty(c, dtype=np.int64)
@@ -74,8 +75,8 @@ class LabelAwareSelector(Selector):
 
     Notes
     -----
-    Needs the pool's labels (``fit(..., labels=...)``). Retrieval ``O(Q·N·d)``, then ``O(Q·c log c)``. Scores are
-    the chosen items' cosine similarities. No coverage prior: a relevance-keeping baseline.
+    Needs the pool's labels (``fit(..., labels=...)``). Retrieval ``O(Q·N·d)``, then ``O(Q·c log c)``. Scores
+    are the chosen items' cosine similarities. No coverage prior: a relevance-keeping baseline.
 
     Examples
     --------
@@ -92,8 +93,13 @@ class LabelAwareSelector(Selector):
 
     name = "labelaware"
 
-    def __init__(self, mode: str = D.LABEL_MODE, max_per_label: int = D.LABEL_CAP, candidate_num: int = 50,
-                 block: int = 1024) -> None:
+    def __init__(
+        self,
+        mode: str = D.LABEL_MODE,
+        max_per_label: int = D.LABEL_CAP,
+        candidate_num: int = 50,
+        block: int = 1024,
+    ) -> None:
         self.mode = mode
         self.max_per_label = max_per_label
         self.candidate_num = candidate_num
@@ -116,8 +122,11 @@ class LabelAwareSelector(Selector):
     ) -> Tuple[np.ndarray, np.ndarray, Dict[str, np.ndarray]]:
         def choose(cand: np.ndarray, sims: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
             labels = self.label_codes_[cand]
-            pos = (cap_order(labels, budget, int(self.max_per_label)) if self.mode == "cap"
-                   else round_robin_order(labels, budget))
+            pos = (
+                cap_order(labels, budget, int(self.max_per_label))
+                if self.mode == "cap"
+                else round_robin_order(labels, budget)
+            )
             return pos, sims[pos]
 
         return self._choose_among_candidates(queries, budget, int(self.candidate_num), choose)

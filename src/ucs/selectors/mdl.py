@@ -188,7 +188,11 @@ class MDLSelector(Selector):
         candidates' similarities (Q, C) — or, with ``return_candidates``, their pool indices (Q, C)."""
         c = min(self.n_pool_, max(self.candidate_num, budget))
         cand, sims = self._retrieve(queries, c)
-        q, t, c = cand.shape[0], self.select_time, cand.shape[1]  # fewer than c when a query's own text is left out
+        q, t, c = (
+            cand.shape[0],
+            self.select_time,
+            cand.shape[1],
+        )  # fewer than c when a query's own text is left out
         pos = np.empty((q, t, budget), dtype=np.int64)
         pos[:, 0, :] = np.arange(budget)
         if t > 1 and budget > 0:
@@ -206,8 +210,9 @@ class MDLSelector(Selector):
         context = getattr(self.scorer, "context_length", None)
         return (count, int(context)) if isinstance(context, (int, np.integer)) and context > 0 else (None, 0)
 
-    def _prefix(self, members: np.ndarray, count: Optional[Callable[[str], int]],
-                limit: Optional[int]) -> Tuple[str, int]:
+    def _prefix(
+        self, members: np.ndarray, count: Optional[Callable[[str], int]], limit: Optional[int]
+    ) -> Tuple[str, int]:
         """The scored prefix of a subset and how many of its leading demonstrations it holds.
 
         Without a token ``limit`` every demonstration; else the most leading ones whose prefix has at most
@@ -219,8 +224,12 @@ class MDLSelector(Selector):
         def text(k: int) -> str:  # each prefix formatted once: the search and the result share it
             if k not in texts:
                 chosen = members[:k]
-                texts[k] = format_prompt([self.texts_[i] for i in chosen], [self.labels_[i] for i in chosen],
-                                         self.demo_template, self.separator)
+                texts[k] = format_prompt(
+                    [self.texts_[i] for i in chosen],
+                    [self.labels_[i] for i in chosen],
+                    self.demo_template,
+                    self.separator,
+                )
             return texts[k]
 
         n = len(members)
@@ -242,12 +251,16 @@ class MDLSelector(Selector):
         kept = np.full((q, t), float(budget))
         count, context = self._token_budget()
         for qi in range(q):
-            misses = getattr(self.scorer, "misses", None)  # a CachedScorer counts the calls that ran the model
+            misses = getattr(
+                self.scorer, "misses", None
+            )  # a CachedScorer counts the calls that ran the model
             conts = [_apply(self.query_template, query_texts[qi], y) for y in self.label_set_]
             limit = None if count is None else context - max(count(c) for c in conts) - 1
             for ti in range(t):
                 prefix, kept[qi, ti] = self._prefix(subsets[qi, ti], count, limit)
-                ll = np.asarray(self.scorer.score_continuations(prefix, conts, reduction="mean"), dtype=np.float64)
+                ll = np.asarray(
+                    self.scorer.score_continuations(prefix, conts, reduction="mean"), dtype=np.float64
+                )
                 if ll.shape != (len(conts),) or not np.all(np.isfinite(ll)):
                     raise ValueError(
                         f"scorer returned {ll.shape} values (finite: {bool(np.all(np.isfinite(ll)))}) for "

@@ -26,7 +26,17 @@ from ucs.selectors.base import registered_selectors
 __all__ = ["BASE_SELECTORS", "METHODS", "NO_UCS_FORM", "MethodSpec", "has_ucs_form", "selector_class"]
 
 #: Base selectors in the order tables list them.
-BASE_SELECTORS: Tuple[str, ...] = ("random", "topk", "dpp", "mdl", "votek", "cover", "mmr", "labelaware", "bsr")
+BASE_SELECTORS: Tuple[str, ...] = (
+    "random",
+    "topk",
+    "dpp",
+    "mdl",
+    "votek",
+    "cover",
+    "mmr",
+    "labelaware",
+    "bsr",
+)
 _SUFFIXES = ("+ucs", "_ucs", "-ucs", "_sgt")
 
 
@@ -52,7 +62,9 @@ def has_ucs_form(name: str) -> bool:
 #: relevance-keeping baselines ``mmr``, ``labelaware`` and ``bsr`` (Set-BSR).
 NO_UCS_FORM: Tuple[str, ...] = tuple(b for b in BASE_SELECTORS if not has_ucs_form(b))
 #: Every method name: a base selector, and ``<base>+ucs`` after each base that has a UCS form.
-METHODS: Tuple[str, ...] = tuple(m for b in BASE_SELECTORS for m in ((b,) if b in NO_UCS_FORM else (b, f"{b}+ucs")))
+METHODS: Tuple[str, ...] = tuple(
+    m for b in BASE_SELECTORS for m in ((b,) if b in NO_UCS_FORM else (b, f"{b}+ucs"))
+)
 
 
 @dataclass(frozen=True)
@@ -142,4 +154,3 @@ def _parse(name: str) -> MethodSpec:
     if key not in BASE_SELECTORS or (ucs and key in NO_UCS_FORM):
         raise ValueError(f"unknown method {name!r}; choose from {', '.join(METHODS)}")
     return MethodSpec(key, ucs)
-

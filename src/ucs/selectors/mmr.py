@@ -5,8 +5,8 @@ Carbonell & Goldstein, SIGIR 1998.
 The selector LangChain ships as ``MaxMarginalRelevanceExampleSelector``: fetch the ``fetch_k`` pool items most
 similar to the query, then add one at a time the candidate that maximises
 ``λ · cos(q, x_j) − (1 − λ) · max_{s ∈ S} cos(x_j, x_s)``, starting from the most similar. With the same
-candidates in the same order it picks what ``langchain_core.vectorstores.utils.maximal_marginal_relevance`` picks
-(a test checks it on identical inputs).
+candidates in the same order it picks what ``langchain_core.vectorstores.utils.maximal_marginal_relevance``
+picks (a test checks it on identical inputs).
 """
 
 from __future__ import annotations
@@ -29,7 +29,9 @@ def check_lambda_mult(value: Any, name: str = "lambda_mult") -> None:
         raise ValueError(f"{name} must be in [0, 1] (a real number); got {value!r}")
 
 
-def mmr_order(relevance: np.ndarray, gram: np.ndarray, budget: int, lambda_mult: float) -> Tuple[np.ndarray, np.ndarray]:
+def mmr_order(
+    relevance: np.ndarray, gram: np.ndarray, budget: int, lambda_mult: float
+) -> Tuple[np.ndarray, np.ndarray]:
     """Greedy MMR over ``c`` candidates.
 
     Parameters
@@ -75,7 +77,8 @@ class MMRSelector(Selector):
     Parameters
     ----------
     lambda_mult : float, default=0.5
-        ``λ`` of the criterion (LangChain's default): 1 gives TopK's choice, 0 ignores relevance after the first.
+        ``λ`` of the criterion (LangChain's default): 1 gives TopK's choice, 0 ignores relevance after the
+        first.
     fetch_k : int, default=20
         Candidates fetched by cosine similarity (LangChain's default); at least the budget are fetched.
     block : int
@@ -83,8 +86,8 @@ class MMRSelector(Selector):
 
     Notes
     -----
-    Retrieval ``O(Q·N·d)``; then ``O(Q·(c²·d + B·c))`` for ``c = max(fetch_k, B)`` candidates. No coverage prior:
-    MMR is one of the relevance-keeping baselines that UCS is measured against.
+    Retrieval ``O(Q·N·d)``; then ``O(Q·(c²·d + B·c))`` for ``c = max(fetch_k, B)`` candidates. No coverage
+    prior: MMR is one of the relevance-keeping baselines that UCS is measured against.
 
     Examples
     --------
@@ -101,7 +104,9 @@ class MMRSelector(Selector):
 
     name = "mmr"
 
-    def __init__(self, lambda_mult: float = D.MMR_LAMBDA, fetch_k: int = D.MMR_FETCH_K, block: int = 1024) -> None:
+    def __init__(
+        self, lambda_mult: float = D.MMR_LAMBDA, fetch_k: int = D.MMR_FETCH_K, block: int = 1024
+    ) -> None:
         self.lambda_mult = lambda_mult
         self.fetch_k = fetch_k
         self.block = block

@@ -23,7 +23,8 @@ SCORE_DESIGNS = DESIGNS
 CORPUS_PRIORS = PRIOR_VARIANTS
 #: How a query-dependent selector weighs coverage: ``none`` (the paper: every cluster counts the same),
 #: ``candidates`` (every change of coverage counts by the share of the query's own candidates the cluster
-#: holds) or ``candidates_bonus`` (only increases are weighted; repeating a cluster costs the same everywhere).
+#: holds) or ``candidates_bonus`` (only increases are weighted; repeating a cluster costs the same
+#: everywhere).
 RELEVANCE = ("none", "candidates", "candidates_bonus")
 
 #: The largest λ accepted: beyond it λ·Φ leaves the base score no say and large pools can overflow to inf.
@@ -41,8 +42,10 @@ def check_lam(lam: Any, name: str = "lam") -> None:
     if lam < 0:
         raise ValueError(f"{name} must be >= 0 (lam = 0 gives the base selector); got {lam!r}")
     if lam > LAM_MAX:
-        raise ValueError(f"{name} must be <= {LAM_MAX:g} (beyond it λ·Φ leaves the base score no say and can "
-                         f"overflow to inf); got {lam!r}")
+        raise ValueError(
+            f"{name} must be <= {LAM_MAX:g} (beyond it λ·Φ leaves the base score no say and can "
+            f"overflow to inf); got {lam!r}"
+        )
 
 
 class UCSPrior:
@@ -117,17 +120,21 @@ class UCSPrior:
         self.estimator_params = dict(estimator_params)
 
     @classmethod
-    def build(cls, cluster_ids: Any, params: Optional[Mapping[str, Any]] = None, **options: Any) -> "UCSPrior":
+    def build(
+        cls, cluster_ids: Any, params: Optional[Mapping[str, Any]] = None, **options: Any
+    ) -> "UCSPrior":
         """The one place the package builds a prior: on ``cluster_ids``, with the keyword arguments ``params``
         (a configuration's ``prior_params``, an index's ``prior`` over its defaults, a saved :meth:`config`),
-        then ``options`` whose value is not ``None`` (a command-line option left unset keeps the value beneath).
+        then ``options`` whose value is not ``None`` (a command-line option left unset keeps the value
+        beneath).
 
         ``cluster_ids=None`` keeps the ids that ``params`` holds (a saved :meth:`config`). Like the
         constructor it only stores the values; :meth:`validate` checks each once, when a selector is fitted
         with the prior. Cost: O(len(params)); nothing is copied or fitted.
 
         >>> UCSPrior.build([0, 0, 1], {"lam": 0.5, "estimator": "binomial"}, lam=2.0, design=None)
-        UCSPrior(cluster_ids=<3 ids>, estimator='binomial', lam=2.0, design='full', corpus_prior='good_turing')
+        UCSPrior(cluster_ids=<3 ids>, estimator='binomial', lam=2.0, design='full',
+                 corpus_prior='good_turing')
         """
         kwargs = dict(params or {})
         kwargs.update({k: v for k, v in options.items() if v is not None})
@@ -179,8 +186,8 @@ class UCSPrior:
         n = np.asarray(self.cluster_ids).shape
         extra = "".join(f", {k}={v!r}" for k, v in self.estimator_params.items())
         return (
-            f"UCSPrior(cluster_ids=<{n[0] if n else '?'} ids>, estimator={self.estimator!r}, lam={self.lam!r}, "
-            f"design={self.design!r}, corpus_prior={self.corpus_prior!r}"
+            f"UCSPrior(cluster_ids=<{n[0] if n else '?'} ids>, estimator={self.estimator!r}, "
+            f"lam={self.lam!r}, design={self.design!r}, corpus_prior={self.corpus_prior!r}"
             + (f", relevance={self.relevance!r}" if self.relevance != "none" else "")
             + f"{extra})"
         )
@@ -277,7 +284,9 @@ class UCSPrior:
         (Q, C) are ``ΔΦ`` weighted as ``relevance`` says (:meth:`BatchedCoverage.greedy`).
         """
         weights = self.candidate_weights(candidates)
-        return self.batched().greedy(candidates, max_steps, weights, weigh_losses=self.relevance != "candidates_bonus")
+        return self.batched().greedy(
+            candidates, max_steps, weights, weigh_losses=self.relevance != "candidates_bonus"
+        )
 
     def subset_weights(self, candidates: np.ndarray, subsets: np.ndarray) -> "np.ndarray | None":
         """Mean relevance weight of the distinct clusters of each subset, shape ``subsets.shape[:-1]``.

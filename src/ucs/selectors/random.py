@@ -66,7 +66,11 @@ class RandomSelector(Selector):
                 idx = np.zeros((q, 0), dtype=np.int64)
             else:
                 keys = rng.random((q, n))
-                part = np.argpartition(keys, budget - 1, axis=1)[:, :budget] if budget < n else np.argsort(keys, axis=1)
+                part = (
+                    np.argpartition(keys, budget - 1, axis=1)[:, :budget]
+                    if budget < n
+                    else np.argsort(keys, axis=1)
+                )
                 order = np.argsort(np.take_along_axis(keys, part, axis=1), axis=1, kind="stable")
                 idx = np.take_along_axis(part, order, axis=1)
         else:

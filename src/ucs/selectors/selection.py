@@ -87,7 +87,9 @@ class Selection:
         expand = not self.query_dependent and query_texts is not None
         n_rows = self.n_queries if expand else rows
         if query_texts is not None and len(query_texts) != self.n_queries:
-            raise ValueError(f"query_texts has {len(query_texts)} entries but the selection has {self.n_queries} queries")
+            raise ValueError(
+                f"query_texts has {len(query_texts)} entries but the selection has {self.n_queries} queries"
+            )
         records: List[Dict[str, Any]] = []
         for q in range(n_rows):
             r = q if self.query_dependent else 0
@@ -186,8 +188,13 @@ class Selection:
             method=str(obj["method"]),
             params=dict(obj.get("params", {})),
             clusters_covered=None if cc is None else np.asarray(cc, dtype=np.int64),
-            phi=None if phi is None else np.asarray([np.nan if v is None else v for v in phi], dtype=np.float64),
-            extras={k: np.asarray(_nested_from_json(v), dtype=np.float64) for k, v in obj.get("extras", {}).items()},
+            phi=None
+            if phi is None
+            else np.asarray([np.nan if v is None else v for v in phi], dtype=np.float64),
+            extras={
+                k: np.asarray(_nested_from_json(v), dtype=np.float64)
+                for k, v in obj.get("extras", {}).items()
+            },
         )
 
 
@@ -204,7 +211,9 @@ def _jsonable(v: Any) -> Any:
 
 def _nested_jsonable(arr: np.ndarray) -> Any:
     if arr.dtype.kind == "f":
-        return np.where(np.isfinite(arr), arr, np.nan).astype(object).tolist() if arr.ndim == 0 else _floats(arr)
+        return (
+            np.where(np.isfinite(arr), arr, np.nan).astype(object).tolist() if arr.ndim == 0 else _floats(arr)
+        )
     return arr.tolist()
 
 

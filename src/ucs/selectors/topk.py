@@ -57,8 +57,13 @@ class TopKSelector(Selector):
 
     name = "topk"
 
-    def __init__(self, prior: Optional[UCSPrior] = None, candidate_num: int = 50, block: int = 1024,
-                 floor: int = D.TOPK_FLOOR) -> None:
+    def __init__(
+        self,
+        prior: Optional[UCSPrior] = None,
+        candidate_num: int = 50,
+        block: int = 1024,
+        floor: int = D.TOPK_FLOOR,
+    ) -> None:
         self.prior = prior
         self.candidate_num = candidate_num
         self.block = block

@@ -183,10 +183,12 @@ class VoteKSelector(Selector):
         self.pairs_ = self.graph_.covering_pairs(float(self.overlap_threshold))
 
     def fit_with_graph(self, pool_embeddings: Any, graph: VoteGraph, **kwargs: Any) -> "VoteKSelector":
-        """:meth:`fit` with the vote graph already built for this pool, ``k`` and ``dtype`` (e.g. stored with a
-        saved index): no O(N²·d) similarity pass. ``kwargs`` are :meth:`fit`'s."""
+        """:meth:`fit` with the vote graph already built for this pool, ``k`` and ``dtype`` (e.g. stored with
+        a saved index): no O(N²·d) similarity pass. ``kwargs`` are :meth:`fit`'s."""
         if graph.votes.size != np.shape(pool_embeddings)[0]:
-            raise ValueError(f"graph covers {graph.votes.size} items; the pool has {np.shape(pool_embeddings)[0]}")
+            raise ValueError(
+                f"graph covers {graph.votes.size} items; the pool has {np.shape(pool_embeddings)[0]}"
+            )
         self._stored_graph = graph
         try:
             return self.fit(pool_embeddings, **kwargs)
