@@ -23,8 +23,11 @@ def test_backbone_retrieval_is_the_normalised_backbone():
     r = load_retrieval_for(PipelineConfig(backbone="dummy", retrieval_embedder="backbone"), b)
     x = r.embed(["hello", "world"])
     np.testing.assert_allclose(np.linalg.norm(x, axis=1), 1.0, rtol=1e-6)
-    np.testing.assert_allclose(x, b.embed(["hello", "world"]) / np.linalg.norm(b.embed(["hello", "world"]), axis=1)[:, None],
-                               rtol=1e-6)
+    np.testing.assert_allclose(
+        x,
+        b.embed(["hello", "world"]) / np.linalg.norm(b.embed(["hello", "world"]), axis=1)[:, None],
+        rtol=1e-6,
+    )
     assert r.identity["l2"] is True
 
 

@@ -9,14 +9,24 @@ from ucs.pipeline import Pipeline, PipelineConfig
 from ucs.utils.integrity import DamagedFileWarning
 
 #: On the paper preset (its clustering in the backbone's space), with ridge codes and small sizes.
-SMALL = {"dataset": "sample", "backbone": "dummy", "mode": "likelihood", "test_size": 6, "n_runs": 1, "budget": 4,
-         "retrieval_embedder": "backbone", "mdl_scorer": "backbone",
-         "clusterer": {"pca_dim": 16, "n_atoms": 8, "dbscan_k": 5, "dbscan_q": 0.1, "coding": "ridge"},
-         "selector": {"params": {b: {"candidate_num": 20} for b in ("topk", "labelaware", "dpp", "mdl")}}}
+SMALL = {
+    "dataset": "sample",
+    "backbone": "dummy",
+    "mode": "likelihood",
+    "test_size": 6,
+    "n_runs": 1,
+    "budget": 4,
+    "retrieval_embedder": "backbone",
+    "mdl_scorer": "backbone",
+    "clusterer": {"pca_dim": 16, "n_atoms": 8, "dbscan_k": 5, "dbscan_q": 0.1, "coding": "ridge"},
+    "selector": {"params": {b: {"candidate_num": 20} for b in ("topk", "labelaware", "dpp", "mdl")}},
+}
 
 
 def _pipe(tmp_path):
-    return Pipeline(PipelineConfig.resolve("paper", overrides=SMALL), cache_dir=tmp_path / "cache", progress=False)
+    return Pipeline(
+        PipelineConfig.resolve("paper", overrides=SMALL), cache_dir=tmp_path / "cache", progress=False
+    )
 
 
 def _damage(path, how):

@@ -13,9 +13,15 @@ from ucs.pipeline.presets import PRESETS
 
 
 def test_json_round_trip_is_exact(tmp_path):
-    cfg = PipelineConfig(dataset="banking77", selector={"method": "dpp,dpp+ucs,votek_sgt"},
-                         lam_by_selector={"votek+ucs": 5}, dbscan_q_by_selector={"dpp": 0.1}, test_size=100, layer=12,
-                         mode="generate")
+    cfg = PipelineConfig(
+        dataset="banking77",
+        selector={"method": "dpp,dpp+ucs,votek_sgt"},
+        lam_by_selector={"votek+ucs": 5},
+        dbscan_q_by_selector={"dpp": 0.1},
+        test_size=100,
+        layer=12,
+        mode="generate",
+    )
     again = PipelineConfig.from_json(cfg.to_json())
     assert again == cfg
     cfg.to_json(tmp_path / "c.json")
@@ -57,7 +63,12 @@ def test_every_preset_becomes_a_config(name):
 
 def test_preset_overrides_and_cpu_preset():
     cfg = PipelineConfig.resolve("cpu", overrides={"prior.lam": 0.5, "clusterer": {"dbscan_q": 0.2}})
-    assert cfg.prior["lam"] == 0.5 and cfg.test_size == 100 and cfg.mode == "likelihood" and cfg.backbone == "smollm2"
+    assert (
+        cfg.prior["lam"] == 0.5
+        and cfg.test_size == 100
+        and cfg.mode == "likelihood"
+        and cfg.backbone == "smollm2"
+    )
     assert cfg.clusterer["dbscan_q"] == 0.2 and cfg.clusterer["method"] == "kmeans"  # a section merges
     assert PipelineConfig.resolve("paper").clusterer["coding"] == "omp"
     with pytest.raises(ValueError, match="preset must be one of"):
@@ -66,10 +77,18 @@ def test_preset_overrides_and_cpu_preset():
         PipelineConfig.resolve("cpu", "c.json")
 
 
-@pytest.mark.parametrize("name,expected", [
-    ("dpp", ("dpp", False)), ("DPP+UCS", ("dpp", True)), ("votek_sgt", ("votek", True)),
-    ("mdl-ucs", ("mdl", True)), ("random", ("random", False)), ("cover", ("cover", False)), ("topk_ucs", ("topk", True)),
-])
+@pytest.mark.parametrize(
+    "name,expected",
+    [
+        ("dpp", ("dpp", False)),
+        ("DPP+UCS", ("dpp", True)),
+        ("votek_sgt", ("votek", True)),
+        ("mdl-ucs", ("mdl", True)),
+        ("random", ("random", False)),
+        ("cover", ("cover", False)),
+        ("topk_ucs", ("topk", True)),
+    ],
+)
 def test_parse_method(name, expected):
     assert parse_method(name) == expected
 
@@ -87,14 +106,33 @@ def test_parse_methods_dedupes_in_order():
         parse_methods(" , ")
 
 
-@pytest.mark.parametrize("path,value", [
-    ("budget", -1), ("prior.lam", -0.1), ("clusterer.dbscan_q", 1.0), ("clusterer.dbscan_q", 0), ("mode", "sampled"),
-    ("n_runs", 0), ("engine", "vllm"), ("pooling", "max"), ("prior.estimator", "nope"), ("clusterer.method", "kmedoids"),
-    ("layer", "top"), ("cluster_space", "pool"), ("prior.relevance", "query"), ("clusterer.n_clusters", 0),
-    ("dbscan_q_by_selector", {"dpp": 2.0}), ("lam_by_selector", {"nope": 1.0}), ("test_size", 0),
-    ("selector.params.mmr.lambda_mult", 1.5), ("selector.params.votek.k", 0), ("selector.params.dpp.scale_factor", 0),
-    ("selector.params.labelaware.mode", "all"), ("clusterer.n_atoms", 0),
-])
+@pytest.mark.parametrize(
+    "path,value",
+    [
+        ("budget", -1),
+        ("prior.lam", -0.1),
+        ("clusterer.dbscan_q", 1.0),
+        ("clusterer.dbscan_q", 0),
+        ("mode", "sampled"),
+        ("n_runs", 0),
+        ("engine", "vllm"),
+        ("pooling", "max"),
+        ("prior.estimator", "nope"),
+        ("clusterer.method", "kmedoids"),
+        ("layer", "top"),
+        ("cluster_space", "pool"),
+        ("prior.relevance", "query"),
+        ("clusterer.n_clusters", 0),
+        ("dbscan_q_by_selector", {"dpp": 2.0}),
+        ("lam_by_selector", {"nope": 1.0}),
+        ("test_size", 0),
+        ("selector.params.mmr.lambda_mult", 1.5),
+        ("selector.params.votek.k", 0),
+        ("selector.params.dpp.scale_factor", 0),
+        ("selector.params.labelaware.mode", "all"),
+        ("clusterer.n_atoms", 0),
+    ],
+)
 def test_invalid_settings_name_the_setting_by_its_path(path, value):
     with pytest.raises(ValueError) as info:
         PipelineConfig().with_settings({path: value})
@@ -105,7 +143,9 @@ def test_invalid_settings_name_the_setting_by_its_path(path, value):
 def test_unknown_names_are_refused_with_the_valid_keys():
     with pytest.raises(ValueError, match="unknown configuration key"):
         PipelineConfig.from_dict({"dataset": "sample", "lambda": 1})
-    with pytest.raises(ValueError, match=r"selector.params.mmr has no setting 'lambda'; valid keys: .*lambda_mult"):
+    with pytest.raises(
+        ValueError, match=r"selector.params.mmr has no setting 'lambda'; valid keys: .*lambda_mult"
+    ):
         PipelineConfig().with_settings({"selector.params.mmr.lambda": 0.8})
     with pytest.raises(ValueError, match="clusterer has no setting 'n_atom'; valid keys: .*n_atoms"):
         PipelineConfig(clusterer={"n_atom": 3})
@@ -118,8 +158,12 @@ def test_unknown_names_are_refused_with_the_valid_keys():
 
 
 def test_per_selector_overrides():
-    cfg = PipelineConfig(prior={"lam": 0.1}, clusterer={"dbscan_q": 0.01}, lam_by_selector={"votek": 5},
-                         dbscan_q_by_selector={"dpp": 0.1})
+    cfg = PipelineConfig(
+        prior={"lam": 0.1},
+        clusterer={"dbscan_q": 0.01},
+        lam_by_selector={"votek": 5},
+        dbscan_q_by_selector={"dpp": 0.1},
+    )
     assert cfg.lam_for("votek+ucs") == 5.0 and cfg.lam_for("dpp+ucs") == 0.1
     # a base selector is diagnosed on the same clusters as its UCS form
     assert cfg.dbscan_q_for("dpp") == cfg.dbscan_q_for("dpp+ucs") == 0.1
@@ -128,7 +172,11 @@ def test_per_selector_overrides():
 
 def test_estimator_params_follow_the_estimator():
     assert PipelineConfig(prior={"estimator": "paper", "integer": True}).estimator_params() == {
-        "t": 5.0, "bin_size": 20, "alpha": 1.0, "integer": True}
+        "t": 5.0,
+        "bin_size": 20,
+        "alpha": 1.0,
+        "integer": True,
+    }
     assert PipelineConfig(prior={"estimator": "binomial", "t": 4}).estimator_params() == {"t": 4.0}
 
 
@@ -146,7 +194,10 @@ def test_the_key_keeps_its_flat_names_and_takes_a_new_parameter_only_when_set():
     # a class parameter without a flat name: in the key by its path, and only away from the class's default
     block = PipelineConfig().with_settings({"selector.params.mdl.block": 256})
     assert block.key_dict()["selector.params.mdl.block"] == 256
-    assert PipelineConfig().with_settings({"selector.params.mdl.block": 1024}).key_dict() == PipelineConfig().key_dict()
+    assert (
+        PipelineConfig().with_settings({"selector.params.mdl.block": 1024}).key_dict()
+        == PipelineConfig().key_dict()
+    )
     # one flat name, several paths: a path that leaves the others gets its own key
     dpp = PipelineConfig().with_settings({"selector.params.dpp.candidate_num": 30})
     assert dpp.key_dict()["candidate_num"] == 50 and dpp.key_dict()["selector.params.dpp.candidate_num"] == 30
@@ -165,8 +216,10 @@ def test_resolve_reads_presets_without_the_experiments_floor():
     import subprocess
     import sys
 
-    code = ("import sys; from ucs.pipeline import PipelineConfig; PipelineConfig.resolve('cpu'); "
-            "sys.exit(1 if 'ucs.experiments' in sys.modules else 0)")
+    code = (
+        "import sys; from ucs.pipeline import PipelineConfig; PipelineConfig.resolve('cpu'); "
+        "sys.exit(1 if 'ucs.experiments' in sys.modules else 0)"
+    )
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0
 
 
@@ -177,9 +230,12 @@ def test_the_sections_are_the_classes_own_parameters():
     from ucs.selectors import UCSPrior
     from ucs.selectors.factory import make_selector, selector_class
 
-    cfg = PipelineConfig(clusterer={"n_atoms": 32, "method": "kmeans", "n_clusters": 40},
-                         selector={"params": {"dpp": {"scale_factor": 0.2}, "votek": {"k": 5}}},
-                         prior={"estimator": "paper", "lam": 0.3, "t": 4.0}, seed=7)
+    cfg = PipelineConfig(
+        clusterer={"n_atoms": 32, "method": "kmeans", "n_clusters": 40},
+        selector={"params": {"dpp": {"scale_factor": 0.2}, "votek": {"k": 5}}},
+        prior={"estimator": "paper", "lam": 0.3, "t": 4.0},
+        seed=7,
+    )
     params = cfg.clusterer_params(cfg.seed)
     assert params["n_atoms"] == 32 and params["method"] == "kmeans" and params["random_state"] == 7
     assert set(cfg.clusterer) <= set(inspect.signature(LatentClusterer).parameters)
@@ -192,27 +248,50 @@ def test_the_sections_are_the_classes_own_parameters():
         make_selector(base, **({"scorer": object()} if base == "mdl" else {}), **p)
     # the names earlier releases renamed on the way in (mmr_lambda for lambda_mult ...) are left only as flat
     # names that still load: 13 of them, none of them a name of the configuration any more
-    renamed = {name for name, paths in FLAT_NAMES.items() for path in paths
-               if path.split(".")[0] in SECTIONS and path != "selector.method" and path.rsplit(".", 1)[1] != name}
+    renamed = {
+        name
+        for name, paths in FLAT_NAMES.items()
+        for path in paths
+        if path.split(".")[0] in SECTIONS and path != "selector.method" and path.rsplit(".", 1)[1] != name
+    }
     assert len(renamed) == 13 and not renamed & set(cfg.to_dict())
 
 
 def test_an_old_flat_configuration_file_loads_with_a_note_and_equals_the_nested_one(tmp_path):
-    flat = {"dataset": "sample", "backbone": "dummy", "mmr_lambda": 0.8, "votek_k": 5, "dbscan_q": 0.1,
-            "dict_n_atoms": 32, "clustering": "kmeans", "lam": 0.3, "selectors": ["topk", "mmr", "votek+ucs"]}
+    flat = {
+        "dataset": "sample",
+        "backbone": "dummy",
+        "mmr_lambda": 0.8,
+        "votek_k": 5,
+        "dbscan_q": 0.1,
+        "dict_n_atoms": 32,
+        "clustering": "kmeans",
+        "lam": 0.3,
+        "selectors": ["topk", "mmr", "votek+ucs"],
+    }
     path = tmp_path / "old.json"
     path.write_text(json.dumps(flat), encoding="utf-8")
-    with pytest.warns(DeprecatedSettingWarning, match="mmr_lambda → selector.params.mmr.lambda_mult") as notes:
+    with pytest.warns(
+        DeprecatedSettingWarning, match="mmr_lambda → selector.params.mmr.lambda_mult"
+    ) as notes:
         old = PipelineConfig.resolve(file=path)
     assert len(notes) == 1 and "\n" not in str(notes[0].message)  # one line
-    # what a flat file left out meant then: the paper's estimator on the backbone's embeddings, retrieval by the
-    # backbone, every test query
-    nested = PipelineConfig(dataset="sample", backbone="dummy", retrieval_embedder="backbone", test_size=None,
-                            cluster_space="backbone", preset=None,
-                            selector={"method": ["topk", "mmr", "votek+ucs"],
-                                      "params": {"mmr": {"lambda_mult": 0.8}, "votek": {"k": 5}}},
-                            clusterer={"dbscan_q": 0.1, "n_atoms": 32, "method": "kmeans"},
-                            prior={"lam": 0.3, "estimator": "paper"})
+    # what a flat file left out meant then: the paper's estimator on the backbone's embeddings, retrieval by
+    # the backbone, every test query
+    nested = PipelineConfig(
+        dataset="sample",
+        backbone="dummy",
+        retrieval_embedder="backbone",
+        test_size=None,
+        cluster_space="backbone",
+        preset=None,
+        selector={
+            "method": ["topk", "mmr", "votek+ucs"],
+            "params": {"mmr": {"lambda_mult": 0.8}, "votek": {"k": 5}},
+        },
+        clusterer={"dbscan_q": 0.1, "n_atoms": 32, "method": "kmeans"},
+        prior={"lam": 0.3, "estimator": "paper"},
+    )
     assert old == nested
     assert old.key_dict() == nested.key_dict()
     with warnings.catch_warnings():
@@ -235,7 +314,11 @@ def test_a_complete_flat_configuration_keeps_its_results_key():
 def test_replace_merges_a_section_into_this_configurations():
     paper = PipelineConfig.resolve("paper")
     again = paper.replace(clusterer={"dbscan_q": 0.2}, budget=3)
-    assert again.clusterer["method"] == "dict_dbscan" and again.clusterer["dbscan_q"] == 0.2 and again.budget == 3
+    assert (
+        again.clusterer["method"] == "dict_dbscan"
+        and again.clusterer["dbscan_q"] == 0.2
+        and again.budget == 3
+    )
     assert again.replace(clusterer={"dbscan_q": paper.clusterer["dbscan_q"]}, budget=paper.budget) == paper
 
 

@@ -49,8 +49,12 @@ def test_coverage_stats_are_the_columns_of_coverage_exposure():
 def test_zero_budget_and_markdown():
     st = coverage_stats(np.array([0, 1, 1]), np.zeros((2, 0), dtype=int))
     assert st["unique_clusters"].tolist() == [0, 0]
-    table = {"dpp": {"42": {"unique_clusters": 3.0, "mean_cluster_size": 2.0, "mean_inverse_size": 0.5, "phi": 7.0},
-                     "43": {"unique_clusters": 5.0, "mean_cluster_size": 2.0, "mean_inverse_size": 0.5, "phi": 9.0}}}
+    table = {
+        "dpp": {
+            "42": {"unique_clusters": 3.0, "mean_cluster_size": 2.0, "mean_inverse_size": 0.5, "phi": 7.0},
+            "43": {"unique_clusters": 5.0, "mean_cluster_size": 2.0, "mean_inverse_size": 0.5, "phi": 9.0},
+        }
+    }
     md = coverage_markdown(table)
     assert "| dpp | 4 ± 1 | 2 ± 0 | 0.5 ± 0 | 8 ± 1 | 2 |" in md
     assert summarize_coverage({"a": np.array([1.0, 3.0])}) == {"a": 2.0}

@@ -31,12 +31,22 @@ REGEN = os.environ.get("UCS_REGEN_GOLDEN") == "1"
 METHODS = ("random", "topk", "topk+ucs", "dpp", "dpp+ucs", "mdl", "mdl+ucs", "votek", "votek+ucs")
 #: On the paper preset: the paper's clustering and estimator in the backbone's space, with ridge codes, the
 #: backbone as retrieval embedder and MDL scorer (the dummy backbone needs no model), and small sizes.
-SMALL = {"dataset": "sample", "backbone": "dummy", "mode": "likelihood", "test_size": 6, "n_runs": 2, "budget": 4,
-         "retrieval_embedder": "backbone", "mdl_scorer": "backbone",
-         "clusterer": {"pca_dim": 16, "n_atoms": 8, "dbscan_k": 5, "dbscan_q": 0.1, "coding": "ridge"},
-         "selector": {"method": METHODS,
-                      "params": {b: {"candidate_num": 20} for b in ("topk", "labelaware", "dpp", "mdl")}},
-         "lam_by_selector": {"votek": 5.0}}  # at the default λ VoteK+UCS picks what VoteK picks on these data
+SMALL = {
+    "dataset": "sample",
+    "backbone": "dummy",
+    "mode": "likelihood",
+    "test_size": 6,
+    "n_runs": 2,
+    "budget": 4,
+    "retrieval_embedder": "backbone",
+    "mdl_scorer": "backbone",
+    "clusterer": {"pca_dim": 16, "n_atoms": 8, "dbscan_k": 5, "dbscan_q": 0.1, "coding": "ridge"},
+    "selector": {
+        "method": METHODS,
+        "params": {b: {"candidate_num": 20} for b in ("topk", "labelaware", "dpp", "mdl")},
+    },
+    "lam_by_selector": {"votek": 5.0},
+}  # at the default λ VoteK+UCS picks what VoteK picks on these data
 
 
 def _sha(data: bytes) -> str:
@@ -59,7 +69,9 @@ def snapshot(out: Path) -> tuple[dict, dict]:
             manifest[f"{sub}/{p.name}"] = _sha(p.read_bytes())
             if sub == "selections":
                 readable[p.name] = np.load(p).tolist()
-    lines = [_record_line(json.loads(x)) for x in (out / "records.jsonl").read_text(encoding="utf-8").splitlines()]
+    lines = [
+        _record_line(json.loads(x)) for x in (out / "records.jsonl").read_text(encoding="utf-8").splitlines()
+    ]
     for i, line in enumerate(lines):
         manifest[f"records.jsonl:{i}"] = _sha(line.encode())
     manifest["records.jsonl:n_lines"] = len(lines)
@@ -68,8 +80,10 @@ def snapshot(out: Path) -> tuple[dict, dict]:
 
 def _rows_per_line(selections: dict) -> str:
     """JSON with one selection row per line, so a diff shows which query's demonstrations changed."""
-    blocks = [f"{json.dumps(k)}: [\n" + ",\n".join(f"  {json.dumps(r)}" for r in v) + "\n ]"
-              for k, v in sorted(selections.items())]
+    blocks = [
+        f"{json.dumps(k)}: [\n" + ",\n".join(f"  {json.dumps(r)}" for r in v) + "\n ]"
+        for k, v in sorted(selections.items())
+    ]
     return "{\n " + ",\n ".join(blocks) + "\n}\n"
 
 
@@ -101,7 +115,9 @@ def test_sample_demo_selections_match_the_golden_files(tmp_path, capsys):
     capsys.readouterr()
     check_against_golden("demo", tmp_path / "out")
     written = json.loads((tmp_path / "out" / "pipeline" / "config.json").read_text(encoding="utf-8"))
-    config = PipelineConfig.from_dict(written).flat_dict()  # the results' key names, in which the file was recorded
+    config = PipelineConfig.from_dict(
+        written
+    ).flat_dict()  # the results' key names, in which the file was recorded
     want = GOLDEN / "demo_config.json"
     if REGEN:
         want.write_text(json.dumps(config, indent=1, sort_keys=True) + "\n", encoding="utf-8")
@@ -115,10 +131,13 @@ def test_default_settings_match_the_golden_file():
     from ucs.pipeline.presets import PRESETS
     from ucs.selectors import UCSPrior
 
-    got = {"PipelineConfig()": PipelineConfig().flat_dict(),
-           "LatentClusterer()": {k: repr(v) for k, v in LatentClusterer().get_params().items()},
-           "UCSPrior()": {k: repr(v) for k, v in UCSPrior(np.zeros(3, dtype=int)).get_params().items()
-                          if k != "cluster_ids"}}
+    got = {
+        "PipelineConfig()": PipelineConfig().flat_dict(),
+        "LatentClusterer()": {k: repr(v) for k, v in LatentClusterer().get_params().items()},
+        "UCSPrior()": {
+            k: repr(v) for k, v in UCSPrior(np.zeros(3, dtype=int)).get_params().items() if k != "cluster_ids"
+        },
+    }
     for name in sorted(PRESETS):
         got[f"from_preset({name!r})"] = PipelineConfig.resolve(name).flat_dict()
     path = GOLDEN / "defaults.json"

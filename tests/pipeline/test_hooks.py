@@ -9,11 +9,21 @@ from ucs.clustering import JointLatentClusterer, LatentClusterer  # noqa: E402
 from ucs.pipeline import Pipeline, PipelineConfig, load_backbone_for  # noqa: E402
 from ucs.testing import DummyBackbone  # noqa: E402
 
-SMALL = {"dataset": "sample", "backbone": "dummy", "mode": "likelihood", "test_size": 4, "n_runs": 1, "budget": 3,
-         "retrieval_embedder": "backbone", "mdl_scorer": "backbone",
-         "clusterer": {"pca_dim": 16, "n_atoms": 8, "dbscan_k": 5, "dbscan_q": 0.1, "coding": "ridge"},
-         "selector": {"method": ("dpp", "dpp+ucs"),
-                      "params": {b: {"candidate_num": 20} for b in ("topk", "labelaware", "dpp", "mdl")}}}
+SMALL = {
+    "dataset": "sample",
+    "backbone": "dummy",
+    "mode": "likelihood",
+    "test_size": 4,
+    "n_runs": 1,
+    "budget": 3,
+    "retrieval_embedder": "backbone",
+    "mdl_scorer": "backbone",
+    "clusterer": {"pca_dim": 16, "n_atoms": 8, "dbscan_k": 5, "dbscan_q": 0.1, "coding": "ridge"},
+    "selector": {
+        "method": ("dpp", "dpp+ucs"),
+        "params": {b: {"candidate_num": 20} for b in ("topk", "labelaware", "dpp", "mdl")},
+    },
+}
 
 
 def config(settings=None):
@@ -34,11 +44,13 @@ def test_injected_embeddings_replace_the_embedding_stage(tmp_path):
     E = full.pool_embeddings()
     ds = full.dataset
     keep = np.arange(0, len(ds.pool), 2)
-    sub_ds = type(ds)(name="sample-half", task=ds.task, label_names=ds.label_names, pool=ds.pool.subset(keep),
-                      test=ds.test)
+    sub_ds = type(ds)(
+        name="sample-half", task=ds.task, label_names=ds.label_names, pool=ds.pool.subset(keep), test=ds.test
+    )
     bb = DummyBackbone()
-    sub = Pipeline(cfg, dataset=sub_ds, backbone=bb, pool_embeddings=E[keep], cache_dir=tmp_path / "c",
-                   progress=False)
+    sub = Pipeline(
+        cfg, dataset=sub_ds, backbone=bb, pool_embeddings=E[keep], cache_dir=tmp_path / "c", progress=False
+    )
     np.testing.assert_array_equal(sub.pool_embeddings(), E[keep])
     ids = sub.cluster_ids(42)
     ref = LatentClusterer(**sub.clusterer_params(42)).fit(E[keep]).labels_

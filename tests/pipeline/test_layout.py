@@ -12,7 +12,9 @@ def test_roots_default_to_the_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("UCS_CACHE_DIR", str(tmp_path / "c"))
     lay = ArtifactLayout()
     assert lay.cache_dir == tmp_path / "c" and lay.store_dir == lay.cache_dir and lay.out_dir is None
-    assert lay.answers_dir == tmp_path / "c" / "answers" and lay.embeddings_dir == tmp_path / "c" / "embeddings"
+    assert (
+        lay.answers_dir == tmp_path / "c" / "answers" and lay.embeddings_dir == tmp_path / "c" / "embeddings"
+    )
     assert lay.coverage_file("dpp+ucs", 42, 10) is None and list(lay.runner_selections("dpp", 42)) == []
 
 
@@ -26,7 +28,10 @@ def test_cluster_folder_is_keyed_by_the_spec_content(tmp_path):
 def test_run_folder_files_follow_the_file_name_rules(tmp_path):
     lay = ArtifactLayout(tmp_path / "c", tmp_path / "s", tmp_path / "o")
     assert lay.scores_dir == tmp_path / "s" / "scores"
-    assert lay.coverage_file("dpp+ucs", 42, 10) == tmp_path / "o" / "pipeline" / "coverage" / "dpp_plus_ucs__seed42__10q.json"
+    assert (
+        lay.coverage_file("dpp+ucs", 42, 10)
+        == tmp_path / "o" / "pipeline" / "coverage" / "dpp_plus_ucs__seed42__10q.json"
+    )
     queries = ["a", "b", "c"]
     p = selection_path(tmp_path / "o", "dpp+ucs", 42, queries)
     p.parent.mkdir(parents=True)

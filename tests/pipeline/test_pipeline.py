@@ -14,12 +14,20 @@ from ucs.clustering import LatentClusterer  # noqa: E402
 from ucs.pipeline import Pipeline, PipelineConfig  # noqa: E402
 from ucs.testing import DummyBackbone  # noqa: E402
 
-#: On the paper preset: its clustering and estimator in the backbone's space, with ridge codes, the backbone as
-#: retrieval embedder and MDL scorer (the dummy backbone needs no model), and small sizes.
-SMALL = {"dataset": "sample", "backbone": "dummy", "mode": "likelihood", "test_size": 6, "n_runs": 2, "budget": 4,
-         "retrieval_embedder": "backbone", "mdl_scorer": "backbone",
-         "clusterer": {"pca_dim": 16, "n_atoms": 8, "dbscan_k": 5, "dbscan_q": 0.1, "coding": "ridge"},
-         "selector": {"params": {b: {"candidate_num": 20} for b in ("topk", "labelaware", "dpp", "mdl")}}}
+#: On the paper preset: its clustering and estimator in the backbone's space, with ridge codes, the backbone
+#: as retrieval embedder and MDL scorer (the dummy backbone needs no model), and small sizes.
+SMALL = {
+    "dataset": "sample",
+    "backbone": "dummy",
+    "mode": "likelihood",
+    "test_size": 6,
+    "n_runs": 2,
+    "budget": 4,
+    "retrieval_embedder": "backbone",
+    "mdl_scorer": "backbone",
+    "clusterer": {"pca_dim": 16, "n_atoms": 8, "dbscan_k": 5, "dbscan_q": 0.1, "coding": "ridge"},
+    "selector": {"params": {b: {"candidate_num": 20} for b in ("topk", "labelaware", "dpp", "mdl")}},
+}
 
 
 def config(settings=None):
@@ -71,13 +79,19 @@ def test_resume_recomputes_nothing(tmp_path):
     first = pipe.run(limit=3)
     assert first.evaluation.n_new_records == 3 * 2 * 3
     backbone = DummyBackbone()
-    again = Pipeline(pipe.config, backbone=backbone, cache_dir=tmp_path / "cache", out_dir=tmp_path / "out",
-                     progress=False)
+    again = Pipeline(
+        pipe.config, backbone=backbone, cache_dir=tmp_path / "cache", out_dir=tmp_path / "out", progress=False
+    )
     full = again.run()
     assert full.evaluation.n_new_records == 3 * 2 * 3  # only the queries the limited run left out
     assert "clustering_fit" not in again.timings  # clusters came from the cache
-    third = Pipeline(pipe.config, backbone=DummyBackbone(), cache_dir=tmp_path / "cache", out_dir=tmp_path / "out",
-                     progress=False).run()
+    third = Pipeline(
+        pipe.config,
+        backbone=DummyBackbone(),
+        cache_dir=tmp_path / "cache",
+        out_dir=tmp_path / "out",
+        progress=False,
+    ).run()
     assert third.evaluation.n_new_records == 0
     assert third.coverage == full.coverage
 
@@ -114,7 +128,12 @@ def test_lambda_zero_reproduces_the_base_selector(tmp_path, base):
 
 
 def test_same_seed_same_selection_other_seed_other_random(tmp_path):
-    q = list(PipelineConfig(test_size=None).protocol().apply(__import__("ucs.data", fromlist=["x"]).load_dataset("sample")).test.texts[:5])
+    q = list(
+        PipelineConfig(test_size=None)
+        .protocol()
+        .apply(__import__("ucs.data", fromlist=["x"]).load_dataset("sample"))
+        .test.texts[:5]
+    )
     a = make(tmp_path)
     b = make(tmp_path / "b")
     for m in ("random", "dpp+ucs", "votek+ucs"):
@@ -137,7 +156,8 @@ def test_ucs_changes_coverage_diagnostics(tmp_path):
     assert (base_sel != ucs_sel).any(axis=1).sum() >= 2  # the prior changes what some queries get
     base = pipe.coverage("dpp", 42, base_sel)
     ucs = pipe.coverage("dpp+ucs", 42, ucs_sel)
-    # at λ = 1000 coverage dominates: strictly more clusters and a higher Φ on average (1.7 vs 1.3, 3.21 vs 2.03)
+    # at λ = 1000 coverage dominates: strictly more clusters and a higher Φ on average (1.7 vs 1.3, 3.21 vs
+    # 2.03)
     assert ucs["unique_clusters"].mean() > base["unique_clusters"].mean()
     assert ucs["phi"].mean() > base["phi"].mean()
 
@@ -185,8 +205,15 @@ def test_sharded_path_on_the_local_executor_equals_the_in_process_path(tmp_path)
 
     cfg = config()
     plain = Pipeline(cfg, backbone=DummyBackbone(), cache_dir=tmp_path / "a", progress=False)
-    sharded = Pipeline(cfg, backbone=DummyBackbone(), cache_dir=tmp_path / "b", progress=False,
-                       executor=Sharded(), shard_size=40, select_batch_size=2)
+    sharded = Pipeline(
+        cfg,
+        backbone=DummyBackbone(),
+        cache_dir=tmp_path / "b",
+        progress=False,
+        executor=Sharded(),
+        shard_size=40,
+        select_batch_size=2,
+    )
     assert sharded.distributed
     np.testing.assert_array_equal(sharded.pool_embeddings(), plain.pool_embeddings())
     assert sharded._memo["pool_shards"].n_shards > 1
@@ -210,11 +237,18 @@ def test_mdl_ucs_reuses_the_subset_scores_of_mdl(tmp_path):
     fresh = Pipeline(pipe.config, backbone=DummyBackbone(), cache_dir=tmp_path / "cache", progress=False)
     np.testing.assert_array_equal(fresh.select("mdl", 42, q), base)  # from the score store, same selection
     assert fresh.backbone._lm.n_score_calls_ == 0
-    uncached = Pipeline(pipe.config, backbone=DummyBackbone(), cache_dir=tmp_path / "other", progress=False,
-                        reuse_answers=False)
+    uncached = Pipeline(
+        pipe.config,
+        backbone=DummyBackbone(),
+        cache_dir=tmp_path / "other",
+        progress=False,
+        reuse_answers=False,
+    )
     np.testing.assert_array_equal(uncached.select("mdl", 42, q), base)
     uncached.select("mdl+ucs", 42, q)
-    assert uncached.backbone._lm.n_score_calls_ == 2 * 5 * pipe.config.selector["params"]["mdl"]["select_time"]
+    assert (
+        uncached.backbone._lm.n_score_calls_ == 2 * 5 * pipe.config.selector["params"]["mdl"]["select_time"]
+    )
 
 
 @pytest.mark.parametrize("clustering", ["kmeans", "dict_kmeans", "auto"])
@@ -227,38 +261,66 @@ def test_new_clusterings_on_the_executor_path_equal_the_in_process_path(tmp_path
 
     cfg = config({"clusterer.method": clustering})
     plain = Pipeline(cfg, backbone=DummyBackbone(), cache_dir=tmp_path / "a", progress=False)
-    sharded = Pipeline(cfg, backbone=DummyBackbone(), cache_dir=tmp_path / "b", progress=False,
-                       executor=Sharded(), shard_size=40)
+    sharded = Pipeline(
+        cfg,
+        backbone=DummyBackbone(),
+        cache_dir=tmp_path / "b",
+        progress=False,
+        executor=Sharded(),
+        shard_size=40,
+    )
     np.testing.assert_array_equal(sharded.cluster_ids(42), plain.cluster_ids(42))
-    np.testing.assert_array_equal(plain.cluster_ids(42, 0.3), plain.cluster_ids(42))  # no eps: q changes nothing
+    np.testing.assert_array_equal(
+        plain.cluster_ids(42, 0.3), plain.cluster_ids(42)
+    )  # no eps: q changes nothing
 
 
 def test_cluster_space_retrieval_clusters_the_retrieval_embeddings(tmp_path):
     from ucs.testing.doubles import DummyEmbedder
 
-    cfg = config({"clusterer.method": "kmeans", "cluster_space": "retrieval", "retrieval_embedder": "dummy-retrieval"})
-    pipe = Pipeline(cfg, backbone=DummyBackbone(), retrieval=DummyEmbedder(dim=24, seed=5), cache_dir=tmp_path / "c",
-                    progress=False)
+    cfg = config(
+        {"clusterer.method": "kmeans", "cluster_space": "retrieval", "retrieval_embedder": "dummy-retrieval"}
+    )
+    pipe = Pipeline(
+        cfg,
+        backbone=DummyBackbone(),
+        retrieval=DummyEmbedder(dim=24, seed=5),
+        cache_dir=tmp_path / "c",
+        progress=False,
+    )
     R = pipe.retrieval_pool()
     np.testing.assert_array_equal(pipe.cluster_embeddings(), R)
     want = LatentClusterer(**pipe.clusterer_params(42)).fit(R).labels_
     np.testing.assert_array_equal(pipe.cluster_ids(42), want)
-    backbone_space = Pipeline(cfg.replace(cluster_space="backbone"), backbone=DummyBackbone(),
-                              retrieval=DummyEmbedder(dim=24, seed=5), cache_dir=tmp_path / "c", progress=False)
+    backbone_space = Pipeline(
+        cfg.replace(cluster_space="backbone"),
+        backbone=DummyBackbone(),
+        retrieval=DummyEmbedder(dim=24, seed=5),
+        cache_dir=tmp_path / "c",
+        progress=False,
+    )
     assert backbone_space._cluster_dir(42) != pipe._cluster_dir(42)  # separate cache entries
 
 
 def test_a_clustering_by_an_earlier_revision_of_the_kmeans_is_never_read_back(tmp_path, monkeypatch):
     import importlib
 
-    pl = importlib.import_module("ucs.pipeline.pipeline")  # the module (the package also exports a `pipeline`)
+    # the module (the package also exports a `pipeline`)
+    pl = importlib.import_module("ucs.pipeline.pipeline")
     from ucs.testing.doubles import DummyEmbedder
 
-    cfg = config({"clusterer.method": "kmeans", "cluster_space": "retrieval", "retrieval_embedder": "dummy-retrieval"})
+    cfg = config(
+        {"clusterer.method": "kmeans", "cluster_space": "retrieval", "retrieval_embedder": "dummy-retrieval"}
+    )
 
     def pipe():
-        return Pipeline(cfg, backbone=DummyBackbone(), retrieval=DummyEmbedder(dim=24, seed=5),
-                        cache_dir=tmp_path / "c", progress=False)
+        return Pipeline(
+            cfg,
+            backbone=DummyBackbone(),
+            retrieval=DummyEmbedder(dim=24, seed=5),
+            cache_dir=tmp_path / "c",
+            progress=False,
+        )
 
     now = pipe()
     ids, here = now.cluster_ids(42), now._cluster_dir(42)
@@ -294,10 +356,22 @@ def test_projection_shows_the_space_the_clusters_were_computed_in(tmp_path, spac
     from ucs.pipeline.run_files import projection_2d
     from ucs.testing.doubles import DummyEmbedder
 
-    cfg = config({"selector.method": ("topk",), "clusterer.method": "kmeans", "cluster_space": space,
-                  "retrieval_embedder": "dummy-retrieval"})
-    pipe = Pipeline(cfg, backbone=DummyBackbone(), retrieval=DummyEmbedder(dim=24, seed=5), cache_dir=tmp_path / "c",
-                    out_dir=tmp_path / "out", progress=False)
+    cfg = config(
+        {
+            "selector.method": ("topk",),
+            "clusterer.method": "kmeans",
+            "cluster_space": space,
+            "retrieval_embedder": "dummy-retrieval",
+        }
+    )
+    pipe = Pipeline(
+        cfg,
+        backbone=DummyBackbone(),
+        retrieval=DummyEmbedder(dim=24, seed=5),
+        cache_dir=tmp_path / "c",
+        out_dir=tmp_path / "out",
+        progress=False,
+    )
     pipe.run()
     got = np.load(tmp_path / "out" / "pipeline" / "projection.npy")
     np.testing.assert_array_equal(got, projection_2d(pipe.cluster_embeddings()))
@@ -310,13 +384,18 @@ def test_a_cut_prompt_keeps_the_most_similar_demonstrations_in_either_order(tmp_
     # a context that holds only part of the ten: similar_last drops from the start, so both orders keep the
     # same most similar demonstrations
     cfg = config({"selector.method": ("topk",), "order": order, "budget": 10, "n_runs": 1})
-    pipe = Pipeline(cfg, backbone=DummyBackbone(context_length=160), cache_dir=tmp_path / "cache",
-                    out_dir=tmp_path / "out", progress=False)
+    pipe = Pipeline(
+        cfg,
+        backbone=DummyBackbone(context_length=160),
+        cache_dir=tmp_path / "cache",
+        out_dir=tmp_path / "out",
+        progress=False,
+    )
     pipe.run()
     recs = [json.loads(x) for x in (tmp_path / "out" / "records.jsonl").read_text().splitlines()]
     assert recs and all(0 < r["n_dropped"] < 10 for r in recs)
     for r in recs:
-        shown = r["selected"][: r["n_demos"]] if kept == "first" else r["selected"][r["n_dropped"]:]
+        shown = r["selected"][: r["n_demos"]] if kept == "first" else r["selected"][r["n_dropped"] :]
         nearest = r["selected"] if kept == "first" else r["selected"][::-1]
         assert sorted(shown) == sorted(nearest[: r["n_demos"]])
         assert r.get("dropped_from", "end") == ("end" if kept == "first" else "start")

@@ -10,7 +10,13 @@ from ucs.embedding import load_retrieval_embedder
 from ucs.embedding.base import l2_normalize
 from ucs.models import load_backbone
 
-__all__ = ["BACKBONE_PLUGINS", "load_backbone_for", "load_retrieval_for", "backbone_kwargs", "plugin_backbone"]
+__all__ = [
+    "BACKBONE_PLUGINS",
+    "load_backbone_for",
+    "load_retrieval_for",
+    "backbone_kwargs",
+    "plugin_backbone",
+]
 
 #: Entry-point group of backbones provided by installed packages: ``name = "module:factory"``; the factory is
 #: called with no argument, or ``seed=n`` for the name ``<name>-<n>``. ucs itself registers ``dummy``
@@ -21,8 +27,8 @@ BACKBONE_PLUGINS = "ucs.backbones"
 def backbone_kwargs(config: Any) -> Dict[str, Any]:
     """Keyword arguments for :func:`ucs.models.load_backbone` taken from a :class:`PipelineConfig`.
 
-    ``device`` and ``dtype`` go to the transformers engine only and ``n_gpu_layers`` to llama.cpp only (engine ``None``
-    means the model layer's default engine).
+    ``device`` and ``dtype`` go to the transformers engine only and ``n_gpu_layers`` to llama.cpp only (engine
+    ``None`` means the model layer's default engine).
     """
     kw: Dict[str, Any] = {
         "layer": config.layer,
@@ -70,7 +76,8 @@ def load_backbone_for(config: Any) -> Any:
 
 def plugin_backbone(name: str) -> Any:
     """The backbone an installed plug-in registers as ``name`` (``dummy``, or ``dummy-<n>`` seeded with ``n``;
-    any case), else ``None``: how commands that take ``--model`` without a configuration resolve the doubles."""
+    any case), else ``None``: how commands that take ``--model`` without a configuration resolve the
+    doubles."""
     return _plugin_backbone(str(name).lower())
 
 
@@ -134,7 +141,9 @@ def retrieval_fallback(config: Any) -> "tuple[Any, Optional[str]]":
         found = False
     if found:
         return config, None
-    note = (f"note: the retrieval embedder {name!r} needs sentence-transformers, which is not installed; "
-            "using the backbone's l2-normalised embeddings for retrieval instead (install it with "
-            "`pip install -e '.[torch]'` in the ucs repository, or `bash scripts/install.sh dev`)")
+    note = (
+        f"note: the retrieval embedder {name!r} needs sentence-transformers, which is not installed; "
+        "using the backbone's l2-normalised embeddings for retrieval instead (install it with "
+        "`pip install -e '.[torch]'` in the ucs repository, or `bash scripts/install.sh dev`)"
+    )
     return config.replace(retrieval_embedder="backbone"), note

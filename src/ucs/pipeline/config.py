@@ -5,7 +5,8 @@ The settings of the three library classes a run builds nest under each class's o
 * ``selector``: ``method`` (the methods evaluated, e.g. ``["dpp", "dpp+ucs"]``) and ``params``, each base
   selector's constructor parameters by its short name (``params["mmr"]["lambda_mult"]``,
   ``params["votek"]["k"]``; :mod:`ucs.selectors`);
-* ``prior``: :class:`ucs.selectors.UCSPrior`'s parameters and its estimator's (``lam``, ``estimator``, ``t`` ...);
+* ``prior``: :class:`ucs.selectors.UCSPrior`'s parameters and its estimator's (``lam``, ``estimator``, ``t``
+  ...);
 * ``clusterer``: :class:`ucs.clustering.LatentClusterer`'s (``method``, ``n_atoms``, ``dbscan_q`` ...).
 
 Everything else (dataset, backbone, budget, prediction mode, protocol) is a field of its own. A path names any
@@ -16,10 +17,11 @@ setting: ``selector.params.mmr.lambda_mult``, ``clusterer.dbscan_q``, ``budget``
 configuration is written into the run manifest (:func:`ucs.evaluation.evaluate`'s ``config=``) through
 :meth:`PipelineConfig.key_dict`, and a resume with different settings is refused.
 
-Configurations in the flat form of earlier releases (``mmr_lambda``, ``votek_k``, ``dict_n_atoms``, ``dbscan_q``
-... as top-level keys; :data:`FLAT_NAMES`) still load, each old name with a one-line
-:class:`DeprecatedSettingWarning`, and give the runs they gave: a flat configuration's missing settings mean what
-they meant then. The results' key keeps the flat names, so run folders and committed results keep their keys.
+Configurations in the flat form of earlier releases (``mmr_lambda``, ``votek_k``, ``dict_n_atoms``,
+``dbscan_q`` ... as top-level keys; :data:`FLAT_NAMES`) still load, each old name with a one-line
+:class:`DeprecatedSettingWarning`, and give the runs they gave: a flat configuration's missing settings mean
+what they meant then. The results' key keeps the flat names, so run folders and committed results keep their
+keys.
 """
 
 from __future__ import annotations
@@ -47,7 +49,14 @@ from ucs.models.http_spec import public_spec
 from ucs.pipeline.presets import get_preset
 from ucs.selectors.base import ORDERS
 from ucs.selectors.labelaware import MODES as LABEL_MODES
-from ucs.selectors.factory import BASE_SELECTORS, METHODS, NO_UCS_FORM, canonical_method, parse_method, selector_class
+from ucs.selectors.factory import (
+    BASE_SELECTORS,
+    METHODS,
+    NO_UCS_FORM,
+    canonical_method,
+    parse_method,
+    selector_class,
+)
 from ucs.selectors.method import MethodSpec
 from ucs.selectors.mmr import check_lambda_mult
 from ucs.selectors.prior import CORPUS_PRIORS, RELEVANCE, SCORE_DESIGNS, UCSPrior, check_lam
@@ -72,7 +81,8 @@ __all__ = [
 MODE_ALIASES = {"generate": "greedy", "generate-strict": "greedy-strict"}
 #: Retrieval embedder meaning "the backbone's own embeddings, ℓ2-normalised" (SPEC §1).
 BACKBONE_RETRIEVAL = "backbone"
-#: What the latent clusters are computed on: the backbone's embeddings (the paper) or the retrieval embedder's.
+#: What the latent clusters are computed on: the backbone's embeddings (the paper) or the retrieval
+#: embedder's.
 CLUSTER_SPACES = ("backbone", "retrieval")
 #: Clusterings that run k-means (``auto`` chooses among candidates that include it).
 KMEANS_FAMILY = ("kmeans", "dict_kmeans", "auto")
@@ -80,12 +90,14 @@ KMEANS_FAMILY = ("kmeans", "dict_kmeans", "auto")
 SECTIONS = ("selector", "prior", "clusterer")
 
 #: The flat names of earlier releases → the nested paths each one sets. They still load (with a
-#: :class:`DeprecatedSettingWarning`), and they stay the names of the results' key (:meth:`PipelineConfig.key_dict`),
-#: so that every run folder and committed result keeps its key. ``candidate_num`` set the four selectors that
-#: took it then (Set-BSR kept its own default, all candidates).
+#: :class:`DeprecatedSettingWarning`), and they stay the names of the results' key
+#: (:meth:`PipelineConfig.key_dict`), so that every run folder and committed result keeps its key.
+#: ``candidate_num`` set the four selectors that took it then (Set-BSR kept its own default, all candidates).
 FLAT_NAMES: Dict[str, Tuple[str, ...]] = {
     "selectors": ("selector.method",),
-    "candidate_num": tuple(f"selector.params.{b}.candidate_num" for b in ("topk", "labelaware", "dpp", "mdl")),
+    "candidate_num": tuple(
+        f"selector.params.{b}.candidate_num" for b in ("topk", "labelaware", "dpp", "mdl")
+    ),
     "topk_floor": ("selector.params.topk.floor",),
     "mmr_lambda": ("selector.params.mmr.lambda_mult",),
     "mmr_fetch_k": ("selector.params.mmr.fetch_k",),
@@ -108,23 +120,60 @@ FLAT_NAMES: Dict[str, Tuple[str, ...]] = {
     "standardize": ("clusterer.standardize",),
     "n_clusters": ("clusterer.n_clusters",),
     "hdbscan_min_cluster_size": ("clusterer.hdbscan_min_cluster_size",),
-    **{name: (f"prior.{name}",) for name in ("estimator", "lam", "t", "bin_size", "alpha", "integer", "design",
-                                              "corpus_prior", "relevance")},
+    **{
+        name: (f"prior.{name}",)
+        for name in (
+            "estimator",
+            "lam",
+            "t",
+            "bin_size",
+            "alpha",
+            "integer",
+            "design",
+            "corpus_prior",
+            "relevance",
+        )
+    },
 }
 #: Settings added after results were first published: left out of the results' key while at these values
 #: (the key's flat names).
-LATE_DEFAULTS = {"n_clusters": None, "hdbscan_min_cluster_size": D.HDBSCAN_MIN_CLUSTER_SIZE,
-                  "cluster_space": "backbone", "relevance": D.RELEVANCE, "mmr_lambda": D.MMR_LAMBDA,
-                  "mmr_fetch_k": D.MMR_FETCH_K, "label_mode": D.LABEL_MODE, "label_cap": D.LABEL_CAP,
-                  "topk_floor": D.TOPK_FLOOR, "order": D.ORDER}
-#: What a flat configuration's missing settings meant (the defaults of earlier releases): the paper's clustering
-#: and estimator on the backbone's embeddings, retrieval by the backbone, every test query.
-_FLAT_FORM_BASE = {"retrieval_embedder": BACKBONE_RETRIEVAL, "test_size": None, "cluster_space": "backbone",
-                   "clusterer.method": D.PAPER_CLUSTERING_METHOD, "prior.estimator": D.PAPER_ESTIMATOR,
-                   "preset": None}
+LATE_DEFAULTS = {
+    "n_clusters": None,
+    "hdbscan_min_cluster_size": D.HDBSCAN_MIN_CLUSTER_SIZE,
+    "cluster_space": "backbone",
+    "relevance": D.RELEVANCE,
+    "mmr_lambda": D.MMR_LAMBDA,
+    "mmr_fetch_k": D.MMR_FETCH_K,
+    "label_mode": D.LABEL_MODE,
+    "label_cap": D.LABEL_CAP,
+    "topk_floor": D.TOPK_FLOOR,
+    "order": D.ORDER,
+}
+#: What a flat configuration's missing settings meant (the defaults of earlier releases): the paper's
+#: clustering and estimator on the backbone's embeddings, retrieval by the backbone, every test query.
+_FLAT_FORM_BASE = {
+    "retrieval_embedder": BACKBONE_RETRIEVAL,
+    "test_size": None,
+    "cluster_space": "backbone",
+    "clusterer.method": D.PAPER_CLUSTERING_METHOD,
+    "prior.estimator": D.PAPER_ESTIMATOR,
+    "preset": None,
+}
 #: The clusterer settings every cached clustering is keyed by (passed to the class even at its defaults).
-_CLUSTERER_KEYED = ("method", "pca_dim", "n_atoms", "coding", "ridge_alpha", "omp_n_nonzero", "dict_batch_size",
-                    "dict_max_iter", "dbscan_k", "dbscan_q", "min_samples", "standardize")
+_CLUSTERER_KEYED = (
+    "method",
+    "pca_dim",
+    "n_atoms",
+    "coding",
+    "ridge_alpha",
+    "omp_n_nonzero",
+    "dict_batch_size",
+    "dict_max_iter",
+    "dbscan_k",
+    "dbscan_q",
+    "min_samples",
+    "standardize",
+)
 #: Parameters a pipeline supplies itself: never configuration.
 _SUPPLIED = {"prior", "random_state", "scorer", "label_set", "token_embedder", "cluster_ids", "kmeans_impl"}
 #: The unseen estimator's parameters the prior passes on (:class:`ucs.estimators.UnseenCoverage`).
@@ -133,7 +182,8 @@ _ESTIMATOR_PARAMS = ("t", "bin_size", "alpha", "integer")
 
 class DeprecatedSettingWarning(FutureWarning):
     """A setting written in a form of an earlier release (a flat name such as ``mmr_lambda``): it still loads;
-    the message names the nested path to write instead. Shown to users by default (a :class:`FutureWarning`)."""
+    the message names the nested path to write instead. Shown to users by default (a
+    :class:`FutureWarning`)."""
 
 
 def parse_methods(spec: "str | Any") -> Tuple[str, ...]:
@@ -154,14 +204,18 @@ def parse_methods(spec: "str | Any") -> Tuple[str, ...]:
 # ---------------------------------------------------------------- the sections' names and defaults
 def _signature(cls: type) -> Dict[str, Any]:
     """``{parameter: default}`` of ``cls``'s constructor (``inspect.Parameter.empty`` where there is none)."""
-    return {n: p.default for n, p in inspect.signature(cls).parameters.items()
-            if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)}
+    return {
+        n: p.default
+        for n, p in inspect.signature(cls).parameters.items()
+        if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+    }
 
 
 @lru_cache(maxsize=None)
 def _section_params(section: str, base: Optional[str] = None) -> Dict[str, Any]:
-    """The parameters a section (``clusterer``, ``prior``, or base selector ``base``'s params) accepts, with the
-    owning class's defaults: the constructor's, less what a pipeline supplies (seeds, the prior, models)."""
+    """The parameters a section (``clusterer``, ``prior``, or base selector ``base``'s params) accepts, with
+    the owning class's defaults: the constructor's, less what a pipeline supplies (seeds, the prior,
+    models)."""
     if section == "clusterer":
         sig = _signature(LatentClusterer)
     elif section == "prior":
@@ -172,26 +226,50 @@ def _section_params(section: str, base: Optional[str] = None) -> Dict[str, Any]:
 
 
 def _default_selector() -> Dict[str, Any]:
-    return {"method": ("random", "topk", "dpp", "dpp+ucs", "votek", "votek+ucs"),
-            "params": {"topk": {"candidate_num": 50, "floor": D.TOPK_FLOOR},
-                       "mmr": {"lambda_mult": D.MMR_LAMBDA, "fetch_k": D.MMR_FETCH_K},
-                       "labelaware": {"mode": D.LABEL_MODE, "max_per_label": D.LABEL_CAP, "candidate_num": 50},
-                       "dpp": {"candidate_num": 50, "scale_factor": 0.1},
-                       "votek": {"k": 3},
-                       "mdl": {"candidate_num": 50, "select_time": 5}}}
+    return {
+        "method": ("random", "topk", "dpp", "dpp+ucs", "votek", "votek+ucs"),
+        "params": {
+            "topk": {"candidate_num": 50, "floor": D.TOPK_FLOOR},
+            "mmr": {"lambda_mult": D.MMR_LAMBDA, "fetch_k": D.MMR_FETCH_K},
+            "labelaware": {"mode": D.LABEL_MODE, "max_per_label": D.LABEL_CAP, "candidate_num": 50},
+            "dpp": {"candidate_num": 50, "scale_factor": 0.1},
+            "votek": {"k": 3},
+            "mdl": {"candidate_num": 50, "select_time": 5},
+        },
+    }
 
 
 def _default_clusterer() -> Dict[str, Any]:
-    return {"method": D.DEFAULT_CLUSTERING_METHOD, "pca_dim": D.PCA_DIM, "n_atoms": D.N_ATOMS, "coding": D.CODING,
-            "ridge_alpha": D.RIDGE_ALPHA, "omp_n_nonzero": D.OMP_N_NONZERO, "dict_batch_size": D.DICT_BATCH_SIZE,
-            "dict_max_iter": D.DICT_MAX_ITER, "dbscan_k": D.DBSCAN_K, "dbscan_q": D.DBSCAN_Q,
-            "min_samples": D.MIN_SAMPLES, "standardize": False, "n_clusters": None,
-            "hdbscan_min_cluster_size": D.HDBSCAN_MIN_CLUSTER_SIZE}
+    return {
+        "method": D.DEFAULT_CLUSTERING_METHOD,
+        "pca_dim": D.PCA_DIM,
+        "n_atoms": D.N_ATOMS,
+        "coding": D.CODING,
+        "ridge_alpha": D.RIDGE_ALPHA,
+        "omp_n_nonzero": D.OMP_N_NONZERO,
+        "dict_batch_size": D.DICT_BATCH_SIZE,
+        "dict_max_iter": D.DICT_MAX_ITER,
+        "dbscan_k": D.DBSCAN_K,
+        "dbscan_q": D.DBSCAN_Q,
+        "min_samples": D.MIN_SAMPLES,
+        "standardize": False,
+        "n_clusters": None,
+        "hdbscan_min_cluster_size": D.HDBSCAN_MIN_CLUSTER_SIZE,
+    }
 
 
 def _default_prior() -> Dict[str, Any]:
-    return {"estimator": D.DEFAULT_ESTIMATOR, "lam": D.LAM, "t": D.T, "bin_size": D.BIN_SIZE, "alpha": D.ALPHA,
-            "integer": False, "design": D.DESIGN, "corpus_prior": D.CORPUS_PRIOR, "relevance": D.RELEVANCE}
+    return {
+        "estimator": D.DEFAULT_ESTIMATOR,
+        "lam": D.LAM,
+        "t": D.T,
+        "bin_size": D.BIN_SIZE,
+        "alpha": D.ALPHA,
+        "integer": False,
+        "design": D.DESIGN,
+        "corpus_prior": D.CORPUS_PRIOR,
+        "relevance": D.RELEVANCE,
+    }
 
 
 def _unknown(where: str, name: Any, valid: "List[str] | Tuple[str, ...]") -> ValueError:
@@ -237,12 +315,15 @@ def _merged_section(section: str, given: Any, base: Mapping[str, Any]) -> Dict[s
 def _split(path: str) -> List[str]:
     parts = path.split(".")
     if not all(parts):
-        raise ValueError(f"setting {path!r} is not a path such as 'selector.params.mmr.lambda_mult' or 'budget'")
+        raise ValueError(
+            f"setting {path!r} is not a path such as 'selector.params.mmr.lambda_mult' or 'budget'"
+        )
     return parts
 
 
 def _nest(path: str, value: Any) -> Dict[str, Any]:
-    """``"selector.params.mmr.lambda_mult", 0.8`` → ``{"selector": {"params": {"mmr": {"lambda_mult": 0.8}}}}``."""
+    """``"selector.params.mmr.lambda_mult", 0.8`` →
+    ``{"selector": {"params": {"mmr": {"lambda_mult": 0.8}}}}``."""
     parts = _split(path)
     out: Any = value
     for part in reversed(parts):
@@ -276,7 +357,8 @@ def _class_default(path: str) -> Any:
 
 
 def _flat_paths(settings: Mapping[str, Any]) -> Dict[str, Any]:
-    """Flat names of earlier releases → their paths, with one :class:`DeprecatedSettingWarning` line naming them."""
+    """Flat names of earlier releases → their paths, with one :class:`DeprecatedSettingWarning` line naming
+    them."""
     out: Dict[str, Any] = {}
     renamed: List[str] = []
     for k, v in settings.items():
@@ -291,16 +373,24 @@ def _flat_paths(settings: Mapping[str, Any]) -> Dict[str, Any]:
         else:
             out[k] = v
     if renamed:
-        more = f" and {len(renamed) - 4} more (--print-config writes the nested form)" if len(renamed) > 4 else ""
-        warnings.warn(f"flat setting names of earlier releases still load but are deprecated: "
-                      f"{', '.join(renamed[:4])}{more}", DeprecatedSettingWarning, stacklevel=4)
+        more = (
+            f" and {len(renamed) - 4} more (--print-config writes the nested form)"
+            if len(renamed) > 4
+            else ""
+        )
+        warnings.warn(
+            f"flat setting names of earlier releases still load but are deprecated: "
+            f"{', '.join(renamed[:4])}{more}",
+            DeprecatedSettingWarning,
+            stacklevel=4,
+        )
     return out
 
 
 def check_setting_names(settings: "Mapping[str, Any] | List[str]") -> None:
-    """Raise ``ValueError`` for a setting name that is neither a field (``budget``), a section or a path into one
-    (``selector.params.mmr.lambda_mult``, ``clusterer.dbscan_q``), nor a flat name of earlier releases; the message
-    names the valid keys at the level that went wrong. Values are not checked here."""
+    """Raise ``ValueError`` for a setting name that is neither a field (``budget``), a section or a path into
+    one (``selector.params.mmr.lambda_mult``, ``clusterer.dbscan_q``), nor a flat name of earlier releases;
+    the message names the valid keys at the level that went wrong. Values are not checked here."""
     names = [f.name for f in fields(PipelineConfig)]
     for key in settings:
         if key in FLAT_NAMES:
@@ -313,7 +403,9 @@ def check_setting_names(settings: "Mapping[str, Any] | List[str]") -> None:
             if len(parts) > 2 and parts[1] == "params":
                 levels.append(("selector.params", BASE_SELECTORS))
                 if len(parts) > 3 and parts[2] in BASE_SELECTORS:
-                    levels.append((f"selector.params.{parts[2]}", list(_section_params("selector", parts[2]))))
+                    levels.append(
+                        (f"selector.params.{parts[2]}", list(_section_params("selector", parts[2])))
+                    )
             depth = 4 if parts[1:2] == ["params"] else 2
         elif parts[0] in SECTIONS:
             levels, depth = [(parts[0], list(_section_params(parts[0])))], 2
@@ -323,18 +415,24 @@ def check_setting_names(settings: "Mapping[str, Any] | List[str]") -> None:
             if name not in valid:
                 raise _unknown(where, name, valid)
         if len(parts) > depth:
-            raise ValueError(f"setting {key!r}: {'.'.join(parts[:depth])} is a single value, not a section; "
-                             f"write {'.'.join(parts[:depth])}=...")
+            raise ValueError(
+                f"setting {key!r}: {'.'.join(parts[:depth])} is a single value, not a section; "
+                f"write {'.'.join(parts[:depth])}=..."
+            )
 
 
 def _check_int(value: Any, name: str, low: int, allow_none: bool = False) -> None:
     if value is None and allow_none:
         return
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < low:
-        raise ValueError(f"{name} must be an integer >= {low}{' or None' if allow_none else ''}; got {value!r}")
+        raise ValueError(
+            f"{name} must be an integer >= {low}{' or None' if allow_none else ''}; got {value!r}"
+        )
 
 
-def _check_float(value: Any, name: str, low: float = 0.0, strict: bool = False, high: Optional[float] = None) -> None:
+def _check_float(
+    value: Any, name: str, low: float = 0.0, strict: bool = False, high: Optional[float] = None
+) -> None:
     if isinstance(value, bool) or not isinstance(value, numbers.Real) or value != value:
         raise ValueError(f"{name} must be a number; got {value!r}")
     if value < low or (strict and value == low) or (high is not None and value >= high):
@@ -388,27 +486,30 @@ class PipelineConfig:
         sentence-transformers directory / hub id.
     selector : dict
         ``method``: the methods to evaluate (see :data:`METHODS`); ``params``: each base selector's
-        constructor parameters under its short name, e.g. ``{"dpp": {"candidate_num": 50, "scale_factor": 0.1},
-        "votek": {"k": 3}, "mmr": {"lambda_mult": 0.5, "fetch_k": 20}}`` (paper Table 8; the relevance-keeping
-        selectors' defaults are in :mod:`ucs.defaults`). Any parameter of a selector class may be set here except
-        those the pipeline supplies (the prior, the seed, MDL's scorer and label set, Set-BSR's token embedder).
+        constructor parameters under its short name, e.g.
+        ``{"dpp": {"candidate_num": 50, "scale_factor": 0.1}, "votek": {"k": 3}, "mmr": {"lambda_mult": 0.5,
+        "fetch_k":
+        20}}`` (paper Table 8; the relevance-keeping selectors' defaults are in :mod:`ucs.defaults`). Any
+        parameter of a selector class may be set here except those the pipeline supplies (the prior, the seed,
+        MDL's scorer and label set, Set-BSR's token embedder).
     budget : int
         Demonstrations per prompt.
     mdl_scorer : str
         The LM that scores MDL's candidate subsets: ``backbone`` (the ICL model) or any ``backbone`` value.
     order : str
         Demonstration order in every prompt of a query-dependent selector: ``selected`` (as chosen),
-        ``similar_first`` or ``similar_last`` (by cosine similarity to the query), or ``vote_last`` (grouped by
-        label, the label most frequent among the demonstrations last; ``ucs.selectors.base.vote_last_order``).
+        ``similar_first`` or ``similar_last`` (by cosine similarity to the query), or ``vote_last`` (grouped
+        by label, the label most frequent among the demonstrations last;
+        ``ucs.selectors.base.vote_last_order``).
     clusterer : dict
         :class:`ucs.clustering.LatentClusterer`'s parameters: ``method`` (``kmeans`` by default; the paper's
-        ``dict_dbscan``, ``dbscan``, ``dict_argmax``, ``dict_kmeans``, ``dict_hdbscan``, ``auto``), ``pca_dim``,
-        ``n_atoms``, ``coding``, ``ridge_alpha``, ``omp_n_nonzero``, ``dict_batch_size``, ``dict_max_iter``,
-        ``dbscan_k``, ``dbscan_q``, ``min_samples``, ``standardize``, ``n_clusters``,
+        ``dict_dbscan``, ``dbscan``, ``dict_argmax``, ``dict_kmeans``, ``dict_hdbscan``, ``auto``),
+        ``pca_dim``, ``n_atoms``, ``coding``, ``ridge_alpha``, ``omp_n_nonzero``, ``dict_batch_size``,
+        ``dict_max_iter``, ``dbscan_k``, ``dbscan_q``, ``min_samples``, ``standardize``, ``n_clusters``,
         ``hdbscan_min_cluster_size`` (and any other of its parameters but the seed).
     cluster_space : str
-        Which embeddings are clustered: ``retrieval`` (the retrieval embedder's, ℓ2-normalised; the default) or
-        ``backbone`` (the paper: the ICL model's own).
+        Which embeddings are clustered: ``retrieval`` (the retrieval embedder's, ℓ2-normalised; the default)
+        or ``backbone`` (the paper: the ICL model's own).
     dict_tau : float
         Recorded for parity with the paper's Table 8; the clusterer has no such parameter.
     prior : dict
@@ -427,9 +528,9 @@ class PipelineConfig:
     mode : str
         Prediction mode: ``paper``, ``greedy`` (alias ``generate``), ``greedy-strict``, ``likelihood``.
     test_size, test_seed, n_runs, seed
-        Evaluation protocol: ``test_size`` queries drawn once with ``test_seed`` (``None``: the protocol's size,
-        500 intent / 40 reasoning queries); ``n_runs`` runs with seeds ``seed, seed + 1, ...`` (each run re-fits
-        the clustering and re-seeds the selectors).
+        Evaluation protocol: ``test_size`` queries drawn once with ``test_seed`` (``None``: the protocol's
+        size, 500 intent / 40 reasoning queries); ``n_runs`` runs with seeds ``seed, seed + 1, ...`` (each run
+        re-fits the clustering and re-seeds the selectors).
     icl_batch_size : int
         Prompts per generation call (part of the sampling seeds).
     preset : str, optional
@@ -479,7 +580,11 @@ class PipelineConfig:
     preset: Optional[str] = "default"
 
     def __post_init__(self) -> None:
-        defaults = {"selector": _default_selector(), "prior": _default_prior(), "clusterer": _default_clusterer()}
+        defaults = {
+            "selector": _default_selector(),
+            "prior": _default_prior(),
+            "clusterer": _default_clusterer(),
+        }
         for name in SECTIONS:
             object.__setattr__(self, name, _merged_section(name, getattr(self, name), defaults[name]))
         try:
@@ -504,25 +609,42 @@ class PipelineConfig:
             raise ValueError(f"dataset must be a dataset name or table path; got {self.dataset!r}")
         if self.test_file is not None:
             if not str(self.dataset).lower().endswith(TABLE_SUFFIXES):
-                raise ValueError(f"test_file needs dataset to be a table file ({', '.join(TABLE_SUFFIXES)}) holding "
-                                 f"the pool; got dataset {self.dataset!r}")
+                raise ValueError(
+                    f"test_file needs dataset to be a table file ({', '.join(TABLE_SUFFIXES)}) holding "
+                    f"the pool; got dataset {self.dataset!r}"
+                )
         if not isinstance(self.backbone, str) or not self.backbone:
             raise ValueError(f"backbone must name a model (e.g. 'smollm2'); got {self.backbone!r}")
         if self.engine not in (None, "llama", "transformers"):
             raise ValueError(f"engine must be 'llama', 'transformers' or None; got {self.engine!r}")
         if self.dtype not in (None, "float32", "bfloat16", "float16", "auto"):
-            raise ValueError(f"dtype must be 'float32', 'bfloat16', 'float16', 'auto' or None; got {self.dtype!r}")
+            raise ValueError(
+                f"dtype must be 'float32', 'bfloat16', 'float16', 'auto' or None; got {self.dtype!r}"
+            )
         if self.dtype is not None and self.engine == "llama":
-            raise ValueError("dtype applies to the transformers engine only; drop dtype or set engine='transformers' "
-                             "(llama.cpp runs the GGUF file's own quantisation)")
+            raise ValueError(
+                "dtype applies to the transformers engine only; drop dtype or set engine='transformers' "
+                "(llama.cpp runs the GGUF file's own quantisation)"
+            )
         if self.pooling not in ("mean", "last", "first"):
             raise ValueError(f"pooling must be 'mean', 'last' or 'first'; got {self.pooling!r}")
-        if not (self.layer in ("last", "mid") or (isinstance(self.layer, int) and not isinstance(self.layer, bool))):
+        if not (
+            self.layer in ("last", "mid")
+            or (isinstance(self.layer, int) and not isinstance(self.layer, bool))
+        ):
             raise ValueError(f"layer must be 'last', 'mid' or an integer; got {self.layer!r}")
         if self.mode not in MODES:
             raise ValueError(f"mode must be one of {sorted(MODES) + sorted(MODE_ALIASES)}; got {self.mode!r}")
-        for name, low in (("embed_max_length", 1), ("budget", 0), ("test_seed", 0), ("n_runs", 1), ("seed", 0),
-                          ("icl_batch_size", 1), ("n_gpu_layers", -1), ("joint_iter", 1)):
+        for name, low in (
+            ("embed_max_length", 1),
+            ("budget", 0),
+            ("test_seed", 0),
+            ("n_runs", 1),
+            ("seed", 0),
+            ("icl_batch_size", 1),
+            ("n_gpu_layers", -1),
+            ("joint_iter", 1),
+        ):
             _check_int(getattr(self, name), name, low)
         for name in ("test_size", "context_length"):
             _check_int(getattr(self, name), name, 1, allow_none=True)
@@ -536,22 +658,34 @@ class PipelineConfig:
         for k, v in self.dbscan_q_by_selector.items():
             _check_float(v, f"dbscan_q_by_selector[{k!r}]", strict=True, high=1.0)
         if any(not isinstance(b, str) or not b for b in self.joint_backbones):
-            raise ValueError(f"joint_backbones must be backbone names (e.g. ['gemma3']); got {self.joint_backbones!r}")
+            raise ValueError(
+                f"joint_backbones must be backbone names (e.g. ['gemma3']); got {self.joint_backbones!r}"
+            )
         if self.joint_backbones and self.clusterer["method"] in RAW_METHODS:
-            raise ValueError(f"joint_backbones needs a dictionary: clusterer.method={self.clusterer['method']!r} has "
-                             "none (set it to 'dict_dbscan' or 'dict_argmax')")
+            raise ValueError(
+                f"joint_backbones needs a dictionary: clusterer.method={self.clusterer['method']!r} has "
+                "none (set it to 'dict_dbscan' or 'dict_argmax')"
+            )
         if self.cluster_space not in CLUSTER_SPACES:
-            raise ValueError(f"cluster_space must be one of {', '.join(CLUSTER_SPACES)}; got {self.cluster_space!r}")
+            raise ValueError(
+                f"cluster_space must be one of {', '.join(CLUSTER_SPACES)}; got {self.cluster_space!r}"
+            )
         return self
 
     def _validate_selector(self) -> None:
-        """The selector settings the pipeline checks before a run (each class checks all of its own at fit)."""
+        """The selector settings the pipeline checks before a run (each class checks all of its own at
+        fit)."""
         p = self.selector["params"]
         for base, params in p.items():
             if "candidate_num" in params and not (base == "bsr" and params["candidate_num"] is None):
                 _check_int(params["candidate_num"], f"selector.params.{base}.candidate_num", 1)
-        checks = (("votek", "k", 1), ("mdl", "select_time", 1), ("mmr", "fetch_k", 1),
-                  ("labelaware", "max_per_label", 1), ("topk", "floor", 0))
+        checks = (
+            ("votek", "k", 1),
+            ("mdl", "select_time", 1),
+            ("mmr", "fetch_k", 1),
+            ("labelaware", "max_per_label", 1),
+            ("topk", "floor", 0),
+        )
         for base, name, low in checks:
             if name in p.get(base, {}):
                 _check_int(p[base][name], f"selector.params.{base}.{name}", low)
@@ -560,14 +694,23 @@ class PipelineConfig:
         if "lambda_mult" in p.get("mmr", {}):
             check_lambda_mult(p["mmr"]["lambda_mult"], "selector.params.mmr.lambda_mult")
         if "mode" in p.get("labelaware", {}) and p["labelaware"]["mode"] not in LABEL_MODES:
-            raise ValueError(f"selector.params.labelaware.mode must be one of {', '.join(LABEL_MODES)}; "
-                             f"got {p['labelaware']['mode']!r}")
+            raise ValueError(
+                f"selector.params.labelaware.mode must be one of {', '.join(LABEL_MODES)}; "
+                f"got {p['labelaware']['mode']!r}"
+            )
 
     def _validate_clusterer(self) -> None:
         c = self.clusterer
         if c["method"] not in CLUSTERINGS:
             raise ValueError(f"clusterer.method must be one of {', '.join(CLUSTERINGS)}; got {c['method']!r}")
-        for name in ("n_atoms", "omp_n_nonzero", "dict_max_iter", "dict_batch_size", "dbscan_k", "min_samples"):
+        for name in (
+            "n_atoms",
+            "omp_n_nonzero",
+            "dict_max_iter",
+            "dict_batch_size",
+            "dbscan_k",
+            "min_samples",
+        ):
             _check_int(c[name], f"clusterer.{name}", 1)
         _check_int(c["pca_dim"], "clusterer.pca_dim", 1, allow_none=True)
         _check_int(c["n_clusters"], "clusterer.n_clusters", 1, allow_none=True)
@@ -586,7 +729,9 @@ class PipelineConfig:
         if p["design"] not in SCORE_DESIGNS:
             raise ValueError(f"prior.design must be one of {', '.join(SCORE_DESIGNS)}; got {p['design']!r}")
         if p["corpus_prior"] not in CORPUS_PRIORS:
-            raise ValueError(f"prior.corpus_prior must be one of {', '.join(CORPUS_PRIORS)}; got {p['corpus_prior']!r}")
+            raise ValueError(
+                f"prior.corpus_prior must be one of {', '.join(CORPUS_PRIORS)}; got {p['corpus_prior']!r}"
+            )
         if p["relevance"] not in RELEVANCE:
             raise ValueError(f"prior.relevance must be one of {', '.join(RELEVANCE)}; got {p['relevance']!r}")
         try:
@@ -622,9 +767,9 @@ class PipelineConfig:
         return copy.deepcopy(self.selector["params"].get(base, {}))
 
     def clusterer_params(self, seed: int) -> Dict[str, Any]:
-        """Keyword arguments of :class:`ucs.clustering.LatentClusterer` for run ``seed``: ``clusterer`` with the
-        seed, the settings added later only when they differ from the class's defaults (so the cache keys of
-        earlier clusterings stay put)."""
+        """Keyword arguments of :class:`ucs.clustering.LatentClusterer` for run ``seed``: ``clusterer`` with
+        the seed, the settings added later only when they differ from the class's defaults (so the cache keys
+        of earlier clusterings stay put)."""
         c = self.clusterer
         params: Dict[str, Any] = {k: c[k] for k in _CLUSTERER_KEYED}
         params["random_state"] = int(seed)
@@ -633,20 +778,30 @@ class PipelineConfig:
         if c["hdbscan_min_cluster_size"] != D.HDBSCAN_MIN_CLUSTER_SIZE:
             params["hdbscan_min_cluster_size"] = c["hdbscan_min_cluster_size"]
         for k, v in c.items():
-            if k not in params and k not in ("n_clusters", "hdbscan_min_cluster_size") and v != _class_default(
-                    f"clusterer.{k}"):
+            if (
+                k not in params
+                and k not in ("n_clusters", "hdbscan_min_cluster_size")
+                and v != _class_default(f"clusterer.{k}")
+            ):
                 params[k] = v
-        if c["method"] in KMEANS_FAMILY:  # the float32 Lloyd k-means: never a clustering cached by the old one
+        if (
+            c["method"] in KMEANS_FAMILY
+        ):  # the float32 Lloyd k-means: never a clustering cached by the old one
             params["kmeans_impl"] = KMEANS_IMPL
         return params
 
     def prior_params(self, method: "MethodSpec | str | None" = None) -> Dict[str, Any]:
-        """Keyword arguments of :class:`ucs.selectors.UCSPrior` (all but the cluster ids); ``method`` applies a
-        per-selector λ. The estimator's parameters follow the estimator (:meth:`estimator_params`)."""
+        """Keyword arguments of :class:`ucs.selectors.UCSPrior` (all but the cluster ids); ``method`` applies
+        a per-selector λ. The estimator's parameters follow the estimator (:meth:`estimator_params`)."""
         p = self.prior
-        out = {"estimator": p["estimator"], "lam": p["lam"] if method is None else self.lam_for(method),
-               "design": p["design"], "corpus_prior": p["corpus_prior"], "relevance": p["relevance"],
-               **self.estimator_params()}
+        out = {
+            "estimator": p["estimator"],
+            "lam": p["lam"] if method is None else self.lam_for(method),
+            "design": p["design"],
+            "corpus_prior": p["corpus_prior"],
+            "relevance": p["relevance"],
+            **self.estimator_params(),
+        }
         out.update({k: v for k, v in p.items() if k not in out and k not in _ESTIMATOR_PARAMS})
         return out
 
@@ -664,13 +819,18 @@ class PipelineConfig:
 
     # ------------------------------------------------------------- building
     @classmethod
-    def resolve(cls, preset: Optional[str] = None, file: "str | Path | None" = None,
-                overrides: Optional[Mapping[str, Any]] = None) -> "PipelineConfig":
+    def resolve(
+        cls,
+        preset: Optional[str] = None,
+        file: "str | Path | None" = None,
+        overrides: Optional[Mapping[str, Any]] = None,
+    ) -> "PipelineConfig":
         """A configuration from a preset (``paper``, ``default``, ``cpu``; default ``default``) or a JSON
         configuration file (complete: not both), then ``overrides`` (see :meth:`with_settings`)."""
         if file is not None and preset is not None:
-            raise ValueError("give either a preset or a configuration file, not both (a configuration file is "
-                             "complete)")
+            raise ValueError(
+                "give either a preset or a configuration file, not both (a configuration file is complete)"
+            )
         if file is not None:
             try:
                 base = cls.from_json(Path(file))
@@ -683,24 +843,30 @@ class PipelineConfig:
 
     @classmethod
     def from_preset(cls, name: str, **overrides: Any) -> "PipelineConfig":
-        """Deprecated spelling of ``PipelineConfig.resolve(name, overrides=overrides)`` (earlier releases, and the
-        commands on earlier results pages); warns once with a :class:`DeprecatedSettingWarning`."""
-        warnings.warn(f"PipelineConfig.from_preset({name!r}, ...) is now PipelineConfig.resolve({name!r}, "
-                      "overrides={...})", DeprecatedSettingWarning, stacklevel=2)
+        """Deprecated spelling of ``PipelineConfig.resolve(name, overrides=overrides)`` (earlier releases, and
+        the commands on earlier results pages); warns once with a :class:`DeprecatedSettingWarning`."""
+        warnings.warn(
+            f"PipelineConfig.from_preset({name!r}, ...) is now PipelineConfig.resolve({name!r}, "
+            "overrides={...})",
+            DeprecatedSettingWarning,
+            stacklevel=2,
+        )
         return cls.resolve(name, overrides=overrides)
 
     def with_settings(self, settings: Mapping[str, Any]) -> "PipelineConfig":
         """This configuration with ``settings`` applied, in order; each key is a field (``budget``), a section
         given as a mapping (merged into this one's), or a path (``selector.params.mmr.lambda_mult``,
-        ``clusterer.dbscan_q``, ``prior.lam``). The flat names of earlier releases (``mmr_lambda``) still apply,
-        each with a :class:`DeprecatedSettingWarning`. An unknown name is refused with the valid keys."""
+        ``clusterer.dbscan_q``, ``prior.lam``). The flat names of earlier releases (``mmr_lambda``) still
+        apply, each with a :class:`DeprecatedSettingWarning`. An unknown name is refused with the valid
+        keys."""
         check_setting_names(settings)
         tree = self.to_dict()
         for key, value in _flat_paths(dict(settings)).items():
             parts = _split(str(key))
             if parts[0] in SECTIONS:
-                tree[parts[0]] = _merged_section(parts[0], _nest(".".join(parts[1:]), value)
-                                                 if len(parts) > 1 else value, tree[parts[0]])
+                tree[parts[0]] = _merged_section(
+                    parts[0], _nest(".".join(parts[1:]), value) if len(parts) > 1 else value, tree[parts[0]]
+                )
             else:
                 tree[parts[0]] = value
         return type(self)._from_tree(tree)
@@ -754,13 +920,14 @@ class PipelineConfig:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "PipelineConfig":
         """A configuration from :meth:`to_dict`'s form; sections may be partial (completed from the defaults).
-        The flat form of earlier releases (``mmr_lambda``, ``dbscan_q`` ... at the top, no section) loads as it
-        did then: each flat name with a :class:`DeprecatedSettingWarning`, and a missing setting meaning what it
-        meant then (the paper's clustering and estimator on the backbone's embeddings, retrieval by the backbone,
-        every test query)."""
+        The flat form of earlier releases (``mmr_lambda``, ``dbscan_q`` ... at the top, no section) loads as
+        it did then: each flat name with a :class:`DeprecatedSettingWarning`, and a missing setting meaning
+        what it meant then (the paper's clustering and estimator on the backbone's embeddings, retrieval by
+        the backbone, every test query)."""
         if not isinstance(data, Mapping):
-            raise ValueError("a configuration must be a mapping of settings (a JSON object); got "
-                             f"{type(data).__name__}")
+            raise ValueError(
+                f"a configuration must be a mapping of settings (a JSON object); got {type(data).__name__}"
+            )
         names = [f.name for f in fields(cls)]
         unknown = sorted(k for k in data if k not in names and k not in FLAT_NAMES)
         if unknown:
@@ -778,8 +945,9 @@ class PipelineConfig:
 
     def key_dict(self) -> Dict[str, Any]:
         """The settings that change results: what the resume check compares (no paths, no method list), under
-        the flat names results were first keyed by (:meth:`flat_dict`); a section parameter without a flat name
-        enters by its path (``selector.params.mdl.block``) only when it differs from its class's default."""
+        the flat names results were first keyed by (:meth:`flat_dict`); a section parameter without a flat
+        name enters by its path (``selector.params.mdl.block``) only when it differs from its class's
+        default."""
         d = self.flat_dict()
         for k in ("data_dir", "test_file", "selectors", "preset", "device", "n_gpu_layers"):
             d.pop(k, None)
@@ -788,19 +956,23 @@ class PipelineConfig:
         for k, v in LATE_DEFAULTS.items():  # runs made before these settings existed keep their key
             if d.get(k) == v:
                 d.pop(k, None)
-        if not self.joint_backbones:  # single-source runs keep the key they had before joint clustering existed
+        if (
+            not self.joint_backbones
+        ):  # single-source runs keep the key they had before joint clustering existed
             d.pop("joint_backbones", None)
             d.pop("joint_iter", None)
         if self.clusterer["method"] in KMEANS_FAMILY and KMEANS_IMPL == "lloyd" and LLOYD_REVISION >= 3:
-            # a run folder never mixes selections made on two revisions' clusters (revisions ≤ 2 keep their key)
+            # a run folder never mixes selections made on two revisions' clusters (revisions ≤ 2 keep their
+            # key)
             d["lloyd_revision"] = LLOYD_REVISION
         d.update(self._unflat_settings())
         d.update(_public_models(d, keep_options=False))  # no credentials, no client options (timeouts)
         return d
 
     def _unflat_settings(self) -> Dict[str, Any]:
-        """``{path: value}`` of the section parameters the flat names do not carry: one without a flat name that
-        differs from its class's default, and a second path of a flat name whose value differs from the first's."""
+        """``{path: value}`` of the section parameters the flat names do not carry: one without a flat name
+        that differs from its class's default, and a second path of a flat name whose value differs from the
+        first's."""
         tree = self.to_dict()
         first = {p: paths[0] for paths in FLAT_NAMES.values() for p in paths}
         out: Dict[str, Any] = {}

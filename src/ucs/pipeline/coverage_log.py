@@ -41,18 +41,23 @@ class CoverageLog:
         self._stats: Dict[tuple, Dict[str, float]] = {}
 
     def record(self, layout: ArtifactLayout, method: str, seed: int, selection: Any, n_queries: int) -> None:
-        """Keep the statistics of ``selection`` and write them, with the selection, to the run folder (if any)."""
+        """Keep the statistics of ``selection`` and write them, with the selection, to the run folder (if
+        any)."""
         stats = summarize_coverage(self.coverage(method, seed, selection.indices))
         self._stats[(method, int(seed), n_queries)] = stats
         path = layout.coverage_file(method, seed, n_queries)
         if path is None:
             return
-        atomic_write_json(path, {"method": method, "seed": int(seed), "n_queries": n_queries, "coverage": stats})
+        atomic_write_json(
+            path, {"method": method, "seed": int(seed), "n_queries": n_queries, "coverage": stats}
+        )
         atomic_write_text(layout.selection_record(method, seed, n_queries), selection.to_json())
 
-    def table(self, layout: ArtifactLayout, methods: Iterable[str], seeds: Sequence[int],
-              n_queries: int) -> Dict[str, Dict[str, Dict[str, float]]]:
-        """``table[method][seed]`` of mean statistics, from memory, the run folder or the runner's selections."""
+    def table(
+        self, layout: ArtifactLayout, methods: Iterable[str], seeds: Sequence[int], n_queries: int
+    ) -> Dict[str, Dict[str, Dict[str, float]]]:
+        """``table[method][seed]`` of mean statistics, from memory, the run folder or the runner's
+        selections."""
         out: Dict[str, Dict[str, Dict[str, float]]] = {}
         for m in methods:
             for s in seeds:
@@ -66,9 +71,11 @@ class CoverageLog:
                     out.setdefault(m, {})[str(s)] = stats
         return out
 
-    def _from_runner(self, layout: ArtifactLayout, method: str, seed: int,
-                     n_queries: int) -> Optional[Dict[str, float]]:
-        """Statistics of the first ``n_queries`` rows of the smallest cached runner selection that covers them."""
+    def _from_runner(
+        self, layout: ArtifactLayout, method: str, seed: int, n_queries: int
+    ) -> Optional[Dict[str, float]]:
+        """Statistics of the first ``n_queries`` rows of the smallest cached runner selection that covers
+        them."""
         if n_queries < 1:
             return None
         fits = [(n, p) for n, p in layout.runner_selections(method, seed) if n >= n_queries]
@@ -76,8 +83,13 @@ class CoverageLog:
             return None
         best = min(fits)
         n_pool = self.n_pool()
-        sel = load_checked_npy(best[1], f"selection of {method} (seed {seed})", min_value=0, max_value=n_pool - 1,
-                               adopt_unverified=True)
+        sel = load_checked_npy(
+            best[1],
+            f"selection of {method} (seed {seed})",
+            min_value=0,
+            max_value=n_pool - 1,
+            adopt_unverified=True,
+        )
         if sel is None or sel.ndim != 2:
             return None
         rows = sel if sel.shape[0] == 1 else sel[:n_queries]
@@ -85,6 +97,14 @@ class CoverageLog:
         self._stats[(method, seed, n_queries)] = stats
         path = layout.coverage_file(method, seed, n_queries)
         if path is not None:
-            atomic_write_json(path, {"method": method, "seed": seed, "n_queries": n_queries, "coverage": stats,
-                                     "from": best[1].name})
+            atomic_write_json(
+                path,
+                {
+                    "method": method,
+                    "seed": seed,
+                    "n_queries": n_queries,
+                    "coverage": stats,
+                    "from": best[1].name,
+                },
+            )
         return stats

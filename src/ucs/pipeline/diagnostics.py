@@ -1,8 +1,8 @@
 """Coverage diagnostics of selected prompts (paper Table 3): unique clusters, mean cluster size, Φ.
 
-The statistic itself is :func:`ucs.clustering.coverage_exposure`'s (and :func:`~ucs.clustering.diagnostics.row_spectra`
-is the clustering package's, kept here under its old name); this module holds the pipeline's form of it and its
-markdown tables."""
+The statistic itself is :func:`ucs.clustering.coverage_exposure`'s (and
+:func:`~ucs.clustering.diagnostics.row_spectra` is the clustering package's, kept here under its old name);
+this module holds the pipeline's form of it and its markdown tables."""
 
 from __future__ import annotations
 
@@ -12,10 +12,18 @@ import numpy as np
 
 from ucs.clustering.diagnostics import coverage_exposure, row_spectra
 
-__all__ = ["row_spectra", "coverage_stats", "summarize_coverage", "coverage_markdown", "label_agreement_markdown"]
+__all__ = [
+    "row_spectra",
+    "coverage_stats",
+    "summarize_coverage",
+    "coverage_markdown",
+    "label_agreement_markdown",
+]
 
 
-def coverage_stats(cluster_ids: np.ndarray, subsets: np.ndarray, coverage: Any = None) -> Dict[str, np.ndarray]:
+def coverage_stats(
+    cluster_ids: np.ndarray, subsets: np.ndarray, coverage: Any = None
+) -> Dict[str, np.ndarray]:
     """Per-row coverage exposure of selected prompts, in the form the coverage log keeps: the columns of
     :func:`ucs.clustering.coverage_exposure` (where the statistic is computed).
 
@@ -38,8 +46,12 @@ def coverage_stats(cluster_ids: np.ndarray, subsets: np.ndarray, coverage: Any =
         S = S[None, :]
     if S.shape[1] == 0:
         z = np.zeros(S.shape[0])
-        return {"unique_clusters": z, "mean_cluster_size": z, "mean_inverse_size": z,
-                **({"phi": z} if coverage is not None else {})}
+        return {
+            "unique_clusters": z,
+            "mean_cluster_size": z,
+            "mean_inverse_size": z,
+            **({"phi": z} if coverage is not None else {}),
+        }
     return coverage_exposure(cluster_ids, S, coverage).columns()
 
 
@@ -61,15 +73,18 @@ def _fmt(values: list) -> str:
 
 
 def coverage_markdown(table: Dict[str, Dict[str, Dict[str, float]]]) -> str:
-    """Markdown table ``method × (unique clusters, mean cluster size, mean 1/size, Φ)``; cells are the mean over
-    runs ± population std of the per-run means. ``table[method][seed] = summarize_coverage(...)``."""
+    """Markdown table ``method × (unique clusters, mean cluster size, mean 1/size, Φ)``; cells are the mean
+    over runs ± population std of the per-run means. ``table[method][seed] = summarize_coverage(...)``."""
     lines = [
         "| method | unique clusters | mean cluster size | mean 1/size | Φ | runs |",
         "|---|---|---|---|---|---|",
     ]
     for method, by_seed in table.items():
         runs = list(by_seed.values())
-        cells = [_fmt([r.get(k) for r in runs]) for k in ("unique_clusters", "mean_cluster_size", "mean_inverse_size", "phi")]
+        cells = [
+            _fmt([r.get(k) for r in runs])
+            for k in ("unique_clusters", "mean_cluster_size", "mean_inverse_size", "phi")
+        ]
         lines.append(f"| {method} | " + " | ".join(cells) + f" | {len(runs)} |")
     return "\n".join(lines) + "\n"
 
@@ -79,8 +94,13 @@ def label_agreement_markdown(agreement: Dict[str, Dict[str, Any]]) -> str:
     :func:`ucs.evaluation.summary.label_agreement`; empty when no method has labelled queries."""
     if not agreement:
         return ""
-    lines = ["| method | demonstrations with the query's label (%) | 95% CI (queries) | queries |", "|---|---|---|---|"]
+    lines = [
+        "| method | demonstrations with the query's label (%) | 95% CI (queries) | queries |",
+        "|---|---|---|---|",
+    ]
     for method, a in agreement.items():
         lo, hi = a["ci"]
-        lines.append(f"| {method} | {100 * a['mean']:.1f} | [{100 * lo:.1f}, {100 * hi:.1f}] | {a['n_queries']} |")
+        lines.append(
+            f"| {method} | {100 * a['mean']:.1f} | [{100 * lo:.1f}, {100 * hi:.1f}] | {a['n_queries']} |"
+        )
     return "\n".join(lines) + "\n"

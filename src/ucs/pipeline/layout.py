@@ -41,16 +41,21 @@ class ArtifactLayout:
         The run folder; the methods that name a file in it return ``None`` without one.
     """
 
-    def __init__(self, cache_dir: "str | os.PathLike[str] | None" = None,
-                 store_dir: "str | os.PathLike[str] | None" = None,
-                 out_dir: "str | os.PathLike[str] | None" = None) -> None:
+    def __init__(
+        self,
+        cache_dir: "str | os.PathLike[str] | None" = None,
+        store_dir: "str | os.PathLike[str] | None" = None,
+        out_dir: "str | os.PathLike[str] | None" = None,
+    ) -> None:
         self.cache_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir()
         self.store_dir = Path(store_dir) if store_dir is not None else self.cache_dir
         self.out_dir = Path(out_dir) if out_dir is not None else None
 
     def __repr__(self) -> str:
-        return f"ArtifactLayout(cache_dir={str(self.cache_dir)!r}, store_dir={str(self.store_dir)!r}, " \
-               f"out_dir={None if self.out_dir is None else str(self.out_dir)!r})"
+        return (
+            f"ArtifactLayout(cache_dir={str(self.cache_dir)!r}, store_dir={str(self.store_dir)!r}, "
+            f"out_dir={None if self.out_dir is None else str(self.out_dir)!r})"
+        )
 
     # ---------------------------------------------------------------- cache and stores
     @property
@@ -91,8 +96,8 @@ class ArtifactLayout:
         return None if f is None else f.diagnostics_dir
 
     def coverage_file(self, method: str, seed: int, n_queries: int) -> Optional[Path]:
-        """:meth:`RunFolder.coverage_file <ucs.evaluation.run_folder.RunFolder.coverage_file>` (``None`` without
-        a run folder)."""
+        """:meth:`RunFolder.coverage_file <ucs.evaluation.run_folder.RunFolder.coverage_file>` (``None``
+        without a run folder)."""
         f = self.run_folder
         return None if f is None else f.coverage_file(method, seed, n_queries)
 

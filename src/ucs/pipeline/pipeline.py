@@ -4,22 +4,24 @@ Each stage is a method that returns a plain array or a small object and remember
 be inspected stage by stage (``pipe.pool_embeddings()``, ``pipe.cluster_ids(seed)``, ``pipe.selection(...)``)
 and every expensive stage is also cached on disk:
 
-========================  ===================================================  =================================
-stage                     cache                                                key
-========================  ===================================================  =================================
-pool / query embeddings   ``<cache_dir>/embeddings`` (:class:`EmbeddingCache`)  model identity + texts hash
-latent clusters (per run) ``<cache_dir>/clusters/<key>/labels_q<q>.npy``        embeddings hash + clusterer
+========================  ===================================================
+================================= stage                     cache
+key ========================  ===================================================
+================================= pool / query embeddings   ``<cache_dir>/embeddings``
+(:class:`EmbeddingCache`)  model identity + texts hash latent clusters (per run)
+``<cache_dir>/clusters/<key>/labels_q<q>.npy``        embeddings hash + clusterer
                                                                                settings + run seed
 selections                ``<out_dir>/selections/*.npy`` (the runner) and       method, seed, queries
                           ``<out_dir>/pipeline/selections/*.json`` (diagnostics)
-MDL subset scores         ``<store_dir>/scores`` (:class:`CachedScorer`)        model identity + prefix + labels
-ICL records               ``<out_dir>/records.jsonl`` (the runner; resumable)   (method, seed, query)
-ICL answers               ``<store_dir>/answers`` (:class:`AnswerStore`)        model, mode, labels + prompt
-========================  ===================================================  =================================
+MDL subset scores         ``<store_dir>/scores`` (:class:`CachedScorer`)        model
+identity + prefix + labels ICL records               ``<out_dir>/records.jsonl`` (the runner; resumable)
+(method, seed, query) ICL answers               ``<store_dir>/answers`` (:class:`AnswerStore`)        model,
+mode, labels + prompt ========================  ===================================================
+=================================
 
 Every path above is :class:`~ucs.pipeline.layout.ArtifactLayout`'s (``pipe.layout``); the selectors come from
-:func:`ucs.selectors.factory.make_selector` and the evaluation from :func:`ucs.evaluation.evaluate`, so the class
-itself only orchestrates the stages and remembers their results.
+:func:`ucs.selectors.factory.make_selector` and the evaluation from :func:`ucs.evaluation.evaluate`, so the
+class itself only orchestrates the stages and remembers their results.
 
 The heavy stages can run on an executor (``Pipeline(cfg, executor="ray")``, see :mod:`ucs.distributed`):
 the pool is embedded shard by shard by backbone replicas (:func:`~ucs.distributed.embed_pool`), clustered
@@ -76,9 +78,14 @@ __all__ = ["Pipeline", "PipelineResult"]
 class PipelineResult:
     """What :meth:`Pipeline.run` returns: the evaluation result plus the coverage diagnostics."""
 
-    def __init__(self, evaluation: Any, coverage: Dict[str, Dict[str, Dict[str, float]]], out_dir: Path,
-                 health: Optional[Dict[str, Any]] = None,
-                 label_agreement: Optional[Dict[str, Dict[str, Any]]] = None) -> None:
+    def __init__(
+        self,
+        evaluation: Any,
+        coverage: Dict[str, Dict[str, Dict[str, float]]],
+        out_dir: Path,
+        health: Optional[Dict[str, Any]] = None,
+        label_agreement: Optional[Dict[str, Dict[str, Any]]] = None,
+    ) -> None:
         self.evaluation = evaluation
         self.coverage = coverage
         self.out_dir = out_dir
@@ -188,12 +195,16 @@ class Pipeline:
             raise ValueError(f"config must be a PipelineConfig; got {type(config).__name__}")
 
         if not (executor is None or isinstance(executor, Executor) or executor in EXECUTORS):
-            raise ValueError(f"executor must be None, one of {EXECUTORS} or an Executor instance; got {executor!r}")
+            raise ValueError(
+                f"executor must be None, one of {EXECUTORS} or an Executor instance; got {executor!r}"
+            )
         check_shard_size(shard_size)
         check_shard_size(fit_sample_size, "fit_sample_size")
         if knn not in ("exact", "hnsw", "ivf"):
             raise ValueError(f"knn must be 'exact', 'hnsw' or 'ivf'; got {knn!r}")
-        if select_batch_size is not None and (not isinstance(select_batch_size, int) or select_batch_size < 2):
+        if select_batch_size is not None and (
+            not isinstance(select_batch_size, int) or select_batch_size < 2
+        ):
             raise ValueError(f"select_batch_size must be an integer >= 2 or None; got {select_batch_size!r}")
         self.executor = executor
         self.distributed = not (executor is None or executor == "local" or type(executor) is LocalExecutor)
@@ -217,10 +228,14 @@ class Pipeline:
             if arr is not None:
                 arr = np.asarray(arr)
                 if arr.ndim != 2 or not np.issubdtype(arr.dtype, np.floating):
-                    raise ValueError(f"{'pool_embeddings' if name == 'pool_emb' else 'retrieval_embeddings'} must be "
-                                     f"a 2-D float array (one row per pool item); got shape {arr.shape}, dtype {arr.dtype}")
+                    raise ValueError(
+                        f"{'pool_embeddings' if name == 'pool_emb' else 'retrieval_embeddings'} must be "
+                        f"a 2-D float array (one row per pool item); got shape {arr.shape}, dtype {arr.dtype}"
+                    )
                 if self.distributed:
-                    raise ValueError("injected embeddings are not supported on an executor; use executor=None")
+                    raise ValueError(
+                        "injected embeddings are not supported on an executor; use executor=None"
+                    )
                 self._memo[name] = arr if name == "pool_emb" else l2_normalize(arr)
         self._injected = {k for k in ("pool_emb", "ret_pool") if k in self._memo}
 
@@ -305,14 +320,20 @@ class Pipeline:
             t0 = time.perf_counter()
             if self.distributed:
                 shards = embed_pool(
-                    self._backbone_factory(), list(self.dataset.pool.texts), self._executor(), self.shard_size,
-                    self.layout.embeddings_dir, identity=dict(self.backbone.identity),
+                    self._backbone_factory(),
+                    list(self.dataset.pool.texts),
+                    self._executor(),
+                    self.shard_size,
+                    self.layout.embeddings_dir,
+                    identity=dict(self.backbone.identity),
                 )
                 self._memo["pool_shards"] = shards
                 self._memo["pool_emb"] = shards.load()
             else:
                 with progress_enabled(self.progress):
-                    self._memo["pool_emb"] = self.embedding_cache.embed(self.backbone, list(self.dataset.pool.texts))
+                    self._memo["pool_emb"] = self.embedding_cache.embed(
+                        self.backbone, list(self.dataset.pool.texts)
+                    )
             self._timed("pool_embedding", t0)
         return self._memo["pool_emb"]
 
@@ -322,7 +343,8 @@ class Pipeline:
             raise ValueError(f"{name} has {arr.shape[0]} rows but the pool has {n} items")
 
     def joint_embeddings(self) -> List[np.ndarray]:
-        """Pool embeddings of each of ``config.joint_backbones`` (cached like the backbone's own), in order."""
+        """Pool embeddings of each of ``config.joint_backbones`` (cached like the backbone's own), in
+        order."""
         if "joint_emb" not in self._memo:
             t0 = time.perf_counter()
             out = []
@@ -377,8 +399,10 @@ class Pipeline:
         if spec["params"].get("kmeans_impl") == "lloyd":  # never a clustering by an earlier revision of it
             spec["lloyd_revision"] = LLOYD_REVISION
         if self.config.joint_backbones:
-            spec["joint"] = {"emb": [hash_array(E) for E in self.joint_embeddings()],
-                             "joint_iter": self.config.joint_iter}
+            spec["joint"] = {
+                "emb": [hash_array(E) for E in self.joint_embeddings()],
+                "joint_iter": self.config.joint_iter,
+            }
         n = len(self.dataset.pool)
         if self.distributed and (n > self.fit_sample_size or self.knn != "exact"):
             # only then can the executor's ids differ from the in-process ones
@@ -397,21 +421,32 @@ class Pipeline:
         if memo not in self._memo:
             t0 = time.perf_counter()
             if self.distributed and self.config.joint_backbones:
-                raise ValueError("joint_backbones (a joint dictionary) runs in-process only; use executor=None")
+                raise ValueError(
+                    "joint_backbones (a joint dictionary) runs in-process only; use executor=None"
+                )
 
             eps_method = self.config.clusterer["method"] in EPS_METHODS
             if self.config.joint_backbones:
                 Es = [self.cluster_embeddings(), *self.joint_embeddings()]
-                est = JointLatentClusterer(**self.clusterer_params(seed), joint_iter=self.config.joint_iter).fit(Es)
+                est = JointLatentClusterer(
+                    **self.clusterer_params(seed), joint_iter=self.config.joint_iter
+                ).fit(Es)
             elif self.distributed and eps_method and self.config.cluster_space == "backbone":
                 self.pool_embeddings()
                 est = cluster_pool(
-                    self._memo["pool_shards"], {**self.clusterer_params(seed), "dbscan_q": qv}, self._executor(),
-                    fit_sample_size=self.fit_sample_size, knn=self.knn,
+                    self._memo["pool_shards"],
+                    {**self.clusterer_params(seed), "dbscan_q": qv},
+                    self._executor(),
+                    fit_sample_size=self.fit_sample_size,
+                    knn=self.knn,
                 )
             elif self.distributed and self.config.clusterer["method"] in DISTRIBUTED_PARTITIONS:
-                est = kmeans_pool(self.cluster_embeddings(), self.clusterer_params(seed), self._executor(),
-                                  shard_size=self.shard_size)
+                est = kmeans_pool(
+                    self.cluster_embeddings(),
+                    self.clusterer_params(seed),
+                    self._executor(),
+                    shard_size=self.shard_size,
+                )
             else:
                 # in-process; also the executor path's for methods without a sharded form (same labels)
                 est = LatentClusterer(**self.clusterer_params(seed)).fit(self.cluster_embeddings())
@@ -419,12 +454,19 @@ class Pipeline:
             self._memo[memo] = est
             d = self._cluster_dir(seed)
             save_checked_npy(self.layout.cluster_labels(d, qv), np.asarray(est.labels_, dtype=np.int64))
-            atomic_write_json(self.layout.cluster_meta(d), {
-                "params": self.clusterer_params(seed), "eps": getattr(est, "eps_", None),
-                "n_clusters": int(est.n_clusters_), "timings": getattr(est, "timings_", {}),
-                "chosen_method": getattr(est, "chosen_method_", self.config.clusterer["method"]),
-                "auto_choice": None if getattr(est, "auto_choice_", None) is None else est.auto_choice_.to_dict(),
-            })
+            atomic_write_json(
+                self.layout.cluster_meta(d),
+                {
+                    "params": self.clusterer_params(seed),
+                    "eps": getattr(est, "eps_", None),
+                    "n_clusters": int(est.n_clusters_),
+                    "timings": getattr(est, "timings_", {}),
+                    "chosen_method": getattr(est, "chosen_method_", self.config.clusterer["method"]),
+                    "auto_choice": None
+                    if getattr(est, "auto_choice_", None) is None
+                    else est.auto_choice_.to_dict(),
+                },
+            )
         return self._memo[memo]
 
     def cluster_meta(self, seed: int) -> Dict[str, Any]:
@@ -448,15 +490,21 @@ class Pipeline:
             return self._memo[memo]
         path = self.layout.cluster_labels(self._cluster_dir(seed), q)
         n = len(self.dataset.pool)
-        ids = load_checked_npy(path, f"cached cluster labels (seed {seed}, q {q})", shape=(n,), min_value=0,
-                               max_value=n - 1)
+        ids = load_checked_npy(
+            path, f"cached cluster labels (seed {seed}, q {q})", shape=(n,), min_value=0, max_value=n - 1
+        )
         if ids is not None:
             ids = ids.astype(np.int64)
         else:
             method = self.config.clusterer["method"]
-            with progress_enabled(self.progress), stage(  # the pool is embedded by now (_cluster_dir hashed it)
+            with (
+                progress_enabled(self.progress),
+                stage(  # the pool is embedded by now (_cluster_dir hashed it)
                     f"clustering {len(self.dataset.pool)} pool items (seed {seed}, {method}"
-                    + (f", q {q:g})" if method in EPS_METHODS else ")"), kind="cluster"):
+                    + (f", q {q:g})" if method in EPS_METHODS else ")"),
+                    kind="cluster",
+                ),
+            ):
                 est = self.clusterer(seed, q)
             if q == q0 or self.distributed or getattr(est, "kth_distances_", 1) is None:
                 ids = np.asarray(est.labels_, dtype=np.int64)
@@ -466,7 +514,9 @@ class Pipeline:
                 self._timed("clustering_recut", t0)
             save_checked_npy(path, ids)
         if ids.shape != (len(self.dataset.pool),):
-            raise ValueError(f"cached cluster ids at {path} have shape {ids.shape}; expected ({len(self.dataset.pool)},)")
+            raise ValueError(
+                f"cached cluster ids at {path} have shape {ids.shape}; expected ({len(self.dataset.pool)},)"
+            )
         self._memo[memo] = ids
         return ids
 
@@ -474,14 +524,18 @@ class Pipeline:
     def prior(self, method: "MethodSpec | str", seed: int) -> Any:
         """The :class:`~ucs.selectors.UCSPrior` of a ``+ucs`` method for run ``seed``."""
         spec = MethodSpec.parse(method)
-        return UCSPrior.build(self.cluster_ids(seed, self.config.dbscan_q_for(spec)), self.config.prior_params(spec))
+        return UCSPrior.build(
+            self.cluster_ids(seed, self.config.dbscan_q_for(spec)), self.config.prior_params(spec)
+        )
 
     def mdl_scorer(self) -> Any:
-        """The LM that scores MDL's candidate subsets (the backbone unless ``config.mdl_scorer`` names another).
+        """The LM that scores MDL's candidate subsets (the backbone unless ``config.mdl_scorer`` names
+        another).
 
-        With ``reuse_answers`` it is wrapped in a :class:`~ucs.lm.cache.CachedScorer` over ``<cache_dir>/scores``:
-        MDL+UCS scores exactly the candidate subsets MDL scored for the same run seed, and other experiments
-        with the same configuration score them again, so each (prefix, labels) is sent to the model once.
+        With ``reuse_answers`` it is wrapped in a :class:`~ucs.lm.cache.CachedScorer` over
+        ``<cache_dir>/scores``: MDL+UCS scores exactly the candidate subsets MDL scored for the same run seed,
+        and other experiments with the same configuration score them again, so each (prefix, labels) is sent
+        to the model once.
         """
         memo = ("mdl_scorer",)
         if memo in self._memo:
@@ -504,13 +558,17 @@ class Pipeline:
         params = self.config.selector_params(spec.base)
         if spec.needs_scorer:
             params.update(scorer=self.mdl_scorer(), label_set=list(self.dataset.label_names))
-        if spec.needs_token_embedder:  # Set-BSR: token embeddings of the retrieval embedder (or the backbone's)
+        if (
+            spec.needs_token_embedder
+        ):  # Set-BSR: token embeddings of the retrieval embedder (or the backbone's)
             params.update(token_embedder=self.retrieval if self.retrieval is not None else self.backbone)
-        return make_selector(spec, prior=self.prior(spec, seed) if spec.ucs else None, random_state=int(seed),
-                             **params)
+        return make_selector(
+            spec, prior=self.prior(spec, seed) if spec.ucs else None, random_state=int(seed), **params
+        )
 
     def selection(self, method: "MethodSpec | str", seed: int, query_texts: Sequence[str]) -> Any:
-        """The :class:`~ucs.selectors.Selection` of ``method`` for run ``seed`` on ``query_texts`` (memoised)."""
+        """The :class:`~ucs.selectors.Selection` of ``method`` for run ``seed`` on ``query_texts``
+        (memoised)."""
         spec = MethodSpec.parse(method)
         method = spec.name  # the key of the memo, the timings and the coverage log
         qkey = hashlib.sha256("\x00".join(query_texts).encode("utf-8", "surrogatepass")).hexdigest()[:16]
@@ -521,23 +579,43 @@ class Pipeline:
         pool = self.retrieval_pool()
         selector = self.build_selector(spec, seed)
         t0 = time.perf_counter()
-        selector.fit(pool, labels=self.pool_labels_text(), texts=list(self.dataset.pool.texts), cluster_ids=ids)
+        selector.fit(
+            pool, labels=self.pool_labels_text(), texts=list(self.dataset.pool.texts), cluster_ids=ids
+        )
         queries = self.retrieval_queries(query_texts) if selector.query_dependent else None
         on_driver = selector.needs_scorer or selector.needs_token_embedder
         if self.distributed and queries is not None and not on_driver:
-            # MDL scores with the driver's backbone, Set-BSR embeds tokens with its embedder: neither is shipped
-            # to workers
+            # MDL scores with the driver's backbone, Set-BSR embeds tokens with its embedder: neither is
+            # shipped to workers
 
             ex = self._executor()
             bs = self.select_batch_size or max(2, -(-len(query_texts) // max(1, ex.num_workers)))
-            sel = select_queries(selector, queries, ex, bs, budget=self.config.budget,
-                                 query_texts=list(query_texts), exclude_query_texts=True, order=self.config.order)
+            sel = select_queries(
+                selector,
+                queries,
+                ex,
+                bs,
+                budget=self.config.budget,
+                query_texts=list(query_texts),
+                exclude_query_texts=True,
+                order=self.config.order,
+            )
         else:
-            with progress_enabled(self.progress and selector.needs_scorer), stage(  # MDL scores query by query
-                    f"MDL scoring {method} (seed {seed})", len(query_texts), kind="mdl"):
-                # a test query is never offered a pool item with its own text (leaky splits are also warned about)
-                sel = selector.select(queries, self.config.budget, query_texts=list(query_texts),
-                                      exclude_query_texts=True, order=self.config.order)
+            with (
+                progress_enabled(self.progress and selector.needs_scorer),
+                stage(  # MDL scores query by query
+                    f"MDL scoring {method} (seed {seed})", len(query_texts), kind="mdl"
+                ),
+            ):
+                # a test query is never offered a pool item with its own text (leaky splits are also warned
+                # about)
+                sel = selector.select(
+                    queries,
+                    self.config.budget,
+                    query_texts=list(query_texts),
+                    exclude_query_texts=True,
+                    order=self.config.order,
+                )
         self._timed(f"select:{method}", t0)
         self._memo[memo] = sel
         self.coverage_log.record(self.layout, method, seed, sel, len(query_texts))
@@ -549,15 +627,20 @@ class Pipeline:
 
     # ------------------------------------------------------------------ diagnostics
     def coverage(self, method: str, seed: int, indices: np.ndarray) -> Dict[str, np.ndarray]:
-        """Per-prompt coverage exposure of ``indices`` on run ``seed``'s clusters (at ``method``'s ``q``), with Φ
-        under the configured estimator (for base selectors too, so both forms are comparable)."""
+        """Per-prompt coverage exposure of ``indices`` on run ``seed``'s clusters (at ``method``'s ``q``),
+        with Φ under the configured estimator (for base selectors too, so both forms are comparable)."""
         ids = self.cluster_ids(seed, self.config.dbscan_q_for(method))
         prior = self.config.prior
-        cov = UnseenCoverage(prior["estimator"], design=prior["design"], **self.config.estimator_params()).fit(ids)
+        cov = UnseenCoverage(
+            prior["estimator"], design=prior["design"], **self.config.estimator_params()
+        ).fit(ids)
         return coverage_stats(ids, np.asarray(indices), cov)
 
-    def coverage_table(self, methods: Sequence[str], n_queries: int) -> Dict[str, Dict[str, Dict[str, float]]]:
-        """``table[method][seed]`` of mean coverage stats (:class:`~ucs.pipeline.coverage_log.CoverageLog`)."""
+    def coverage_table(
+        self, methods: Sequence[str], n_queries: int
+    ) -> Dict[str, Dict[str, Dict[str, float]]]:
+        """``table[method][seed]`` of mean coverage stats
+        (:class:`~ucs.pipeline.coverage_log.CoverageLog`)."""
         return self.coverage_log.table(self.layout, methods, self.config.run_seeds, n_queries)
 
     # ------------------------------------------------------------------ stage 4: evaluation
@@ -572,8 +655,8 @@ class Pipeline:
 
         Writes the runner's files (``records.jsonl``, ``manifest.json`` with this configuration,
         ``results.{json,md}``) and ``coverage.{json,md}`` and ``pipeline/config.json`` to ``out_dir``, and the
-        files a report reads without the pipeline (:mod:`ucs.pipeline.run_files`: pool and query texts, cluster
-        ids, a 2-D projection, and one line of stage timings per call in ``pipeline/timings.jsonl``).
+        files a report reads without the pipeline (:mod:`ucs.pipeline.run_files`: pool and query texts,
+        cluster ids, a 2-D projection, and one line of stage timings per call in ``pipeline/timings.jsonl``).
         Calling it again with the same configuration continues where it stopped.
         """
         if out_dir is not None:
@@ -587,10 +670,18 @@ class Pipeline:
         self.config.to_json(folder.config)
         t0 = time.perf_counter()
         result = evaluate(
-            self.dataset, self.backbone, list(methods), self.select, out,
-            mode=self.config.mode, protocol=self.config.protocol(), limit=limit,
-            batch_size=self.config.icl_batch_size, config={"pipeline": self.config.key_dict()},
-            progress=self.progress, answer_store=self.layout.answers_dir if self.reuse_answers else None,
+            self.dataset,
+            self.backbone,
+            list(methods),
+            self.select,
+            out,
+            mode=self.config.mode,
+            protocol=self.config.protocol(),
+            limit=limit,
+            batch_size=self.config.icl_batch_size,
+            config={"pipeline": self.config.key_dict()},
+            progress=self.progress,
+            answer_store=self.layout.answers_dir if self.reuse_answers else None,
             drop_from="start" if self.config.order in LAST_ORDERS else "end",
         )
         self._timed("evaluate", t0)
@@ -598,18 +689,37 @@ class Pipeline:
         cov = self.coverage_table(result.summary["methods"].keys(), n_q)
         health = {str(s): self.cluster_health(s) for s in self.config.run_seeds}
         done = set(result.summary["methods"])
-        agree = label_agreement([r for r in read_records(result.records_path) if r["method"] in done
-                                 and r["query"] < n_q], self.dataset.pool.labels, run_seeds=self.config.run_seeds)
-        atomic_write_json(folder.coverage, {"n_queries": n_q, "coverage": cov,
-                                            "cluster_health": {k: h.to_dict() for k, h in health.items()},
-                                            "label_agreement": agree})
-        atomic_write_text(folder.coverage_markdown, health_markdown(health) + "\n" + coverage_markdown(cov)
-                          + ("\n" + label_agreement_markdown(agree) if agree else ""))
+        agree = label_agreement(
+            [r for r in read_records(result.records_path) if r["method"] in done and r["query"] < n_q],
+            self.dataset.pool.labels,
+            run_seeds=self.config.run_seeds,
+        )
+        atomic_write_json(
+            folder.coverage,
+            {
+                "n_queries": n_q,
+                "coverage": cov,
+                "cluster_health": {k: h.to_dict() for k, h in health.items()},
+                "label_agreement": agree,
+            },
+        )
+        atomic_write_text(
+            folder.coverage_markdown,
+            health_markdown(health)
+            + "\n"
+            + coverage_markdown(cov)
+            + ("\n" + label_agreement_markdown(agree) if agree else ""),
+        )
 
         t0 = time.perf_counter()
         test = self.config.protocol().apply(self.dataset).test
-        write_run_files(self, out, list(result.summary["methods"]), list(test.texts[:n_q]),
-                        [self.dataset.label_names[int(y)] for y in test.labels[:n_q]])
+        write_run_files(
+            self,
+            out,
+            list(result.summary["methods"]),
+            list(test.texts[:n_q]),
+            [self.dataset.label_names[int(y)] for y in test.labels[:n_q]],
+        )
         self._timed("run_files", t0)
         append_timings(out, self.timings)
         return PipelineResult(result, cov, out, health, agree)

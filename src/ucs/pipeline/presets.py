@@ -25,8 +25,17 @@ from typing import Any, Mapping
 
 from ucs import defaults as D
 
-__all__ = ["COMMON", "TUNED_DBSCAN_Q", "TUNED_LAMBDA", "COVERAGE", "PAPER_COVERAGE", "Preset", "PRESETS",
-           "get_preset", "tuned"]
+__all__ = [
+    "COMMON",
+    "TUNED_DBSCAN_Q",
+    "TUNED_LAMBDA",
+    "COVERAGE",
+    "PAPER_COVERAGE",
+    "Preset",
+    "PRESETS",
+    "get_preset",
+    "tuned",
+]
 
 #: Paper Table 8 — common hyper-parameters, in the configuration's form.
 COMMON: dict[str, Any] = {
@@ -38,13 +47,15 @@ COMMON: dict[str, Any] = {
     "retrieval_embedder": "all-mpnet-base-v2",
     "mdl_scorer": "gpt2",
     "dict_tau": 1e-3,
-    "selector": {"params": {
-        "topk": {"candidate_num": 50},
-        "labelaware": {"candidate_num": 50},
-        "dpp": {"candidate_num": 50, "scale_factor": 0.1},
-        "votek": {"k": 3},
-        "mdl": {"candidate_num": 50, "select_time": 5},
-    }},
+    "selector": {
+        "params": {
+            "topk": {"candidate_num": 50},
+            "labelaware": {"candidate_num": 50},
+            "dpp": {"candidate_num": 50, "scale_factor": 0.1},
+            "votek": {"k": 3},
+            "mdl": {"candidate_num": 50, "select_time": 5},
+        }
+    },
     "clusterer": {
         "method": "dict_dbscan",
         "pca_dim": 128,
@@ -101,33 +112,41 @@ TUNED_LAMBDA: dict[tuple[str, str, str], float] = _table(
 )
 
 
-
-#: The paper's coverage setting in the configuration's form: its clustering on the backbone's embeddings and its
-#: estimator, without relevance weighting (what the ``paper`` preset adds to ``COMMON``).
+#: The paper's coverage setting in the configuration's form: its clustering on the backbone's embeddings and
+#: its estimator, without relevance weighting (what the ``paper`` preset adds to ``COMMON``).
 PAPER_COVERAGE: dict[str, Any] = {
     "cluster_space": "backbone",
-    "clusterer": {"method": D.PAPER_CLUSTERING_METHOD, "dbscan_q": COMMON["clusterer"]["dbscan_q"],
-                  "min_samples": COMMON["clusterer"]["min_samples"]},
+    "clusterer": {
+        "method": D.PAPER_CLUSTERING_METHOD,
+        "dbscan_q": COMMON["clusterer"]["dbscan_q"],
+        "min_samples": COMMON["clusterer"]["min_samples"],
+    },
     "prior": {"estimator": D.PAPER_ESTIMATOR, "relevance": "none"},
 }
-#: The coverage settings an experiment variant names (``"coverage": "default"`` or ``"paper"``), as paths of the
-#: configuration. ``default`` is the project's (:data:`ucs.defaults.DEFAULT_COVERAGE`, which ``PipelineConfig()``
-#: and the ``cpu`` preset use). Chosen without test queries (docs/results/validation_banking77.md): on 120
-#: validation queries held out of the BANKING77 pool no setting changed DPP+UCS beyond noise (every paired
-#: interval includes 0), so the clusters' health breaks the tie — spherical k-means with ⌈√N⌉ clusters in the
-#: retrieval space has a largest cluster of 2–3 % and label AMI 0.75 on the pools' own labels, against 10–14 %
-#: and 0.10 for the paper's; the OSW binomial estimator carries the guarantees the paper SGT lacks; relevance
-#: weighting stays off (it lost on validation: −2.5 [−5.9, +0.8]). ``healthy_ucs`` measures it against ``paper``.
+#: The coverage settings an experiment variant names (``"coverage": "default"`` or ``"paper"``), as paths of
+#: the configuration. ``default`` is the project's (:data:`ucs.defaults.DEFAULT_COVERAGE`, which
+#: ``PipelineConfig()`` and the ``cpu`` preset use). Chosen without test queries
+#: (docs/results/validation_banking77.md): on 120 validation queries held out of the BANKING77 pool no setting
+#: changed DPP+UCS beyond noise (every paired interval includes 0), so the clusters' health breaks the tie —
+#: spherical k-means with ⌈√N⌉ clusters in the retrieval space has a largest cluster of 2–3 % and label AMI
+#: 0.75 on the pools' own labels, against 10–14 % and 0.10 for the paper's; the OSW binomial estimator carries
+#: the guarantees the paper SGT lacks; relevance weighting stays off (it lost on validation: −2.5 [−5.9,
+#: +0.8]). ``healthy_ucs`` measures it against ``paper``.
 COVERAGE: dict[str, dict[str, Any]] = {
-    "default": {"clusterer.method": D.DEFAULT_COVERAGE["clustering"],
-                "cluster_space": D.DEFAULT_COVERAGE["cluster_space"],
-                "prior.estimator": D.DEFAULT_COVERAGE["estimator"], "prior.relevance": D.DEFAULT_COVERAGE["relevance"]},
-    "paper": {"clusterer.method": PAPER_COVERAGE["clusterer"]["method"],
-              "clusterer.dbscan_q": PAPER_COVERAGE["clusterer"]["dbscan_q"],
-              "clusterer.min_samples": PAPER_COVERAGE["clusterer"]["min_samples"],
-              "cluster_space": PAPER_COVERAGE["cluster_space"],
-              "prior.estimator": PAPER_COVERAGE["prior"]["estimator"],
-              "prior.relevance": PAPER_COVERAGE["prior"]["relevance"]},
+    "default": {
+        "clusterer.method": D.DEFAULT_COVERAGE["clustering"],
+        "cluster_space": D.DEFAULT_COVERAGE["cluster_space"],
+        "prior.estimator": D.DEFAULT_COVERAGE["estimator"],
+        "prior.relevance": D.DEFAULT_COVERAGE["relevance"],
+    },
+    "paper": {
+        "clusterer.method": PAPER_COVERAGE["clusterer"]["method"],
+        "clusterer.dbscan_q": PAPER_COVERAGE["clusterer"]["dbscan_q"],
+        "clusterer.min_samples": PAPER_COVERAGE["clusterer"]["min_samples"],
+        "cluster_space": PAPER_COVERAGE["cluster_space"],
+        "prior.estimator": PAPER_COVERAGE["prior"]["estimator"],
+        "prior.relevance": PAPER_COVERAGE["prior"]["relevance"],
+    },
 }
 
 
@@ -161,8 +180,8 @@ def tuned(backbone: str, selector: str, dataset: str) -> dict[str, float]:
 
 @dataclass(frozen=True)
 class Preset:
-    """A named set of experiment settings (method settings + evaluation sizes): overrides of ``PipelineConfig()``
-    in the configuration's form."""
+    """A named set of experiment settings (method settings + evaluation sizes): overrides of
+    ``PipelineConfig()`` in the configuration's form."""
 
     name: str
     description: str
@@ -185,19 +204,26 @@ PRESETS: dict[str, Preset] = {
     ),
     "default": Preset(
         "default",
-        "The project default, PipelineConfig() itself: the paper's selector settings with the method section's "
-        "ridge codes, and the coverage settings chosen without test queries (ucs.defaults.DEFAULT_COVERAGE: "
-        "spherical k-means with ⌈√N⌉ clusters in the retrieval embedder's space, the OSW binomial estimator); "
-        "the MDL scorer is the backbone LM, since no package ships GPT-2 weights.",
+        "The project default, PipelineConfig() itself: the paper's selector settings with the method "
+        "section's ridge codes, and the coverage settings chosen without test queries "
+        "(ucs.defaults.DEFAULT_COVERAGE: spherical k-means with ⌈√N⌉ clusters in the retrieval embedder's "
+        "space, the OSW binomial estimator); the MDL scorer is the backbone LM, since no package ships GPT-2 "
+        "weights.",
         {},
     ),
     "cpu": Preset(
         "cpu",
-        "Fits a 2-core CPU machine: the default method settings, SmolLM2-135M as backbone on the transformers "
-        "engine (about 3x faster than llama.cpp at embedding and label scoring on CPU; the MiniLM retrieval "
-        "embedder needs torch anyway), likelihood classification, 100 test queries and 3 runs.",
-        {"test_size": 100, "backbone": "smollm2", "engine": "transformers", "mode": "likelihood",
-         "retrieval_embedder": "all-minilm-l6-v2"},
+        "Fits a 2-core CPU machine: the default method settings, SmolLM2-135M as backbone on the "
+        "transformers engine (about 3x faster than llama.cpp at embedding and label scoring on CPU; the "
+        "MiniLM retrieval embedder needs torch anyway), likelihood classification, 100 test queries and 3 "
+        "runs.",
+        {
+            "test_size": 100,
+            "backbone": "smollm2",
+            "engine": "transformers",
+            "mode": "likelihood",
+            "retrieval_embedder": "all-minilm-l6-v2",
+        },
     ),
 }
 

@@ -49,8 +49,9 @@ def _jsonl(rows: Sequence[Dict[str, Any]]) -> str:
     return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
 
 
-def write_run_files(pipe: Any, out: Path, methods: Sequence[str], query_texts: Sequence[str],
-                    gold: Sequence[str]) -> None:
+def write_run_files(
+    pipe: Any, out: Path, methods: Sequence[str], query_texts: Sequence[str], gold: Sequence[str]
+) -> None:
     """Write the files of the module docstring for ``pipe``'s dataset, ``methods`` and evaluated queries.
 
     The pool file and the projection are written once per folder (the runner's manifest ties a folder to one
@@ -60,10 +61,14 @@ def write_run_files(pipe: Any, out: Path, methods: Sequence[str], query_texts: S
     ds = pipe.dataset
     if not folder.pool.is_file():
         names = ds.label_names
-        atomic_write_text(folder.pool, _jsonl(
-            [{"text": t, "label": names[int(y)]} for t, y in zip(ds.pool.texts, ds.pool.labels)]))
-    atomic_write_text(folder.queries, _jsonl(
-        [{"query": i, "text": t, "gold": g} for i, (t, g) in enumerate(zip(query_texts, gold))]))
+        atomic_write_text(
+            folder.pool,
+            _jsonl([{"text": t, "label": names[int(y)]} for t, y in zip(ds.pool.texts, ds.pool.labels)]),
+        )
+    atomic_write_text(
+        folder.queries,
+        _jsonl([{"query": i, "text": t, "gold": g} for i, (t, g) in enumerate(zip(query_texts, gold))]),
+    )
     cfg = pipe.config
     files: Dict[str, Dict[str, str]] = {}
     by_method = {m: float(cfg.dbscan_q_for(m)) for m in methods}
@@ -72,8 +77,10 @@ def write_run_files(pipe: Any, out: Path, methods: Sequence[str], query_texts: S
             path = folder.cluster_file(int(s), q)
             atomic_save_npy(path, np.asarray(pipe.cluster_ids(int(s), q), dtype=np.int64))
             files.setdefault(str(int(s)), {})[repr(q)] = path.relative_to(folder.diagnostics_dir).as_posix()
-    atomic_write_json(folder.clusters, {"default_q": float(cfg.clusterer["dbscan_q"]), "q_by_method": by_method,
-                                            "files": files})
+    atomic_write_json(
+        folder.clusters,
+        {"default_q": float(cfg.clusterer["dbscan_q"]), "q_by_method": by_method, "files": files},
+    )
     if not folder.projection.is_file():
         memo = getattr(pipe, "_memo", {})
         if "projection" not in memo:  # once per pipeline, however many folders it writes
@@ -83,11 +90,16 @@ def write_run_files(pipe: Any, out: Path, methods: Sequence[str], query_texts: S
 
 
 def append_timings(out: Path, timings: Dict[str, float]) -> Path:
-    """Append one line ``{"at": ISO time, "timings": {stage: seconds}}`` to ``<out>/pipeline/timings.jsonl``."""
+    """Append one line ``{"at": ISO time, "timings": {stage: seconds}}`` to
+    ``<out>/pipeline/timings.jsonl``."""
     p = RunFolder(out).timings
     p.parent.mkdir(parents=True, exist_ok=True)
-    line = json.dumps({"at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-                       "timings": {k: round(float(v), 4) for k, v in timings.items()}})
+    line = json.dumps(
+        {
+            "at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            "timings": {k: round(float(v), 4) for k, v in timings.items()},
+        }
+    )
     with open(p, "a", encoding="utf-8") as fh:
         fh.write(line + "\n")
     return p
