@@ -29,8 +29,9 @@ def smollm2_path():
 def smollm2_llama(smollm2_path):
     from ucs.models import load_backbone
 
-    m = load_backbone("smollm2", engine="llama", n_threads=2, max_length=64,
-                      context_length=512, batch_tokens=256).load()
+    m = load_backbone(
+        "smollm2", engine="llama", n_threads=2, max_length=64, context_length=512, batch_tokens=256
+    ).load()
     yield m
     m.close()
 
@@ -42,5 +43,6 @@ def smollm2_hf(smollm2_path):
     pytest.importorskip("gguf")
     from ucs.models import load_backbone
 
-    return load_backbone("smollm2", engine="transformers", batch_size=8, max_length=64,
-                         context_length=512).load()
+    return load_backbone(
+        "smollm2", engine="transformers", batch_size=8, max_length=64, context_length=512
+    ).load()

@@ -23,7 +23,9 @@ def test_a_float_copy_is_made_once_verified_and_rebuilt_when_damaged(smollm2_pat
     assert float_copy(smollm2_path, "file") == smollm2_path
     path = float_copy(smollm2_path, "f16")
     meta = json.loads(path.with_suffix(".json").read_text())
-    assert path.read_bytes()[:4] == b"GGUF" and meta["weights"] == "f16" and meta["size"] == path.stat().st_size
+    assert (
+        path.read_bytes()[:4] == b"GGUF" and meta["weights"] == "f16" and meta["size"] == path.stat().st_size
+    )
     assert path.stat().st_size > 2 * smollm2_path.stat().st_size  # 2 bytes a parameter against Q4_1's ≈ 0.6
     stamp = path.stat().st_mtime_ns
     assert float_copy(smollm2_path, "f16") == path and path.stat().st_mtime_ns == stamp  # reused

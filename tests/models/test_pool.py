@@ -6,9 +6,17 @@ import pytest
 from tests.models.test_llamacpp import LABELS, PROMPT
 from ucs.models.pool import BackbonePool
 
-PROMPTS = [PROMPT.replace("where is the card you sent me?", q) for q in (
-    "where is the card you sent me?", "how much is a dollar in euros today?", "my top up did not go through",
-    "someone took my card", "I want to link my card to the app", "the card has still not come")]
+PROMPTS = [
+    PROMPT.replace("where is the card you sent me?", q)
+    for q in (
+        "where is the card you sent me?",
+        "how much is a dollar in euros today?",
+        "my top up did not go through",
+        "someone took my card",
+        "I want to link my card to the app",
+        "the card has still not come",
+    )
+]
 
 
 def test_bad_workers_and_served_models_are_refused():

@@ -1,5 +1,5 @@
-"""The llama.cpp engine probe: a crash in a child process becomes a cached answer, an error that names the rebuild,
-or a fall-back to the transformers engine; never a dead process."""
+"""The llama.cpp engine probe: a crash in a child process becomes a cached answer, an error that names the
+rebuild, or a fall-back to the transformers engine; never a dead process."""
 
 from __future__ import annotations
 
@@ -45,7 +45,9 @@ def test_a_crashing_engine_is_found_in_a_child_and_cached(fresh, monkeypatch, tm
     check_llama_engine(fresh)  # skipped on request
 
 
-def test_a_failure_that_is_not_a_crash_is_not_cached_and_a_damaged_cache_is_ignored(fresh, monkeypatch, tmp_path):
+def test_a_failure_that_is_not_a_crash_is_not_cached_and_a_damaged_cache_is_ignored(
+    fresh, monkeypatch, tmp_path
+):
     monkeypatch.setenv(CHILD_ENV, "ucs.no_such_module")
     result = probe_llama_engine(fresh)
     assert result.status == "failed" and "No module named" in result.detail
@@ -65,7 +67,8 @@ def test_the_key_changes_with_the_cpu(monkeypatch):
 
 
 def test_the_default_engine_falls_back_to_transformers_and_an_explicit_one_names_the_rebuild(
-        fresh, monkeypatch, smollm2_path):
+    fresh, monkeypatch, smollm2_path
+):
     pytest.importorskip("transformers")
     pytest.importorskip("gguf")
     monkeypatch.setenv(CHILD_ENV, CRASHING)
@@ -78,8 +81,9 @@ def test_the_default_engine_falls_back_to_transformers_and_an_explicit_one_names
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         real = importlib.util.find_spec
-        monkeypatch.setattr(importlib.util, "find_spec",
-                            lambda name, *a: None if name == "transformers" else real(name, *a))
+        monkeypatch.setattr(
+            importlib.util, "find_spec", lambda name, *a: None if name == "transformers" else real(name, *a)
+        )
         assert type(load_backbone("smollm2")).__name__ == "LlamaCppBackbone"  # nothing to fall back to
 
 
@@ -87,8 +91,23 @@ def test_the_cli_says_it_in_one_line_with_exit_2(fresh, tmp_path, smollm2_path):
     texts = tmp_path / "texts.txt"
     texts.write_text("where is my card\n", encoding="utf-8")
     env = dict(__import__("os").environ, **{CHILD_ENV: CRASHING, "UCS_CACHE_DIR": str(tmp_path / "cache")})
-    proc = subprocess.run([sys.executable, "-m", "ucs.cli", "embed", str(texts), "--out", str(tmp_path / "e.npy"),
-                           "--engine", "llama"], env=env, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "ucs.cli",
+            "embed",
+            str(texts),
+            "--out",
+            str(tmp_path / "e.npy"),
+            "--engine",
+            "llama",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 2, proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert lines[0].startswith("Error: the llama.cpp engine (llama-cpp-python) crashes on this CPU"), lines
@@ -97,9 +116,11 @@ def test_the_cli_says_it_in_one_line_with_exit_2(fresh, tmp_path, smollm2_path):
 
 
 def test_the_real_engine_runs_here(smollm2_path, tmp_path, monkeypatch):
-    """The probe of the installed llama.cpp build, as install.sh's smoke test runs it (real model, child process)."""
+    """The probe of the installed llama.cpp build, as install.sh's smoke test runs it (real model, child
+    process)."""
     monkeypatch.setenv("UCS_CACHE_DIR", str(tmp_path / "cache"))
-    proc = subprocess.run([sys.executable, "-m", "ucs.models.probe", "--refresh"], capture_output=True, text=True,
-                          timeout=600)
+    proc = subprocess.run(
+        [sys.executable, "-m", "ucs.models.probe", "--refresh"], capture_output=True, text=True, timeout=600
+    )
     assert proc.returncode == 0, proc.stderr
     assert "embedded 2 texts" in proc.stdout and "scored 2 labels" in proc.stdout

@@ -9,9 +9,9 @@ precision), so what changes is the arithmetic of the activations (float instead 
 
 Weights ``w`` of a file of ``P`` parameters: ``"file"`` uses the file as it is; ``"f32"`` a copy of ``4·P``
 bytes (SmolLM2 135M: 540 MB; Gemma-3 270M: 1.1 GB), ``"f16"`` of ``2·P`` bytes. The copy is written once per
-source file (keyed by its SHA-256) under ``<models cache>/gguf/`` through a temporary file and one rename, with
-a sidecar ``.json`` holding the source's and the copy's SHA-256; every later use checks the copy against it
-(O(bytes) once per process) and converts again when it does not match. Conversion: ``llama_model_quantize``
+source file (keyed by its SHA-256) under ``<models cache>/gguf/`` through a temporary file and one rename,
+with a sidecar ``.json`` holding the source's and the copy's SHA-256; every later use checks the copy against
+it (O(bytes) once per process) and converts again when it does not match. Conversion: ``llama_model_quantize``
 with requantisation allowed, a few seconds.
 """
 
@@ -40,8 +40,10 @@ _FTYPES: Dict[str, int] = {"f32": 0, "f16": 1}
 def check_weights(weights: str) -> str:
     """``weights`` when it is one of :data:`WEIGHTS`; else ``ValueError`` naming them."""
     if weights not in WEIGHTS:
-        raise ValueError(f"weights must be one of {', '.join(WEIGHTS)} (file: the GGUF file as given; f32/f16: a "
-                         f"float copy of it, faster to score with on CPUs); got {weights!r}")
+        raise ValueError(
+            f"weights must be one of {', '.join(WEIGHTS)} (file: the GGUF file as given; f32/f16: a "
+            f"float copy of it, faster to score with on CPUs); got {weights!r}"
+        )
     return weights
 
 
@@ -62,8 +64,13 @@ def _verified(path: Path, sha: str, weights: str) -> bool:
         info = json.loads(meta.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return False
-    return (isinstance(info, dict) and info.get("source_sha256") == sha and info.get("weights") == weights
-            and info.get("size") == path.stat().st_size and info.get("sha256") == fingerprint(path))
+    return (
+        isinstance(info, dict)
+        and info.get("source_sha256") == sha
+        and info.get("weights") == weights
+        and info.get("size") == path.stat().st_size
+        and info.get("sha256") == fingerprint(path)
+    )
 
 
 def float_copy(src: "str | os.PathLike[str]", weights: str) -> Path:
@@ -96,15 +103,21 @@ def float_copy(src: "str | os.PathLike[str]", weights: str) -> Path:
         with quiet((1, 2)):
             rc = llama_cpp.llama_model_quantize(str(src).encode(), tmp.encode(), ctypes.byref(params))
         if rc != 0:
-            raise InvalidModelFileError(f"llama.cpp could not write {src} as {weights} (code {rc}); use "
-                                        "weights='file'")
+            raise InvalidModelFileError(
+                f"llama.cpp could not write {src} as {weights} (code {rc}); use weights='file'"
+            )
         os.chmod(tmp, 0o644)
         os.replace(tmp, out)
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
-    info = {"source": src.name, "source_sha256": sha, "weights": weights, "size": out.stat().st_size,
-            "sha256": fingerprint(out)}
+    info = {
+        "source": src.name,
+        "source_sha256": sha,
+        "weights": weights,
+        "size": out.stat().st_size,
+        "sha256": fingerprint(out),
+    }
     from ucs.utils.io import atomic_write_json
 
     atomic_write_json(out.with_suffix(".json"), info)

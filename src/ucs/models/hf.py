@@ -92,14 +92,18 @@ def converted_ok(folder: Path, source_sha: str) -> bool:
     try:
         man = json.loads((folder / MANIFEST).read_text())
         files = {f.name for f in folder.iterdir() if f.is_file() and f.name != MANIFEST}
-        ok = (man.get("source_sha256") == source_sha and set(man["files"]) == files
-              and all(fingerprint(folder / n) == h for n, h in man["files"].items()))
+        ok = (
+            man.get("source_sha256") == source_sha
+            and set(man["files"]) == files
+            and all(fingerprint(folder / n) == h for n, h in man["files"].items())
+        )
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         ok = False
     if not ok:
         moved = move_aside(folder)
-        report_damage(f"converted model {folder} does not match its manifest; moved to {moved.name}, "
-                      "converting again")
+        report_damage(
+            f"converted model {folder} does not match its manifest; moved to {moved.name}, converting again"
+        )
     return ok
 
 
@@ -204,10 +208,15 @@ class TransformersBackbone(ReducedScoresMixin):
         self.trust_remote_code = trust_remote_code
         self.cache_converted = cache_converted
         self.seed = seed
-        if isinstance(prefix_cache_tokens, bool) or not isinstance(prefix_cache_tokens, (int, np.integer)) \
-                or prefix_cache_tokens < 0:
-            raise ValueError(f"prefix_cache_tokens must be an integer >= 0 (0 turns the cache off); "
-                             f"got {prefix_cache_tokens!r}")
+        if (
+            isinstance(prefix_cache_tokens, bool)
+            or not isinstance(prefix_cache_tokens, (int, np.integer))
+            or prefix_cache_tokens < 0
+        ):
+            raise ValueError(
+                f"prefix_cache_tokens must be an integer >= 0 (0 turns the cache off); "
+                f"got {prefix_cache_tokens!r}"
+            )
         self.prefix_cache_tokens = int(prefix_cache_tokens)
         self._prefix = None
         self._model = None
@@ -253,10 +262,12 @@ class TransformersBackbone(ReducedScoresMixin):
         else:
             src, tok_src, extra = self.model, self.model, {"revision": self.revision}
         try:
-            self._tok = transformers.AutoTokenizer.from_pretrained(tok_src, **{**extra, **{
-                k: v for k, v in kw.items() if k == "trust_remote_code"}})
+            self._tok = transformers.AutoTokenizer.from_pretrained(
+                tok_src, **{**extra, **{k: v for k, v in kw.items() if k == "trust_remote_code"}}
+            )
             self._model = transformers.AutoModelForCausalLM.from_pretrained(
-                src, attn_implementation="sdpa", **extra, **kw)
+                src, attn_implementation="sdpa", **extra, **kw
+            )
         except OSError as exc:
             raise OSError(f"cannot load {self.model!r} with transformers: {exc}") from exc
         except ImportError as exc:
@@ -269,7 +280,9 @@ class TransformersBackbone(ReducedScoresMixin):
                 warnings.warn(slow, RuntimeWarning, stacklevel=2)
         self._model.eval()
         if self._revision_id is None:
-            self._revision_id = self.revision or getattr(self._model.config, "_commit_hash", None) or "unknown"
+            self._revision_id = (
+                self.revision or getattr(self._model.config, "_commit_hash", None) or "unknown"
+            )
         if self._tok.pad_token_id is None:
             self._tok.pad_token = self._tok.eos_token
         self._layer_index = self._resolve_layer()
@@ -282,9 +295,13 @@ class TransformersBackbone(ReducedScoresMixin):
         if self.dtype == "auto":
             return "auto"
         try:
-            return {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}[self.dtype]
+            return {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}[
+                self.dtype
+            ]
         except KeyError:
-            raise ValueError(f"dtype must be float32, float16, bfloat16 or auto, got {self.dtype!r}") from None
+            raise ValueError(
+                f"dtype must be float32, float16, bfloat16 or auto, got {self.dtype!r}"
+            ) from None
 
     def _gguf_source(self, path: Path, sha: str, transformers, kw):
         """Return (model source, tokenizer source, extra kwargs) for a GGUF file, via the fp32 cache."""
@@ -303,7 +320,8 @@ class TransformersBackbone(ReducedScoresMixin):
     @staticmethod
     def _convert_gguf(path: Path, sha: str, target: Path, transformers, gg: Dict[str, str]) -> None:
         """Dequantise the GGUF once into a safetensors checkpoint at ``target``, with a manifest of its files'
-        SHA-256 that :func:`converted_ok` verifies on every later load; written aside and renamed into place."""
+        SHA-256 that :func:`converted_ok` verifies on every later load; written aside and renamed into
+        place."""
         tok = transformers.AutoTokenizer.from_pretrained(str(path.parent), **gg)
         model = transformers.AutoModelForCausalLM.from_pretrained(str(path.parent), dtype="float32", **gg)
         config = model.config
@@ -344,7 +362,8 @@ class TransformersBackbone(ReducedScoresMixin):
         if not -(n + 1) <= idx <= n:
             raise ValueError(
                 f"layer {idx} is out of range for a model with {n} layers "
-                f"(valid: 0..{n}, or -{n + 1}..-1; 0 is the token-embedding output)")
+                f"(valid: 0..{n}, or -{n + 1}..-1; 0 is the token-embedding output)"
+            )
         idx = idx % (n + 1)
         return None if idx == n else idx
 
@@ -370,8 +389,13 @@ class TransformersBackbone(ReducedScoresMixin):
                 self.load()
         layer = self.layer if isinstance(self.layer, str) else int(self.layer)
         return {
-            "model": self.name, "revision": self._revision_id, "engine": self.engine,
-            "layer": layer, "pooling": self.pooling, "l2": self.normalize, "max_length": self.max_length,
+            "model": self.name,
+            "revision": self._revision_id,
+            "engine": self.engine,
+            "layer": layer,
+            "pooling": self.pooling,
+            "l2": self.normalize,
+            "max_length": self.max_length,
             "dtype": self.dtype or "default",
         }
 
@@ -401,7 +425,9 @@ class TransformersBackbone(ReducedScoresMixin):
     def _embedding_ids(self, texts: List[str]) -> "tuple[List[List[int]], np.ndarray]":
         """Token ids of ``texts`` (an empty text becomes the fallback token) and the order ``embed``
         processes them in: by token count, stably, so that batches pad little."""
-        ids = self._tok(texts, add_special_tokens=True, truncation=True, max_length=self.max_length)["input_ids"]
+        ids = self._tok(texts, add_special_tokens=True, truncation=True, max_length=self.max_length)[
+            "input_ids"
+        ]
         fb = self._fallback_token()
         ids = [x if len(x) else [fb] for x in ids]
         return ids, np.argsort([len(x) for x in ids], kind="stable")
@@ -434,7 +460,7 @@ class TransformersBackbone(ReducedScoresMixin):
             return []
         self.load()
         _, order = self._embedding_ids(texts)
-        return [order[s:s + self.batch_size] for s in range(0, len(order), self.batch_size)]
+        return [order[s : s + self.batch_size] for s in range(0, len(order), self.batch_size)]
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Pooled hidden states of the configured layer, shape ``(len(texts), dim)`` float32."""
@@ -452,7 +478,7 @@ class TransformersBackbone(ReducedScoresMixin):
         dev = self._device
         with torch.inference_mode():
             for s in range(0, len(order), self.batch_size):
-                rows = order[s:s + self.batch_size]
+                rows = order[s : s + self.batch_size]
                 L = max(len(ids[r]) for r in rows)
                 inp = torch.full((len(rows), L), pad, dtype=torch.long)
                 mask = torch.zeros((len(rows), L), dtype=torch.long)
@@ -492,7 +518,7 @@ class TransformersBackbone(ReducedScoresMixin):
         ctx = self.context_length
         if max_c >= ctx:
             raise ValueError(f"a continuation has {max_c} tokens, more than context_length={ctx}")
-        p_tok = p_tok[-max(1, ctx - max_c - 1):]
+        p_tok = p_tok[-max(1, ctx - max_c - 1) :]
         P = len(p_tok)
         trie = build_trie(c_tok)
         m = trie.n_nodes
@@ -518,19 +544,27 @@ class TransformersBackbone(ReducedScoresMixin):
         cache = {} if past is None else {_cache_arg(self._model): past}
         with torch.inference_mode():
             res = self._model(
-                input_ids=inp, attention_mask={k_: v.to(dev) for k_, v in masks.items()} if isinstance(masks, dict)
-                else masks.to(dev), position_ids=torch.tensor(pos[None, L:], device=dev), use_cache=past is not None,
-                logits_to_keep=torch.tensor(need_rows - L, device=dev), **cache)
+                input_ids=inp,
+                attention_mask={k_: v.to(dev) for k_, v in masks.items()}
+                if isinstance(masks, dict)
+                else masks.to(dev),
+                position_ids=torch.tensor(pos[None, L:], device=dev),
+                use_cache=past is not None,
+                logits_to_keep=torch.tensor(need_rows - L, device=dev),
+                **cache,
+            )
             logp_rows = torch.log_softmax(res.logits[0].float(), dim=-1)
         row_of = {int(r): q for q, r in enumerate(need_rows)}
-        src_row = np.array([row_of[P - 1 if trie.parent[i] < 0 else P + int(trie.parent[i])] for i in range(m)])
+        src_row = np.array(
+            [row_of[P - 1 if trie.parent[i] < 0 else P + int(trie.parent[i])] for i in range(m)]
+        )
         node_lp = logp_rows[torch.tensor(src_row), torch.tensor(trie.tokens)].double().cpu().numpy()
         logp = np.array([node_lp[p].sum() for p in trie.paths], dtype=np.float64)
         return ContinuationScores(logprob=logp, n_tokens=n_tok)
 
     def _prefix_store(self) -> Optional[PrefixBlocks]:
-        """The prefix-block cache of label scoring (built on first use, shared with an ``unnormalized`` twin), or
-        ``None`` when it is off or the model has layers other than full or sliding-window attention."""
+        """The prefix-block cache of label scoring (built on first use, shared with an ``unnormalized`` twin),
+        or ``None`` when it is off or the model has layers other than full or sliding-window attention."""
         owner = self._twin_of or self
         if owner._prefix is None and owner.prefix_cache_tokens and supports_prefix_blocks(self._model):
             owner._prefix = PrefixBlocks(self._model, owner.prefix_cache_tokens, masks=self._masks)
@@ -539,8 +573,8 @@ class TransformersBackbone(ReducedScoresMixin):
     def _masks(self, allowed: np.ndarray, pos: np.ndarray, start: int = 0):
         """Boolean 4D masks (True = attend) for SDPA; a dict per layer type for sliding-window models.
 
-        ``allowed`` (T, T) and ``pos`` (T,) cover every position; the masks are for the queries from ``start`` on
-        (shape (1, 1, T − start, T)), the keys before them coming from a cache."""
+        ``allowed`` (T, T) and ``pos`` (T,) cover every position; the masks are for the queries from ``start``
+        on (shape (1, 1, T − start, T)), the keys before them coming from a cache."""
         import torch
 
         allowed = allowed[start:]
@@ -558,7 +592,6 @@ class TransformersBackbone(ReducedScoresMixin):
                 if "sliding" in t:
                     out[t] = sw
         return out if out else full
-
 
     # ------------------------------------------------------------------ generation
     def generate(
@@ -589,8 +622,13 @@ class TransformersBackbone(ReducedScoresMixin):
             ids = (self.tokenize(p) or [self._fallback_token()])[-keep:]
             inp = torch.tensor([ids], device=dev)
             gen_kw: Dict[str, Any] = dict(
-                max_new_tokens=max_new_tokens, attention_mask=torch.ones_like(inp),
-                pad_token_id=self._tok.pad_token_id, top_k=None, min_p=None, repetition_penalty=None)
+                max_new_tokens=max_new_tokens,
+                attention_mask=torch.ones_like(inp),
+                pad_token_id=self._tok.pad_token_id,
+                top_k=None,
+                min_p=None,
+                repetition_penalty=None,
+            )
             if temperature > 0:
                 gen_kw.update(do_sample=True, temperature=float(temperature), top_p=float(top_p))
             else:
@@ -601,7 +639,7 @@ class TransformersBackbone(ReducedScoresMixin):
             with torch.inference_mode(), torch.random.fork_rng(devices=devices):
                 torch.manual_seed(int(base) + i)
                 seq = self._model.generate(inp, **gen_kw)
-            text = self._tok.decode(seq[0, len(ids):], skip_special_tokens=True)
+            text = self._tok.decode(seq[0, len(ids) :], skip_special_tokens=True)
             if stops:
                 cut = min((text.find(s) for s in stops if s in text), default=-1)
                 if cut >= 0:
@@ -610,5 +648,7 @@ class TransformersBackbone(ReducedScoresMixin):
         return out
 
     def __repr__(self) -> str:
-        return (f"TransformersBackbone({self.name!r}, layer={self.layer!r}, pooling={self.pooling!r}, "
-                f"normalize={self.normalize})")
+        return (
+            f"TransformersBackbone({self.name!r}, layer={self.layer!r}, pooling={self.pooling!r}, "
+            f"normalize={self.normalize})"
+        )

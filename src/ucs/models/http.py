@@ -1,5 +1,5 @@
-"""A backbone served over HTTP by any OpenAI-compatible server (vLLM, TGI, Ollama, llama.cpp servers, hosted APIs).
-Needs the ``http`` extra (``httpx``).
+"""A backbone served over HTTP by any OpenAI-compatible server (vLLM, TGI, Ollama, llama.cpp servers, hosted
+APIs). Needs the ``http`` extra (``httpx``).
 
 The model spec is the API's base URL, with the model after ``#`` when the server serves several::
 
@@ -10,24 +10,25 @@ The model spec is the API's base URL, with the model after ``#`` when the server
   :func:`ucs.models.http_logprobs.continuation_logprob` (token boundaries are documented there). The ``k``
   continuations of a prefix go as a *list* of prompts in one request (``⌈k / max_prompts_per_request⌉``
   requests; the answer's choices are matched to the prompts by their ``index`` and counted), as vLLM and the
-  OpenAI API take them. A server that refuses a list (llama-cpp-python's: HTTP 500) or answers it with the wrong
-  choices is detected on the first list it is sent; that prefix and every later one are then scored one request
-  per continuation (in flight together, at most ``max_in_flight``), each after the prefix alone
+  OpenAI API take them. A server that refuses a list (llama-cpp-python's: HTTP 500) or answers it with the
+  wrong choices is detected on the first list it is sent; that prefix and every later one are then scored one
+  request per continuation (in flight together, at most ``max_in_flight``), each after the prefix alone
   (``warm_prefix``), as llama.cpp's numbers need; one log line says so. With the first scores the endpoint's
   echo is checked once against its own generation log-probabilities (:meth:`HttpBackbone._probe`, two requests
   for the backbone, not per prefix); an endpoint without prompt log-probabilities, or with misaligned ones,
-  raises :class:`~ucs.models.http_logprobs.PromptLogprobsUnavailableError` naming the fix (``--mode generate``).
+  raises :class:`~ucs.models.http_logprobs.PromptLogprobsUnavailableError` naming the fix (``--mode
+  generate``).
 * **Cost counters**: :attr:`HttpBackbone.requests_sent` and :attr:`HttpBackbone.prompts_scored` (requests per
   decision = their ratio over a scoring run).
-* **Generation**: ``POST /completions`` (or ``/chat/completions`` with ``api="chat"``), one request per prompt, in
-  flight together; prompt ``i`` is sampled with seed ``seed + i``.
+* **Generation**: ``POST /completions`` (or ``/chat/completions`` with ``api="chat"``), one request per
+  prompt, in flight together; prompt ``i`` is sampled with seed ``seed + i``.
 * **Embeddings**: ``POST /embeddings`` where the server offers it; otherwise a clear error.
 
-The API key is read from the environment variable ``api_key_env`` (default ``OPENAI_API_KEY``) and sent only in the
-``Authorization`` header: :attr:`HttpBackbone.identity` (which keys the answer and embedding stores), manifests,
-messages and ``repr`` hold the model id and the server's host, never the key. The key and a URL's password are
-registered with :func:`ucs.utils.redact.register_secret`, so every message built from a server's answer is
-masked too.
+The API key is read from the environment variable ``api_key_env`` (default ``OPENAI_API_KEY``) and sent only
+in the ``Authorization`` header: :attr:`HttpBackbone.identity` (which keys the answer and embedding stores),
+manifests, messages and ``repr`` hold the model id and the server's host, never the key. The key and a URL's
+password are registered with :func:`ucs.utils.redact.register_secret`, so every message built from a server's
+answer is masked too.
 
 The spec is parsed in :mod:`ucs.models.http_spec` (options after ``#model?``, e.g. ``connect_timeout``).
 """
@@ -47,14 +48,28 @@ from ucs.embedding.base import l2_normalize, sanitize_text, sanitize_texts
 from ucs.lm.base import ContinuationScores, ReducedScoresMixin, check_generation_args
 from ucs.lm.prefix_tree import move_trailing_spaces
 from ucs.models.http_client import EndpointError, HttpTransport, host_of
-from ucs.models.http_logprobs import (GENERATE_FIX, MisalignedLogprobsError, PromptLogprobsUnavailableError,
-                                     continuation_logprob)
-from ucs.models.http_spec import (CONNECT_TIMEOUT_ENV, DEFAULT_CONNECT_TIMEOUT, is_endpoint,
-                                  parse_endpoint_spec)
+from ucs.models.http_logprobs import (
+    GENERATE_FIX,
+    MisalignedLogprobsError,
+    PromptLogprobsUnavailableError,
+    continuation_logprob,
+)
+from ucs.models.http_spec import (
+    CONNECT_TIMEOUT_ENV,
+    DEFAULT_CONNECT_TIMEOUT,
+    is_endpoint,
+    parse_endpoint_spec,
+)
 from ucs.utils.redact import redact, register_secret, register_secret_env
 
-__all__ = ["HttpBackbone", "parse_endpoint", "is_endpoint", "APIS", "DEFAULT_PROMPTS_PER_REQUEST",
-           "WrongChoicesError"]
+__all__ = [
+    "HttpBackbone",
+    "parse_endpoint",
+    "is_endpoint",
+    "APIS",
+    "DEFAULT_PROMPTS_PER_REQUEST",
+    "WrongChoicesError",
+]
 
 APIS = ("completions", "chat")
 #: Probe attempts (prefixes whose greedy next token is visible text) before scoring goes on unverified.
@@ -91,8 +106,10 @@ def _connect_timeout(given: Optional[float], from_url: Optional[float]) -> float
     except ValueError:
         value = float("nan")
     if not 0 < value < float("inf"):
-        raise ValueError(f"{CONNECT_TIMEOUT_ENV}={env!r} must be a number of seconds > 0 (or unset for "
-                         f"{DEFAULT_CONNECT_TIMEOUT:g} s)")
+        raise ValueError(
+            f"{CONNECT_TIMEOUT_ENV}={env!r} must be a number of seconds > 0 (or unset for "
+            f"{DEFAULT_CONNECT_TIMEOUT:g} s)"
+        )
     return value
 
 
@@ -132,8 +149,9 @@ class HttpBackbone(ReducedScoresMixin):
     backoff : float, default=0.5
         First wait of the backoff, in seconds (doubled per attempt, capped at 30 s).
     context_length : int, optional
-        The server's context in tokens. Only when given does the prompt budget apply; :attr:`count_tokens` then
-        uses the server's tokenizer route (llama-cpp-python's ``/extras/tokenize``, vLLM's ``/tokenize``).
+        The server's context in tokens. Only when given does the prompt budget apply; :attr:`count_tokens`
+        then uses the server's tokenizer route (llama-cpp-python's ``/extras/tokenize``, vLLM's
+        ``/tokenize``).
     normalize : bool, default=False
         ℓ2-normalise embeddings.
     api : {"completions", "chat"}, default="completions"
@@ -141,12 +159,13 @@ class HttpBackbone(ReducedScoresMixin):
     seed : int, default=0
         Default sampling seed of :meth:`generate`.
     warm_prefix : bool, optional
-        Before the continuations of a prefix, send the prefix alone (one generated token, no echo): a server that
-        reuses the previous prompt's cache (llama.cpp's servers) then evaluates the prefix once and each
+        Before the continuations of a prefix, send the prefix alone (one generated token, no echo): a server
+        that reuses the previous prompt's cache (llama.cpp's servers) then evaluates the prefix once and each
         continuation on top of it. That is the in-process engine's split of the work, and llama.cpp's numbers
-        depend on that split (measured: up to 0.44 nats between scoring ``prefix + continuation`` in one batch and
-        in two). Default (``None``): on, except for a server that takes the continuations as one list (it
-        evaluates them together, so the warm-up would only add a request per prefix); ``True``/``False`` force it.
+        depend on that split (measured: up to 0.44 nats between scoring ``prefix + continuation`` in one batch
+        and in two). Default (``None``): on, except for a server that takes the continuations as one list (it
+        evaluates them together, so the warm-up would only add a request per prefix); ``True``/``False`` force
+        it.
     max_prompts_per_request : int, optional
         Most prompts (``prefix + continuation``) in one scoring request: the keyword, else the spec's
         ``#model?batch=``, else :data:`DEFAULT_PROMPTS_PER_REQUEST`. ``1`` sends one request per continuation.
@@ -160,29 +179,49 @@ class HttpBackbone(ReducedScoresMixin):
 
     engine = "http"
 
-    def __init__(self, base_url: str, model: Optional[str] = None, name: Optional[str] = None, *,
-                 api_key_env: str = "OPENAI_API_KEY", max_in_flight: int = 4, timeout: Optional[float] = None,
-                 max_retries: int = 5, backoff: float = 0.5, context_length: Optional[int] = None,
-                 normalize: bool = False, api: str = "completions", seed: int = 0,
-                 warm_prefix: Optional[bool] = None, connect_timeout: Optional[float] = None,
-                 max_prompts_per_request: Optional[int] = None) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        model: Optional[str] = None,
+        name: Optional[str] = None,
+        *,
+        api_key_env: str = "OPENAI_API_KEY",
+        max_in_flight: int = 4,
+        timeout: Optional[float] = None,
+        max_retries: int = 5,
+        backoff: float = 0.5,
+        context_length: Optional[int] = None,
+        normalize: bool = False,
+        api: str = "completions",
+        seed: int = 0,
+        warm_prefix: Optional[bool] = None,
+        connect_timeout: Optional[float] = None,
+        max_prompts_per_request: Optional[int] = None,
+    ) -> None:
         spec = parse_endpoint_spec(base_url)
         base, from_url = spec.base_url, spec.model
         timeout = float(spec.options.get("timeout", 600.0)) if timeout is None else timeout
         connect_timeout = _connect_timeout(connect_timeout, spec.options.get("connect_timeout"))
         if max_prompts_per_request is None:
             max_prompts_per_request = int(spec.options.get("batch", DEFAULT_PROMPTS_PER_REQUEST))
-        for pname, val in (("max_in_flight", max_in_flight), ("max_retries", max_retries + 1),
-                           ("max_prompts_per_request", max_prompts_per_request)):
+        for pname, val in (
+            ("max_in_flight", max_in_flight),
+            ("max_retries", max_retries + 1),
+            ("max_prompts_per_request", max_prompts_per_request),
+        ):
             if not isinstance(val, (int, np.integer)) or val < 1:
                 raise ValueError(f"{pname} must be a positive integer, got {val!r}")
-        if context_length is not None and (not isinstance(context_length, (int, np.integer)) or context_length < 1):
+        if context_length is not None and (
+            not isinstance(context_length, (int, np.integer)) or context_length < 1
+        ):
             raise ValueError(f"context_length must be a positive integer or None, got {context_length!r}")
         if api not in APIS:
             raise ValueError(f"api must be one of {APIS}, got {api!r}")
         if not timeout > 0 or not connect_timeout > 0 or not backoff >= 0:
-            raise ValueError(f"timeout and connect_timeout must be > 0 and backoff >= 0, got {timeout!r}, "
-                             f"{connect_timeout!r} and {backoff!r}")
+            raise ValueError(
+                f"timeout and connect_timeout must be > 0 and backoff >= 0, got {timeout!r}, "
+                f"{connect_timeout!r} and {backoff!r}"
+            )
         self.base_url = base
         self._model = model or from_url
         self.api_key_env = api_key_env
@@ -199,8 +238,15 @@ class HttpBackbone(ReducedScoresMixin):
         api_key = os.environ.get(api_key_env) or None
         register_secret_env(api_key_env)
         _register_url_credentials(base)
-        self._transport = HttpTransport(base, api_key, int(max_in_flight), float(timeout), int(max_retries),
-                                        float(backoff), connect_timeout=float(connect_timeout))
+        self._transport = HttpTransport(
+            base,
+            api_key,
+            int(max_in_flight),
+            float(timeout),
+            int(max_retries),
+            float(backoff),
+            connect_timeout=float(connect_timeout),
+        )
         self._probe_left = _PROBE_ATTEMPTS
         self._dim: Optional[int] = None
         self._tokenize_route: Optional[Tuple[str, str]] = None
@@ -226,8 +272,12 @@ class HttpBackbone(ReducedScoresMixin):
             listed = [str(m.get("id")) for m in self._transport.get("models").get("data", []) if m.get("id")]
             if len(listed) != 1:
                 shown = redact(self.base_url)
-                raise ValueError(redact(f"the endpoint {shown} serves {len(listed)} models {listed[:10]}: "
-                                        f"name one as --model {shown}#<model>"))
+                raise ValueError(
+                    redact(
+                        f"the endpoint {shown} serves {len(listed)} models {listed[:10]}: "
+                        f"name one as --model {shown}#<model>"
+                    )
+                )
             self._model = listed[0]
         return self
 
@@ -237,30 +287,43 @@ class HttpBackbone(ReducedScoresMixin):
 
     @property
     def identity(self) -> Dict[str, Any]:
-        """What keys this model's answers and embeddings: model id, server host, engine and ℓ2 (never the key)."""
-        return {"model": self.model, "host": host_of(self.base_url), "engine": self.engine, "l2": self.normalize}
+        """What keys this model's answers and embeddings: model id, server host, engine and ℓ2 (never the
+        key)."""
+        return {
+            "model": self.model,
+            "host": host_of(self.base_url),
+            "engine": self.engine,
+            "l2": self.normalize,
+        }
 
     def close(self) -> None:
         """Close the connections (a later call opens them again)."""
         self._transport.close()
 
     def __repr__(self) -> str:
-        return (f"HttpBackbone({host_of(self.base_url)!r}, model={self._model!r}, "
-                f"max_in_flight={self.max_in_flight})")
+        return (
+            f"HttpBackbone({host_of(self.base_url)!r}, model={self._model!r}, "
+            f"max_in_flight={self.max_in_flight})"
+        )
 
     # ------------------------------------------------------------------ tokens
     @property
     def count_tokens(self):
-        """``text -> number of tokens`` through the server's tokenizer when ``context_length`` is set, else ``None``
-        (the prompt budget is then off, as for any language model that cannot count)."""
+        """``text -> number of tokens`` through the server's tokenizer when ``context_length`` is set, else
+        ``None`` (the prompt budget is then off, as for any language model that cannot count)."""
         return None if self.context_length is None else self._count_tokens
 
     def _count_tokens(self, text: str) -> int:
         root = self.base_url[: -len("/v1")] if self.base_url.endswith("/v1") else self.base_url
-        routes = [self._tokenize_route] if self._tokenize_route else [("extras/tokenize", "input"), ("tokenize", "prompt")]
+        routes = (
+            [self._tokenize_route]
+            if self._tokenize_route
+            else [("extras/tokenize", "input"), ("tokenize", "prompt")]
+        )
         for path, field in routes:
-            transport = HttpTransport(root, None, 1, self._transport.timeout, 0,
-                                      connect_timeout=self._transport.connect_timeout)
+            transport = HttpTransport(
+                root, None, 1, self._transport.timeout, 0, connect_timeout=self._transport.connect_timeout
+            )
             try:
                 out = transport.post_many(path, [{"model": self.model, field: sanitize_text(text)}])[0]
             except EndpointError as exc:
@@ -271,8 +334,10 @@ class HttpBackbone(ReducedScoresMixin):
                 transport.close()
             self._tokenize_route = (path, field)
             return int(out["count"]) if "count" in out else len(out["tokens"])
-        raise ValueError(f"{self.where} offers no tokenizer route (/extras/tokenize or /tokenize), which the prompt "
-                         "budget needs: leave context_length unset")
+        raise ValueError(
+            f"{self.where} offers no tokenizer route (/extras/tokenize or /tokenize), which the prompt "
+            "budget needs: leave context_length unset"
+        )
 
     # ------------------------------------------------------------------ scoring
     def score_continuations_detailed(self, prefix: str, continuations: Sequence[str]) -> ContinuationScores:
@@ -285,25 +350,39 @@ class HttpBackbone(ReducedScoresMixin):
             return ContinuationScores(np.zeros(0), np.zeros(0, dtype=np.int64))
         prefix, conts = move_trailing_spaces(sanitize_text(prefix), conts)
         if not prefix:
-            raise ValueError("prefix must not be empty: an endpoint gives the first token of a text no log-probability")
+            raise ValueError(
+                "prefix must not be empty: an endpoint gives the first token of a text no log-probability"
+            )
         if any(not c for c in conts):
             raise ValueError("continuations must not be empty")
         if self.warm_prefix or (self.warm_prefix is None and self.takes_lists is not True):
-            self._post("completions", [{"model": self.model, "prompt": prefix, "max_tokens": 1, "temperature": 0.0}])
+            self._post(
+                "completions", [{"model": self.model, "prompt": prefix, "max_tokens": 1, "temperature": 0.0}]
+            )
         logp, n_tok = self._score(prefix, conts)
         self._probe(prefix)  # after the scores, so its requests never split this prefix's evaluation
         self.prompts_scored += 1
-        return ContinuationScores(logprob=np.asarray(logp, dtype=np.float64), n_tokens=np.asarray(n_tok, np.int64))
+        return ContinuationScores(
+            logprob=np.asarray(logp, dtype=np.float64), n_tokens=np.asarray(n_tok, np.int64)
+        )
 
     def _score(self, prefix: str, conts: Sequence[str]) -> Tuple[List[float], List[int]]:
         prompts = [prefix + c for c in conts]
-        pairs = [continuation_logprob(choice, p, len(prefix), self.where)
-                 for choice, p in zip(self._echo(prompts), prompts)]
+        pairs = [
+            continuation_logprob(choice, p, len(prefix), self.where)
+            for choice, p in zip(self._echo(prompts), prompts)
+        ]
         return [p[0] for p in pairs], [p[1] for p in pairs]
 
     def _echo_payload(self, prompt: "str | List[str]") -> Dict[str, Any]:
-        return {"model": self.model, "prompt": prompt, "echo": True, "logprobs": 1, "max_tokens": 1,
-                "temperature": 0.0}
+        return {
+            "model": self.model,
+            "prompt": prompt,
+            "echo": True,
+            "logprobs": 1,
+            "max_tokens": 1,
+            "temperature": 0.0,
+        }
 
     def _echo(self, prompts: List[str]) -> List[Dict[str, Any]]:
         """One echoed choice per prompt, in the prompts' order: lists of at most ``max_prompts_per_request``
@@ -323,14 +402,18 @@ class HttpBackbone(ReducedScoresMixin):
 
     def _echo_lists(self, chunks: List[List[str]]) -> List[Dict[str, Any]]:
         answers = self._post("completions", [self._echo_payload(c) for c in chunks], scoring=True)
-        return [choice for c, a in zip(chunks, answers) for choice in _choices_by_index(a, len(c), self.where)]
+        return [
+            choice for c, a in zip(chunks, answers) for choice in _choices_by_index(a, len(c), self.where)
+        ]
 
     def _first_list(self, chunk: List[str]) -> Tuple[Optional[List[Dict[str, Any]]], str]:
-        """``(choices, "")`` of the first list sent, or ``(None, why)`` when the server refuses lists (a status
-        of :data:`_LIST_REFUSALS`, not retried, or choices that are not one per prompt); any other error is
-        raised as scoring errors are."""
+        """``(choices, "")`` of the first list sent, or ``(None, why)`` when the server refuses lists (a
+        status of :data:`_LIST_REFUSALS`, not retried, or choices that are not one per prompt); any other
+        error is raised as scoring errors are."""
         try:
-            answer = self._post("completions", [self._echo_payload(chunk)], scoring=True, final=_LIST_REFUSALS)[0]
+            answer = self._post(
+                "completions", [self._echo_payload(chunk)], scoring=True, final=_LIST_REFUSALS
+            )[0]
             choices = _choices_by_index(answer, len(chunk), self.where)
         except (_ListRefused, WrongChoicesError) as exc:
             return None, str(exc)
@@ -345,17 +428,21 @@ class HttpBackbone(ReducedScoresMixin):
         except BaseException:
             self.takes_lists = None  # nothing learnt: this server fails single prompts too
             raise
-        _LOG.info(redact(f"{self.where} does not take a list of prompts in one request "
-                         f"({_short(refusal)}); scoring one request per label continuation from now on"))
+        _LOG.info(
+            redact(
+                f"{self.where} does not take a list of prompts in one request "
+                f"({_short(refusal)}); scoring one request per label continuation from now on"
+            )
+        )
         return choices
 
     def _probe(self, prefix: str) -> None:
-        """Check once that echoed log-probabilities are the ones the server generates with: the greedy next token
-        ``g`` of ``prefix`` and its log-probability come from a plain completion, then ``prefix + g`` is scored
-        through the echo; the two numbers must agree. (llama-cpp-python's server pairs every echoed token with the
-        distribution *after* it when the prompt does not start with the model's BOS token: wrong numbers that
-        look plausible.) Two requests, on at most :data:`_PROBE_ATTEMPTS` prefixes whose next token is visible;
-        a failed check raises before the scores of that prefix are returned."""
+        """Check once that echoed log-probabilities are the ones the server generates with: the greedy next
+        token ``g`` of ``prefix`` and its log-probability come from a plain completion, then ``prefix + g`` is
+        scored through the echo; the two numbers must agree. (llama-cpp-python's server pairs every echoed
+        token with the distribution *after* it when the prompt does not start with the model's BOS token:
+        wrong numbers that look plausible.) Two requests, on at most :data:`_PROBE_ATTEMPTS` prefixes whose
+        next token is visible; a failed check raises before the scores of that prefix are returned."""
         if self._probe_left <= 0:
             return
         self._probe_left -= 1
@@ -369,29 +456,45 @@ class HttpBackbone(ReducedScoresMixin):
             return
         if abs(echoed - float(lps[0])) > _PROBE_TOL:
             raise MisalignedLogprobsError(
-                f"{self.where} echoes prompt log-probabilities that disagree with its own generation ({echoed:.3f} vs "
-                f"{float(lps[0]):.3f} nats for the same token; llama-cpp-python's server does this when the prompt "
-                f"does not start with the model's BOS token); {GENERATE_FIX}")
+                f"{self.where} echoes prompt log-probabilities that disagree with its own generation "
+                f"({echoed:.3f} vs "
+                f"{float(lps[0]):.3f} nats for the same token; llama-cpp-python's server does this when the "
+                "prompt "
+                f"does not start with the model's BOS token); {GENERATE_FIX}"
+            )
         self._probe_left = 0
 
     # ------------------------------------------------------------------ generation
-    def generate(self, prompts: Sequence[str], max_new_tokens: int = 16, temperature: float = 0.0,
-                 top_p: float = 1.0, stop: Optional[Sequence[str]] = None, seed: Optional[int] = None) -> List[str]:
+    def generate(
+        self,
+        prompts: Sequence[str],
+        max_new_tokens: int = 16,
+        temperature: float = 0.0,
+        top_p: float = 1.0,
+        stop: Optional[Sequence[str]] = None,
+        seed: Optional[int] = None,
+    ) -> List[str]:
         """Complete each prompt (greedy when ``temperature == 0``); the new text only, one string per prompt.
 
-        The server's other sampling defaults (top-k, repetition penalty) apply; llama-cpp-python's, for one, are
-        not the in-process engine's, so sampled and even greedy answers may differ from it.
+        The server's other sampling defaults (top-k, repetition penalty) apply; llama-cpp-python's, for one,
+        are not the in-process engine's, so sampled and even greedy answers may differ from it.
         """
         check_generation_args(max_new_tokens, temperature, top_p)
         prompts = sanitize_texts(prompts)
         base = self.seed if seed is None else int(seed)
-        common: Dict[str, Any] = {"model": self.model, "max_tokens": int(max_new_tokens),
-                                  "temperature": float(temperature), "top_p": float(top_p)}
+        common: Dict[str, Any] = {
+            "model": self.model,
+            "max_tokens": int(max_new_tokens),
+            "temperature": float(temperature),
+            "top_p": float(top_p),
+        }
         if stop:
             common["stop"] = list(stop)
         if self.api == "chat":
-            payloads = [{**common, "messages": [{"role": "user", "content": p}], "seed": base + i}
-                        for i, p in enumerate(prompts)]
+            payloads = [
+                {**common, "messages": [{"role": "user", "content": p}], "seed": base + i}
+                for i, p in enumerate(prompts)
+            ]
             answers = self._post("chat/completions", payloads)
             return [str((_choice(a, self.where).get("message") or {}).get("content") or "") for a in answers]
         payloads = [{**common, "prompt": p, "seed": base + i} for i, p in enumerate(prompts)]
@@ -409,18 +512,26 @@ class HttpBackbone(ReducedScoresMixin):
         texts = sanitize_texts(texts)
         if not texts:
             return np.zeros((0, self._dim or 0), dtype=np.float32)
-        chunks = [texts[s:s + _EMBED_CHUNK] for s in range(0, len(texts), _EMBED_CHUNK)]
+        chunks = [texts[s : s + _EMBED_CHUNK] for s in range(0, len(texts), _EMBED_CHUNK)]
         try:
-            answers = self._transport.post_many("embeddings", [{"model": self.model, "input": c} for c in chunks])
+            answers = self._transport.post_many(
+                "embeddings", [{"model": self.model, "input": c} for c in chunks]
+            )
         except EndpointError as exc:
             if exc.status in (400, 404, 405, 422, 500, 501):
                 raise ValueError(
-                    f"{self.where} does not serve embeddings (/embeddings: HTTP {exc.status}), which the pool "
-                    "embeddings need: set --retrieval to a sentence-transformer with --cluster-space retrieval, or "
-                    "start the server with embeddings on") from None
+                    f"{self.where} does not serve embeddings (/embeddings: HTTP {exc.status}), which the "
+                    "pool "
+                    "embeddings need: set --retrieval to a sentence-transformer with --cluster-space "
+                    "retrieval, or "
+                    "start the server with embeddings on"
+                ) from None
             raise
-        rows = [np.asarray(d["embedding"], dtype=np.float32)
-                for a in answers for d in sorted(a.get("data", []), key=lambda d: d.get("index", 0))]
+        rows = [
+            np.asarray(d["embedding"], dtype=np.float32)
+            for a in answers
+            for d in sorted(a.get("data", []), key=lambda d: d.get("index", 0))
+        ]
         out = np.stack(rows)
         if out.shape[0] != len(texts):
             raise ValueError(f"{self.where} returned {out.shape[0]} embeddings for {len(texts)} texts")
@@ -428,8 +539,9 @@ class HttpBackbone(ReducedScoresMixin):
         return l2_normalize(out) if self.normalize else out
 
     # ------------------------------------------------------------------ helpers
-    def _post(self, path: str, payloads: List[Dict[str, Any]], scoring: bool = False,
-              final: frozenset = frozenset()) -> List[Dict[str, Any]]:
+    def _post(
+        self, path: str, payloads: List[Dict[str, Any]], scoring: bool = False, final: frozenset = frozenset()
+    ) -> List[Dict[str, Any]]:
         try:
             return self._transport.post_many(path, payloads, final=final)
         except EndpointError as exc:
@@ -437,7 +549,8 @@ class HttpBackbone(ReducedScoresMixin):
                 raise _ListRefused(str(exc)) from None
             if scoring and 400 <= exc.status < 500 and exc.status != 429:
                 raise PromptLogprobsUnavailableError(
-                    f"{self.where} refused a prompt log-probability request ({exc}); {GENERATE_FIX}") from None
+                    f"{self.where} refused a prompt log-probability request ({exc}); {GENERATE_FIX}"
+                ) from None
             raise
 
 
@@ -468,8 +581,10 @@ def _choices_by_index(answer: Dict[str, Any], n: int, where: str) -> List[Dict[s
     by_index = {c.get("index"): c for c in choices}
     if len(choices) != n or len(by_index) != n or set(by_index) != set(range(n)):
         seen = sorted(by_index, key=str)[:10]
-        raise WrongChoicesError(f"{where} answered a list of {n} prompts with {len(choices)} choices "
-                                f"(indices {seen}), not one per prompt")
+        raise WrongChoicesError(
+            f"{where} answered a list of {n} prompts with {len(choices)} choices "
+            f"(indices {seen}), not one per prompt"
+        )
     return [by_index[i] for i in range(n)]
 
 

@@ -1,15 +1,15 @@
-"""The transport of :class:`~ucs.models.http.HttpBackbone`: JSON requests to an OpenAI-compatible server, bounded
-in flight, retried with exponential backoff. Needs the ``http`` extra (``httpx``).
+"""The transport of :class:`~ucs.models.http.HttpBackbone`: JSON requests to an OpenAI-compatible server,
+bounded in flight, retried with exponential backoff. Needs the ``http`` extra (``httpx``).
 
-One :class:`HttpTransport` owns an event loop on a daemon thread and one ``httpx.AsyncClient`` (a connection pool);
-the synchronous :meth:`HttpTransport.post_many` submits a batch of requests to that loop and waits, so callers never
-see ``async`` and it works inside a running loop (a notebook) too. At most ``max_in_flight`` requests are on the wire
-at once (an ``asyncio.Semaphore``).
+One :class:`HttpTransport` owns an event loop on a daemon thread and one ``httpx.AsyncClient`` (a connection
+pool); the synchronous :meth:`HttpTransport.post_many` submits a batch of requests to that loop and waits, so
+callers never see ``async`` and it works inside a running loop (a notebook) too. At most ``max_in_flight``
+requests are on the wire at once (an ``asyncio.Semaphore``).
 
-Retried (up to ``max_retries`` times, waiting ``backoff · 2^attempt`` seconds, or the server's ``Retry-After`` when
-it sends one, capped at ``max_backoff``): HTTP 429 and 5xx, connection errors and timeouts. Until the server
-has answered once, a connection that cannot be made (refused, unknown host, ``connect_timeout`` passed) is
-retried only :data:`FIRST_CONNECT_RETRIES` times: nothing listening fails in about ``backoff`` seconds
+Retried (up to ``max_retries`` times, waiting ``backoff · 2^attempt`` seconds, or the server's ``Retry-After``
+when it sends one, capped at ``max_backoff``): HTTP 429 and 5xx, connection errors and timeouts. Until the
+server has answered once, a connection that cannot be made (refused, unknown host, ``connect_timeout`` passed)
+is retried only :data:`FIRST_CONNECT_RETRIES` times: nothing listening fails in about ``backoff`` seconds
 instead of the whole backoff (about 16 s), while a server that restarts in the middle of a run still gets
 every retry. Other 4xx statuses are the caller's mistake and raise :class:`EndpointError` at once.
 
@@ -33,8 +33,13 @@ import httpx
 
 from ucs.utils.redact import MASK, redact, register_secret
 
-__all__ = ["HttpTransport", "EndpointError", "EndpointUnreachableError", "RETRY_STATUSES",
-           "FIRST_CONNECT_RETRIES"]
+__all__ = [
+    "HttpTransport",
+    "EndpointError",
+    "EndpointUnreachableError",
+    "RETRY_STATUSES",
+    "FIRST_CONNECT_RETRIES",
+]
 
 #: Statuses worth another try: rate limiting and server-side failures.
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504, 520, 522, 524})
@@ -74,7 +79,8 @@ class HttpTransport:
     Parameters
     ----------
     base_url : str
-        Root of the OpenAI-compatible API, e.g. ``http://127.0.0.1:8080/v1``; request paths are relative to it.
+        Root of the OpenAI-compatible API, e.g. ``http://127.0.0.1:8080/v1``; request paths are relative to
+        it.
     api_key : str, optional
         Sent as ``Authorization: Bearer <key>``; never shown. A user and password in ``base_url``
         (``http://user:pw@host/v1``) are sent as HTTP basic authentication instead (they win over the key) and
@@ -92,9 +98,17 @@ class HttpTransport:
         Seconds to wait for a connection (TCP and TLS) to the server.
     """
 
-    def __init__(self, base_url: str, api_key: Optional[str] = None, max_in_flight: int = 4,
-                 timeout: float = 600.0, max_retries: int = 5, backoff: float = 0.5,
-                 max_backoff: float = 30.0, connect_timeout: float = 5.0) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        api_key: Optional[str] = None,
+        max_in_flight: int = 4,
+        timeout: float = 600.0,
+        max_retries: int = 5,
+        backoff: float = 0.5,
+        max_backoff: float = 30.0,
+        connect_timeout: float = 5.0,
+    ) -> None:
         self.base_url, self.__basic = _split_credentials(base_url.rstrip("/"))
         self.connect_timeout = float(connect_timeout)
         self._answered = False
@@ -124,8 +138,11 @@ class HttpTransport:
                 thread.start()
                 headers = {"Authorization": f"Bearer {self.__key}"} if self.__key else {}
                 self._client = asyncio.run_coroutine_threadsafe(
-                    _make_client(headers, self.timeout, self.connect_timeout, self.__basic), loop).result()
-                self._sem = asyncio.run_coroutine_threadsafe(_make_semaphore(self.max_in_flight), loop).result()
+                    _make_client(headers, self.timeout, self.connect_timeout, self.__basic), loop
+                ).result()
+                self._sem = asyncio.run_coroutine_threadsafe(
+                    _make_semaphore(self.max_in_flight), loop
+                ).result()
                 self._loop = loop
                 self._finalizer = weakref.finalize(self, _shutdown, loop, self._client, thread)
             return self._loop
@@ -143,8 +160,9 @@ class HttpTransport:
         loop = self._start()
         return asyncio.run_coroutine_threadsafe(self._request("GET", path, None), loop).result()
 
-    def post_many(self, path: str, payloads: Sequence[Dict[str, Any]],
-                  final: frozenset = frozenset()) -> List[Dict[str, Any]]:
+    def post_many(
+        self, path: str, payloads: Sequence[Dict[str, Any]], final: frozenset = frozenset()
+    ) -> List[Dict[str, Any]]:
         """``POST base_url/path`` once per payload, ``max_in_flight`` at a time; the decoded bodies in order.
 
         The first request that fails for good cancels the others and its error is raised. Statuses in
@@ -155,8 +173,9 @@ class HttpTransport:
         loop = self._start()
         return asyncio.run_coroutine_threadsafe(self._gather(path, list(payloads), final), loop).result()
 
-    async def _gather(self, path: str, payloads: List[Dict[str, Any]],
-                      final: frozenset = frozenset()) -> List[Dict[str, Any]]:
+    async def _gather(
+        self, path: str, payloads: List[Dict[str, Any]], final: frozenset = frozenset()
+    ) -> List[Dict[str, Any]]:
         tasks = [asyncio.ensure_future(self._request("POST", path, p, final)) for p in payloads]
         try:
             return list(await asyncio.gather(*tasks))
@@ -166,8 +185,9 @@ class HttpTransport:
             await asyncio.gather(*tasks, return_exceptions=True)
             raise
 
-    async def _request(self, method: str, path: str, payload: Optional[Dict[str, Any]],
-                       final: frozenset = frozenset()) -> Dict[str, Any]:
+    async def _request(
+        self, method: str, path: str, payload: Optional[Dict[str, Any]], final: frozenset = frozenset()
+    ) -> Dict[str, Any]:
         url = f"{self.base_url}/{path.lstrip('/')}"
         shown = redact(url)
         assert self._client is not None and self._sem is not None
@@ -183,7 +203,8 @@ class HttpTransport:
                     raise EndpointUnreachableError(
                         f"no answer from {shown} after {attempt + 1} attempts ({type(exc).__name__}: {exc}); "
                         "check that the server runs and the URL is right"
-                        + (f" (connect timeout {self.connect_timeout:g} s)" if connect else "")) from None
+                        + (f" (connect timeout {self.connect_timeout:g} s)" if connect else "")
+                    ) from None
                 wait = self._wait(attempt, None)
                 _LOG.debug(redact(f"{method} {shown}: {type(exc).__name__}: {exc}; retrying in {wait:g} s"))
                 await asyncio.sleep(wait)
@@ -191,29 +212,39 @@ class HttpTransport:
             self._answered = True
             if resp.status_code in RETRY_STATUSES and not last and resp.status_code not in final:
                 wait = self._wait(attempt, resp.headers.get("retry-after"))
-                _LOG.debug(redact(f"{method} {shown}: HTTP {resp.status_code} ({_short(resp.text, 120)}); "
-                                  f"retrying in {wait:g} s"))
+                _LOG.debug(
+                    redact(
+                        f"{method} {shown}: HTTP {resp.status_code} ({_short(resp.text, 120)}); "
+                        f"retrying in {wait:g} s"
+                    )
+                )
                 await asyncio.sleep(wait)
                 continue
             if resp.status_code >= 400:
-                raise EndpointError(f"{method} {shown} failed with HTTP {resp.status_code}"
-                                    f"{' after ' + str(attempt + 1) + ' attempts' if attempt else ''}: "
-                                    f"{_short(resp.text)}", resp.status_code)
+                raise EndpointError(
+                    f"{method} {shown} failed with HTTP {resp.status_code}"
+                    f"{' after ' + str(attempt + 1) + ' attempts' if attempt else ''}: "
+                    f"{_short(resp.text)}",
+                    resp.status_code,
+                )
             try:
                 return resp.json()
             except json.JSONDecodeError:
-                raise EndpointError(f"{method} {shown} answered with something that is not JSON: "
-                                    f"{_short(resp.text)}", resp.status_code) from None
+                raise EndpointError(
+                    f"{method} {shown} answered with something that is not JSON: {_short(resp.text)}",
+                    resp.status_code,
+                ) from None
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _wait(self, attempt: int, retry_after: Optional[str]) -> float:
-        """Seconds before the next attempt: the server's ``Retry-After`` (seconds) if given, else the backoff."""
+        """Seconds before the next attempt: the server's ``Retry-After`` (seconds) if given, else the
+        backoff."""
         if retry_after is not None:
             try:
                 return min(self.max_backoff, max(0.0, float(retry_after)))
             except ValueError:
                 pass
-        return min(self.max_backoff, self.backoff * (2 ** attempt))
+        return min(self.max_backoff, self.backoff * (2**attempt))
 
 
 def _split_credentials(url: str) -> Tuple[str, Optional[Tuple[str, str]]]:
@@ -230,11 +261,15 @@ def _split_credentials(url: str) -> Tuple[str, Optional[Tuple[str, str]]]:
     return urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2])), (user, password)
 
 
-async def _make_client(headers: Dict[str, str], timeout: float, connect_timeout: float,
-                       basic: Optional[Tuple[str, str]]) -> httpx.AsyncClient:
-    return httpx.AsyncClient(headers=headers, timeout=httpx.Timeout(timeout, connect=connect_timeout),
-                             auth=None if basic is None else httpx.BasicAuth(*basic),
-                             limits=httpx.Limits(max_connections=None, max_keepalive_connections=64))
+async def _make_client(
+    headers: Dict[str, str], timeout: float, connect_timeout: float, basic: Optional[Tuple[str, str]]
+) -> httpx.AsyncClient:
+    return httpx.AsyncClient(
+        headers=headers,
+        timeout=httpx.Timeout(timeout, connect=connect_timeout),
+        auth=None if basic is None else httpx.BasicAuth(*basic),
+        limits=httpx.Limits(max_connections=None, max_keepalive_connections=64),
+    )
 
 
 async def _make_semaphore(n: int) -> asyncio.Semaphore:

@@ -1,11 +1,14 @@
-"""Serve a GGUF file with llama-cpp-python's OpenAI-compatible server on 127.0.0.1 (tests, benchmarks, local use).
+"""Serve a GGUF file with llama-cpp-python's OpenAI-compatible server on 127.0.0.1 (tests, benchmarks, local
+use).
 
-Needs llama-cpp-python's ``server`` extra (fastapi, uvicorn, sse-starlette, starlette-context, pydantic-settings),
-which the ``dev`` extra installs. :func:`local_llama_server` starts ``python -m llama_cpp.server`` in a child
-process on a free port, waits until ``GET /v1/models`` answers and stops the process on exit.
+Needs llama-cpp-python's ``server`` extra (fastapi, uvicorn, sse-starlette, starlette-context,
+pydantic-settings), which the ``dev`` extra installs. :func:`local_llama_server` starts ``python -m
+llama_cpp.server`` in a child process on a free port, waits until ``GET /v1/models`` answers and stops the
+process on exit.
 
-The server is started with flash attention on, as the in-process llama.cpp engine scores with it: the two then give
-the same log-probabilities (measured: within 1e-6 nats; with flash attention off they differ by up to 0.6 nats).
+The server is started with flash attention on, as the in-process llama.cpp engine scores with it: the two then
+give the same log-probabilities (measured: within 1e-6 nats; with flash attention off they differ by up to 0.6
+nats).
 """
 
 from __future__ import annotations
@@ -24,7 +27,15 @@ from typing import Iterator, List, Optional
 __all__ = ["SERVER_MODULES", "missing_server_modules", "local_llama_server"]
 
 #: Modules that ``python -m llama_cpp.server`` imports (llama-cpp-python's ``server`` extra).
-SERVER_MODULES = ("llama_cpp", "fastapi", "uvicorn", "sse_starlette", "starlette_context", "pydantic_settings", "yaml")
+SERVER_MODULES = (
+    "llama_cpp",
+    "fastapi",
+    "uvicorn",
+    "sse_starlette",
+    "starlette_context",
+    "pydantic_settings",
+    "yaml",
+)
 
 
 def missing_server_modules() -> List[str]:
@@ -39,20 +50,44 @@ def _free_port() -> int:
 
 
 @contextlib.contextmanager
-def local_llama_server(model: "str | os.PathLike[str]", n_threads: int = 1, n_ctx: int = 2048,
-                       startup_s: float = 180.0, log: Optional[Path] = None) -> Iterator[str]:
+def local_llama_server(
+    model: "str | os.PathLike[str]",
+    n_threads: int = 1,
+    n_ctx: int = 2048,
+    startup_s: float = 180.0,
+    log: Optional[Path] = None,
+) -> Iterator[str]:
     """Yield the base URL (``http://127.0.0.1:<port>/v1``) of a llama-cpp-python server on ``model``.
 
-    Raises ``RuntimeError`` (with the server's last output) when it does not answer within ``startup_s`` seconds.
+    Raises ``RuntimeError`` (with the server's last output) when it does not answer within ``startup_s``
+    seconds.
     """
     missing = missing_server_modules()
     if missing:
-        raise ModuleNotFoundError(f"llama-cpp-python's server needs {missing}: pip install -e '.[dev]' in the ucs "
-                                  "repository, or pip install 'llama-cpp-python[server]'")
+        raise ModuleNotFoundError(
+            f"llama-cpp-python's server needs {missing}: pip install -e '.[dev]' in the ucs "
+            "repository, or pip install 'llama-cpp-python[server]'"
+        )
     port = _free_port()
-    cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(model), "--host", "127.0.0.1",
-           "--port", str(port), "--n_threads", str(n_threads), "--n_threads_batch", str(n_threads),
-           "--n_ctx", str(n_ctx), "--flash_attn", "true"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "llama_cpp.server",
+        "--model",
+        str(model),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--n_threads",
+        str(n_threads),
+        "--n_threads_batch",
+        str(n_threads),
+        "--n_ctx",
+        str(n_ctx),
+        "--flash_attn",
+        "true",
+    ]
     out = open(log, "wb") if log else subprocess.DEVNULL
     proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}/v1"

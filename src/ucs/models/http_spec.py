@@ -22,8 +22,16 @@ from urllib.parse import parse_qsl, urlsplit
 
 from ucs.utils.redact import redact
 
-__all__ = ["Endpoint", "URL_OPTIONS", "CONNECT_TIMEOUT_ENV", "DEFAULT_CONNECT_TIMEOUT", "looks_like_url",
-           "is_endpoint", "parse_endpoint_spec", "public_spec"]
+__all__ = [
+    "Endpoint",
+    "URL_OPTIONS",
+    "CONNECT_TIMEOUT_ENV",
+    "DEFAULT_CONNECT_TIMEOUT",
+    "looks_like_url",
+    "is_endpoint",
+    "parse_endpoint_spec",
+    "public_spec",
+]
 
 #: Seconds to wait for a TCP connection (and TLS) to the server, unless the spec, the keyword or this
 #: environment variable says otherwise; the read timeout (``timeout``) is separate and long.
@@ -81,11 +89,14 @@ def parse_endpoint_spec(spec: str) -> Endpoint:
         raise ValueError(f"--model {shown!r} names no host; {_FORM}")
     _check_port(parts, shown)
     if re.search(r"[\s<>\"{}|\\^`]", parts.hostname):
-        raise ValueError(f"--model {shown!r}: the host {redact(parts.hostname)!r} is not a host name; "
-                         f"{_FORM}")
+        raise ValueError(
+            f"--model {shown!r}: the host {redact(parts.hostname)!r} is not a host name; {_FORM}"
+        )
     if parts.query:
-        raise ValueError(f"--model {shown!r}: the endpoint URL takes no query string; put the model after "
-                         f"'#' and client options after it: #model?connect_timeout=2")
+        raise ValueError(
+            f"--model {shown!r}: the endpoint URL takes no query string; put the model after "
+            f"'#' and client options after it: #model?connect_timeout=2"
+        )
     return Endpoint(base.rstrip("/"), model.strip() or None, _options(query, shown))
 
 
@@ -97,8 +108,9 @@ def _check_port(parts: Any, shown: str) -> None:
     except ValueError:
         port = -1
     if raw and (port is None or not 1 <= port <= 65535):
-        raise ValueError(f"--model {shown!r}: the port must be a number from 1 to 65535, got {raw!r}; "
-                         f"{_FORM}")
+        raise ValueError(
+            f"--model {shown!r}: the port must be a number from 1 to 65535, got {raw!r}; {_FORM}"
+        )
 
 
 def _options(query: str, shown: str) -> Dict[str, float]:
@@ -112,9 +124,11 @@ def _options(query: str, shown: str) -> Dict[str, float]:
     out: Dict[str, float] = {}
     for name, value in pairs:
         if name not in URL_OPTIONS:
-            raise ValueError(f"--model {shown!r}: unknown option {name!r} after '#model?'; the options "
-                             f"are connect_timeout, timeout (seconds) and batch (prompts per request), "
-                             f"e.g. #model?connect_timeout=2")
+            raise ValueError(
+                f"--model {shown!r}: unknown option {name!r} after '#model?'; the options "
+                f"are connect_timeout, timeout (seconds) and batch (prompts per request), "
+                f"e.g. #model?connect_timeout=2"
+            )
         if name in _COUNT_OPTIONS:
             out[name] = _count(name, value, shown)
             continue
@@ -123,8 +137,10 @@ def _options(query: str, shown: str) -> Dict[str, float]:
         except ValueError:
             seconds = float("nan")
         if not seconds > 0 or seconds == float("inf"):
-            raise ValueError(f"--model {shown!r}: {name} must be a number of seconds > 0, "
-                             f"got {value!r}; e.g. #model?{name}=2")
+            raise ValueError(
+                f"--model {shown!r}: {name} must be a number of seconds > 0, "
+                f"got {value!r}; e.g. #model?{name}=2"
+            )
         out[name] = seconds
     return out
 
@@ -132,8 +148,9 @@ def _options(query: str, shown: str) -> Dict[str, float]:
 def _count(name: str, value: str, shown: str) -> int:
     """An option that counts (``batch``): a whole number >= 1."""
     if not re.fullmatch(r"\s*[0-9]+\s*", value) or int(value) < 1:
-        raise ValueError(f"--model {shown!r}: {name} must be a whole number >= 1, got {value!r}; "
-                         f"e.g. #model?{name}=64")
+        raise ValueError(
+            f"--model {shown!r}: {name} must be a whole number >= 1, got {value!r}; e.g. #model?{name}=64"
+        )
     return int(value)
 
 

@@ -1,21 +1,24 @@
-"""Which build of llama.cpp's native libraries a process loads: the portable one, or the AVX-512 one beside it.
+"""Which build of llama.cpp's native libraries a process loads: the portable one, or the AVX-512 one beside
+it.
 
-``scripts/install.sh`` installs llama-cpp-python built for AVX2 (every x86-64 CPU since 2013). On a machine whose
-CPU has AVX-512 it also builds the same version with ``-DGGML_AVX512=ON`` and installs its native libraries beside
-the package, in ``<site-packages>/ucs_llama_kernels/avx512/``, with a ``build.json`` that records the version,
-the CMake flags and each file's SHA-256 (:func:`install_kernels`). Before ``llama_cpp`` is first imported,
+``scripts/install.sh`` installs llama-cpp-python built for AVX2 (every x86-64 CPU since 2013). On a machine
+whose CPU has AVX-512 it also builds the same version with ``-DGGML_AVX512=ON`` and installs its native
+libraries beside the package, in ``<site-packages>/ucs_llama_kernels/avx512/``, with a ``build.json`` that
+records the version, the CMake flags and each file's SHA-256 (:func:`install_kernels`). Before ``llama_cpp``
+is first imported,
 :func:`select_kernels` points llama-cpp-python at that folder (its ``LLAMA_CPP_LIB_PATH``) when
 
 * this CPU has every AVX-512 subset the build was compiled for (:data:`AVX512_FLAGS`),
 * the folder's version is the installed llama-cpp-python's, and every file's SHA-256 matches ``build.json``;
 
-otherwise the portable libraries load. The choice is made per process at run time, as a BLAS library dispatches
-by CPU, so one environment serves every machine of a mixed cluster. Float32 matrix products run at numpy's rate
-with the AVX-512 build and at about 70 % of it with the portable one (``benchmarks/models/RESULTS_label_scoring.md``).
-Scores differ between the two by float rounding only; identities do not record the build.
+otherwise the portable libraries load. The choice is made per process at run time, as a BLAS library
+dispatches by CPU, so one environment serves every machine of a mixed cluster. Float32 matrix products run at
+numpy's rate with the AVX-512 build and at about 70 % of it with the portable one
+(``benchmarks/models/RESULTS_label_scoring.md``). Scores differ between the two by float rounding only;
+identities do not record the build.
 
-``UCS_LLAMA_KERNELS=portable`` keeps the portable build; a ``LLAMA_CPP_LIB_PATH`` set by the user is left alone.
-``python -m ucs.models.llama_kernels`` prints which build a process would load and why.
+``UCS_LLAMA_KERNELS=portable`` keeps the portable build; a ``LLAMA_CPP_LIB_PATH`` set by the user is left
+alone. ``python -m ucs.models.llama_kernels`` prints which build a process would load and why.
 """
 
 from __future__ import annotations
@@ -32,8 +35,16 @@ from importlib import metadata
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
-__all__ = ["AVX512_FLAGS", "KERNELS_ENV", "apply_environment", "child_environment", "install_kernels",
-           "kernel_library_dir", "remove_kernels", "select_kernels"]
+__all__ = [
+    "AVX512_FLAGS",
+    "KERNELS_ENV",
+    "apply_environment",
+    "child_environment",
+    "install_kernels",
+    "kernel_library_dir",
+    "remove_kernels",
+    "select_kernels",
+]
 
 KERNELS_ENV = "UCS_LLAMA_KERNELS"
 LIB_PATH_ENV = "LLAMA_CPP_LIB_PATH"
@@ -105,8 +116,8 @@ def _stamp(folder: Path) -> Tuple:
 
 
 def decide() -> Tuple[Optional[Path], str]:
-    """``(folder, why)``: the folder of native libraries a new process would load (``None``: the package's own,
-    portable ones) and the reason, in words. Reads only files; loads nothing."""
+    """``(folder, why)``: the folder of native libraries a new process would load (``None``: the package's
+    own, portable ones) and the reason, in words. Reads only files; loads nothing."""
     if os.environ.get(LIB_PATH_ENV) and not _is_sidecar(Path(os.environ[LIB_PATH_ENV])):
         return Path(os.environ[LIB_PATH_ENV]), f"{LIB_PATH_ENV} is set"
     if os.environ.get(KERNELS_ENV, "auto").strip().lower() == "portable":
@@ -124,8 +135,9 @@ def decide() -> Tuple[Optional[Path], str]:
 
 
 def select_kernels() -> str:
-    """Point llama-cpp-python at the build :func:`decide` picks, unless ``llama_cpp`` is already imported (then
-    the loaded build stays). Returns ``"avx512"``, ``"portable"`` or ``"user"`` (``LLAMA_CPP_LIB_PATH``)."""
+    """Point llama-cpp-python at the build :func:`decide` picks, unless ``llama_cpp`` is already imported
+    (then the loaded build stays). Returns ``"avx512"``, ``"portable"`` or ``"user"``
+    (``LLAMA_CPP_LIB_PATH``)."""
     if os.environ.get(LIB_PATH_ENV):
         return _LEVEL if _is_sidecar(Path(os.environ[LIB_PATH_ENV])) else "user"
     if "llama_cpp" in sys.modules:
@@ -133,7 +145,9 @@ def select_kernels() -> str:
     folder, _ = decide()
     if folder is None:
         return "portable"
-    os.environ[LIB_PATH_ENV] = str(folder)  # read once, when llama_cpp is imported; child processes inherit it
+    os.environ[LIB_PATH_ENV] = str(
+        folder
+    )  # read once, when llama_cpp is imported; child processes inherit it
     return _LEVEL
 
 
@@ -192,8 +206,14 @@ def install_kernels(wheel: "str | os.PathLike[str]", flags: str = "") -> Path:
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    (tmp / _BUILD).write_text(json.dumps({"version": installed, "flags": flags, "requires": list(AVX512_FLAGS),
-                                          "files": files}, indent=1, sort_keys=True), encoding="utf-8")
+    (tmp / _BUILD).write_text(
+        json.dumps(
+            {"version": installed, "flags": flags, "requires": list(AVX512_FLAGS), "files": files},
+            indent=1,
+            sort_keys=True,
+        ),
+        encoding="utf-8",
+    )
     shutil.rmtree(folder, ignore_errors=True)
     os.replace(tmp, folder)
     return folder
@@ -225,11 +245,16 @@ def remove_kernels() -> None:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    """``python -m ucs.models.llama_kernels [--install WHEEL [--flags F] | --remove]``: which build loads, why."""
+    """``python -m ucs.models.llama_kernels [--install WHEEL [--flags F] | --remove]``: which build loads,
+    why."""
     import argparse
 
-    parser = argparse.ArgumentParser(prog="python -m ucs.models.llama_kernels", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--install", metavar="WHEEL", help="install this AVX-512 wheel's libraries beside the package")
+    parser = argparse.ArgumentParser(
+        prog="python -m ucs.models.llama_kernels", description=__doc__.split("\n\n")[0]
+    )
+    parser.add_argument(
+        "--install", metavar="WHEEL", help="install this AVX-512 wheel's libraries beside the package"
+    )
     parser.add_argument("--flags", default="", help="the CMake flags it was built with (recorded)")
     parser.add_argument("--remove", action="store_true", help="remove the AVX-512 libraries")
     args = parser.parse_args(argv)

@@ -125,8 +125,11 @@ class LlamaCppBackbone(ReducedScoresMixin):
     ) -> None:
         if pooling not in POOLINGS:
             raise ValueError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
-        for pname, val in (("max_length", max_length), ("context_length", context_length),
-                           ("batch_tokens", batch_tokens)):
+        for pname, val in (
+            ("max_length", max_length),
+            ("context_length", context_length),
+            ("batch_tokens", batch_tokens),
+        ):
             if not isinstance(val, (int, np.integer)) or val < 1:
                 raise ValueError(f"{pname} must be a positive integer, got {val!r}")
         if n_threads is not None and (not isinstance(n_threads, int) or n_threads < 1):
@@ -163,18 +166,28 @@ class LlamaCppBackbone(ReducedScoresMixin):
         select_kernels()  # the AVX-512 build where this CPU has it (before llama_cpp is first imported)
         llama_cpp = require("llama_cpp", _INSTALL, "The llama.cpp engine")
         check_gguf(self.model_path)
-        check_llama_engine(self.model_path)  # a child process once per build and CPU: a crash must not kill us
+        check_llama_engine(
+            self.model_path
+        )  # a child process once per build and CPU: a crash must not kill us
         threads = self.n_threads or available_cores()
         path = float_copy(self.model_path, self.weights)
         try:
             with _quiet():
                 self._llm = llama_cpp.Llama(
-                    str(path), n_ctx=self.context_length, n_batch=self.batch_tokens,
-                    n_ubatch=self.batch_tokens, n_threads=threads, n_threads_batch=threads,
-                    n_gpu_layers=self.n_gpu_layers, seed=self.seed, verbose=False,
+                    str(path),
+                    n_ctx=self.context_length,
+                    n_batch=self.batch_tokens,
+                    n_ubatch=self.batch_tokens,
+                    n_threads=threads,
+                    n_threads_batch=threads,
+                    n_gpu_layers=self.n_gpu_layers,
+                    seed=self.seed,
+                    verbose=False,
                 )
         except (ValueError, RuntimeError) as exc:
-            raise InvalidModelFileError(f"llama.cpp could not load {self.model_path} as a model: {exc}") from exc
+            raise InvalidModelFileError(
+                f"llama.cpp could not load {self.model_path} as a model: {exc}"
+            ) from exc
         self._lc = llama_cpp
         # free the native objects while the interpreter is still intact (not in __del__ at exit)
         self._finalizer = weakref.finalize(self, _free, self._llm, self._batches, self._ctxs)
@@ -191,7 +204,9 @@ class LlamaCppBackbone(ReducedScoresMixin):
         if self.layer in ("last", -1, n):
             return
         if isinstance(self.layer, (int, np.integer)) and not -n - 1 <= self.layer <= n:
-            raise ValueError(f"layer {self.layer} is out of range for a model with {n} layers (valid: 0..{n})")
+            raise ValueError(
+                f"layer {self.layer} is out of range for a model with {n} layers (valid: 0..{n})"
+            )
         raise ValueError(
             f"layer={self.layer!r}: the llama.cpp engine only exposes the last layer; "
             "use engine='transformers' for intermediate layers"
@@ -215,8 +230,9 @@ class LlamaCppBackbone(ReducedScoresMixin):
         # batches are only row-independent with the classic attention kernel, and tree-shaped
         # multi-sequence scoring batches only match one-continuation-at-a-time scoring with flash
         # attention. Tests (tests/models/test_llamacpp.py) check both properties.
-        p.flash_attn_type = (lc.LLAMA_FLASH_ATTN_TYPE_DISABLED if embeddings
-                             else lc.LLAMA_FLASH_ATTN_TYPE_ENABLED)
+        p.flash_attn_type = (
+            lc.LLAMA_FLASH_ATTN_TYPE_DISABLED if embeddings else lc.LLAMA_FLASH_ATTN_TYPE_ENABLED
+        )
         if embeddings:
             p.pooling_type = pooling
         with _quiet():
@@ -229,7 +245,8 @@ class LlamaCppBackbone(ReducedScoresMixin):
 
         if kind not in self._batches:
             self._batches[kind] = internals.LlamaBatch(
-                n_tokens=self.batch_tokens, embd=0, n_seq_max=n_seq, verbose=False)
+                n_tokens=self.batch_tokens, embd=0, n_seq_max=n_seq, verbose=False
+            )
         return self._batches[kind]
 
     # ------------------------------------------------------------------ identity
@@ -240,8 +257,13 @@ class LlamaCppBackbone(ReducedScoresMixin):
 
             self._sha = fingerprint(self.model_path)
         return {
-            "model": self.name, "revision": "sha256:" + self._sha, "engine": self.engine,
-            "layer": "last", "pooling": self.pooling, "l2": self.normalize, "max_length": self.max_length,
+            "model": self.name,
+            "revision": "sha256:" + self._sha,
+            "engine": self.engine,
+            "layer": "last",
+            "pooling": self.pooling,
+            "l2": self.normalize,
+            "max_length": self.max_length,
             **({} if self.weights == "file" else {"weights": self.weights}),
         }
 
@@ -286,14 +308,21 @@ class LlamaCppBackbone(ReducedScoresMixin):
         limit = min(self.max_length, self.batch_tokens)
         n_seq = min(self.batch_tokens, int(lc.llama_max_parallel_sequences()))
         if self._emb_ctx is None:
-            pool_id = {"mean": lc.LLAMA_POOLING_TYPE_MEAN, "last": lc.LLAMA_POOLING_TYPE_LAST,
-                       "first": lc.LLAMA_POOLING_TYPE_CLS}[self.pooling]
-            self._emb_ctx = self._new_ctx(embeddings=True, n_ctx=self.batch_tokens, n_seq=n_seq, pooling=pool_id)
+            pool_id = {
+                "mean": lc.LLAMA_POOLING_TYPE_MEAN,
+                "last": lc.LLAMA_POOLING_TYPE_LAST,
+                "first": lc.LLAMA_POOLING_TYPE_CLS,
+            }[self.pooling]
+            self._emb_ctx = self._new_ctx(
+                embeddings=True, n_ctx=self.batch_tokens, n_seq=n_seq, pooling=pool_id
+            )
         ctx = self._emb_ctx
         batch = self._batch("embed", n_seq)
         fallback = self._fallback_token()
-        toks = [self._llm.tokenize(t.encode("utf-8"), add_bos=True, special=True)[:limit] or [fallback]
-                for t in texts]
+        toks = [
+            self._llm.tokenize(t.encode("utf-8"), add_bos=True, special=True)[:limit] or [fallback]
+            for t in texts
+        ]
         rows: List[int] = []
         batch.reset()
         used = 0
@@ -346,23 +375,28 @@ class LlamaCppBackbone(ReducedScoresMixin):
         return ContinuationScores(logprob=logp, n_tokens=np.array([len(c) for c in c_tok], dtype=np.int64))
 
     def _tokens(self, prefix: str, continuations: Sequence[str]) -> Tuple[List[int], List[List[int]]]:
-        """The prefix's and the continuations' tokens (trailing spaces moved onto the continuations), the prefix
-        cut from the left so that it and the longest continuation fit the context."""
+        """The prefix's and the continuations' tokens (trailing spaces moved onto the continuations), the
+        prefix cut from the left so that it and the longest continuation fit the context."""
         prefix, conts = move_trailing_spaces(sanitize_text(prefix), sanitize_texts(continuations))
         fallback = self._fallback_token()
         p_tok = self._llm.tokenize(prefix.encode("utf-8"), add_bos=True, special=True) or [fallback]
-        c_tok = [self._llm.tokenize(c.encode("utf-8"), add_bos=False, special=True) or [fallback] for c in conts]
+        c_tok = [
+            self._llm.tokenize(c.encode("utf-8"), add_bos=False, special=True) or [fallback] for c in conts
+        ]
         max_c = max(len(c) for c in c_tok)
         if max_c >= self.context_length:
-            raise ValueError(f"a continuation has {max_c} tokens, more than context_length={self.context_length}")
-        return p_tok[-max(1, self.context_length - max_c - 1):], c_tok
+            raise ValueError(
+                f"a continuation has {max_c} tokens, more than context_length={self.context_length}"
+            )
+        return p_tok[-max(1, self.context_length - max_c - 1) :], c_tok
 
     def _scoring(self):
         """``(context, batch, sequences per batch)`` of label scoring, made on first use."""
         # llama.cpp reserves an output row per sequence within one batch, and a batch holds at most n_ctx
         # tokens: more sequences than that aborts the process (a context_length under 256, say)
-        n_seq = max(2, min(int(self._lc.llama_max_parallel_sequences()), 256, self.context_length,
-                           self.batch_tokens))
+        n_seq = max(
+            2, min(int(self._lc.llama_max_parallel_sequences()), 256, self.context_length, self.batch_tokens)
+        )
         if self._score_ctx is None:
             self._score_ctx = self._new_ctx(embeddings=False, n_ctx=self.context_length, n_seq=n_seq)
         return self._score_ctx, self._batch("score", n_seq), n_seq
@@ -396,7 +430,7 @@ class LlamaCppBackbone(ReducedScoresMixin):
         def evaluate(nodes: Sequence[int]) -> np.ndarray:
             out = []
             for lo in range(0, len(nodes), self.batch_tokens):
-                part = nodes[lo:lo + self.batch_tokens]
+                part = nodes[lo : lo + self.batch_tokens]
                 batch.reset()
                 b = batch.batch
                 for i, n in enumerate(part):
@@ -442,8 +476,9 @@ class LlamaCppBackbone(ReducedScoresMixin):
         B = max(1, min(_PREFIX_BLOCK, self.batch_tokens // 2))
         keep = 0
         if old is not None and self.prefix_reuse:
-            keep = min(_shared_run(old, p_tok) // B * B, _prefix_chunks(len(old), B)[-1],
-                       _prefix_chunks(P, B)[-1])
+            keep = min(
+                _shared_run(old, p_tok) // B * B, _prefix_chunks(len(old), B)[-1], _prefix_chunks(P, B)[-1]
+            )
         self._score_prefix = None
         if keep == 0 or not lc.llama_memory_seq_rm(ctx.memory, 0, keep, -1):
             ctx.kv_cache_clear()
@@ -465,7 +500,8 @@ class LlamaCppBackbone(ReducedScoresMixin):
             ctx.decode(batch)
             if e == P:
                 last_logits = np.ctypeslib.as_array(
-                    lc.llama_get_logits_ith(ctx.ctx, len(chunk) - 1), shape=(V,)).copy()
+                    lc.llama_get_logits_ith(ctx.ctx, len(chunk) - 1), shape=(V,)
+                ).copy()
         self._score_prefix, self._score_last_logits = list(p_tok), last_logits
         self.prefix_tokens_evaluated += P - keep
         return last_logits
@@ -544,8 +580,14 @@ class LlamaCppBackbone(ReducedScoresMixin):
         for i, p in enumerate(prompts):
             toks = self.tokenize(p)[-keep:] or [self._fallback_token()]
             res = self._llm.create_completion(
-                toks, max_tokens=max_new_tokens, temperature=float(temperature), top_p=float(top_p),
-                top_k=0, min_p=0.0, repeat_penalty=1.0, stop=list(stop) if stop else None,
+                toks,
+                max_tokens=max_new_tokens,
+                temperature=float(temperature),
+                top_p=float(top_p),
+                top_k=0,
+                min_p=0.0,
+                repeat_penalty=1.0,
+                stop=list(stop) if stop else None,
                 seed=int(base) + i,
             )
             out.append(res["choices"][0]["text"])
@@ -589,11 +631,11 @@ def _groups(c_tok: List[List[int]], n_seq: int, room: int) -> List[List[int]]:
     cur: List[int] = []
     seen: set = set()
     for j in sorted(range(len(c_tok)), key=lambda j: c_tok[j]):
-        new = {tuple(c_tok[j][:i + 1]) for i in range(len(c_tok[j]))} - seen
+        new = {tuple(c_tok[j][: i + 1]) for i in range(len(c_tok[j]))} - seen
         if cur and (len(cur) >= n_seq - 1 or len(seen) + len(new) > room):
             groups.append(cur)
             cur, seen = [], set()
-            new = {tuple(c_tok[j][:i + 1]) for i in range(len(c_tok[j]))}
+            new = {tuple(c_tok[j][: i + 1]) for i in range(len(c_tok[j]))}
         cur.append(j)
         seen |= new
     groups.append(cur)

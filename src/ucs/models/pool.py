@@ -2,14 +2,16 @@
 
 A llama.cpp or transformers backbone computes one prompt at a time, and its own threads scale poorly on the
 small batches of one prompt (and collapse when another job takes a core: llama.cpp's threads spin on a
-barrier). :class:`BackbonePool` starts ``workers`` processes instead, each with its own copy of the model on one
-thread, and hands each a share of the prompts (:meth:`BackbonePool.score_many`, :meth:`BackbonePool.generate`).
+barrier). :class:`BackbonePool` starts ``workers`` processes instead, each with its own copy of the model on
+one thread, and hands each a share of the prompts
+(:meth:`BackbonePool.score_many`, :meth:`BackbonePool.generate`).
 
-Every worker loads the same model with the same options, and a prompt's scores do not depend on which prompts a
-worker saw before it (the llama.cpp engine's prefix reuse keeps exactly the numbers of a fresh context,
+Every worker loads the same model with the same options, and a prompt's scores do not depend on which prompts
+a worker saw before it (the llama.cpp engine's prefix reuse keeps exactly the numbers of a fresh context,
 ``tests/models/test_llamacpp.py``), so the answers are those of one process, bit for bit, whatever the number
-of workers; :attr:`BackbonePool.identity` is the backbone's own. Memory: the weights are memory-mapped (llama.cpp,
-shared through the page cache) or loaded once per worker (transformers), plus each worker's KV cache.
+of workers; :attr:`BackbonePool.identity` is the backbone's own. Memory: the weights are memory-mapped
+(llama.cpp, shared through the page cache) or loaded once per worker (transformers), plus each worker's KV
+cache.
 """
 
 from __future__ import annotations
@@ -35,10 +37,11 @@ def default_workers() -> int:
     return available_cores()
 
 
-def _start(model: str, engine: str, kwargs: Dict[str, Any], kernels: Optional[Dict[str, Optional[str]]] = None
-           ) -> None:
-    """Worker initializer: the parent's llama.cpp build (``kernels``, before anything loads it), one thread, then
-    the backbone."""
+def _start(
+    model: str, engine: str, kwargs: Dict[str, Any], kernels: Optional[Dict[str, Optional[str]]] = None
+) -> None:
+    """Worker initializer: the parent's llama.cpp build (``kernels``, before anything loads it), one thread,
+    then the backbone."""
     from ucs.models.llama_kernels import apply_environment
     from ucs.models.registry import load_backbone
 
@@ -79,8 +82,8 @@ class BackbonePool:
     Parameters
     ----------
     model : str
-        What :func:`ucs.models.load_backbone` takes: ``"smollm2"``, ``"gemma3"``, a GGUF file, a model directory
-        or a hub id (not an endpoint URL: a served model is parallel already).
+        What :func:`ucs.models.load_backbone` takes: ``"smollm2"``, ``"gemma3"``, a GGUF file, a model
+        directory or a hub id (not an endpoint URL: a served model is parallel already).
     engine : {"llama", "transformers"} or None
         ``None``: the engine :func:`~ucs.models.load_backbone` chooses here (checked once, in this process).
     workers : int, optional
@@ -91,20 +94,24 @@ class BackbonePool:
     Notes
     -----
     The workers start (spawned) on the first scoring or generation call, each loading the model (SmolLM2:
-    ≈ 2 s). ``score_many`` of ``n`` prompts costs ≈ ``n / workers`` prompts of wall time when the cores are free.
-    Tokenising, counting tokens and :attr:`identity` use a copy in this process.
+    ≈ 2 s). ``score_many`` of ``n`` prompts costs ≈ ``n / workers`` prompts of wall time when the cores are
+    free. Tokenising, counting tokens and :attr:`identity` use a copy in this process.
     """
 
-    def __init__(self, model: str, engine: Optional[str] = None, workers: Optional[int] = None,
-                 **kwargs: Any) -> None:
+    def __init__(
+        self, model: str, engine: Optional[str] = None, workers: Optional[int] = None, **kwargs: Any
+    ) -> None:
         from ucs.models.registry import load_backbone
 
         if workers is not None and (not isinstance(workers, int) or workers < 1):
-            raise ValueError(f"workers must be a positive integer (processes answering side by side); got "
-                             f"{workers!r}")
+            raise ValueError(
+                f"workers must be a positive integer (processes answering side by side); got {workers!r}"
+            )
         if str(model).startswith(("http://", "https://")):
-            raise ValueError(f"a served model ({model}) answers requests in parallel already; pass it to "
-                             "load_backbone, not to BackbonePool")
+            raise ValueError(
+                f"a served model ({model}) answers requests in parallel already; pass it to "
+                "load_backbone, not to BackbonePool"
+            )
         self.workers = workers or default_workers()
         self.local = load_backbone(model, engine=engine, **kwargs)
         self.engine = self.local.engine
@@ -132,8 +139,12 @@ class BackbonePool:
         if self._pool is None:
             if self.engine == "llama":  # convert a float copy once, here, not in every worker at once
                 self.local.load()
-            self._pool = ProcessPoolExecutor(self.workers, mp_context=mp.get_context("spawn"),
-                                             initializer=_start, initargs=(*self._recipe, child_environment()))
+            self._pool = ProcessPoolExecutor(
+                self.workers,
+                mp_context=mp.get_context("spawn"),
+                initializer=_start,
+                initargs=(*self._recipe, child_environment()),
+            )
         return self._pool
 
     def _stream(self, fn: Callable[..., Any], items: Iterable[Any], *extra: Any) -> Iterator[Any]:
@@ -154,14 +165,16 @@ class BackbonePool:
             for f in flight:
                 f.cancel()
 
-    def score_many(self, prefixes: Iterable[str], continuations: Sequence[str]
-                   ) -> Iterator[Tuple[np.ndarray, float]]:
+    def score_many(
+        self, prefixes: Iterable[str], continuations: Sequence[str]
+    ) -> Iterator[Tuple[np.ndarray, float]]:
         """``(log-probabilities of every continuation after prefix i, seconds it took)`` for each prefix, in
         their order, as they come; the workers compute them side by side."""
         return self._stream(_score, prefixes, list(continuations))
 
-    def choose_many(self, prefixes: Iterable[str], continuations: Sequence[str]
-                    ) -> Iterator[Tuple[Tuple[int, float], float]]:
+    def choose_many(
+        self, prefixes: Iterable[str], continuations: Sequence[str]
+    ) -> Iterator[Tuple[Tuple[int, float], float]]:
         """``((index, log-probability) of the most likely continuation after prefix i, seconds it took)`` for
         each prefix, in order, as they come (the backbone's ``choose_continuation`` where it has one, else the
         argmax of every continuation's score)."""
@@ -177,7 +190,9 @@ class BackbonePool:
         """``(index, log-probability)`` of the most likely continuation after ``prefix`` (one worker)."""
         return next(self.choose_many([prefix], continuations))[0]
 
-    def score_continuations(self, prefix: str, continuations: Sequence[str], reduction: str = "sum") -> np.ndarray:
+    def score_continuations(
+        self, prefix: str, continuations: Sequence[str], reduction: str = "sum"
+    ) -> np.ndarray:
         """Summed log-probabilities of each continuation after ``prefix`` (one worker), shape ``(k,)``."""
         if reduction != "sum":
             return self.local.score_continuations(prefix, continuations, reduction)

@@ -1,20 +1,22 @@
-"""Whether the native llama.cpp engine runs on this machine: a probe in a child process, once per build and CPU.
+"""Whether the native llama.cpp engine runs on this machine: a probe in a child process, once per build and
+CPU.
 
 A llama.cpp library compiled for another processor (or for instructions that a virtual machine advertises but
-cannot run) does not raise an exception: it kills the process with SIGSEGV or SIGILL, and with it a test run or a
-long evaluation. So before the engine is first used, :func:`check_llama_engine` runs
-:mod:`ucs.models._probe_child` in a child process — load the model, embed two texts, score two labels, generate
-four tokens — and caches the outcome in ``<cache>/engine-probe/<key>.json``, where ``key`` hashes the
+cannot run) does not raise an exception: it kills the process with SIGSEGV or SIGILL, and with it a test run
+or a long evaluation. So before the engine is first used, :func:`check_llama_engine` runs
+:mod:`ucs.models._probe_child` in a child process — load the model, embed two texts, score two labels,
+generate four tokens — and caches the outcome in ``<cache>/engine-probe/<key>.json``, where ``key`` hashes the
 llama-cpp-python version, the SHA-256 of its native libraries and :func:`ucs.utils.cpu.machine_signature`. A
-rebuilt library or another CPU is probed afresh. Only "runs" and "crashed" are cached; any other failure (a damaged
-model file, a time-out) is left for the in-process load to report as it always does.
+rebuilt library or another CPU is probed afresh. Only "runs" and "crashed" are cached; any other failure (a
+damaged model file, a time-out) is left for the in-process load to report as it always does.
 
-Cost: one child process per (build, CPU), about 2 s with SmolLM2-135M; afterwards one small file read per process.
+Cost: one child process per (build, CPU), about 2 s with SmolLM2-135M; afterwards one small file read per
+process.
 
 ``python -m ucs.models.probe [--model PATH] [--refresh]`` prints one line and exits 0 (runs), 3 (crashed) or
-1 (could not tell); ``scripts/install.sh`` runs it as its smoke test. ``UCS_LLAMA_PROBE=0`` skips the probe (the
-child itself runs with it). ``UCS_LLAMA_PROBE_CHILD`` names another module to run as the child (tests use a double
-that crashes on purpose).
+1 (could not tell); ``scripts/install.sh`` runs it as its smoke test. ``UCS_LLAMA_PROBE=0`` skips the probe
+(the child itself runs with it). ``UCS_LLAMA_PROBE_CHILD`` names another module to run as the child (tests use
+a double that crashes on purpose).
 """
 
 from __future__ import annotations
@@ -61,14 +63,16 @@ class ProbeResult:
         if self.status == "ok":
             return f"llama.cpp engine runs on this CPU ({self.detail})"
         if self.crashed:
-            return (f"the llama.cpp engine (llama-cpp-python) crashes on this CPU ({self.detail}): "
-                    f"rebuild it with {LLAMA_REBUILD}")
+            return (
+                f"the llama.cpp engine (llama-cpp-python) crashes on this CPU ({self.detail}): "
+                f"rebuild it with {LLAMA_REBUILD}"
+            )
         return f"could not tell whether the llama.cpp engine runs on this CPU: {self.detail}"
 
 
 def _library_files() -> List[Path]:
-    """The native libraries a new process would load (:mod:`ucs.models.llama_kernels`: the portable build or the
-    AVX-512 one beside it), found without importing llama-cpp-python, sorted."""
+    """The native libraries a new process would load (:mod:`ucs.models.llama_kernels`: the portable build or
+    the AVX-512 one beside it), found without importing llama-cpp-python, sorted."""
     lib = kernel_library_dir()
     return sorted(p for p in lib.glob("*") if p.is_file()) if lib is not None and lib.is_dir() else []
 
@@ -76,8 +80,8 @@ def _library_files() -> List[Path]:
 def engine_key() -> str:
     """Hex key of (llama-cpp-python version, its native libraries' SHA-256, this CPU's signature).
 
-    The libraries are hashed once per process and state (path, size, modification time), so a load after the first
-    costs a ``stat`` per library, not a pass over tens of MB.
+    The libraries are hashed once per process and state (path, size, modification time), so a load after the
+    first costs a ``stat`` per library, not a pass over tens of MB.
     """
     try:
         version = metadata.version("llama-cpp-python")
@@ -127,8 +131,14 @@ def _run_child(model_path: Path, key: str, timeout: float) -> ProbeResult:
     env = dict(os.environ, **{PROBE_ENV: "0"})
     module = os.environ.get(CHILD_ENV) or _CHILD
     try:
-        proc = subprocess.run([sys.executable, "-m", module, str(model_path)], env=env, capture_output=True,
-                              text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+        proc = subprocess.run(
+            [sys.executable, "-m", module, str(model_path)],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            stdin=subprocess.DEVNULL,
+        )
     except subprocess.TimeoutExpired:
         return ProbeResult("failed", f"the probe took longer than {timeout:.0f} s", key)
     if proc.returncode < 0:
@@ -140,14 +150,19 @@ def _run_child(model_path: Path, key: str, timeout: float) -> ProbeResult:
     if proc.returncode != 0:
         last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
         return ProbeResult("failed", f"the probe exited with status {proc.returncode}: {last}", key)
-    return ProbeResult("ok", proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else "probe passed", key)
+    return ProbeResult(
+        "ok", proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else "probe passed", key
+    )
 
 
-def probe_llama_engine(model_path: "str | os.PathLike[str]", *, refresh: bool = False,
-                       timeout: float = 600.0) -> ProbeResult:
-    """Probe the llama.cpp engine with ``model_path`` (a GGUF file) in a child process, or read the cached result.
+def probe_llama_engine(
+    model_path: "str | os.PathLike[str]", *, refresh: bool = False, timeout: float = 600.0
+) -> ProbeResult:
+    """Probe the llama.cpp engine with ``model_path`` (a GGUF file) in a child process, or read the cached
+    result.
 
-    ``refresh`` ignores (and replaces) a cached result. Returns a :class:`ProbeResult`; never raises for a crash.
+    ``refresh`` ignores (and replaces) a cached result. Returns a :class:`ProbeResult`; never raises for a
+    crash.
     """
     key = engine_key()
     if not refresh:
@@ -169,8 +184,9 @@ def probe_enabled() -> bool:
 
 
 def check_llama_engine(model_path: "str | os.PathLike[str]") -> None:
-    """Raise :class:`~ucs.utils.optional.EngineCrashedError` (naming the rebuild command) if the engine crashes
-    on this machine; a no-op when it runs, when the probe could not tell, or when ``UCS_LLAMA_PROBE=0``."""
+    """Raise :class:`~ucs.utils.optional.EngineCrashedError` (naming the rebuild command) if the engine
+    crashes on this machine; a no-op when it runs, when the probe could not tell, or when
+    ``UCS_LLAMA_PROBE=0``."""
     if not probe_enabled():
         return
     result = probe_llama_engine(model_path)
@@ -179,7 +195,8 @@ def check_llama_engine(model_path: "str | os.PathLike[str]") -> None:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    """``python -m ucs.models.probe [--model PATH] [--refresh]``: one line; exit 0 runs, 3 crashed, 1 unknown."""
+    """``python -m ucs.models.probe [--model PATH] [--refresh]``: one line; exit 0 runs, 3 crashed, 1
+    unknown."""
     import argparse
 
     parser = argparse.ArgumentParser(prog="python -m ucs.models.probe", description=__doc__.split("\n\n")[0])

