@@ -39,7 +39,9 @@ def test_fixed_mode_compile_run_save_load(tmp_path, minilm, trainset, embed_cach
     chosen = [trainset[i] for i in program.ucs_selection.indices]
     assert demos["classify"] == [dict(ex.toDict()) for ex in chosen]
     # deterministic from the seed
-    again = UCSFewShot(k=5, embedder=minilm, seed=3, cache_dir=embed_cache).compile(TwoStep(), trainset=trainset)
+    again = UCSFewShot(k=5, embedder=minilm, seed=3, cache_dir=embed_cache).compile(
+        TwoStep(), trainset=trainset
+    )
     assert demos_of(again) == demos
     lm = DummyLM([{"label": "card_arrival"}, {"reason": "it asks about a card"}])
     with dspy.context(lm=lm):
@@ -81,10 +83,13 @@ def test_per_call_mode_picks_demos_per_input(tmp_path, minilm, trainset, embed_c
 @pytest.mark.slow  # loads all-MiniLM-L6-v2
 def test_errors_name_the_fix(minilm, trainset, embed_cache):
     with pytest.raises(ValueError, match="with_inputs"):
-        UCSFewShot(embedder=minilm).compile(dspy.Predict("text -> label"), trainset=[dspy.Example(text="a", label="b")])
+        UCSFewShot(embedder=minilm).compile(
+            dspy.Predict("text -> label"), trainset=[dspy.Example(text="a", label="b")]
+        )
     with pytest.raises(ValueError, match="query-independent"):
         UCSFewShot(method="dpp+ucs", embedder=minilm, cache_dir=embed_cache).compile(
-            dspy.Predict("text -> label"), trainset=trainset)
+            dspy.Predict("text -> label"), trainset=trainset
+        )
     with pytest.raises(ValueError, match="mode"):
         UCSFewShot(mode="sometimes").compile(dspy.Predict("text -> label"), trainset=trainset)
 
@@ -92,23 +97,32 @@ def test_errors_name_the_fix(minilm, trainset, embed_cache):
 def test_fixed_and_per_call_demos_come_only_from_the_filtered_examples(tmp_path):
     from ucs.testing.doubles import DummyEmbedder
 
-    train = [dspy.Example(text=f"question {i} about topic {i % 6}", label=f"L{i % 4}", src="faq" if i % 2 else "chat")
-             .with_inputs("text") for i in range(40)]
+    train = [
+        dspy.Example(
+            text=f"question {i} about topic {i % 6}", label=f"L{i % 4}", src="faq" if i % 2 else "chat"
+        ).with_inputs("text")
+        for i in range(40)
+    ]
     emb = DummyEmbedder(dim=16)
     fixed = UCSFewShot(k=4, embedder=emb, cache_dir=tmp_path, where={"src": "faq"}, dedupe=0.99)
     program = fixed.compile(dspy.Predict("text -> label"), trainset=train)
     assert all(d["src"] == "faq" for d in demos_of(program)["self"]) and len(demos_of(program)["self"]) == 4
     assert program.ucs_selection.n_matched == 20
-    tele = UCSFewShot(k=3, mode="per_call", method="topk", embedder=emb, cache_dir=tmp_path, where={"src": "chat"})
+    tele = UCSFewShot(
+        k=3, mode="per_call", method="topk", embedder=emb, cache_dir=tmp_path, where={"src": "chat"}
+    )
     program = tele.compile(dspy.Predict("text -> label"), trainset=train)
     with dspy.context(lm=DummyLM([{"label": "x"}] * 2)):
         program(text="question 3 about topic 3")
     sel = program.ucs_selection
     assert sel.n_matched == 20 and all(train[i].src == "chat" for i in sel.indices)
-    assert sel.indices.tolist() == tele.index_.select("question 3 about topic 3", k=3,
-                                                      where={"src": "chat"}).indices.tolist()
+    assert (
+        sel.indices.tolist()
+        == tele.index_.select("question 3 about topic 3", k=3, where={"src": "chat"}).indices.tolist()
+    )
     with pytest.raises(ValueError, match="field 'source', which no example has"):
         UCSFewShot(k=3, embedder=emb, cache_dir=tmp_path, where={"source": "faq"}).compile(
-            dspy.Predict("text -> label"), trainset=train)
+            dspy.Predict("text -> label"), trainset=train
+        )
     with pytest.raises(ValueError, match="dedupe must be a cosine threshold"):
         UCSFewShot(k=3, embedder=emb, dedupe=0).compile(dspy.Predict("text -> label"), trainset=train)

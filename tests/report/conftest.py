@@ -1,8 +1,8 @@
 """Run folders for the report tests, and the headless Chromium they open them in.
 
-The run folders come from the real pipeline (clusterer, selectors, runner) with the weight-free dummy backbone;
-the browser is Debian's Chromium driven by Playwright. Browser tests skip where Chromium or Playwright is
-absent, except under CI (``CI=true``), where they fail: a CI that cannot run them must say so.
+The run folders come from the real pipeline (clusterer, selectors, runner) with the weight-free dummy
+backbone; the browser is Debian's Chromium driven by Playwright. Browser tests skip where Chromium or
+Playwright is absent, except under CI (``CI=true``), where they fail: a CI that cannot run them must say so.
 """
 
 from __future__ import annotations
@@ -22,16 +22,39 @@ XSS_POOL = "<script>alert(1)</script> what is my balance"
 XSS_QUERY = "<img src=x onerror=alert(2)> show my savings"
 LABELS = ("balance", "transfer", "card_lost", "exchange_rate")
 TEMPLATES = {
-    "balance": ["what is my balance", "how much money do i have", "show my account balance", "balance please"],
-    "transfer": ["send money to my friend", "transfer 20 euros to anna", "move cash to savings", "wire funds abroad"],
+    "balance": [
+        "what is my balance",
+        "how much money do i have",
+        "show my account balance",
+        "balance please",
+    ],
+    "transfer": [
+        "send money to my friend",
+        "transfer 20 euros to anna",
+        "move cash to savings",
+        "wire funds abroad",
+    ],
     "card_lost": ["i lost my card", "my card was stolen", "block my card now", "cannot find my debit card"],
-    "exchange_rate": ["what is the euro rate", "dollar to yen rate", "exchange rate for pounds", "current fx rate"],
+    "exchange_rate": [
+        "what is the euro rate",
+        "dollar to yen rate",
+        "exchange rate for pounds",
+        "current fx rate",
+    ],
 }
-#: On the paper preset (its clustering and estimator in the backbone's space), with ridge codes and small sizes.
-SMALL = {"backbone": "dummy", "mode": "likelihood", "test_size": 9, "n_runs": 2, "budget": 4,
-         "retrieval_embedder": "backbone", "mdl_scorer": "backbone",
-         "clusterer": {"pca_dim": 16, "n_atoms": 8, "dbscan_k": 5, "dbscan_q": 0.1, "coding": "ridge"},
-         "selector.params": {b: {"candidate_num": 20} for b in ("topk", "labelaware", "dpp", "mdl")}}
+#: On the paper preset (its clustering and estimator in the backbone's space), with ridge codes and small
+#: sizes.
+SMALL = {
+    "backbone": "dummy",
+    "mode": "likelihood",
+    "test_size": 9,
+    "n_runs": 2,
+    "budget": 4,
+    "retrieval_embedder": "backbone",
+    "mdl_scorer": "backbone",
+    "clusterer": {"pca_dim": 16, "n_atoms": 8, "dbscan_k": 5, "dbscan_q": 0.1, "coding": "ridge"},
+    "selector.params": {b: {"candidate_num": 20} for b in ("topk", "labelaware", "dpp", "mdl")},
+}
 
 
 def write_table(path: Path) -> Path:
@@ -51,14 +74,15 @@ def write_table(path: Path) -> Path:
 
 
 def make_run(root: Path, selectors=("random", "dpp", "dpp+ucs"), **kw) -> Path:
-    """Run the pipeline on :func:`write_table`'s data into ``root/out``; returns the run folder. ``kw``: settings
-    by field or path name (``clusterer.method``)."""
+    """Run the pipeline on :func:`write_table`'s data into ``root/out``; returns the run folder. ``kw``:
+    settings by field or path name (``clusterer.method``)."""
     from ucs.data import load_table
     from ucs.pipeline import Pipeline, PipelineConfig
 
     ds = load_table(write_table(root / "bank.jsonl"), split_column="split", name="bank-xss")
-    cfg = PipelineConfig.resolve("paper", overrides={"dataset": str(root / "bank.jsonl"), "selector.method": selectors,
-                                                     **SMALL, **kw})
+    cfg = PipelineConfig.resolve(
+        "paper", overrides={"dataset": str(root / "bank.jsonl"), "selector.method": selectors, **SMALL, **kw}
+    )
     Pipeline(cfg, dataset=ds, cache_dir=root / "cache", out_dir=root / "out", progress=False).run()
     return root / "out"
 
@@ -70,8 +94,12 @@ def run_dir(tmp_path_factory) -> Path:
 
 def chromium_path() -> str | None:
     """Debian's Chromium (``$UCS_CHROMIUM`` overrides), or ``None``."""
-    for cand in (os.environ.get("UCS_CHROMIUM"), "/usr/bin/chromium", shutil.which("chromium"),
-                 shutil.which("chromium-browser")):
+    for cand in (
+        os.environ.get("UCS_CHROMIUM"),
+        "/usr/bin/chromium",
+        shutil.which("chromium"),
+        shutil.which("chromium-browser"),
+    ):
         if cand and Path(cand).is_file():
             return cand
     return None
@@ -79,15 +107,17 @@ def chromium_path() -> str | None:
 
 def _unavailable(reason: str) -> None:
     if os.environ.get("CI", "").lower() == "true":
-        pytest.fail(f"{reason} (CI=true: the report's browser tests must run in CI; .ci/run installs chromium)")
+        pytest.fail(
+            f"{reason} (CI=true: the report's browser tests must run in CI; .ci/run installs chromium)"
+        )
     pytest.skip(reason)
 
 
 @pytest.fixture(scope="package")
 def browser():
     """One Chromium for the report's tests; Playwright's sync API keeps an event loop running in this thread
-    while it is open, so it is closed when the report tests end (tests elsewhere call ``asyncio.run``). A headless
-    Chromium (Debian's) launched through Playwright."""
+    while it is open, so it is closed when the report tests end (tests elsewhere call ``asyncio.run``). A
+    headless Chromium (Debian's) launched through Playwright."""
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:

@@ -58,7 +58,9 @@ def test_filters_and_search_change_what_is_shown(open_report, report, run_dir):
 
     page.select_option("#f-method", "dpp+ucs")
     assert n(page, "#q-list .method-block") == n_q
-    assert set(page.eval_on_selector_all("#q-list .method-block", "els => els.map(e => e.dataset.method)")) == {"dpp+ucs"}
+    assert set(
+        page.eval_on_selector_all("#q-list .method-block", "els => els.map(e => e.dataset.method)")
+    ) == {"dpp+ucs"}
 
     page.select_option("#f-method", "")
     wrong = [r for r in run.records if r["seed"] == 42 and not r["correct"]]
@@ -97,7 +99,8 @@ def test_user_texts_show_as_text_and_run_nothing(open_report, report, run_dir):
     assert XSS_POOL in hover and "label: balance" in hover  # the hover label shows the markup as text
     assert log.dialogs == [] and log.errors == []
     assert page.evaluate("() => document.querySelectorAll('script').length") == len(
-        page.eval_on_selector_all("script", "els => els.filter(e => !e.src)"))  # every script inline, none loaded
+        page.eval_on_selector_all("script", "els => els.filter(e => !e.src)")
+    )  # every script inline, none loaded
 
 
 def test_large_pool_report_renders_a_sample(open_report, tmp_path):
@@ -115,7 +118,8 @@ def test_large_pool_report_renders_a_sample(open_report, tmp_path):
 
 @pytest.mark.slow
 def test_report_of_a_real_demo_run(open_report, tmp_path):
-    """``ucs demo`` with the embedded SmolLM2 backbone (llama.cpp) end to end, then its report in the browser."""
+    """``ucs demo`` with the embedded SmolLM2 backbone (llama.cpp) end to end, then its report in the
+    browser."""
     pytest.importorskip("llama_cpp")
     from typer.testing import CliRunner
 
@@ -123,7 +127,9 @@ def test_report_of_a_real_demo_run(open_report, tmp_path):
 
     out = tmp_path / "demo"
     res = CliRunner(env={"COLUMNS": "250", "NO_COLOR": "1"}).invoke(
-        app, ["demo", "--queries", "3", "--budget", "3", "--cache-dir", str(tmp_path / "c"), "--out", str(out)])
+        app,
+        ["demo", "--queries", "3", "--budget", "3", "--cache-dir", str(tmp_path / "c"), "--out", str(out)],
+    )
     assert res.exit_code == 0, res.output
     assert f"report: {out / 'report.html'}" in res.output
     run = load_run(out)
@@ -146,14 +152,17 @@ def test_readable_at_800_px_and_a_test_double_run_says_so(browser, report, tmp_p
         assert page.evaluate("() => document.documentElement.scrollWidth") <= 800  # no sideways page scroll
         banner = page.locator("#test-double-banner")
         assert banner.is_visible() and "test double" in banner.inner_text().lower()
-        # every shown demonstration carries the score it was chosen with; those with the query's label are marked
+        # every shown demonstration carries the score it was chosen with; those with the query's label are
+        # marked
         scored_blocks = "#q-list .method-block:not([data-method='random'])"  # Random chooses with no score
         shown, scored = n(page, f"{scored_blocks} li.demo"), n(page, f"{scored_blocks} li.demo .dscore")
         assert shown > 0 and scored == shown
         own = page.eval_on_selector_all(
-            "#q-list .query-card", "cards => cards.map(c => [c.querySelector('.gold').textContent.split(': ')[1], "
+            "#q-list .query-card",
+            "cards => cards.map(c => [c.querySelector('.gold').textContent.split(': ')[1], "
             "Array.from(c.querySelectorAll('li.demo')).map(li => [li.classList.contains('own-label'), "
-            "li.querySelector('.dlabel').textContent.replace(' → ', '')])])")
+            "li.querySelector('.dlabel').textContent.replace(' → ', '')])])",
+        )
         assert all(flag == (label == gold) for gold, demos in own for flag, label in demos)
         assert any(flag for _, demos in own for flag, _ in demos)
         page.screenshot(path=str(tmp_path / "narrow.png"))

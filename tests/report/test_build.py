@@ -41,13 +41,19 @@ def test_report_contents(run_dir):
     for section in ("accuracy-table", "delta-table", "coverage-table", "health-table", "timings-table"):
         assert f'id="{section}"' in html
     assert f"All\n    {len(run.pool_texts)} pool items are drawn" in html
-    assert set(run.label_agreement) == {"random", "dpp", "dpp+ucs"}  # relevance of the prompts, in the coverage table
+    assert set(run.label_agreement) == {
+        "random",
+        "dpp",
+        "dpp+ucs",
+    }  # relevance of the prompts, in the coverage table
     share = run.label_agreement["dpp"]["mean"]
     table = re.search(r'id="coverage-table">(.*?)</table>', html, re.S).group(1)
     row = re.search(r"<tr><td>dpp</td>(.*?)</tr>", table, re.S).group(1)
     assert f"<td>{100 * share:.1f}</td>" in row
     assert "bank-xss" in html and run.manifest["key"]["dataset"]["fingerprint"] in html
-    data = json.loads(re.search(r'<script type="application/json" id="ucs-data">(.*?)</script>', html, re.S).group(1))
+    data = json.loads(
+        re.search(r'<script type="application/json" id="ucs-data">(.*?)</script>', html, re.S).group(1)
+    )
     assert set(data["rows"]) == {"42", "43"} and len(data["queries"]) == 9
     demos = data["rows"]["42"]["dpp"]["0"][2]
     assert len(demos) == 4 and all(d[1] is not None and d[2] >= 1 for d in demos)  # cluster id and size
@@ -73,42 +79,76 @@ def test_folder_without_pipeline_run_files_still_reports(run_dir, tmp_path):
     assert 'id="accuracy-table"' in html and "has no pool projection" in html and "has no pool texts" in html
 
 
-def write_synthetic_run(root, n_pool=15_000, n_queries=500, methods=("random", "topk", "dpp", "dpp+ucs", "votek",
-                        "votek+ucs"), seeds=(42, 43, 44), budget=5, n_labels=77):
+def write_synthetic_run(
+    root,
+    n_pool=15_000,
+    n_queries=500,
+    methods=("random", "topk", "dpp", "dpp+ucs", "votek", "votek+ucs"),
+    seeds=(42, 43, 44),
+    budget=5,
+    n_labels=77,
+):
     """A run folder of the size of a large evaluation, in the files' own formats (no model, no pipeline)."""
     from ucs.evaluation.summary import summarize
 
     rng = np.random.default_rng(0)
-    words = np.array("account card transfer balance rate fee limit pin top up refund cash atm pending".split())
+    words = np.array(
+        "account card transfer balance rate fee limit pin top up refund cash atm pending".split()
+    )
     texts = [" ".join(rng.choice(words, size=int(rng.integers(6, 14)))) + f" #{i}" for i in range(n_pool)]
     labels = [f"intent_{i % n_labels}" for i in range(n_pool)]
     p = root / "pipeline"
     (p / "clusters").mkdir(parents=True)
-    (p / "pool.jsonl").write_text("".join(json.dumps({"text": t, "label": y}) + "\n" for t, y in zip(texts, labels)))
-    (p / "queries.jsonl").write_text("".join(
-        json.dumps({"query": q, "text": texts[q] + " ?", "gold": labels[q]}) + "\n" for q in range(n_queries)))
+    (p / "pool.jsonl").write_text(
+        "".join(json.dumps({"text": t, "label": y}) + "\n" for t, y in zip(texts, labels))
+    )
+    (p / "queries.jsonl").write_text(
+        "".join(
+            json.dumps({"query": q, "text": texts[q] + " ?", "gold": labels[q]}) + "\n"
+            for q in range(n_queries)
+        )
+    )
     files = {}
     for s in seeds:
         ids = rng.zipf(1.6, size=n_pool) % 3000
         np.save(p / "clusters" / f"seed{s}_q0.1.npy", np.unique(ids, return_inverse=True)[1].astype(np.int64))
         files[str(s)] = {"0.1": f"clusters/seed{s}_q0.1.npy"}
-    (p / "clusters.json").write_text(json.dumps({"default_q": 0.1, "q_by_method": {m: 0.1 for m in methods},
-                                                  "files": files}))
+    (p / "clusters.json").write_text(
+        json.dumps({"default_q": 0.1, "q_by_method": {m: 0.1 for m in methods}, "files": files})
+    )
     np.save(p / "projection.npy", rng.normal(size=(n_pool, 2)).astype(np.float32))
     records = []
     for m in methods:
         for run, s in enumerate(seeds):
             for q in range(n_queries):
                 pred = labels[q] if rng.random() < 0.6 else labels[(q + 1) % n_pool]
-                records.append({"method": m, "seed": s, "run": run, "query": q, "selected":
-                                rng.integers(0, n_pool, size=budget).tolist(), "parsed": pred, "gold": labels[q],
-                                "correct": pred == labels[q], "n_dropped": 0})
+                records.append(
+                    {
+                        "method": m,
+                        "seed": s,
+                        "run": run,
+                        "query": q,
+                        "selected": rng.integers(0, n_pool, size=budget).tolist(),
+                        "parsed": pred,
+                        "gold": labels[q],
+                        "correct": pred == labels[q],
+                        "n_dropped": 0,
+                    }
+                )
     (root / "records.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
     summary = summarize(records, run_seeds=seeds, n_boot=200)
     summary.update(dataset="synthetic", mode="likelihood", n_queries_requested=n_queries)
     (root / "results.json").write_text(json.dumps(summary))
-    (root / "manifest.json").write_text(json.dumps({"key": {"dataset": {"name": "synthetic"}}, "methods": list(methods),
-                                                    "seeds": {"run_seeds": list(seeds)}, "status": "complete"}))
+    (root / "manifest.json").write_text(
+        json.dumps(
+            {
+                "key": {"dataset": {"name": "synthetic"}},
+                "methods": list(methods),
+                "seeds": {"run_seeds": list(seeds)},
+                "status": "complete",
+            }
+        )
+    )
     return root
 
 
@@ -118,7 +158,9 @@ def test_large_pool_report_stays_under_10_mb(tmp_path):
     size = out.stat().st_size
     assert size < 10_000_000, f"{size / 1e6:.1f} MB"
     html = out.read_text(encoding="utf-8")
-    assert f"sample of {MAX_SCATTER_POINTS} of them" in html and f"{MAX_SCATTER_POINTS} of 15000 items" in html
+    assert (
+        f"sample of {MAX_SCATTER_POINTS} of them" in html and f"{MAX_SCATTER_POINTS} of 15000 items" in html
+    )
 
 
 def test_health_figures_of_a_known_partition():

@@ -34,21 +34,36 @@ def _first_line(path, change):
 
 
 CASES = {
-    "manifest-methods-not-a-list": (lambda p: _edit_json(p / "manifest.json", lambda d: d.update(methods=7)),
-                                    "manifest.json: field 'methods'"),
-    "manifest-seeds-a-string": (lambda p: _edit_json(p / "manifest.json", lambda d: d.update(seeds="42")),
-                                "manifest.json: field 'seeds'"),
-    "results-methods-a-list": (lambda p: _edit_json(p / "results.json", lambda d: d.update(methods=[])),
-                               "results.json: field 'methods'"),
+    "manifest-methods-not-a-list": (
+        lambda p: _edit_json(p / "manifest.json", lambda d: d.update(methods=7)),
+        "manifest.json: field 'methods'",
+    ),
+    "manifest-seeds-a-string": (
+        lambda p: _edit_json(p / "manifest.json", lambda d: d.update(seeds="42")),
+        "manifest.json: field 'seeds'",
+    ),
+    "results-methods-a-list": (
+        lambda p: _edit_json(p / "results.json", lambda d: d.update(methods=[])),
+        "results.json: field 'methods'",
+    ),
     "results-truncated": (lambda p: _truncate(p / "results.json"), "results.json is not readable JSON"),
     "manifest-a-list": (lambda p: (p / "manifest.json").write_text("[1, 2]"), "manifest.json holds a list"),
-    "projection-truncated": (lambda p: _truncate(p / "pipeline" / "projection.npy"), "projection.npy is not a readable"),
-    "projection-wrong-shape": (lambda p: np.save(p / "pipeline" / "projection.npy", np.zeros((3, 5))),
-                               "projection.npy has shape (3, 5)"),
-    "pool-line-without-text": (lambda p: _first_line(p / "pipeline" / "pool.jsonl", lambda r: r.pop("text")),
-                               "pool.jsonl, line 1: expected an object with the field(s) ['text', 'label']"),
-    "coverage-a-list": (lambda p: _edit_json(p / "coverage.json", lambda d: d.update(coverage=[1])),
-                        "coverage.json: field 'coverage'"),
+    "projection-truncated": (
+        lambda p: _truncate(p / "pipeline" / "projection.npy"),
+        "projection.npy is not a readable",
+    ),
+    "projection-wrong-shape": (
+        lambda p: np.save(p / "pipeline" / "projection.npy", np.zeros((3, 5))),
+        "projection.npy has shape (3, 5)",
+    ),
+    "pool-line-without-text": (
+        lambda p: _first_line(p / "pipeline" / "pool.jsonl", lambda r: r.pop("text")),
+        "pool.jsonl, line 1: expected an object with the field(s) ['text', 'label']",
+    ),
+    "coverage-a-list": (
+        lambda p: _edit_json(p / "coverage.json", lambda d: d.update(coverage=[1])),
+        "coverage.json: field 'coverage'",
+    ),
 }
 
 
