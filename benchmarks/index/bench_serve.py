@@ -9,14 +9,14 @@ Usage (benchmarks/index/RESULTS_serve.md was produced with this)::
 The index: the first 10,000 BANKING77 training utterances, ``topk`` (the default method), all-MiniLM-L6-v2.
 Every request carries the query's text, so the server embeds it (the embedding is part of every request's
 time). ``ucs serve`` runs as a child process (one uvicorn worker, its selections on ``--batch-workers`` worker
-threads that answer concurrent requests together) on a free 127.0.0.1 port; the clients are asyncio ``httpx`` coroutines
-in this process, on the same cores, each sending ``POST /v1/select {"query": <BANKING77 test utterance>,
-"k": 8}`` back to back for ``--seconds`` per level (closed loop), while one more client posts one new example
-to ``/v1/examples`` every ``--add-every`` seconds (each one a new saved version the server swaps in). The
-anchors are the in-process ``SelectorIndex.select`` in the same run, one caller, same queries: one query per
-call with its text (and apart: its embedding alone, the selection alone given the embedding), and 8 queries
-per call. Each level records the CPU seconds of the server process and of the clients, and the load average.
-Only 127.0.0.1 is ever contacted.
+threads that answer concurrent requests together) on a free 127.0.0.1 port; the clients are asyncio ``httpx``
+coroutines in this process, on the same cores, each sending ``POST /v1/select {"query": <BANKING77 test
+utterance>, "k": 8}`` back to back for ``--seconds`` per level (closed loop), while one more client posts one
+new example to ``/v1/examples`` every ``--add-every`` seconds (each one a new saved version the server swaps
+in). The anchors are the in-process ``SelectorIndex.select`` in the same run, one caller, same queries: one
+query per call with its text (and apart: its embedding alone, the selection alone given the embedding), and 8
+queries per call. Each level records the CPU seconds of the server process and of the clients, and the load
+average. Only 127.0.0.1 is ever contacted.
 """
 
 from __future__ import annotations
@@ -248,7 +248,8 @@ def render(res: Dict[str, Any]) -> str:
         f"{res['k']}. **Every request carries the query's text: the server embeds it** (ONNX Runtime, one "
         f"thread per call), then selects. One uvicorn worker; its selections run on {res['workers']} worker "
         "thread(s) side by side, each answering the requests waiting together (one embedding call and one "
-        f"selection call per batch; batch window {res['batch_window_ms']:g} ms). The clients (asyncio httpx, closed loop) run on the same "
+        f"selection call per batch; batch window {res['batch_window_ms']:g} ms). The clients (asyncio httpx, "
+        "closed loop) run on the same "
         f"{m['cores']} cores as the server. Each level lasts {res['seconds']:g} s; with additions, one more "
         f"client adds one example every {res['add_every']:g} s (each a new saved version the server swaps "
         "in).",

@@ -26,8 +26,11 @@ from ucs.models import load_backbone  # noqa: E402
 from ucs.models.http import HttpBackbone, WrongChoicesError, parse_endpoint  # noqa: E402
 from ucs.models.http_client import EndpointError, EndpointUnreachableError  # noqa: E402
 from ucs.models.http_spec import CONNECT_TIMEOUT_ENV, DEFAULT_CONNECT_TIMEOUT  # noqa: E402
-from ucs.models.http_logprobs import (MisalignedLogprobsError, PromptLogprobsUnavailableError,  # noqa: E402
-                                      continuation_logprob)
+from ucs.models.http_logprobs import (
+    MisalignedLogprobsError,
+    PromptLogprobsUnavailableError,  # noqa: E402
+    continuation_logprob,
+)
 from ucs.testing.http_double import CompletionsDouble  # noqa: E402
 
 KEY = "sk-test-SECRET-1234567890"
@@ -318,7 +321,9 @@ def _secrets(auth_header):
 
 @pytest.mark.parametrize("status", [401, 500, 200])
 @pytest.mark.parametrize("given", ["key", "password"])
-def test_a_server_repeating_the_credentials_never_shows_them(stub_factory, monkeypatch, caplog, status, given):
+def test_a_server_repeating_the_credentials_never_shows_them(
+    stub_factory, monkeypatch, caplog, status, given
+):
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     body = _echo_header if status != 200 else (lambda h: {"no": "choices", "echo": _echo_header(h)})
     s = stub_factory([(status, body, 0)])
@@ -332,8 +337,15 @@ def test_a_server_repeating_the_credentials_never_shows_them(stub_factory, monke
     basic = base64.b64encode(f"alice:{PASSWORD}".encode()).decode()
     assert sent == (f"Bearer {KEY}" if given == "key" else f"Basic {basic}")  # the URL's user wins
     assert len(s.requests) == (3 if status == 500 else 1)
-    shown = [str(info.value), repr(info.value), caplog.text, *(str(w.message) for w in caught), repr(m),
-             str(m.identity), repr(m._transport)]
+    shown = [
+        str(info.value),
+        repr(info.value),
+        caplog.text,
+        *(str(w.message) for w in caught),
+        repr(m),
+        str(m.identity),
+        repr(m._transport),
+    ]
     assert "***" in str(info.value)
     for text in shown:
         assert not any(secret in text for secret in _secrets(sent)), text
@@ -376,8 +388,25 @@ def test_the_cli_never_shows_or_writes_the_credentials(stub_factory, monkeypatch
     s = stub_factory([(401, _echo_header, 0)])
     url = s.url.replace("http://", f"http://alice:{PASSWORD}@") + "#stub-model"
     out = tmp_path / "run"
-    argv = ["evaluate", "--dataset", "sample", "--model", url, "--retrieval", "backbone", "--selectors",
-            "random", "--runs", "1", "--test-size", "4", "--mode", "generate", "--out", str(out)]
+    argv = [
+        "evaluate",
+        "--dataset",
+        "sample",
+        "--model",
+        url,
+        "--retrieval",
+        "backbone",
+        "--selectors",
+        "random",
+        "--runs",
+        "1",
+        "--test-size",
+        "4",
+        "--mode",
+        "generate",
+        "--out",
+        str(out),
+    ]
     res = CliRunner().invoke(app, argv)
     assert res.exit_code == 2 and "Traceback" not in res.output, res.output
     assert s.requests and "***" in res.output, res.output
@@ -431,8 +460,15 @@ def test_parser_accepts_an_end_of_sequence_answer():
 
 # ---------------------------------------------------------------- scoring in lists of prompts (vLLM's form)
 PREFIXES = [f"Request {i}: my card has not arrived yet\nLabel:" for i in range(3)]
-LABELS = [" card_arrival", " balance", " lost_or_stolen_card", " transfer into account", " top up", " refund",
-          " exchange rate"]
+LABELS = [
+    " card_arrival",
+    " balance",
+    " lost_or_stolen_card",
+    " transfer into account",
+    " top up",
+    " refund",
+    " exchange rate",
+]
 
 
 def _scores(model):
@@ -508,6 +544,7 @@ def _dropping_last_choice(double):
         if isinstance(body, dict) and isinstance(body.get("prompt"), list) and out.get("choices"):
             out["choices"] = out["choices"][:-1]
         return status, out
+
     return wrong
 
 
@@ -524,7 +561,9 @@ def test_a_list_answered_with_missing_choices_is_refused_never_scored():
         m = HttpBackbone(d.url + "#double", backoff=0.01)
         m.score_continuations_detailed(PREFIXES[0], LABELS)
         d.answer = _dropping_last_choice(d)  # a server known to take lists answers one wrongly later
-        with pytest.raises(WrongChoicesError, match=f"list of {len(LABELS)} prompts with {len(LABELS) - 1} choices"):
+        with pytest.raises(
+            WrongChoicesError, match=f"list of {len(LABELS)} prompts with {len(LABELS) - 1} choices"
+        ):
             m.score_continuations_detailed(PREFIXES[1], LABELS)
         m.close()
 
