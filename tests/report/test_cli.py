@@ -12,8 +12,25 @@ from typer.testing import CliRunner
 from ucs.cli import app
 
 runner = CliRunner(env={"COLUMNS": "250", "NO_COLOR": "1"})
-SMALL = ["--dataset", "sample", "--model", "dummy", "--mode", "likelihood", "--test-size", "5", "--runs", "2",
-         "--budget", "3", "--retrieval", "backbone", "--dbscan-q", "0.1", "--no-progress"]
+SMALL = [
+    "--dataset",
+    "sample",
+    "--model",
+    "dummy",
+    "--mode",
+    "likelihood",
+    "--test-size",
+    "5",
+    "--runs",
+    "2",
+    "--budget",
+    "3",
+    "--retrieval",
+    "backbone",
+    "--dbscan-q",
+    "0.1",
+    "--no-progress",
+]
 
 
 def test_report_command(run_dir, tmp_path):
@@ -52,21 +69,50 @@ def test_evaluate_shows_its_work_and_keeps_every_calls_timings(tmp_path):
 
 def test_evaluate_progress_lines_in_a_log(tmp_path):
     """Output that is not a terminal gets plain progress lines for every long stage."""
-    args = ["evaluate", *SMALL[:-1], "--selectors", "dpp,mdl", "--out", str(tmp_path / "o"),
-            "--cache-dir", str(tmp_path / "c")]
+    args = [
+        "evaluate",
+        *SMALL[:-1],
+        "--selectors",
+        "dpp,mdl",
+        "--out",
+        str(tmp_path / "o"),
+        "--cache-dir",
+        str(tmp_path / "c"),
+    ]
     res = runner.invoke(app, args)
     assert res.exit_code == 0, res.output
-    for stage in ("embedding 150 texts", "clustering 150 pool items (seed 42", "MDL scoring mdl (seed 42)",
-                  "evaluating sample"):
+    for stage in (
+        "embedding 150 texts",
+        "clustering 150 pool items (seed 42",
+        "MDL scoring mdl (seed 42)",
+        "evaluating sample",
+    ):
         assert re.search(rf"\[ucs\] {re.escape(stage)}.*: started", res.output), stage
         assert re.search(rf"\[ucs\] {re.escape(stage)}.*done in \d+s", res.output), stage
 
 
 def test_demo_writes_a_report(tmp_path):
-    res = runner.invoke(app, ["demo", "--backbone", "dummy", "--queries", "3", "--selectors", "dpp,dpp+ucs",
-                              "--cache-dir", str(tmp_path / "c"), "--out", str(tmp_path / "o")])
+    res = runner.invoke(
+        app,
+        [
+            "demo",
+            "--backbone",
+            "dummy",
+            "--queries",
+            "3",
+            "--selectors",
+            "dpp,dpp+ucs",
+            "--cache-dir",
+            str(tmp_path / "c"),
+            "--out",
+            str(tmp_path / "o"),
+        ],
+    )
     assert res.exit_code == 0, res.output
-    assert f"report: {tmp_path / 'o' / 'report.html'}" in res.output and (tmp_path / "o" / "report.html").is_file()
+    assert (
+        f"report: {tmp_path / 'o' / 'report.html'}" in res.output
+        and (tmp_path / "o" / "report.html").is_file()
+    )
 
 
 @pytest.mark.parametrize("command", ["demo", "evaluate"])
@@ -78,14 +124,44 @@ def test_dataset_help_names_tables_and_their_columns(command):
 
 
 def test_reproduce_writes_a_report_per_evaluation_folder(tmp_path):
-    tiny = [x for kv in ("clusterer.pca_dim=16", "clusterer.n_atoms=8", "clusterer.dbscan_k=5",
-                         "clusterer.dbscan_q=0.1", "retrieval_embedder=backbone", "budget=3",
-                         *(f"selector.params.{b}.candidate_num=20" for b in ("topk", "labelaware", "dpp", "mdl")))
-            for x in ("--set", kv)]
-    res = runner.invoke(app, ["reproduce", "--only", "ablation_rarity", "--preset", "cpu", "--datasets", "sample",
-                              "--backbones", "dummy", "--runs", "1", "--test-size", "4", "--work-dir",
-                              str(tmp_path / "w"), "--results-dir", str(tmp_path / "r"), "--cache-dir",
-                              str(tmp_path / "c"), *tiny])
+    tiny = [
+        x
+        for kv in (
+            "clusterer.pca_dim=16",
+            "clusterer.n_atoms=8",
+            "clusterer.dbscan_k=5",
+            "clusterer.dbscan_q=0.1",
+            "retrieval_embedder=backbone",
+            "budget=3",
+            *(f"selector.params.{b}.candidate_num=20" for b in ("topk", "labelaware", "dpp", "mdl")),
+        )
+        for x in ("--set", kv)
+    ]
+    res = runner.invoke(
+        app,
+        [
+            "reproduce",
+            "--only",
+            "ablation_rarity",
+            "--preset",
+            "cpu",
+            "--datasets",
+            "sample",
+            "--backbones",
+            "dummy",
+            "--runs",
+            "1",
+            "--test-size",
+            "4",
+            "--work-dir",
+            str(tmp_path / "w"),
+            "--results-dir",
+            str(tmp_path / "r"),
+            "--cache-dir",
+            str(tmp_path / "c"),
+            *tiny,
+        ],
+    )
     assert res.exit_code == 0, res.output
     reports = sorted((tmp_path / "w" / "evals").glob("*/report.html"))
     assert reports and all(f"report: {p}" in res.output for p in reports)
@@ -94,8 +170,20 @@ def test_reproduce_writes_a_report_per_evaluation_folder(tmp_path):
 def test_demo_without_a_folder_keeps_its_report(tmp_path):
     from pathlib import Path
 
-    res = runner.invoke(app, ["demo", "--backbone", "dummy", "--queries", "2", "--selectors", "dpp",
-                              "--cache-dir", str(tmp_path / "c")])
+    res = runner.invoke(
+        app,
+        [
+            "demo",
+            "--backbone",
+            "dummy",
+            "--queries",
+            "2",
+            "--selectors",
+            "dpp",
+            "--cache-dir",
+            str(tmp_path / "c"),
+        ],
+    )
     assert res.exit_code == 0, res.output
     path = Path(re.search(r"report: (\S+ucs-demo-report-\S+\.html)", res.output).group(1))
     try:
