@@ -1,5 +1,5 @@
-"""ucs.compare and ``ucs compare``: every selector on the same held-out queries, ranked against TopK, with a real
-embedder, a real backbone, a real langchain-core Runnable and a real DSPy program."""
+"""ucs.compare and ``ucs compare``: every selector on the same held-out queries, ranked against TopK, with a
+real embedder, a real backbone, a real langchain-core Runnable and a real DSPy program."""
 
 from __future__ import annotations
 
@@ -14,7 +14,8 @@ pytestmark = pytest.mark.slow  # all-MiniLM-L6-v2, SmolLM2
 
 @pytest.fixture(scope="module")
 def small(banking_examples):
-    """The 600 BANKING77 examples restricted to their 6 most frequent labels (short label lists: cheap prompts)."""
+    """The 600 BANKING77 examples restricted to their 6 most frequent labels (short label lists: cheap
+    prompts)."""
     examples, _ = banking_examples
     counts = {}
     for e in examples:
@@ -48,18 +49,30 @@ def test_a_callable_is_ranked_against_topk_resumed_and_saved_as_an_index(small, 
         calls.append(text)
         return _vote(text, demos)
 
-    res = compare(small, counted, selectors=["random", "topk", "mmr"], k=6, n_queries=24, embedder=minilm,
-                  out=tmp_path / "c", cache_dir=tmp_path / "cache")
+    res = compare(
+        small,
+        counted,
+        selectors=["random", "topk", "mmr"],
+        k=6,
+        n_queries=24,
+        embedder=minilm,
+        out=tmp_path / "c",
+        cache_dir=tmp_path / "cache",
+    )
     # 4 cells (the reference topk:6:selected, topk:6:vote_last, mmr:6:vote_last, random:6:selected) on the 12
     # validation queries, then the validated cell and the reference on the 12 test queries
     n_calls = res.info["race"]["asked"] + sum(r["n_queries"] for r in res.test_rows)
     assert len(calls) == n_calls and res.n_queries == 24 and res.info["race"]["validation_queries"] == 12
     rows = {r["cell"]: r for r in res.rows}
-    assert rows["topk:6:selected"]["delta"] is None and rows["random:6:selected"]["delta"] < 0  # random votes badly
+    assert (
+        rows["topk:6:selected"]["delta"] is None and rows["random:6:selected"]["delta"] < 0
+    )  # random votes badly
     assert rows["topk:6:selected"]["own_label"] > rows["random:6:selected"]["own_label"]
     assert res.rows[0]["accuracy"] >= res.rows[-1]["accuracy"]  # ranked, best first
     assert res.recommended in ("topk", "mmr")
-    for r in res.rows:  # this predictor IS the majority vote of its demonstrations: no gain over the no-LM vote
+    for (
+        r
+    ) in res.rows:  # this predictor IS the majority vote of its demonstrations: no gain over the no-LM vote
         assert r["vote"] == pytest.approx(r["accuracy"]) and r["over_vote"] == pytest.approx(0.0)
     assert "no-LM vote" in res.to_markdown()
     index = SelectorIndex.load(tmp_path / "c" / "index", embedder=minilm)
@@ -79,7 +92,9 @@ def test_a_callable_is_ranked_against_topk_resumed_and_saved_as_an_index(small, 
 
         from ucs.integrations.dspy import UCSFewShot
 
-        program = UCSFewShot.attach(dspy.Predict("text -> label"), SelectorIndex.load(tmp_path / "c" / "index"), k=6)
+        program = UCSFewShot.attach(
+            dspy.Predict("text -> label"), SelectorIndex.load(tmp_path / "c" / "index"), k=6
+        )
         with dspy.context(lm=DummyLM([{"label": "x"}])):
             program(text=query["text"])
         assert program.ucs_selection.indices.tolist() == want
@@ -96,8 +111,16 @@ def test_a_callable_is_ranked_against_topk_resumed_and_saved_as_an_index(small, 
 
     minilm.embed = counting_embed
     try:
-        again = compare(small, counted, selectors=["random", "topk", "mmr"], k=6, n_queries=24, embedder=minilm,
-                        out=tmp_path / "c", cache_dir=tmp_path / "cache")
+        again = compare(
+            small,
+            counted,
+            selectors=["random", "topk", "mmr"],
+            k=6,
+            n_queries=24,
+            embedder=minilm,
+            out=tmp_path / "c",
+            cache_dir=tmp_path / "cache",
+        )
     finally:
         del minilm.embed
     assert len(calls) == n_calls and again.rows == res.rows  # resumed: nothing asked twice
@@ -144,8 +167,15 @@ def test_a_dspy_program_gets_the_demonstrations_and_its_metric_decides(small, mi
     program = dspy.Predict("text -> label")
     lm = DummyLM([{"label": small[0]["label"]}] * 20)
     with dspy.context(lm=lm):
-        res = compare(small, program, selectors=["topk"], k=3, n_queries=10, embedder=minilm,
-                      metric=lambda ex, pred: pred.label == ex.label)
+        res = compare(
+            small,
+            program,
+            selectors=["topk"],
+            k=3,
+            n_queries=10,
+            embedder=minilm,
+            metric=lambda ex, pred: pred.label == ex.label,
+        )
     acc = res.rows[0]["accuracy"]
     assert 0.0 <= acc <= 1.0
     prompt = json.dumps(lm.history[-1]["messages"])
@@ -164,12 +194,28 @@ def test_cli_estimates_asks_and_runs_on_a_user_csv(small, minilm, tmp_path, monk
         w.writerow(["utterance", "intent"])
         for e in small:
             w.writerow([e["text"] + ("\nsecond line" if len(e["text"]) % 7 == 0 else ""), e["label"]])
-    base = ["compare", str(table), "--text-column", "utterance", "--label-column", "intent", "--selectors",
-            "topk,random", "--k", "3", "--queries", "8", "--out", str(tmp_path / "o"), "--cache-dir",
-            str(tmp_path / "cache")]
+    base = [
+        "compare",
+        str(table),
+        "--text-column",
+        "utterance",
+        "--label-column",
+        "intent",
+        "--selectors",
+        "topk,random",
+        "--k",
+        "3",
+        "--queries",
+        "8",
+        "--out",
+        str(tmp_path / "o"),
+        "--cache-dir",
+        str(tmp_path / "cache"),
+    ]
     r = CliRunner().invoke(app, base + ["--dry-run"])
     assert r.exit_code == 0, r.output
-    # at most 3 cells (topk in orders selected and vote_last, random) × 4 validation queries + 2 × 4 test queries
+    # at most 3 cells (topk in orders selected and vote_last, random) × 4 validation queries + 2 × 4 test
+    # queries
     assert "cost: 20 prompts (6 labels scored in each)" in r.output and not (tmp_path / "o").exists()
     monkeypatch.setattr(cmd, "ASK_ABOVE_MINUTES", 0.0)
     r = CliRunner().invoke(app, base)
@@ -180,14 +226,16 @@ def test_cli_estimates_asks_and_runs_on_a_user_csv(small, minilm, tmp_path, monk
     r = CliRunner().invoke(app, base)  # the same command again: nothing is left, so nothing to ask
     assert r.exit_code == 0, r.output
     assert "cost: 0 prompts" in r.output and "answered in" in r.output and "recommended:" in r.output
-    r = CliRunner().invoke(app, ["compare", str(table), "--selectors", "topk,nope", "--out", str(tmp_path / "x")])
+    r = CliRunner().invoke(
+        app, ["compare", str(table), "--selectors", "topk,nope", "--out", str(tmp_path / "x")]
+    )
     assert r.exit_code == 2 and "--selectors" in r.output
 
 
 def test_cli_against_a_local_openai_compatible_server(small, minilm, tmp_path):
-    """``ucs compare --model http://127.0.0.1:PORT/v1`` against llama-cpp-python's server serving SmolLM2: the same
-    ranking machinery over HTTP, prompts through ChatML (the server aligns echoed log-probabilities only for
-    prompts that start with the model's BOS token)."""
+    """``ucs compare --model http://127.0.0.1:PORT/v1`` against llama-cpp-python's server serving SmolLM2: the
+    same ranking machinery over HTTP, prompts through ChatML (the server aligns echoed log-probabilities only
+    for prompts that start with the model's BOS token)."""
     from ucs.models.http_server import local_llama_server, missing_server_modules
 
     if missing_server_modules():
@@ -198,13 +246,34 @@ def test_cli_against_a_local_openai_compatible_server(small, minilm, tmp_path):
     from ucs.cli import app
     from ucs.utils.weights import smollm2_gguf_path
 
-    three = sorted({e["label"] for e in small})[:3]  # llama-cpp-python's server echoes slowly: 3 labels, 3 queries
+    three = sorted({e["label"] for e in small})[
+        :3
+    ]  # llama-cpp-python's server echoes slowly: 3 labels, 3 queries
     table = tmp_path / "mine.jsonl"
     table.write_text("".join(json.dumps(e) + "\n" for e in small if e["label"] in three), encoding="utf-8")
     with local_llama_server(smollm2_gguf_path(), n_threads=2, log=tmp_path / "server.log") as url:
-        r = CliRunner().invoke(app, ["compare", str(table), "--model", url, "--chat-template", "chatml",
-                                     "--selectors", "topk,random", "--k", "1", "--queries", "3", "--yes", "--out",
-                                     str(tmp_path / "o"), "--cache-dir", str(tmp_path / "cache")])
+        r = CliRunner().invoke(
+            app,
+            [
+                "compare",
+                str(table),
+                "--model",
+                url,
+                "--chat-template",
+                "chatml",
+                "--selectors",
+                "topk,random",
+                "--k",
+                "1",
+                "--queries",
+                "3",
+                "--yes",
+                "--out",
+                str(tmp_path / "o"),
+                "--cache-dir",
+                str(tmp_path / "cache"),
+            ],
+        )
     assert r.exit_code == 0, r.output
     assert "cost: 7 prompts (3 labels scored in each)" in r.output  # 3 cells × 1 validation + 2 × 2 test
     saved = json.loads((tmp_path / "o" / "compare.json").read_text())
@@ -215,18 +284,32 @@ def test_cli_against_a_local_openai_compatible_server(small, minilm, tmp_path):
 
 
 def test_set_bsr_reads_the_token_embeddings_of_the_pools_one_pass(small, minilm, tmp_path, monkeypatch):
-    """With Set-BSR in the grid, the pool is encoded once: the sentence pass keeps its token embeddings for Set-BSR
-    (remember_tokens), and its selections are those of a comparison that encodes the pool twice."""
+    """With Set-BSR in the grid, the pool is encoded once: the sentence pass keeps its token embeddings for
+    Set-BSR (remember_tokens), and its selections are those of a comparison that encodes the pool twice."""
     from ucs import compare
     from ucs.embedding import load_retrieval_embedder
 
     def run(emb, out):
         passes = []
         real = emb.load()._st.encode
-        monkeypatch.setattr(emb._st, "encode", lambda texts, **kw: passes.append((len(texts), kw.get(
-            "output_value", "sentence_embedding"))) or real(texts, **kw))
-        res = compare(small, _vote, selectors=["topk", "bsr"], k=4, n_queries=12, embedder=emb, out=out,
-                      cache_dir=tmp_path / f"cache-{out.name}", early_stop=False)
+        monkeypatch.setattr(
+            emb._st,
+            "encode",
+            lambda texts, **kw: (
+                passes.append((len(texts), kw.get("output_value", "sentence_embedding"))) or real(texts, **kw)
+            ),
+        )
+        res = compare(
+            small,
+            _vote,
+            selectors=["topk", "bsr"],
+            k=4,
+            n_queries=12,
+            embedder=emb,
+            out=out,
+            cache_dir=tmp_path / f"cache-{out.name}",
+            early_stop=False,
+        )
         return res, [p for p in passes if p[0] == len(small) - 12]  # the pool's passes (pool = the rest)
 
     shared, pool_passes = run(minilm, tmp_path / "one")
@@ -237,6 +320,8 @@ def test_set_bsr_reads_the_token_embeddings_of_the_pools_one_pass(small, minilm,
     assert {kind for _, kind in pool_passes} == {"sentence_embedding", "token_embeddings"}
     from ucs.evaluation.run_folder import RunFolder
 
-    picks = [sorted((r["method"], r["query"], r["selected"]) for r in RunFolder(tmp_path / d).read_records())
-             for d in ("one", "two")]
+    picks = [
+        sorted((r["method"], r["query"], r["selected"]) for r in RunFolder(tmp_path / d).read_records())
+        for d in ("one", "two")
+    ]
     assert any(m.startswith("bsr:") for m, _, _ in picks[0]) and picks[0] == picks[1]

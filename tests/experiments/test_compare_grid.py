@@ -22,8 +22,10 @@ def _cache(monkeypatch, tmp_path):
 
 
 def _examples(n: int = 120):
-    return [{"text": f"question {i} about my {LABELS[i % 4]} number {i % 5}", "label": LABELS[i % 4]}
-            for i in range(n)]
+    return [
+        {"text": f"question {i} about my {LABELS[i % 4]} number {i % 5}", "label": LABELS[i % 4]}
+        for i in range(n)
+    ]
 
 
 def _by_k(text, demos):
@@ -34,8 +36,15 @@ def _by_k(text, demos):
 def _run(tmp_path, name="o", **kw):
     from ucs import compare
 
-    args = dict(selectors=["topk"], k=[2, 4, 6], orders=["selected"], n_queries=80,
-                round_size=10, embedder=DummyEmbedder(dim=16), out=tmp_path / name)
+    args = dict(
+        selectors=["topk"],
+        k=[2, 4, 6],
+        orders=["selected"],
+        n_queries=80,
+        round_size=10,
+        embedder=DummyEmbedder(dim=16),
+        out=tmp_path / name,
+    )
     args.update(kw)
     predictor = args.pop("predictor", _by_k)
     return compare(_examples(), predictor, **args)
@@ -54,8 +63,14 @@ def test_the_grid_spells_its_cells_and_parses_its_options():
         parse_cell("topk")
     cells = grid_cells(["topk", "random"], [4, 8], ["selected", "vote_last"], Cell("topk", 8, "selected"))
     # the reference first, once; random (query-independent) one cell per k, in order "selected"
-    assert [c.id for c in cells] == ["topk:8:selected", "topk:4:selected", "topk:4:vote_last", "topk:8:vote_last",
-                                     "random:4:selected", "random:8:selected"]
+    assert [c.id for c in cells] == [
+        "topk:8:selected",
+        "topk:4:selected",
+        "topk:4:vote_last",
+        "topk:8:vote_last",
+        "random:4:selected",
+        "random:8:selected",
+    ]
 
 
 def test_the_split_is_disjoint_seeded_and_the_same_in_another_process():
@@ -74,12 +89,18 @@ def test_early_stopping_decides_early_and_recommends_what_the_full_grid_recommen
     early = _run(tmp_path, "early")
     full = _run(tmp_path, "full", early_stop=False)
     race, whole = early.info["race"], full.info["race"]
-    assert race["stopped"] == "decided" and race["rounds"] < race["planned_rounds"] and race["asked"] < race["full"]
+    assert (
+        race["stopped"] == "decided"
+        and race["rounds"] < race["planned_rounds"]
+        and race["asked"] < race["full"]
+    )
     assert whole["stopped"] == "validation used up" and whole["asked"] == whole["full"] == 3 * 40
     assert early.info["validated"]["k"] == 4 and early.info["validated"] == full.info["validated"]
     assert early.recommended_cell == full.recommended_cell == early.info["validated"]["cell"]
     rows = {r["cell"]: r for r in early.rows}
-    assert rows["topk:2:selected"]["delta"] is None  # the reference k is the grid's first k when 8 is not in it
+    assert (
+        rows["topk:2:selected"]["delta"] is None
+    )  # the reference k is the grid's first k when 8 is not in it
     assert rows["topk:6:selected"]["left_round"] is not None and rows["topk:4:selected"]["delta"] > 0
     saved = json.loads((tmp_path / "early" / "compare.json").read_text())
     assert saved["race"]["left"] and saved["recommended"]["cell"] == early.recommended_cell
@@ -126,6 +147,7 @@ def test_an_interrupted_round_resumes_and_a_changed_grid_is_refused(tmp_path):
     done = _run(tmp_path, predictor=answerer, early_stop=False)
     whole = _run(tmp_path, "whole", early_stop=False)
     assert len(calls) == 3 * 40 + 2 * 40 - 24  # only the answers the interruption did not record
+
     def strip(rows):  # the same answers; only the measured milliseconds differ
         return [{k: v for k, v in r.items() if not k.endswith("_ms")} for r in rows]
 

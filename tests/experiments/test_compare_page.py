@@ -1,6 +1,7 @@
-"""compare.html as HTML text, from a small comparison with a fake predictor and the hash-seeded embedder double
-(ucs.testing): the forest plot has one row per cell, the heat maps one square per cell, the rounds add up to the
-race, the demonstrations are numbered lists with own-label marks, user texts are escaped, nothing is fetched."""
+"""compare.html as HTML text, from a small comparison with a fake predictor and the hash-seeded embedder
+double (ucs.testing): the forest plot has one row per cell, the heat maps one square per cell, the rounds add
+up to the race, the demonstrations are numbered lists with own-label marks, user texts are escaped, nothing is
+fetched."""
 
 from __future__ import annotations
 
@@ -18,8 +19,13 @@ XSS = "<script>alert(1)</script>"
 
 def examples(n: int = 100):
     """Labelled examples; every seventh text starts with a script tag that the page must show as text."""
-    return [{"text": f"{XSS if i % 7 == 0 else ''}question {i} about my {LABELS[i % 4]} number {i % 5}",
-             "label": LABELS[i % 4]} for i in range(n)]
+    return [
+        {
+            "text": f"{XSS if i % 7 == 0 else ''}question {i} about my {LABELS[i % 4]} number {i % 5}",
+            "label": LABELS[i % 4],
+        }
+        for i in range(n)
+    ]
 
 
 def by_k(text, demos):
@@ -28,11 +34,21 @@ def by_k(text, demos):
 
 
 def small_compare(out: Path):
-    """A comparison of 2 selectors × k 2, 4 × 2 orders (random ignores the order: 6 cells), raced in rounds."""
+    """A comparison of 2 selectors × k 2, 4 × 2 orders (random ignores the order: 6 cells), raced in
+    rounds."""
     from ucs import compare
 
-    return compare(examples(), by_k, selectors=["topk", "random"], k=[2, 4], orders=["selected", "similar_last"],
-                   n_queries=60, round_size=10, embedder=DummyEmbedder(dim=16), out=out)
+    return compare(
+        examples(),
+        by_k,
+        selectors=["topk", "random"],
+        k=[2, 4],
+        orders=["selected", "similar_last"],
+        n_queries=60,
+        round_size=10,
+        embedder=DummyEmbedder(dim=16),
+        out=out,
+    )
 
 
 @pytest.fixture(scope="module")

@@ -24,8 +24,9 @@ def test_every_cell_answers_every_query_and_a_limit_resumes_query_by_query(tmp_p
         asked.append(text)
         return _nearest_label(text, demos)
 
-    rows = grid_table(pool, queries, predictor, CELLS, out=tmp_path / "t", metric="exact", embedder=EMB,
-                      limit=4)
+    rows = grid_table(
+        pool, queries, predictor, CELLS, out=tmp_path / "t", metric="exact", embedder=EMB, limit=4
+    )
     assert len(asked) == 4 * 3 and {r["n_queries"] for r in rows} == {4}
     rows = grid_table(pool, queries, predictor, CELLS, out=tmp_path / "t", metric="exact", embedder=EMB)
     assert len(asked) == 10 * 3  # only the queries the first call left
@@ -57,9 +58,17 @@ def test_smollm2_in_two_workers_writes_parses_the_table_scores(shared_data, tmp_
     queries = [{"text": t, "label": y} for t, y in zip(ds.test.texts[:4], ds.label_text(ds.test.labels[:4]))]
     with BackbonePool("smollm2", workers=2, context_length=1024) as bb:
         new = default_max_new_tokens(bb.count_tokens, [e["label"] for e in pool])
-        rows = grid_table(pool, queries, generating_predictor(bb, new), ["topk:4:selected", "mmr:4:selected"],
-                          out=tmp_path / "t", metric="exact")
-    one = generating_predictor(load_backbone("smollm2", engine="llama", n_threads=1, context_length=1024), new)
+        rows = grid_table(
+            pool,
+            queries,
+            generating_predictor(bb, new),
+            ["topk:4:selected", "mmr:4:selected"],
+            out=tmp_path / "t",
+            metric="exact",
+        )
+    one = generating_predictor(
+        load_backbone("smollm2", engine="llama", n_threads=1, context_length=1024), new
+    )
     recs = [json.loads(x) for x in (tmp_path / "t" / "records.jsonl").read_text().splitlines()]
     assert len(recs) == 8 and {r["n_queries"] for r in rows} == {4}
     for r in recs[:2]:  # the workers wrote what one process writes

@@ -24,8 +24,10 @@ def test_published_values(key, q, lam):
 
 
 def test_untuned_combination_falls_back_to_common():
-    assert tuned("smollm2", "dpp", "banking77") == {"dbscan_q": COMMON["clusterer"]["dbscan_q"],
-                                                    "lam": COMMON["prior"]["lam"]}
+    assert tuned("smollm2", "dpp", "banking77") == {
+        "dbscan_q": COMMON["clusterer"]["dbscan_q"],
+        "lam": COMMON["prior"]["lam"],
+    }
     with pytest.raises(ValueError, match="selector"):
         tuned("smollm2", "topk", "banking77")
 

@@ -16,14 +16,26 @@ from ucs.experiments.registry import experiment_names, get_experiment  # noqa: E
 from ucs.experiments.reproduce import ReproduceOptions, describe_cells, plan, plan_totals, reproduce  # noqa: E402
 from ucs.pipeline import load_backbone_for  # noqa: E402
 
-TINY = {"clusterer": {"pca_dim": 16, "n_atoms": 8, "dbscan_k": 5, "dbscan_q": 0.1},
-        "selector.params": {b: {"candidate_num": 20} for b in ("topk", "labelaware", "dpp", "mdl")},
-        "retrieval_embedder": "backbone", "budget": 3}
+TINY = {
+    "clusterer": {"pca_dim": 16, "n_atoms": 8, "dbscan_k": 5, "dbscan_q": 0.1},
+    "selector.params": {b: {"candidate_num": 20} for b in ("topk", "labelaware", "dpp", "mdl")},
+    "retrieval_embedder": "backbone",
+    "budget": 3,
+}
 
 
 def options(tmp, **kw):
-    base = dict(preset="cpu", datasets=["sample"], backbones=["dummy", "dummy-1"], test_size=4, runs=2,
-                settings=TINY, work_dir=str(tmp / "work"), results_dir=str(tmp / "results"), cache_dir=str(tmp / "cache"))
+    base = dict(
+        preset="cpu",
+        datasets=["sample"],
+        backbones=["dummy", "dummy-1"],
+        test_size=4,
+        runs=2,
+        settings=TINY,
+        work_dir=str(tmp / "work"),
+        results_dir=str(tmp / "results"),
+        cache_dir=str(tmp / "cache"),
+    )
     return ReproduceOptions(**{**base, **kw})
 
 
@@ -117,10 +129,15 @@ def test_second_invocation_recomputes_nothing(first_run):
 
 def test_limit_and_resume_into_the_full_run(tmp_path):
     opts = options(tmp_path, backbones=["dummy"], runs=1)
-    first, cov = reproduce(["main_table", "coverage_exposure"], ReproduceOptions(**{**opts.__dict__, "limit": 2}))
+    first, cov = reproduce(
+        ["main_table", "coverage_exposure"], ReproduceOptions(**{**opts.__dict__, "limit": 2})
+    )
     assert all(m["n_queries"] == 2 for m in first.results[0]["methods"].values())
     for page in (first, cov):  # an accuracy page and a selections-only page both say they are partial
-        assert "2 test queries (the first of 4 drawn once, seed 42: a `--limit` run" in page.markdown_path.read_text()
+        assert (
+            "2 test queries (the first of 4 drawn once, seed 42: a `--limit` run"
+            in page.markdown_path.read_text()
+        )
     full, cov = reproduce(["main_table", "coverage_exposure"], opts)
     for page in (full, cov):
         assert "4 test queries (drawn once, seed 42)" in page.markdown_path.read_text()
@@ -130,7 +147,9 @@ def test_limit_and_resume_into_the_full_run(tmp_path):
 def test_dry_run_rows_estimate_model_calls(tmp_path):
     rows = describe_cells(["main_table", "cluster_sizes"], options(tmp_path, backbones=["dummy"]))
     main = [r for r in rows if r["experiment"] == "main_table"][0]
-    assert main["icl_prompts"] == 6 * 2 * 4 and main["mdl_scorings"] == 2 * 4 * 5  # MDL+UCS reuses MDL's scorings
+    assert (
+        main["icl_prompts"] == 6 * 2 * 4 and main["mdl_scorings"] == 2 * 4 * 5
+    )  # MDL+UCS reuses MDL's scorings
     assert [r for r in rows if r["experiment"] == "cluster_sizes"][0]["icl_prompts"] == 0
     assert not (tmp_path / "work").exists()  # planning runs nothing
 
@@ -189,10 +208,13 @@ def test_runtime_times_every_prompt_and_restarts_an_interrupted_method(first_run
 
 def test_render_only_writes_the_page_of_a_run_under_way_and_computes_nothing(tmp_path):
     opts = options(tmp_path, backbones=["dummy"], runs=1, selectors=["votek", "votek+ucs", "cover"])
-    reproduce(["healthy_ucs"], ReproduceOptions(**{**opts.__dict__, "variants": ["base"]}))  # the base part only
+    reproduce(
+        ["healthy_ucs"], ReproduceOptions(**{**opts.__dict__, "variants": ["base"]})
+    )  # the base part only
     counting = Counting()
-    page = reproduce(["healthy_ucs"], ReproduceOptions(**{**opts.__dict__, "render_only": True}),
-                     models=Models(counting))[0]
+    page = reproduce(
+        ["healthy_ucs"], ReproduceOptions(**{**opts.__dict__, "render_only": True}), models=Models(counting)
+    )[0]
     assert counting.calls() == 0 and not page.computed
     by = {c.variant.name: r for c, r in zip(page.cells, page.results)}
     assert by["base"]["methods"]["votek"]["n_queries"] == 4 and by["base"]["pending"] == []
@@ -207,15 +229,29 @@ def test_render_only_writes_the_page_of_a_run_under_way_and_computes_nothing(tmp
     assert re.search(r"\([+-]\d+\.\d \[", cover), cover  # its paired Δ against VoteK
     full = reproduce(["healthy_ucs"], opts)[0]  # the same cells: the base part is not evaluated again
     assert {c.variant.name: r["new_records"] for c, r in zip(full.cells, full.results)} == {
-        "base": 0, "paper": 4, "default": 4}
+        "base": 0,
+        "paper": 4,
+        "default": 4,
+    }
     done = full.markdown_path.read_text()
     assert "Under way" not in done
-    assert "Relevance of the same prompts" in done  # the label agreement of the selections, beside their coverage
-    share = next(line for line in done.splitlines() if line.startswith("| (b) default | votek+ucs | ")
-                 and re.search(r"\| \d+\.\d \(", line))
+    assert (
+        "Relevance of the same prompts" in done
+    )  # the label agreement of the selections, beside their coverage
+    share = next(
+        line
+        for line in done.splitlines()
+        if line.startswith("| (b) default | votek+ucs | ") and re.search(r"\| \d+\.\d \(", line)
+    )
     assert re.search(r"\([+-]\d+\.\d \[", share), share  # its paired Δ against VoteK's share
-    row = next(line for line in done.splitlines() if line.startswith("| (b) default | votek+ucs | ") and line.count("|") == 7)
-    assert [int(x) for x in row.split("|")[3:6]] != [0, 0, 0] and row.endswith("| 0 |")  # measured on the one dataset
+    row = next(
+        line
+        for line in done.splitlines()
+        if line.startswith("| (b) default | votek+ucs | ") and line.count("|") == 7
+    )
+    assert [int(x) for x in row.split("|")[3:6]] != [0, 0, 0] and row.endswith(
+        "| 0 |"
+    )  # measured on the one dataset
     with pytest.raises(ValueError, match="only accuracy experiments"):
         reproduce(["cluster_sizes"], ReproduceOptions(**{**opts.__dict__, "render_only": True}))
 
@@ -231,8 +267,9 @@ def test_a_part_run_never_replaces_a_fuller_page(tmp_path):
 
     assert f"- answers computed on: {machine_signature()} (12)" in page.decode()  # 3 methods × 4 queries
     logged = []
-    part = reproduce(["healthy_ucs"], ReproduceOptions(**{**opts.__dict__, "variants": ["base"]}),
-                     log=logged.append)[0]
+    part = reproduce(
+        ["healthy_ucs"], ReproduceOptions(**{**opts.__dict__, "variants": ["base"]}), log=logged.append
+    )[0]
     assert part.kept == ["sample__dummy__paper/votek+ucs", "sample__dummy__default/votek+ucs"]
     assert any("kept" in line and "--results-dir" in line for line in logged)
     smoke = reproduce(["healthy_ucs"], ReproduceOptions(**{**opts.__dict__, "limit": 2}))[0]
@@ -241,22 +278,26 @@ def test_a_part_run_never_replaces_a_fuller_page(tmp_path):
     empty = reproduce(["healthy_ucs"], ReproduceOptions(**{**opts.__dict__, "render_only": True}))[0]
     assert len(empty.kept) == 3  # a fresh checkout's render-only run has nothing to show
     assert full.markdown_path.read_bytes() == page and full.manifest_path.read_bytes() == manifest
-    elsewhere = reproduce(["healthy_ucs"], ReproduceOptions(**{**opts.__dict__, "variants": ["base"],
-                                                                 "results_dir": str(tmp_path / "part")}))[0]
+    elsewhere = reproduce(
+        ["healthy_ucs"],
+        ReproduceOptions(**{**opts.__dict__, "variants": ["base"], "results_dir": str(tmp_path / "part")}),
+    )[0]
     assert elsewhere.kept == [] and elsewhere.markdown_path.is_file()
 
 
 def test_the_invocation_that_computed_a_cell_stays_on_its_page(tmp_path):
-    """Re-running or re-rendering a page keeps, per cell, the command, CPU and timings of the run that did the work;
-    a generation page in the paper's mode also reads its outputs with the strict matcher."""
+    """Re-running or re-rendering a page keeps, per cell, the command, CPU and timings of the run that did the
+    work; a generation page in the paper's mode also reads its outputs with the strict matcher."""
     opts = options(tmp_path, backbones=["dummy"], runs=1, selectors=["dpp", "dpp+ucs"], mode="paper")
     first = reproduce(["main_table"], ReproduceOptions(**{**opts.__dict__, "command": "first"}))[0]
     assert first.results[0]["computed"] and first.results[0]["strict_matcher"]
     assert "matched by the strict matcher" in first.markdown_path.read_text()
     wall = first.results[0]["wall_s"]
     for command, render_only in (("second", False), ("third", True)):
-        run = reproduce(["main_table"], ReproduceOptions(**{**opts.__dict__, "command": command,
-                                                            "render_only": render_only}))[0]
+        run = reproduce(
+            ["main_table"],
+            ReproduceOptions(**{**opts.__dict__, "command": command, "render_only": render_only}),
+        )[0]
         entry = json.loads(run.manifest_path.read_text())["cells"][0]
         assert not entry["computed_in_this_invocation"] and entry["computed_by"]["command"] == "first"
         assert entry["computed_by"]["wall_s"] == wall and entry["computed_by"]["timings"]
@@ -266,10 +307,16 @@ def test_the_invocation_that_computed_a_cell_stays_on_its_page(tmp_path):
 def test_earlier_timings_are_dropped_when_the_records_changed():
     from ucs.experiments.provenance import earlier_computation
 
-    old = {"command": "c", "created_at": "t", "platform": {"cpu": "x"},
-           "cells": [{"cell": "a", "computed_in_this_invocation": True, "runner_manifest": {"fingerprints": {"m": 1}}},
-                     {"cell": "b", "computed_in_this_invocation": False}],
-           "results": [{"wall_s": 5.0, "timings": {"evaluate": 4.0}, "new_records": 3}, {"wall_s": 0.1}]}
+    old = {
+        "command": "c",
+        "created_at": "t",
+        "platform": {"cpu": "x"},
+        "cells": [
+            {"cell": "a", "computed_in_this_invocation": True, "runner_manifest": {"fingerprints": {"m": 1}}},
+            {"cell": "b", "computed_in_this_invocation": False},
+        ],
+        "results": [{"wall_s": 5.0, "timings": {"evaluate": 4.0}, "new_records": 3}, {"wall_s": 0.1}],
+    }
     assert earlier_computation(old, "a", {"m": 1})["wall_s"] == 5.0
     assert earlier_computation(old, "a", None)["cpu"] == "x"
     assert earlier_computation(old, "a", {"m": 2}) is None  # other records: those timings are not theirs

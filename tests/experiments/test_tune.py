@@ -13,13 +13,24 @@ from ucs.experiments.tune import _choose, default_grids, tune, validation_split 
 from ucs.pipeline import PipelineConfig  # noqa: E402
 from ucs.testing import DummyBackbone  # noqa: E402
 
-#: On the paper preset (its clustering and estimator in the backbone's space), with ridge codes and small sizes.
-CFG = {"dataset": "sample", "backbone": "dummy", "mode": "likelihood", "n_runs": 1, "budget": 3,
-       "retrieval_embedder": "backbone", "mdl_scorer": "backbone", "test_size": None,
-       "clusterer": {"pca_dim": 16, "n_atoms": 8, "dbscan_k": 5, "dbscan_q": 0.1, "coding": "ridge"},
-       "selector": {"method": ("dpp", "dpp+ucs", "votek+ucs"),
-                    "params": {b: {"candidate_num": 20} for b in ("topk", "labelaware", "dpp", "mdl")}},
-       "prior": {"lam": 0.1}}
+#: On the paper preset (its clustering and estimator in the backbone's space), with ridge codes and small
+#: sizes.
+CFG = {
+    "dataset": "sample",
+    "backbone": "dummy",
+    "mode": "likelihood",
+    "n_runs": 1,
+    "budget": 3,
+    "retrieval_embedder": "backbone",
+    "mdl_scorer": "backbone",
+    "test_size": None,
+    "clusterer": {"pca_dim": 16, "n_atoms": 8, "dbscan_k": 5, "dbscan_q": 0.1, "coding": "ridge"},
+    "selector": {
+        "method": ("dpp", "dpp+ucs", "votek+ucs"),
+        "params": {b: {"candidate_num": 20} for b in ("topk", "labelaware", "dpp", "mdl")},
+    },
+    "prior": {"lam": 0.1},
+}
 
 
 def config(settings=None):
@@ -65,8 +76,17 @@ def test_tune_picks_from_the_grid_and_never_reads_the_test_split(tmp_path):
     bb = Recording()
     cfg = config()
     q_grid, lam_grid = (0.05, 0.1, 0.3), (0.0, 0.1, 2.0)
-    res = tune(cfg, tmp_path / "t", q_grid=q_grid, lam_grid=lam_grid, val_fraction=0.2, val_seed=1,
-               cache_dir=tmp_path / "c", dataset=ds, backbone=bb)
+    res = tune(
+        cfg,
+        tmp_path / "t",
+        q_grid=q_grid,
+        lam_grid=lam_grid,
+        val_fraction=0.2,
+        val_seed=1,
+        cache_dir=tmp_path / "c",
+        dataset=ds,
+        backbone=bb,
+    )
     assert set(res.chosen["lam_by_selector"]) == {"dpp", "votek"}
     for base in ("dpp", "votek"):
         assert res.chosen["lam_by_selector"][base] in lam_grid
@@ -74,8 +94,13 @@ def test_tune_picks_from_the_grid_and_never_reads_the_test_split(tmp_path):
     # λ = 0 once per selector, then every (q, λ > 0)
     assert len(res.grid) == 2 * (1 + 3 * 2)
     best = max(r["accuracy"] for r in res.grid if r["selector"] == "dpp+ucs")
-    chosen = [r for r in res.grid if r["selector"] == "dpp+ucs" and r["lam"] == res.chosen["lam_by_selector"]["dpp"]
-              and (r["lam"] == 0 or r["q"] == res.chosen["dbscan_q_by_selector"]["dpp"])]
+    chosen = [
+        r
+        for r in res.grid
+        if r["selector"] == "dpp+ucs"
+        and r["lam"] == res.chosen["lam_by_selector"]["dpp"]
+        and (r["lam"] == 0 or r["q"] == res.chosen["dbscan_q_by_selector"]["dpp"])
+    ]
     assert chosen[0]["accuracy"] == best
     # the test split is never touched: no test-only text embedded or prompted
     _, keep, val = validation_split(ds, 0.2, seed=1)
@@ -92,8 +117,17 @@ def test_tune_picks_from_the_grid_and_never_reads_the_test_split(tmp_path):
     assert "| q \\ λ |" in (tmp_path / "t" / "tune.md").read_text()
     # resumable and cheap the second time: no model call at all
     bb2 = Recording()
-    again = tune(cfg, tmp_path / "t", q_grid=q_grid, lam_grid=lam_grid, val_fraction=0.2, val_seed=1,
-                 cache_dir=tmp_path / "c", dataset=ds, backbone=bb2)
+    again = tune(
+        cfg,
+        tmp_path / "t",
+        q_grid=q_grid,
+        lam_grid=lam_grid,
+        val_fraction=0.2,
+        val_seed=1,
+        cache_dir=tmp_path / "c",
+        dataset=ds,
+        backbone=bb2,
+    )
     assert again.chosen == res.chosen and not bb2.prompts and not bb2.embedded
 
 
@@ -102,10 +136,15 @@ def test_ties_go_to_the_default_and_bad_grids_raise(tmp_path):
     assert _choose(rows, 0.01, 0.1) == (0.01, 0.1)
     rows.append({"q": 0.1, "lam": 1.0, "accuracy": 0.6})
     assert _choose(rows, 0.01, 0.1) == (0.1, 1.0)
-    assert _choose([{"q": 0.15, "lam": 0.5, "accuracy": 0.5}, {"q": 0.5, "lam": 5.0, "accuracy": 0.5}], 0.01, 0.1) == (0.15, 0.5)
+    assert _choose(
+        [{"q": 0.15, "lam": 0.5, "accuracy": 0.5}, {"q": 0.5, "lam": 5.0, "accuracy": 0.5}], 0.01, 0.1
+    ) == (0.15, 0.5)
     cfg = config()
-    for kw, msg in (({"q_grid": (1.5,)}, "q_grid"), ({"lam_grid": (-1.0,)}, "lam_grid"),
-                    ({"selectors": ["dpp"]}, "UCS methods")):
+    for kw, msg in (
+        ({"q_grid": (1.5,)}, "q_grid"),
+        ({"lam_grid": (-1.0,)}, "lam_grid"),
+        ({"selectors": ["dpp"]}, "UCS methods"),
+    ):
         with pytest.raises(ValueError, match=msg):
             tune(cfg, tmp_path / "x", cache_dir=tmp_path / "c", **kw)
 
@@ -116,17 +155,34 @@ def test_tune_variants_chooses_a_whole_setting_on_validation_queries_only(tmp_pa
     ds = load_dataset("sample")
     bb = Recording()
     cfg = config()
-    variants = parse_variants("paper:clusterer.method=dict_dbscan,prior.estimator=paper;km:clusterer.method=kmeans,"
-                              "prior.estimator=binomial,prior.relevance=candidates,clusterer.n_clusters=6")
-    assert variants["km"] == {"clusterer.method": "kmeans", "prior.estimator": "binomial",
-                              "prior.relevance": "candidates", "clusterer.n_clusters": 6}
-    res = tune_variants(cfg, tmp_path / "v", variants, val_fraction=0.2, val_seed=1, cache_dir=tmp_path / "c",
-                        dataset=ds, backbone=bb)
+    variants = parse_variants(
+        "paper:clusterer.method=dict_dbscan,prior.estimator=paper;km:clusterer.method=kmeans,"
+        "prior.estimator=binomial,prior.relevance=candidates,clusterer.n_clusters=6"
+    )
+    assert variants["km"] == {
+        "clusterer.method": "kmeans",
+        "prior.estimator": "binomial",
+        "prior.relevance": "candidates",
+        "clusterer.n_clusters": 6,
+    }
+    res = tune_variants(
+        cfg,
+        tmp_path / "v",
+        variants,
+        val_fraction=0.2,
+        val_seed=1,
+        cache_dir=tmp_path / "c",
+        dataset=ds,
+        backbone=bb,
+    )
     assert {(r["variant"], r["selector"]) for r in res.grid} == {
-        (v, m) for v in ("paper", "km") for m in ("dpp+ucs", "votek+ucs")}
+        (v, m) for v in ("paper", "km") for m in ("dpp+ucs", "votek+ucs")
+    }
     gains = {v: np.mean([r["gain"] for r in res.grid if r["variant"] == v]) for v in ("paper", "km")}
     best = max(gains, key=lambda v: (gains[v], v == "paper"))  # ties go to the earlier variant
-    assert res.chosen["variant"] == best and res.config.clusterer["method"] == variants[best]["clusterer.method"]
+    assert (
+        res.chosen["variant"] == best and res.config.clusterer["method"] == variants[best]["clusterer.method"]
+    )
     for r in res.grid:
         assert r["gain"] == pytest.approx(r["accuracy"] - r["base_accuracy"])
         lo, hi = r["gain_ci"]
@@ -136,7 +192,9 @@ def test_tune_variants_chooses_a_whole_setting_on_validation_queries_only(tmp_pa
     assert PipelineConfig.from_json(tmp_path / "v" / "tuned_config.json") == res.config
     page = (tmp_path / "v" / "variants.md").read_text()
     assert "| **" + best + "** |" in page
-    for r in res.grid:  # the prompts' relevance beside the accuracy, its change paired with the base selector's
+    for (
+        r
+    ) in res.grid:  # the prompts' relevance beside the accuracy, its change paired with the base selector's
         assert 0.0 <= r["same_label"] <= 1.0
         lo, hi = r["same_label_ci"]
         assert lo - 1e-12 <= r["same_label_delta"] <= hi + 1e-12
@@ -149,12 +207,24 @@ def test_tune_variants_against_topk_compares_every_selector_and_names_each_ones_
     ds = load_dataset("sample")
     bb = Recording()
     cfg = config({"selector.method": ("topk", "mmr", "labelaware")})
-    variants = parse_variants("base:order=selected;mmr9:selector.params.mmr.lambda_mult=0.9;"
-                              "cap1:selector.params.labelaware.max_per_label=1,order=similar_last")
-    res = tune_variants(cfg, tmp_path / "v", variants, val_fraction=0.2, val_seed=1, cache_dir=tmp_path / "c",
-                        dataset=ds, backbone=bb, against="topk")
+    variants = parse_variants(
+        "base:order=selected;mmr9:selector.params.mmr.lambda_mult=0.9;"
+        "cap1:selector.params.labelaware.max_per_label=1,order=similar_last"
+    )
+    res = tune_variants(
+        cfg,
+        tmp_path / "v",
+        variants,
+        val_fraction=0.2,
+        val_seed=1,
+        cache_dir=tmp_path / "c",
+        dataset=ds,
+        backbone=bb,
+        against="topk",
+    )
     assert {(r["variant"], r["selector"]) for r in res.grid} == {
-        (v, m) for v in variants for m in ("mmr", "labelaware", "topk")}
+        (v, m) for v in variants for m in ("mmr", "labelaware", "topk")
+    }
     for v in variants:  # every variant's criterion is the mean over the same rows (the first's TopK: gain 0)
         gains = [r["gain"] for r in res.grid if r["variant"] == v]
         assert len(gains) == 3 and res.info["mean_gain"][v] == pytest.approx(sum(gains) / 3)
@@ -183,15 +253,26 @@ def test_tune_variants_against_the_reference_alone_compares_its_own_forms(tmp_pa
     bb = Recording()
     cfg = config({"selector.method": ("topk",)})
     variants = parse_variants("base:order=selected;last:order=similar_last;vote:order=vote_last")
-    res = tune_variants(cfg, tmp_path / "v", variants, val_fraction=0.2, val_seed=1, cache_dir=tmp_path / "c",
-                        dataset=ds, backbone=bb, against="topk")
+    res = tune_variants(
+        cfg,
+        tmp_path / "v",
+        variants,
+        val_fraction=0.2,
+        val_seed=1,
+        cache_dir=tmp_path / "c",
+        dataset=ds,
+        backbone=bb,
+        against="topk",
+    )
     assert [(r["variant"], r["selector"]) for r in res.grid] == [(v, "topk") for v in variants]
     assert res.grid[0]["gain"] == 0.0 and len({r["base_accuracy"] for r in res.grid}) == 1
     for r in res.grid:
         assert r["gain"] == pytest.approx(r["accuracy"] - r["base_accuracy"])
         assert res.info["mean_gain"][r["variant"]] == pytest.approx(r["gain"])
-    orders = [json.loads((tmp_path / "v" / "variants" / v / "pipeline" / "config.json").read_text())["order"]
-              for v in variants]
+    orders = [
+        json.loads((tmp_path / "v" / "variants" / v / "pipeline" / "config.json").read_text())["order"]
+        for v in variants
+    ]
     assert orders == ["selected", "similar_last", "vote_last"]
 
 

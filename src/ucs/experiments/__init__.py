@@ -9,5 +9,11 @@ from ucs.experiments.registry import experiment_names, experiments, get_experime
 from ucs.experiments.spec import Cell, Experiment, Variant
 
 __all__ = [
-    "Cell", "Experiment", "Variant", "experiment_names", "experiments", "get_experiment", "load_experiment_file",
+    "Cell",
+    "Experiment",
+    "Variant",
+    "experiment_names",
+    "experiments",
+    "get_experiment",
+    "load_experiment_file",
 ]

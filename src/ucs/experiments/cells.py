@@ -46,7 +46,8 @@ __all__ = ["Models", "CellContext", "run_cell", "read_accuracy", "eval_dir_for",
 
 
 #: What a page's manifest keeps of each cell's runner manifest: the resume key, how far it got, the machine
-#: that last wrote it, and the fingerprints of its selections and answers (:mod:`ucs.evaluation.fingerprints`).
+#: that last wrote it, and the fingerprints of its selections and answers
+#: (:mod:`ucs.evaluation.fingerprints`).
 _RUNNER_FIELDS = ("key", "methods", "status", "n_records", "limit", "platform", "fingerprints")
 
 
@@ -78,7 +79,8 @@ class Models:
         return self.backbones[key]
 
     def retrieval(self, cfg: Any) -> Any:
-        """The retrieval embedder (``None`` for ``backbone``: the pipeline derives it from the pool embeddings)."""
+        """The retrieval embedder (``None`` for ``backbone``: the pipeline derives it from the pool
+        embeddings)."""
         if cfg.retrieval_embedder == "backbone":
             return None
         key = json.dumps([cfg.retrieval_embedder, cfg.device])
@@ -93,9 +95,15 @@ class CellContext:
     ``store_dir`` holds the answer and score stores (default: inside ``cache_dir``; see
     :class:`~ucs.pipeline.Pipeline`)."""
 
-    def __init__(self, work_dir: "str | Path", cache_dir: "str | Path | None" = None, models: Optional[Models] = None,
-                 limit: Optional[int] = None, progress: bool = False,
-                 store_dir: "str | Path | None" = None) -> None:
+    def __init__(
+        self,
+        work_dir: "str | Path",
+        cache_dir: "str | Path | None" = None,
+        models: Optional[Models] = None,
+        limit: Optional[int] = None,
+        progress: bool = False,
+        store_dir: "str | Path | None" = None,
+    ) -> None:
         self.work_dir = Path(work_dir)
         self.cache_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir()
         self.store_dir = Path(store_dir) if store_dir is not None else None
@@ -114,10 +122,17 @@ class CellContext:
         """A :class:`~ucs.pipeline.Pipeline` for ``cell``; ``reuse_answers=False`` keeps it off the shared
         answer store (timed evaluations must send their prompts to the model)."""
         cfg = cell.config
-        return Pipeline(cfg, dataset=self.dataset(cfg), backbone=self.models.backbone(cfg),
-                        retrieval=self.models.retrieval(cfg), cache_dir=self.cache_dir, out_dir=out_dir,
-                        progress=self.progress, reuse_answers=reuse_answers,
-                        store_dir=self.store_dir)
+        return Pipeline(
+            cfg,
+            dataset=self.dataset(cfg),
+            backbone=self.models.backbone(cfg),
+            retrieval=self.models.retrieval(cfg),
+            cache_dir=self.cache_dir,
+            out_dir=out_dir,
+            progress=self.progress,
+            reuse_answers=reuse_answers,
+            store_dir=self.store_dir,
+        )
 
     def cell_dir(self, cell: Cell) -> Path:
         return self.work_dir / cell.experiment / cell.id
@@ -148,8 +163,13 @@ def _cached(path: Path, key: Dict[str, Any]) -> Optional[Dict[str, Any]]:
 
 
 def _cell_key(cell: Cell, ctx: CellContext, **extra: Any) -> Dict[str, Any]:
-    return {"config": cell.config.key_dict(), "methods": list(cell.methods), "limit": ctx.limit,
-            "options": dict(cell.options), **extra}
+    return {
+        "config": cell.config.key_dict(),
+        "methods": list(cell.methods),
+        "limit": ctx.limit,
+        "options": dict(cell.options),
+        **extra,
+    }
 
 
 # ---------------------------------------------------------------------- kinds
@@ -177,12 +197,13 @@ def run_accuracy(cell: Cell, ctx: CellContext) -> Dict[str, Any]:
 
 
 def read_accuracy(cell: Cell, ctx: CellContext) -> Dict[str, Any]:
-    """An accuracy cell as far as its runner folder has it, computing nothing (``ucs reproduce --render-only``).
+    """An accuracy cell as far as its runner folder has it, computing nothing
+    (``ucs reproduce --render-only``).
 
     The summaries are recomputed from ``records.jsonl`` (each line verified by its checksum), with the same
-    bootstrap as the runner's; a method is reported only when every query of every run is recorded — the others
-    are listed under ``pending`` and the page shows "—" for them. Coverage comes from the folder's cached
-    diagnostics and selections. Cost: reading the records, ``O(records)``.
+    bootstrap as the runner's; a method is reported only when every query of every run is recorded — the
+    others are listed under ``pending`` and the page shows "—" for them. Coverage comes from the folder's
+    cached diagnostics and selections. Cost: reading the records, ``O(records)``.
     """
     out = eval_dir_for(ctx.work_dir, cell)
     n_q = len(query_texts_for(cell.config, ctx.dataset(cell.config), ctx.limit))
@@ -191,8 +212,11 @@ def read_accuracy(cell: Cell, ctx: CellContext) -> Dict[str, Any]:
     records = folder.read_records()
     records = [r for r in records if r["method"] in cell.methods and r["query"] < n_q]
     summ = summarize(records, run_seeds=seeds)["methods"] if records else {}
-    done = {m: s for m, s in summ.items()
-            if s.get("complete") and all(r.get("n") == n_q for r in s.get("runs", {}).values())}
+    done = {
+        m: s
+        for m, s in summ.items()
+        if s.get("complete") and all(r.get("n") == n_q for r in s.get("runs", {}).values())
+    }
     coverage: Dict[str, Any] = {}
     agreement: Dict[str, Any] = {}
     vote: Dict[str, Any] = {}
@@ -203,10 +227,19 @@ def read_accuracy(cell: Cell, ctx: CellContext) -> Dict[str, Any]:
         shown = [r for r in records if r["method"] in done]
         agreement = label_agreement(shown, pipe.dataset.pool.labels, run_seeds=seeds)
         vote = demonstration_vote(shown, pipe.dataset.pool.labels, run_seeds=seeds)
-    res = {"dir": str(out), "n_queries": n_q, "n_drawn": _n_drawn(cell, ctx), "methods": done,
-           "coverage": coverage, "label_agreement": agreement, "vote": vote,
-           "strict_matcher": _strict_summaries(cell, ctx, [r for r in records if r["method"] in done]),
-           "new_records": 0, "computed": False, "pending": [m for m in cell.methods if m not in done]}
+    res = {
+        "dir": str(out),
+        "n_queries": n_q,
+        "n_drawn": _n_drawn(cell, ctx),
+        "methods": done,
+        "coverage": coverage,
+        "label_agreement": agreement,
+        "vote": vote,
+        "strict_matcher": _strict_summaries(cell, ctx, [r for r in records if r["method"] in done]),
+        "new_records": 0,
+        "computed": False,
+        "pending": [m for m in cell.methods if m not in done],
+    }
     if folder.manifest.is_file():
         manifest = folder.read_manifest()
         runner = {k: manifest.get(k) for k in _RUNNER_FIELDS}
@@ -227,8 +260,9 @@ def _strict_summaries(cell: Cell, ctx: CellContext, records: List[Dict[str, Any]
     if mode.kind != "generate" or mode.matcher == "strict" or not records:
         return {}
     ds = ctx.dataset(cell.config)
-    return strict_matcher_summary(records, ds.label_names, format_for_task(ds.task).answer_marker,
-                                  run_seeds=cell.config.run_seeds)
+    return strict_matcher_summary(
+        records, ds.label_names, format_for_task(ds.task).answer_marker, run_seeds=cell.config.run_seeds
+    )
 
 
 def run_coverage(cell: Cell, ctx: CellContext) -> Dict[str, Any]:
@@ -250,24 +284,35 @@ def run_coverage(cell: Cell, ctx: CellContext) -> Dict[str, Any]:
             computed += 1
     if computed:
         table = pipe.coverage_table(cell.methods, n_q)
-    return {"dir": str(out), "n_queries": n_q, "n_drawn": _n_drawn(cell, ctx),
-            "coverage": {m: table.get(m, {}) for m in cell.methods}, "computed": bool(computed),
-            "selections_computed": computed, "timings": dict(pipe.timings)}
+    return {
+        "dir": str(out),
+        "n_queries": n_q,
+        "n_drawn": _n_drawn(cell, ctx),
+        "coverage": {m: table.get(m, {}) for m in cell.methods},
+        "computed": bool(computed),
+        "selections_computed": computed,
+        "timings": dict(pipe.timings),
+    }
 
 
-def _audit_entry(ids: np.ndarray, c: int, labels: List[str], texts: List[str], n_members: int,
-                 seed: int = 0) -> Dict[str, Any]:
+def _audit_entry(
+    ids: np.ndarray, c: int, labels: List[str], texts: List[str], n_members: int, seed: int = 0
+) -> Dict[str, Any]:
     """Size, purity, label composition and ``n_members`` members (a seeded random sample, in pool order:
     pools are often sorted by label, so the first members would all share one label)."""
     members = np.flatnonzero(ids == c)
     if members.size > n_members:
-        shown = np.sort(np.random.default_rng([int(seed), int(c)]).choice(members, size=n_members, replace=False))
+        shown = np.sort(
+            np.random.default_rng([int(seed), int(c)]).choice(members, size=n_members, replace=False)
+        )
     else:
         shown = members
     vals, cnts = np.unique(np.asarray(labels, dtype=object)[members].astype(str), return_counts=True)
     order = np.lexsort((vals, -cnts))
     return {
-        "cluster": int(c), "size": int(members.size), "purity": float(cnts[order[0]] / members.size),
+        "cluster": int(c),
+        "size": int(members.size),
+        "purity": float(cnts[order[0]] / members.size),
         "majority_label": str(vals[order[0]]),
         "composition": [[str(vals[i]), int(cnts[i])] for i in order],
         "members": [[texts[i], labels[i]] for i in shown.tolist()],
@@ -292,15 +337,20 @@ def run_clusters(cell: Cell, ctx: CellContext) -> Dict[str, Any]:
         ids = pipe.cluster_ids(seed)
         rep = cluster_report(ids, y=np.asarray(labels, dtype=object), top=8)
         per_seed[str(seed)] = {
-            "n_items": rep.n_items, "n_clusters": rep.n_clusters, "n_singletons": rep.n_singletons,
-            "purity": rep.purity, "items_by_size": {str(k): v for k, v in rep.items_by_size.items()},
+            "n_items": rep.n_items,
+            "n_clusters": rep.n_clusters,
+            "n_singletons": rep.n_singletons,
+            "purity": rep.purity,
+            "items_by_size": {str(k): v for k, v in rep.items_by_size.items()},
             "largest_sizes": rep.largest_sizes,
             "health": cluster_health(ids, np.asarray(labels, dtype=object)).to_dict(),
         }
         if i == 0:
             n_members = int(o.get("audit_members", 5))
-            largest = [_audit_entry(ids, c.cluster, labels, texts, n_members, seed)
-                       for c in rep.top[: int(o.get("audit_largest", 3))]]
+            largest = [
+                _audit_entry(ids, c.cluster, labels, texts, n_members, seed)
+                for c in rep.top[: int(o.get("audit_largest", 3))]
+            ]
             sizes = np.bincount(ids)
             lo, hi = int(o.get("audit_min_size", 3)), int(o.get("audit_max_size", 10))
             cand = np.flatnonzero((sizes >= lo) & (sizes <= hi))
@@ -348,7 +398,13 @@ def run_runtime(cell: Cell, ctx: CellContext) -> Dict[str, Any]:
             atomic_write_json(path, {"key": online_key, "result": hit})
             computed = True
         online[m] = hit
-    return {"dir": str(d), "offline": offline, "online": online, "n_queries": len(queries), "computed": computed}
+    return {
+        "dir": str(d),
+        "offline": offline,
+        "online": online,
+        "n_queries": len(queries),
+        "computed": computed,
+    }
 
 
 def _time_offline(cell: Cell, pipe: Any) -> Dict[str, Any]:
@@ -367,15 +423,19 @@ def _time_offline(cell: Cell, pipe: Any) -> Dict[str, Any]:
     est = LatentClusterer(**pipe.clusterer_params(cell.config.run_seeds[0])).fit(E)
     fit_s = time.perf_counter() - t0
     return {
-        "n_pool": len(texts), "embed_texts": n_embed, "embed_s": emb_s,
-        "embed_pool_s": emb_s * len(texts) / max(n_embed, 1), "cluster_fit_s": fit_s,
+        "n_pool": len(texts),
+        "embed_texts": n_embed,
+        "embed_s": emb_s,
+        "embed_pool_s": emb_s * len(texts) / max(n_embed, 1),
+        "cluster_fit_s": fit_s,
         "stages": {k: float(v) for k, v in getattr(est, "timings_", {}).items()},
         "n_clusters": int(est.n_clusters_),
     }
 
 
 def _time_online(pipe: Any, method: str, eval_dir: Path, limit: Optional[int]) -> Dict[str, Any]:
-    """Selection + evaluation time of one method in a folder of its own (an interrupted timing starts over)."""
+    """Selection + evaluation time of one method in a folder of its own (an interrupted timing starts
+    over)."""
     if eval_dir.exists():  # time the whole evaluation again, not its remainder
         shutil.rmtree(eval_dir)
     before = pipe.timings.get(f"select:{method}", 0.0)
@@ -386,8 +446,14 @@ def _time_online(pipe: Any, method: str, eval_dir: Path, limit: Optional[int]) -
     sel = pipe.timings.get(f"select:{method}", 0.0) - before
     n_new = int(res.evaluation.n_new_records)
     new = RunFolder(eval_dir).read_records()[-n_new:] if n_new else []
-    return {"total_s": total, "selection_s": sel, "evaluation_s": total - sel, "records": n_new,
-            "answered": int(sum(not r.get("reused") for r in new)), "load_1min": [load0, _load_1min()]}
+    return {
+        "total_s": total,
+        "selection_s": sel,
+        "evaluation_s": total - sel,
+        "records": n_new,
+        "answered": int(sum(not r.get("reused") for r in new)),
+        "load_1min": [load0, _load_1min()],
+    }
 
 
 def _load_1min() -> Optional[float]:
@@ -418,8 +484,11 @@ def run_health(cell: Cell, ctx: CellContext) -> Dict[str, Any]:
         meta = pipe.cluster_meta(seed)
         auto = meta.get("auto_choice")
         # the clusterer's own stage timings (recorded when it was fitted; no embedding, no cache reads)
-        per_seed[str(seed)] = {**h.to_dict(), "seconds": float(sum((meta.get("timings") or {}).values())),
-                               "chosen": None if auto is None else auto["chosen"]}
+        per_seed[str(seed)] = {
+            **h.to_dict(),
+            "seconds": float(sum((meta.get("timings") or {}).values())),
+            "chosen": None if auto is None else auto["chosen"],
+        }
         if i == 0:
             sizes = sorted(np.bincount(ids).tolist(), reverse=True)
     result = {"per_seed": per_seed, "sizes": sizes, "n_pool": int(len(y))}
@@ -427,8 +496,13 @@ def run_health(cell: Cell, ctx: CellContext) -> Dict[str, Any]:
     return {**result, "computed": True}
 
 
-RUNNERS = {"accuracy": run_accuracy, "coverage": run_coverage, "clusters": run_clusters, "health": run_health,
-           "runtime": run_runtime}
+RUNNERS = {
+    "accuracy": run_accuracy,
+    "coverage": run_coverage,
+    "clusters": run_clusters,
+    "health": run_health,
+    "runtime": run_runtime,
+}
 
 
 def run_cell(kind: str, cell: Cell, ctx: CellContext, *, compute: bool = True) -> Dict[str, Any]:
@@ -436,6 +510,8 @@ def run_cell(kind: str, cell: Cell, ctx: CellContext, *, compute: bool = True) -
     ``compute=False`` (accuracy cells only) reads what its runner folder holds (:func:`read_accuracy`)."""
     if not compute:
         if kind != "accuracy":
-            raise ValueError(f"only accuracy experiments can be rendered without computing; this one is {kind!r}")
+            raise ValueError(
+                f"only accuracy experiments can be rendered without computing; this one is {kind!r}"
+            )
         return read_accuracy(cell, ctx)
     return RUNNERS[kind](cell, ctx)

@@ -1,8 +1,8 @@
 """The grid of a comparison — selector × k × order — and its race over validation rounds.
 
 A *cell* is one way of prompting: a selector, the number ``k`` of demonstrations and their order, spelled
-``selector:k:order`` (``topk:8:selected``). Query-independent selectors (``random``, ``votek``, ``cover``) show
-every query the same demonstrations in their own order, so they make one cell per ``k``, with order
+``selector:k:order`` (``topk:8:selected``). Query-independent selectors (``random``, ``votek``, ``cover``)
+show every query the same demonstrations in their own order, so they make one cell per ``k``, with order
 ``selected``.
 
 The held-out queries are split, seeded, into a *validation* part that chooses and a *test* part that confirms
@@ -27,8 +27,20 @@ from ucs.evaluation.metrics import bootstrap_ci, paired_bootstrap_ci
 from ucs.evaluation.sequential import EliminationRule, Race
 from ucs.selectors.method import MethodSpec
 
-__all__ = ["Cell", "ORDERS", "ORDERLESS", "grid_cells", "parse_cell", "parse_ks", "parse_orders",
-           "default_reference", "split_parts", "planned_rounds", "run_race", "score_stats"]
+__all__ = [
+    "Cell",
+    "ORDERS",
+    "ORDERLESS",
+    "grid_cells",
+    "parse_cell",
+    "parse_ks",
+    "parse_orders",
+    "default_reference",
+    "split_parts",
+    "planned_rounds",
+    "run_race",
+    "score_stats",
+]
 
 #: The demonstration orders a cell can take (:data:`ucs.selectors.base.ORDERS`).
 ORDERS = ("selected", "similar_first", "similar_last", "vote_last")
@@ -57,15 +69,19 @@ def _orderless(spec: MethodSpec) -> bool:
 
 
 def parse_ks(value: Union[int, str, Sequence[Any]]) -> List[int]:
-    """``8``, ``"4,8,16"`` or ``[4, 8]`` → distinct positive ints, in the given order. Raises ``ValueError``."""
-    items = value.split(",") if isinstance(value, str) else ([value] if isinstance(value, int) else list(value))
+    """``8``, ``"4,8,16"`` or ``[4, 8]`` → distinct positive ints, in the given order. Raises
+    ``ValueError``."""
+    items = (
+        value.split(",") if isinstance(value, str) else ([value] if isinstance(value, int) else list(value))
+    )
     out: List[int] = []
     for item in items:
         try:
             k = int(str(item).strip())
         except ValueError:
-            raise ValueError(f"k must be positive whole numbers separated by commas (such as 4,8,16); got "
-                             f"{item!r}") from None
+            raise ValueError(
+                f"k must be positive whole numbers separated by commas (such as 4,8,16); got {item!r}"
+            ) from None
         if k < 1:
             raise ValueError(f"k must be at least 1 (demonstrations per prompt); got {k}")
         if k not in out:
@@ -108,14 +124,18 @@ def default_reference(ks: Sequence[int]) -> Cell:
     return Cell("topk", k, "selected")
 
 
-def grid_cells(selectors: Sequence["MethodSpec | str"], ks: Sequence[int], orders: Sequence[str],
-               reference: Optional[Cell] = None) -> List[Cell]:
+def grid_cells(
+    selectors: Sequence["MethodSpec | str"],
+    ks: Sequence[int],
+    orders: Sequence[str],
+    reference: Optional[Cell] = None,
+) -> List[Cell]:
     """The cells of selectors × ks × orders (orderless selectors: one per k), the reference first. A selector
     is a :class:`~ucs.selectors.MethodSpec` (a name is parsed); a cell holds its canonical name."""
     cells: List[Cell] = [reference] if reference is not None else []
     for s in map(MethodSpec.parse, selectors):
         for k in ks:
-            for o in (["selected"] if _orderless(s) else orders):
+            for o in ["selected"] if _orderless(s) else orders:
                 c = Cell(s.name, int(k), o)
                 if c not in cells:
                     cells.append(c)
@@ -123,23 +143,27 @@ def grid_cells(selectors: Sequence["MethodSpec | str"], ks: Sequence[int], order
 
 
 def split_parts(n: int, test_share: float, seed: int) -> Tuple[List[int], List[int]]:
-    """``(validation positions in their answering order, test positions ascending)`` of ``n`` held-out queries:
-    a seeded permutation whose first ``n − round(n · test_share)`` positions validate. The same for the same
-    arguments in every process. Raises ``ValueError`` when either part would be empty."""
+    """``(validation positions in their answering order, test positions ascending)`` of ``n`` held-out
+    queries: a seeded permutation whose first ``n − round(n · test_share)`` positions validate. The same for
+    the same arguments in every process. Raises ``ValueError`` when either part would be empty."""
     if not 0.0 < float(test_share) < 1.0:
-        raise ValueError(f"test_share must lie strictly between 0 and 1 (the share of held-out queries that "
-                         f"confirms the choice); got {test_share}")
+        raise ValueError(
+            f"test_share must lie strictly between 0 and 1 (the share of held-out queries that "
+            f"confirms the choice); got {test_share}"
+        )
     n_test = int(round(n * float(test_share)))
     if n_test < 1 or n - n_test < 1:
-        raise ValueError(f"{n} held-out queries cannot make both a validation and a test part with test share "
-                         f"{test_share}; hold out more queries")
+        raise ValueError(
+            f"{n} held-out queries cannot make both a validation and a test part with test share "
+            f"{test_share}; hold out more queries"
+        )
     perm = np.random.default_rng([int(seed), 7919]).permutation(n).tolist()
-    return [int(i) for i in perm[: n - n_test]], sorted(int(i) for i in perm[n - n_test:])
+    return [int(i) for i in perm[: n - n_test]], sorted(int(i) for i in perm[n - n_test :])
 
 
 def planned_rounds(n_validation: int, round_size: int, max_queries: Optional[int] = None) -> Tuple[int, int]:
-    """``(validation queries planned, rounds R)``: at most ``max_queries`` of the validation queries, answered in
-    rounds of ``round_size``; ``R`` fixes the Bonferroni correction before the start."""
+    """``(validation queries planned, rounds R)``: at most ``max_queries`` of the validation queries, answered
+    in rounds of ``round_size``; ``R`` fixes the Bonferroni correction before the start."""
     if round_size < 1:
         raise ValueError(f"round_size must be at least 1; got {round_size}")
     planned = n_validation if max_queries is None else max(1, min(n_validation, int(max_queries)))
@@ -150,8 +174,10 @@ def score_stats(a: Sequence[float], b: Optional[Sequence[float]] = None, seed: i
     """Mean and bootstrap interval of scores ``a`` (over queries), and ``a − b`` with the paired interval when
     ``b`` (aligned) is given."""
     va = np.asarray(a, dtype=np.float64)
-    out: Dict[str, Any] = {"mean": float(va.mean()) if va.size else None,
-                           "ci": list(bootstrap_ci(va, seed=seed)) if va.size else None}
+    out: Dict[str, Any] = {
+        "mean": float(va.mean()) if va.size else None,
+        "ci": list(bootstrap_ci(va, seed=seed)) if va.size else None,
+    }
     if b is not None:
         vb = np.asarray(b, dtype=np.float64)
         out["delta"] = float(va.mean() - vb.mean()) if va.size else None
@@ -162,10 +188,20 @@ def score_stats(a: Sequence[float], b: Optional[Sequence[float]] = None, seed: i
 Answer = Callable[[Cell, int], float]
 
 
-def run_race(cells: Sequence[Cell], order: Sequence[int], answer: Answer, known: Dict[Tuple[str, int], float], *,
-             round_size: int, alpha: float, early_stop: bool = True, max_queries: Optional[int] = None,
-             max_minutes: Optional[float] = None, model_seconds: Callable[[], float] = lambda: 0.0,
-             reference: int = 0) -> Dict[str, Any]:
+def run_race(
+    cells: Sequence[Cell],
+    order: Sequence[int],
+    answer: Answer,
+    known: Dict[Tuple[str, int], float],
+    *,
+    round_size: int,
+    alpha: float,
+    early_stop: bool = True,
+    max_queries: Optional[int] = None,
+    max_minutes: Optional[float] = None,
+    model_seconds: Callable[[], float] = lambda: 0.0,
+    reference: int = 0,
+) -> Dict[str, Any]:
     """Race ``cells`` over the validation queries ``order`` (positions, in answering order).
 
     ``answer(cell, query)`` returns the score in [0, 1] of a (cell, query) not in ``known`` (``{(cell id,
@@ -178,9 +214,9 @@ def run_race(cells: Sequence[Cell], order: Sequence[int], answer: Answer, known:
     -------
     dict
         ``rounds`` (looks made), ``planned_rounds``, ``planned_queries``, ``queries_used``, ``stopped``
-        (``decided`` | ``validation used up`` | ``max minutes`` | ``max queries``), ``leader`` (the index of the
-        final leader), ``left`` ({cell index: round it left}), ``asked`` (prompts of this race, resumed ones
-        included), ``full`` (cells × planned queries), ``scores`` (C × n matrix, NaN where not asked).
+        (``decided`` | ``validation used up`` | ``max minutes`` | ``max queries``), ``leader`` (the index of
+        the final leader), ``left`` ({cell index: round it left}), ``asked`` (prompts of this race, resumed
+        ones included), ``full`` (cells × planned queries), ``scores`` (C × n matrix, NaN where not asked).
     """
     planned, n_rounds = planned_rounds(len(order), round_size, max_queries)
     race = Race(EliminationRule(alpha=alpha, n_cells=len(cells), max_rounds=n_rounds))
@@ -212,9 +248,18 @@ def run_race(cells: Sequence[Cell], order: Sequence[int], answer: Answer, known:
         if planned < len(order):
             stopped = "max queries"
     view = scores[:, :used]
-    return {"rounds": race.looks, "planned_rounds": n_rounds, "planned_queries": planned, "queries_used": used,
-            "stopped": stopped, "leader": race.leader(np.where(np.isnan(view), 0.0, view)),
-            "left": dict(race.left_at), "asked": asked, "full": len(cells) * planned, "scores": view}
+    return {
+        "rounds": race.looks,
+        "planned_rounds": n_rounds,
+        "planned_queries": planned,
+        "queries_used": used,
+        "stopped": stopped,
+        "leader": race.leader(np.where(np.isnan(view), 0.0, view)),
+        "left": dict(race.left_at),
+        "asked": asked,
+        "full": len(cells) * planned,
+        "scores": view,
+    }
 
 
 def _answer_all(answer: Answer, pairs: List[Tuple[Cell, int]]) -> List[float]:
@@ -225,5 +270,6 @@ def _answer_all(answer: Answer, pairs: List[Tuple[Cell, int]]) -> List[float]:
 
 
 def default_orders() -> List[str]:
-    """Today's single order: the one an application gets from a saved index (:func:`ucs.defaults.application_order`)."""
+    """Today's single order: the one an application gets from a saved index
+    (:func:`ucs.defaults.application_order`)."""
     return [D.application_order(True)]

@@ -1,13 +1,13 @@
 """Every cell on every query, with no race and no split: the table a results page shows.
 
-:func:`~ucs.experiments.compare.compare` chooses (a race on validation queries, a confirmation on test queries);
-a results page measures instead: each cell answers all ``Q`` held-out queries, and each row carries its Δ against
-the reference cell on the same queries with a paired bootstrap interval (and, for answers scored with a metric,
-the copy baseline: the answer of the chosen demonstration nearest the query, with no model). The answers go to
-``out/records.jsonl`` as they come, keyed by (cell, query): a second call continues where the first stopped, and
-a folder holding another table's answers (other examples, queries, cells, predictor, embedder or metric) is
-refused. Cost: one embedding and clustering of the pool, then ``C × Q`` predictor calls, side by side when the
-predictor has ``many``.
+:func:`~ucs.experiments.compare.compare` chooses (a race on validation queries, a confirmation on test
+queries); a results page measures instead: each cell answers all ``Q`` held-out queries, and each row carries
+its Δ against the reference cell on the same queries with a paired bootstrap interval (and, for answers scored
+with a metric, the copy baseline: the answer of the chosen demonstration nearest the query, with no model).
+The answers go to ``out/records.jsonl`` as they come, keyed by (cell, query): a second call continues where
+the first stopped, and a folder holding another table's answers (other examples, queries, cells, predictor,
+embedder or metric) is refused. Cost: one embedding and clustering of the pool, then ``C × Q`` predictor
+calls, side by side when the predictor has ``many``.
 """
 
 from __future__ import annotations
@@ -27,10 +27,21 @@ from ucs.utils.io import atomic_write_json
 __all__ = ["grid_table"]
 
 
-def grid_table(pool: Sequence[Dict[str, Any]], queries: Sequence[Dict[str, Any]], predictor: Any,
-               cells: Sequence[str], *, out: "str | Path", text_key: str = "text", label_key: str = "label",
-               metric: Any = None, embedder: Any = None, seed: int = 0, cache_dir: "str | Path | None" = None,
-               limit: Optional[int] = None) -> List[Dict[str, Any]]:
+def grid_table(
+    pool: Sequence[Dict[str, Any]],
+    queries: Sequence[Dict[str, Any]],
+    predictor: Any,
+    cells: Sequence[str],
+    *,
+    out: "str | Path",
+    text_key: str = "text",
+    label_key: str = "label",
+    metric: Any = None,
+    embedder: Any = None,
+    seed: int = 0,
+    cache_dir: "str | Path | None" = None,
+    limit: Optional[int] = None,
+) -> List[Dict[str, Any]]:
     """The rows of ``cells`` (``selector:k:order``; the first is the reference of every Δ) on every query.
 
     Parameters
@@ -43,8 +54,8 @@ def grid_table(pool: Sequence[Dict[str, Any]], queries: Sequence[Dict[str, Any]]
     out : path
         The folder of ``records.jsonl`` and ``table.json`` (resumable).
     limit : int, optional
-        Answer only the first ``limit`` queries for now (query by query, every cell on each); a later call with a
-        larger limit continues in the same folder. The rows cover the queries every cell has answered.
+        Answer only the first ``limit`` queries for now (query by query, every cell on each); a later call
+        with a larger limit continues in the same folder. The rows cover the queries every cell has answered.
 
     Returns
     -------
@@ -59,21 +70,47 @@ def grid_table(pool: Sequence[Dict[str, Any]], queries: Sequence[Dict[str, Any]]
         raise ValueError("cells is empty; give at least the reference cell, such as topk:8:selected")
     labels = sorted({str(e[label_key]) for e in list(pool) + list(queries)})
     scoring = answer_scoring(metric, label_key)
-    predict = as_predictor(predictor, text_key=text_key, label_key=label_key,
-                           metric=None if scoring is not None else metric)
+    predict = as_predictor(
+        predictor, text_key=text_key, label_key=label_key, metric=None if scoring is not None else metric
+    )
     emb = _embedder(embedder)
-    key = {**comparison_key(pool, queries, k=sorted({c.k for c in grid}), seed=seed, predictor=predictor,
-                            embedder=emb, text_key=text_key, label_key=label_key,
-                            metric=None if scoring is None else scoring.name,
-                            selectors=sorted({c.selector for c in grid}), orders=sorted({c.order for c in grid}),
-                            reference=grid[0].id, test_share=0.5), "cells": [c.id for c in grid], "table": True}
+    key = {
+        **comparison_key(
+            pool,
+            queries,
+            k=sorted({c.k for c in grid}),
+            seed=seed,
+            predictor=predictor,
+            embedder=emb,
+            text_key=text_key,
+            label_key=label_key,
+            metric=None if scoring is None else scoring.name,
+            selectors=sorted({c.selector for c in grid}),
+            orders=sorted({c.order for c in grid}),
+            reference=grid[0].id,
+            test_share=0.5,
+        ),
+        "cells": [c.id for c in grid],
+        "table": True,
+    }
     folder = Path(out)
     records = check_folder(folder, key)
     folder.mkdir(parents=True, exist_ok=True)
     atomic_write_json(folder / "compare.json", {"key": key})
     label_ids = {y: i for i, y in enumerate(labels)}
-    answer = _Answerer(list(pool), list(queries), emb, predict, folder, text_key, label_key, label_ids, seed,
-                       cache_dir, scoring)
+    answer = _Answerer(
+        list(pool),
+        list(queries),
+        emb,
+        predict,
+        folder,
+        text_key,
+        label_key,
+        label_ids,
+        seed,
+        cache_dir,
+        scoring,
+    )
     answer.part = {q: "table" for q in range(len(queries))}
     known = {(r["method"], int(r["query"])) for r in records}
     n = len(queries) if limit is None else max(0, min(int(limit), len(queries)))
@@ -86,8 +123,16 @@ def grid_table(pool: Sequence[Dict[str, Any]], queries: Sequence[Dict[str, Any]]
     for r in every:
         have.setdefault(r["method"], set()).add(int(r["query"]))
     common = set.intersection(*(have[c.id] for c in grid))
-    rows = _rows([r for r in every if int(r["query"]) in common], grid, grid[0], {},
-                 np.asarray([label_ids[str(e[label_key])] for e in pool]), scoring is not None)
-    atomic_write_json(folder / "table.json", {"key": key, "rows": rows, "n_queries": len(common),
-                                              "planned_queries": len(queries)})
+    rows = _rows(
+        [r for r in every if int(r["query"]) in common],
+        grid,
+        grid[0],
+        {},
+        np.asarray([label_ids[str(e[label_key])] for e in pool]),
+        scoring is not None,
+    )
+    atomic_write_json(
+        folder / "table.json",
+        {"key": key, "rows": rows, "n_queries": len(common), "planned_queries": len(queries)},
+    )
     return json.loads(json.dumps(rows))

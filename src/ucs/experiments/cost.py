@@ -22,14 +22,18 @@ __all__ = ["evaluation_cost", "cost_lines"]
 
 
 def _probe_seconds(backbone: Any, dataset: Any, budget: int, mode: str, n: int = 2) -> float:
-    """Mean seconds of one model call on ``n`` prompts built from the pool (after one untimed warm-up call)."""
+    """Mean seconds of one model call on ``n`` prompts built from the pool (after one untimed warm-up
+    call)."""
     fmt = format_for_task(dataset.task)
     names = list(dataset.label_names)
     rng = random.Random(0)
     pool = dataset.pool
 
     def one(q: int) -> None:
-        demos = [(pool.texts[i], names[int(pool.labels[i])]) for i in rng.sample(range(len(pool)), min(budget, len(pool)))]
+        demos = [
+            (pool.texts[i], names[int(pool.labels[i])])
+            for i in rng.sample(range(len(pool)), min(budget, len(pool)))
+        ]
         prompt = fmt.render(demos, dataset.test.texts[q % len(dataset.test)], names)
         if mode == "likelihood":
             backbone.score_continuations(prompt, [fmt.continuation(y) for y in names])
@@ -43,8 +47,9 @@ def _probe_seconds(backbone: Any, dataset: Any, budget: int, mode: str, n: int =
     return (time.perf_counter() - t0) / n
 
 
-def evaluation_cost(config: Any, *, limit: Optional[int] = None, cache_dir: Any = None,
-                    methods: Optional[List[str]] = None) -> Dict[str, Any]:
+def evaluation_cost(
+    config: Any, *, limit: Optional[int] = None, cache_dir: Any = None, methods: Optional[List[str]] = None
+) -> Dict[str, Any]:
     """``{"queries", "methods", "runs", "icl_prompts", "mdl_scorings", "seconds_per_call", "minutes"}`` for
     ``config`` (a :class:`~ucs.pipeline.PipelineConfig`), with two model calls timed here."""
     pipe = Pipeline(config, cache_dir=cache_dir, progress=False)
@@ -54,21 +59,42 @@ def evaluation_cost(config: Any, *, limit: Optional[int] = None, cache_dir: Any 
     methods = list(methods or config.selector["method"])
     prompts = len(methods) * config.n_runs * nq
     n_mdl = min(1, sum(MethodSpec.parse(m).needs_scorer for m in methods))
-    mdl = 0 if config.budget == 0 else n_mdl * config.n_runs * nq * config.selector["params"]["mdl"]["select_time"]
+    mdl = (
+        0
+        if config.budget == 0
+        else n_mdl * config.n_runs * nq * config.selector["params"]["mdl"]["select_time"]
+    )
     seconds = _probe_seconds(pipe.backbone, ds, config.budget, config.mode)
-    return {"queries": nq, "methods": methods, "runs": config.n_runs, "labels": len(ds.label_names),
-            "icl_prompts": prompts, "mdl_scorings": mdl, "seconds_per_call": seconds,
-            "minutes": (prompts + mdl) * seconds / 60.0, "mode": config.mode, "pool": len(ds.pool)}
+    return {
+        "queries": nq,
+        "methods": methods,
+        "runs": config.n_runs,
+        "labels": len(ds.label_names),
+        "icl_prompts": prompts,
+        "mdl_scorings": mdl,
+        "seconds_per_call": seconds,
+        "minutes": (prompts + mdl) * seconds / 60.0,
+        "mode": config.mode,
+        "pool": len(ds.pool),
+    }
 
 
 def cost_lines(cost: Dict[str, Any]) -> List[str]:
     """The estimate as the command prints it."""
-    what = (f"{cost['labels']} labels scored in each" if cost["mode"] == "likelihood" else "a short generation each")
-    lines = [f"cost: {cost['queries']} queries × {len(cost['methods'])} methods × {cost['runs']} run(s) = "
-             f"{cost['icl_prompts']} ICL prompts ({what}; at most: a repeated prompt is answered once)"]
+    what = (
+        f"{cost['labels']} labels scored in each"
+        if cost["mode"] == "likelihood"
+        else "a short generation each"
+    )
+    lines = [
+        f"cost: {cost['queries']} queries × {len(cost['methods'])} methods × {cost['runs']} run(s) = "
+        f"{cost['icl_prompts']} ICL prompts ({what}; at most: a repeated prompt is answered once)"
+    ]
     if cost["mdl_scorings"]:
         lines.append(f"      + {cost['mdl_scorings']} MDL subset scorings (MDL+UCS reuses MDL's)")
-    lines.append(f"      {cost['seconds_per_call']:.2f} s per model call, measured here on 2 prompts → about "
-                 f"{cost['minutes']:.1f} minutes of model time (pool embedding and selection not included; "
-                 "answers already stored cost nothing)")
+    lines.append(
+        f"      {cost['seconds_per_call']:.2f} s per model call, measured here on 2 prompts → about "
+        f"{cost['minutes']:.1f} minutes of model time (pool embedding and selection not included; "
+        "answers already stored cost nothing)"
+    )
     return lines

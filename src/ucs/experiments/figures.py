@@ -10,7 +10,13 @@ import numpy as np
 from ucs.experiments.spec import Cell, Experiment
 from ucs.utils.io import atomic_write_bytes
 
-__all__ = ["require_matplotlib", "cluster_sizes_figure", "health_spectra_figure", "variant_curve_figure", "figure_for"]
+__all__ = [
+    "require_matplotlib",
+    "cluster_sizes_figure",
+    "health_spectra_figure",
+    "variant_curve_figure",
+    "figure_for",
+]
 
 
 def require_matplotlib() -> Any:
@@ -22,7 +28,8 @@ def require_matplotlib() -> Any:
         import matplotlib.pyplot as plt
     except ImportError as exc:  # pragma: no cover - depends on the environment
         raise ImportError(
-            "figures need matplotlib: install the plot extra (pip install -e '.[plot]' in the ucs repository, or pip install matplotlib)"
+            "figures need matplotlib: install the plot extra (pip install -e '.[plot]' in the ucs "
+            "repository, or pip install matplotlib)"
         ) from exc
     return plt
 
@@ -37,7 +44,9 @@ def _save(fig: Any, path: Path) -> Path:
     return path
 
 
-def cluster_sizes_figure(cells: Sequence[Cell], results: Sequence[Dict[str, Any]], path: "str | Path") -> Path:
+def cluster_sizes_figure(
+    cells: Sequence[Cell], results: Sequence[Dict[str, Any]], path: "str | Path"
+) -> Path:
     """Paper Fig. 3: left, pool items in clusters of size 1..8 (and larger); right, the 8 largest sizes."""
     plt = require_matplotlib()
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4))
@@ -65,8 +74,9 @@ def cluster_sizes_figure(cells: Sequence[Cell], results: Sequence[Dict[str, Any]
     return out
 
 
-def variant_curve_figure(exp: Experiment, cells: Sequence[Cell], results: Sequence[Dict[str, Any]],
-                         path: "str | Path") -> Path:
+def variant_curve_figure(
+    exp: Experiment, cells: Sequence[Cell], results: Sequence[Dict[str, Any]], path: "str | Path"
+) -> Path:
     """Accuracy (mean ± std over runs) against the experiment's variants, one line per method, one panel per
     dataset × backbone (e.g. accuracy against the budget)."""
     plt = require_matplotlib()
@@ -81,7 +91,9 @@ def variant_curve_figure(exp: Experiment, cells: Sequence[Cell], results: Sequen
                 continue
             for m, s in r.get("methods", {}).items():
                 if s.get("mean") is not None:
-                    series.setdefault(m, []).append((names.index(c.variant.name), 100 * s["mean"], 100 * (s["std"] or 0)))
+                    series.setdefault(m, []).append(
+                        (names.index(c.variant.name), 100 * s["mean"], 100 * (s["std"] or 0))
+                    )
         for m, pts in series.items():
             pts.sort()
             x, y, e = zip(*pts)
@@ -96,7 +108,9 @@ def variant_curve_figure(exp: Experiment, cells: Sequence[Cell], results: Sequen
     return out
 
 
-def health_spectra_figure(cells: Sequence[Cell], results: Sequence[Dict[str, Any]], path: "str | Path") -> Path:
+def health_spectra_figure(
+    cells: Sequence[Cell], results: Sequence[Dict[str, Any]], path: "str | Path"
+) -> Path:
     """Rank–size spectra (every cluster's size, descending, log–log), one panel per dataset × backbone and one
     line per clustering: a giant shows as a high first point, a sea of singletons as a long flat tail at 1."""
     plt = require_matplotlib()
@@ -119,7 +133,9 @@ def health_spectra_figure(cells: Sequence[Cell], results: Sequence[Dict[str, Any
     return out
 
 
-def figure_for(exp: Experiment, cells: Sequence[Cell], results: Sequence[Dict[str, Any]], path: "str | Path") -> Path:
+def figure_for(
+    exp: Experiment, cells: Sequence[Cell], results: Sequence[Dict[str, Any]], path: "str | Path"
+) -> Path:
     """The experiment's figure: cluster sizes for ``clusters`` experiments, a variant curve otherwise."""
     if exp.kind == "clusters":
         return cluster_sizes_figure(cells, results, path)

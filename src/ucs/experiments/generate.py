@@ -30,8 +30,16 @@ from ucs.evaluation.metrics import bootstrap_ci
 from ucs.evaluation.prompts import CHAT_TEMPLATES, REASONING_FORMAT, PromptBuilder
 from ucs.evaluation.summary import paired_delta
 
-__all__ = ["AnswerScoring", "GENERATE_STOP", "answer_scoring", "copy_fields", "default_max_new_tokens",
-           "first_answer_line", "generating_predictor", "score_summary"]
+__all__ = [
+    "AnswerScoring",
+    "GENERATE_STOP",
+    "answer_scoring",
+    "copy_fields",
+    "default_max_new_tokens",
+    "first_answer_line",
+    "generating_predictor",
+    "score_summary",
+]
 
 #: Where a generated answer ends: the next question, a blank line, or a chat turn's end.
 GENERATE_STOP = ("\nQ:", "\n\n", "<|im_end|>")
@@ -40,8 +48,9 @@ GENERATE_STOP = ("\nQ:", "\n\n", "<|im_end|>")
 ANSWER_MARGIN, ANSWER_CAP = 8, 256
 
 
-def default_max_new_tokens(count_tokens: Any, answers: Iterable[str], margin: int = ANSWER_MARGIN,
-                           cap: int = ANSWER_CAP) -> int:
+def default_max_new_tokens(
+    count_tokens: Any, answers: Iterable[str], margin: int = ANSWER_MARGIN, cap: int = ANSWER_CAP
+) -> int:
     """Enough tokens for the longest of ``answers`` plus ``margin``, at most ``cap`` (and at least 1).
     One ``count_tokens`` call per distinct answer."""
     longest = max((int(count_tokens(a)) for a in set(map(str, answers))), default=0)
@@ -53,7 +62,7 @@ def first_answer_line(text: str, marker: str = REASONING_FORMAT.answer_marker) -
     for line in str(text).splitlines():
         line = line.strip()
         if line.startswith(marker):
-            line = line[len(marker):].strip()
+            line = line[len(marker) :].strip()
         if line:
             return line
     return ""
@@ -76,8 +85,14 @@ class generating_predictor:  # noqa: N801 - used like a function, as backbone_pr
         tokenizer).
     """
 
-    def __init__(self, backbone: Any, max_new_tokens: int, text_key: str = "text", label_key: str = "label",
-                 chat_template: Any = None) -> None:
+    def __init__(
+        self,
+        backbone: Any,
+        max_new_tokens: int,
+        text_key: str = "text",
+        label_key: str = "label",
+        chat_template: Any = None,
+    ) -> None:
         if not isinstance(max_new_tokens, (int, np.integer)) or max_new_tokens < 1:
             raise ValueError(f"max_new_tokens must be a positive integer; got {max_new_tokens!r}")
         self.backbone = backbone
@@ -85,16 +100,22 @@ class generating_predictor:  # noqa: N801 - used like a function, as backbone_pr
         self.text_key, self.label_key = text_key, label_key
         if isinstance(chat_template, str):
             if chat_template not in CHAT_TEMPLATES:
-                raise ValueError(f"chat_template must be one of {sorted(CHAT_TEMPLATES)}, a callable "
-                                 f"messages -> text or a tokenizer; got {chat_template!r}")
+                raise ValueError(
+                    f"chat_template must be one of {sorted(CHAT_TEMPLATES)}, a callable "
+                    f"messages -> text or a tokenizer; got {chat_template!r}"
+                )
             chat_template = CHAT_TEMPLATES[chat_template]
         self.builder = PromptBuilder(REASONING_FORMAT, [], chat_template=chat_template)
 
     @property
     def identity(self) -> Dict[str, Any]:
-        return {"backbone": repr(getattr(self.backbone, "identity", type(self.backbone).__name__)),
-                "format": "reasoning-generate", "max_new_tokens": self.max_new_tokens,
-                "chat": self.builder.chat, "stop": "\x1f".join(GENERATE_STOP)}
+        return {
+            "backbone": repr(getattr(self.backbone, "identity", type(self.backbone).__name__)),
+            "format": "reasoning-generate",
+            "max_new_tokens": self.max_new_tokens,
+            "chat": self.builder.chat,
+            "stop": "\x1f".join(GENERATE_STOP),
+        }
 
     def prompt(self, text: str, demos: List[Dict[str, Any]]) -> str:
         """The prompt the model continues for ``text`` after ``demos``."""
@@ -109,8 +130,9 @@ class generating_predictor:  # noqa: N801 - used like a function, as backbone_pr
         return first_answer_line(out[0])
 
     def many(self, items: Iterable[Tuple[str, List[Dict[str, Any]]]]) -> Iterator[Tuple[str, float]]:
-        """``(answer, model seconds)`` for each (text, demonstrations), in order, as they come: side by side on
-        a backbone with ``generate_many`` (:class:`~ucs.models.pool.BackbonePool`), else one after another."""
+        """``(answer, model seconds)`` for each (text, demonstrations), in order, as they come: side by side
+        on a backbone with ``generate_many`` (:class:`~ucs.models.pool.BackbonePool`), else one after
+        another."""
         prompts = (self.prompt(t, d) for t, d in items)
         if hasattr(self.backbone, "generate_many"):
             for out, seconds in self.backbone.generate_many(prompts, **self._options()):
@@ -140,18 +162,31 @@ class AnswerScoring:
         if not answers:
             raise ValueError("no examples were given; a comparison needs examples with answers")
         if len(set(answers)) < 2:
-            raise ValueError(f"every example and query has the same answer ({answers[0]!r}); a comparison "
-                             "needs answers that differ: check the answer (label) column")
+            raise ValueError(
+                f"every example and query has the same answer ({answers[0]!r}); a comparison "
+                "needs answers that differ: check the answer (label) column"
+            )
 
-    def fields(self, query: Dict[str, Any], answer: str, chosen: Sequence[int],
-               demos: Sequence[Dict[str, Any]], pool_emb: np.ndarray, query_emb: np.ndarray
-               ) -> Dict[str, Any]:
+    def fields(
+        self,
+        query: Dict[str, Any],
+        answer: str,
+        chosen: Sequence[int],
+        demos: Sequence[Dict[str, Any]],
+        pool_emb: np.ndarray,
+        query_emb: np.ndarray,
+    ) -> Dict[str, Any]:
         """``correct``, ``score``, ``copy``, ``copy_of``, ``copy_score`` of one answer; ``chosen``: the
         demonstrations' pool positions (rows of ``pool_emb``), ``demos`` the same examples."""
         gold = str(query[self.label_key])
         score = self.metric(str(answer), gold)
-        out: Dict[str, Any] = {"correct": score >= 1.0, "score": score, "copy": None, "copy_of": None,
-                               "copy_score": None}
+        out: Dict[str, Any] = {
+            "correct": score >= 1.0,
+            "score": score,
+            "copy": None,
+            "copy_of": None,
+            "copy_score": None,
+        }
         if len(chosen):
             near = nearest(pool_emb[np.asarray(chosen, dtype=np.int64)], query_emb)
             copy = str(demos[near][self.label_key])
@@ -177,11 +212,13 @@ def answer_scoring(metric: Any, label_key: str = "label") -> Optional[AnswerScor
     return AnswerScoring(metric, label_key) if isinstance(metric, AnswerMetric) else None
 
 
-def score_summary(records: Iterable[dict], field: str = "score", n_boot: int = 2000
-                  ) -> Dict[str, Dict[str, Any]]:
+def score_summary(
+    records: Iterable[dict], field: str = "score", n_boot: int = 2000
+) -> Dict[str, Dict[str, Any]]:
     """Per method, the mean of the records' ``field`` (``score`` or ``copy_score``) with its bootstrap
-    interval over queries, in the form of :func:`ucs.evaluation.summary.summarize`'s methods (``mean``, ``ci``,
-    ``n_queries``, ``per_query``: ``query`` and ``accuracy``) so ``paired_delta`` compares two of them."""
+    interval over queries, in the form of :func:`ucs.evaluation.summary.summarize`'s methods (``mean``,
+    ``ci``, ``n_queries``, ``per_query``: ``query`` and ``accuracy``) so ``paired_delta`` compares two of
+    them."""
     by: Dict[str, Dict[int, float]] = defaultdict(dict)
     for r in records:
         if r.get(field) is not None:
@@ -190,8 +227,12 @@ def score_summary(records: Iterable[dict], field: str = "score", n_boot: int = 2
     for method, values in by.items():
         qs = sorted(values)
         vals = np.array([values[q] for q in qs], dtype=np.float64)
-        out[method] = {"mean": float(vals.mean()), "ci": list(bootstrap_ci(vals, n_boot=n_boot)),
-                       "n_queries": len(qs), "per_query": {"query": qs, "accuracy": vals.tolist()}}
+        out[method] = {
+            "mean": float(vals.mean()),
+            "ci": list(bootstrap_ci(vals, n_boot=n_boot)),
+            "n_queries": len(qs),
+            "per_query": {"query": qs, "accuracy": vals.tolist()},
+        }
     return out
 
 
@@ -199,5 +240,9 @@ def copy_fields(model: Optional[Dict[str, Any]], copy: Optional[Dict[str, Any]])
     """A row's copy baseline: its mean score (``copy``, ``copy_ci``) and the model's paired gain over it
     (``over_copy``, ``over_copy_ci``) on the queries both scored."""
     d = paired_delta(model, copy) if model is not None and copy is not None else None
-    return {"copy": None if copy is None else copy["mean"], "copy_ci": None if copy is None else copy["ci"],
-            "over_copy": None if d is None else d["delta"], "over_copy_ci": None if d is None else d["ci"]}
+    return {
+        "copy": None if copy is None else copy["mean"],
+        "copy_ci": None if copy is None else copy["ci"],
+        "over_copy": None if d is None else d["delta"],
+        "over_copy_ci": None if d is None else d["ci"],
+    }

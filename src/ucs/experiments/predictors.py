@@ -6,11 +6,13 @@ into ``predict(query_example, demonstrations) -> (correct, answer)``:
 * a plain callable ``f(query_text, demonstrations) -> answer``;
 * a LangChain ``Runnable`` (anything with ``invoke``), invoked with ``{"query": text, "examples": demos}``;
 * a DSPy program (anything with ``predictors()`` and ``__call__``): every predictor's ``demos`` become the
-  demonstrations (as ``dspy.Example`` s with the query field as input) for the call ``program(**{text_key: text})``;
+  demonstrations (as ``dspy.Example`` s with the query field as input) for the call
+  ``program(**{text_key: text})``;
 * :func:`backbone_predictor` wraps a ucs backbone (in-process or HTTP): the label with the highest
   log-likelihood after the evaluation's prompt.
 
-Nothing here imports LangChain or DSPy: they are recognised by their methods, so neither is needed unless used.
+Nothing here imports LangChain or DSPy: they are recognised by their methods, so neither is needed unless
+used.
 """
 
 from __future__ import annotations
@@ -63,13 +65,19 @@ def _dspy_call(program: Any, text_key: str) -> Callable[[str, List[Dict[str, Any
     return call
 
 
-def as_predictor(obj: Any, *, text_key: str = "text", label_key: str = "label",
-                 metric: Optional[Callable[[Any, Any], Any]] = None) -> Predict:
+def as_predictor(
+    obj: Any,
+    *,
+    text_key: str = "text",
+    label_key: str = "label",
+    metric: Optional[Callable[[Any, Any], Any]] = None,
+) -> Predict:
     """``predict(query_example, demonstrations) -> (correct, answer text)`` for a callable, a LangChain
     ``Runnable`` or a DSPy program (see the module docstring); ``metric(query_example, answer)`` decides
-    correctness when given (a DSPy program's metric gets a ``dspy.Example`` of the query), else the answer's text
-    equals the gold label up to case, quotes, a final period and surrounding spaces."""
+    correctness when given (a DSPy program's metric gets a ``dspy.Example`` of the query), else the answer's
+    text equals the gold label up to case, quotes, a final period and surrounding spaces."""
     if hasattr(obj, "invoke"):
+
         def call(text: str, demos: List[Dict[str, Any]]) -> Any:
             return obj.invoke({"query": text, "examples": demos})
     elif _is_dspy_program(obj):
@@ -77,8 +85,10 @@ def as_predictor(obj: Any, *, text_key: str = "text", label_key: str = "label",
     elif callable(obj):
         call = obj
     else:
-        raise ValueError(f"predictor must be a callable f(query, demonstrations), a LangChain Runnable or a DSPy "
-                         f"program; got {type(obj).__name__}")
+        raise ValueError(
+            f"predictor must be a callable f(query, demonstrations), a LangChain Runnable or a DSPy "
+            f"program; got {type(obj).__name__}"
+        )
     dspy_metric = metric is not None and _is_dspy_program(obj)
 
     def judge(query: Dict[str, Any], answer: Any) -> Tuple[bool, Any]:
@@ -95,7 +105,9 @@ def as_predictor(obj: Any, *, text_key: str = "text", label_key: str = "label",
     def predict(query: Dict[str, Any], demos: List[Dict[str, Any]]) -> Tuple[bool, Any]:
         return judge(query, call(str(query[text_key]), demos))
 
-    def many(items: Iterable[Tuple[Dict[str, Any], List[Dict[str, Any]]]]) -> Iterator[Tuple[bool, Any, float]]:
+    def many(
+        items: Iterable[Tuple[Dict[str, Any], List[Dict[str, Any]]]],
+    ) -> Iterator[Tuple[bool, Any, float]]:
         """``(correct, answer, model seconds)`` for each (query, demonstrations), in order, as they come: side
         by side when the predictor has ``many``."""
         asked: Deque[Dict[str, Any]] = collections.deque()
@@ -137,20 +149,28 @@ class backbone_predictor:  # noqa: N801 - used like a function
     label_key : str
         The demonstrations' label field.
     chat_template : str, callable or tokenizer, optional
-        Render the prompt through a chat template (``"chatml"``, a callable ``messages -> text`` or a tokenizer),
-        as a served model's own template would; ``None``: the plain intent prompt.
+        Render the prompt through a chat template (``"chatml"``, a callable ``messages -> text`` or a
+        tokenizer), as a served model's own template would; ``None``: the plain intent prompt.
     """
 
-    def __init__(self, backbone: Any, labels: Sequence[str], text_key: str = "text", label_key: str = "label",
-                 chat_template: Any = None) -> None:
+    def __init__(
+        self,
+        backbone: Any,
+        labels: Sequence[str],
+        text_key: str = "text",
+        label_key: str = "label",
+        chat_template: Any = None,
+    ) -> None:
         self.backbone = backbone
         self.labels = list(labels)
         self.text_key = text_key
         self.label_key = label_key
         if isinstance(chat_template, str):
             if chat_template not in CHAT_TEMPLATES:
-                raise ValueError(f"chat_template must be one of {sorted(CHAT_TEMPLATES)}, a callable messages -> text "
-                                 f"or a tokenizer; got {chat_template!r}")
+                raise ValueError(
+                    f"chat_template must be one of {sorted(CHAT_TEMPLATES)}, a callable messages -> text "
+                    f"or a tokenizer; got {chat_template!r}"
+                )
             chat_template = CHAT_TEMPLATES[chat_template]
         self.builder = PromptBuilder(INTENT_FORMAT, self.labels, chat_template=chat_template)
         self.continuations = [INTENT_FORMAT.continuation(y, chat=self.builder.chat) for y in self.labels]
@@ -158,9 +178,13 @@ class backbone_predictor:  # noqa: N801 - used like a function
     @property
     def identity(self) -> Dict[str, Any]:
         found = {"search": "branch-and-bound"} if self._chooses else {}
-        return {"backbone": repr(getattr(self.backbone, "identity", type(self.backbone).__name__)),
-                "labels": "\x1f".join(self.labels), "format": "intent-likelihood", "chat": self.builder.chat,
-                **found}
+        return {
+            "backbone": repr(getattr(self.backbone, "identity", type(self.backbone).__name__)),
+            "labels": "\x1f".join(self.labels),
+            "format": "intent-likelihood",
+            "chat": self.builder.chat,
+            **found,
+        }
 
     @property
     def _chooses(self) -> bool:
@@ -181,9 +205,9 @@ class backbone_predictor:  # noqa: N801 - used like a function
         return self._answer(self.prompt(text, demos))
 
     def many(self, items: Iterable[Tuple[str, List[Dict[str, Any]]]]) -> Iterator[Tuple[str, float]]:
-        """``(answer, model seconds)`` for each (text, demonstrations), in order, as they come: side by side on
-        a backbone with ``choose_many`` (:class:`~ucs.models.pool.BackbonePool`, which takes the items as its
-        workers need them), else one after another."""
+        """``(answer, model seconds)`` for each (text, demonstrations), in order, as they come: side by side
+        on a backbone with ``choose_many`` (:class:`~ucs.models.pool.BackbonePool`, which takes the items as
+        its workers need them), else one after another."""
         prompts = (self.prompt(t, d) for t, d in items)
         if hasattr(self.backbone, "choose_many"):
             for (j, _), seconds in self.backbone.choose_many(prompts, self.continuations):

@@ -17,13 +17,33 @@ from typing import Dict, List, Sequence
 
 from ucs.experiments.spec import Experiment
 
-__all__ = ["ORDER", "experiments", "experiment_names", "get_experiment", "resolve_names", "load_experiment_file"]
+__all__ = [
+    "ORDER",
+    "experiments",
+    "experiment_names",
+    "get_experiment",
+    "resolve_names",
+    "load_experiment_file",
+]
 
 #: Listing order: the paper's order of tables and figures, then the project's own studies.
 ORDER = (
-    "main_table", "bbeh_table", "coverage_exposure", "cluster_sizes", "joint_dictionary", "sensitivity_tm",
-    "sensitivity_budget", "ablation_embedding", "ablation_clustering", "ablation_design", "ablation_rarity",
-    "runtime", "estimator_study", "coverage_health", "healthy_ucs", "beyond_topk",
+    "main_table",
+    "bbeh_table",
+    "coverage_exposure",
+    "cluster_sizes",
+    "joint_dictionary",
+    "sensitivity_tm",
+    "sensitivity_budget",
+    "ablation_embedding",
+    "ablation_clustering",
+    "ablation_design",
+    "ablation_rarity",
+    "runtime",
+    "estimator_study",
+    "coverage_health",
+    "healthy_ucs",
+    "beyond_topk",
 )
 
 
@@ -56,7 +76,9 @@ def get_experiment(name: str) -> Experiment:
     try:
         return experiments()[name]
     except KeyError:
-        raise ValueError(f"unknown experiment {name!r}; valid names: {', '.join(experiment_names())}") from None
+        raise ValueError(
+            f"unknown experiment {name!r}; valid names: {', '.join(experiment_names())}"
+        ) from None
 
 
 def resolve_names(spec: "str | Sequence[str] | None") -> List[str]:
@@ -67,5 +89,7 @@ def resolve_names(spec: "str | Sequence[str] | None") -> List[str]:
     items = [s.strip() for s in (spec.split(",") if isinstance(spec, str) else spec) if s and s.strip()]
     bad = [s for s in items if s not in experiments()]
     if bad or not items:
-        raise ValueError(f"unknown experiment(s) {bad or items}; valid names: {', '.join(experiment_names())}")
+        raise ValueError(
+            f"unknown experiment(s) {bad or items}; valid names: {', '.join(experiment_names())}"
+        )
     return list(dict.fromkeys(items))

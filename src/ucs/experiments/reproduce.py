@@ -35,9 +35,18 @@ from ucs.experiments.spec import Cell, Experiment
 from ucs.selectors.method import MethodSpec
 from ucs.utils.io import atomic_write_json, atomic_write_text
 
-__all__ = ["ReproduceOptions", "ExperimentRun", "plan", "reproduce", "run_experiment", "estimate_cost",
-           "describe_cells", "machine_lines", "plan_totals",
-           "results_the_page_would_lose"]
+__all__ = [
+    "ReproduceOptions",
+    "ExperimentRun",
+    "plan",
+    "reproduce",
+    "run_experiment",
+    "estimate_cost",
+    "describe_cells",
+    "machine_lines",
+    "plan_totals",
+    "results_the_page_would_lose",
+]
 
 
 @dataclass
@@ -46,10 +55,10 @@ class ReproduceOptions:
 
     ``settings`` are :class:`~ucs.pipeline.PipelineConfig` settings by path (``--set clusterer.dbscan_q=0.1``,
     :meth:`~ucs.pipeline.PipelineConfig.with_settings`); ``limit`` evaluates
-    only the first ``limit`` protocol queries (resumable into the full run); ``store_dir`` holds the answer and
-    score stores (default: inside ``cache_dir``) — commit it beside the results to resume a long run elsewhere.
-    ``render_only`` writes the pages from what the runner folders hold, computing nothing (accuracy experiments;
-    unfinished methods show as "—" and are listed in the manifest's ``pending``).
+    only the first ``limit`` protocol queries (resumable into the full run); ``store_dir`` holds the answer
+    and score stores (default: inside ``cache_dir``) — commit it beside the results to resume a long run
+    elsewhere. ``render_only`` writes the pages from what the runner folders hold, computing nothing (accuracy
+    experiments; unfinished methods show as "—" and are listed in the manifest's ``pending``).
     """
 
     preset: str = "paper"
@@ -73,8 +82,12 @@ class ReproduceOptions:
 
     def overrides(self) -> Dict[str, Any]:
         o: Dict[str, Any] = dict(self.settings)
-        for k, v in (("test_size", self.test_size), ("n_runs", self.runs), ("mode", self.mode),
-                     ("data_dir", self.data_dir)):
+        for k, v in (
+            ("test_size", self.test_size),
+            ("n_runs", self.runs),
+            ("mode", self.mode),
+            ("data_dir", self.data_dir),
+        ):
             if v is not None:
                 o[k] = v
         return o
@@ -100,39 +113,78 @@ class ExperimentRun:
 
 
 def plan(names: "str | Sequence[str] | None", options: ReproduceOptions) -> Dict[str, List[Cell]]:
-    """The cells of each named experiment (all when ``names`` is ``None``); raises ``ValueError`` on bad names."""
+    """The cells of each named experiment (all when ``names`` is ``None``); raises ``ValueError`` on bad
+    names."""
     return {
-        n: get_experiment(n).plan(options.preset, datasets=options.datasets, backbones=options.backbones,
-                                  selectors=options.selectors, overrides=options.overrides(),
-                                  variants=options.variants)
+        n: get_experiment(n).plan(
+            options.preset,
+            datasets=options.datasets,
+            backbones=options.backbones,
+            selectors=options.selectors,
+            overrides=options.overrides(),
+            variants=options.variants,
+        )
         for n in resolve_names(names)
     }
 
 
-def estimate_cost(exp: Experiment, cell: Cell, n_test: Optional[int] = None, n_pool: Optional[int] = None,
-                  limit: Optional[int] = None) -> Dict[str, Any]:
-    """Model calls a cell needs when nothing is cached: ICL prompts (upper bound — deterministic modes answer a
-    repeated prompt once), MDL subset scorings (MDL and MDL+UCS share theirs, except in the runtime experiment,
-    which times each method alone), and pool texts to embed (per distinct embedding setting)."""
+def estimate_cost(
+    exp: Experiment,
+    cell: Cell,
+    n_test: Optional[int] = None,
+    n_pool: Optional[int] = None,
+    limit: Optional[int] = None,
+) -> Dict[str, Any]:
+    """Model calls a cell needs when nothing is cached: ICL prompts (upper bound — deterministic modes answer
+    a repeated prompt once), MDL subset scorings (MDL and MDL+UCS share theirs, except in the runtime
+    experiment, which times each method alone), and pool texts to embed (per distinct embedding setting)."""
     c = cell.config
-    size = c.test_size if c.test_size is not None else DEFAULT_TEST_SIZE["reasoning" if c.dataset.startswith("bbeh") else "intent"]
+    size = (
+        c.test_size
+        if c.test_size is not None
+        else DEFAULT_TEST_SIZE["reasoning" if c.dataset.startswith("bbeh") else "intent"]
+    )
     nq: Optional[int] = size if n_test is None else min(size, n_test)
     if limit is not None and nq is not None:
         nq = min(nq, limit)
     n_mdl = sum(MethodSpec.parse(m).needs_scorer for m in cell.methods)
     if exp.kind != "runtime":  # MDL+UCS scores MDL's candidate subsets, which the score store answers once
         n_mdl = min(n_mdl, 1)
-    prompts = 0 if exp.kind in ("coverage", "clusters", "health") else (None if nq is None else len(cell.methods) * c.n_runs * nq)
+    prompts = (
+        0
+        if exp.kind in ("coverage", "clusters", "health")
+        else (None if nq is None else len(cell.methods) * c.n_runs * nq)
+    )
     select_time = c.selector["params"]["mdl"]["select_time"]
     mdl = None if nq is None else n_mdl * c.n_runs * nq * select_time
     if exp.kind in ("clusters", "health") or c.budget == 0:  # budget 0: MDL makes no LM call
         mdl = 0
     embed = [c.dataset, c.backbone, c.engine, c.layer, c.pooling, c.embed_normalize, *c.joint_backbones]
     # what MDL's candidate subsets and their scores depend on (not λ, the estimator or the clusters)
-    subsets = [c.dataset, c.data_dir, c.backbone, c.engine, c.dtype, c.mdl_scorer, c.retrieval_embedder, c.budget,
-               c.selector["params"]["mdl"]["candidate_num"], select_time, c.test_size, c.test_seed, *c.run_seeds, nq]
-    return {"icl_prompts": prompts, "mdl_scorings": mdl, "queries": nq, "pool": n_pool,
-            "embedding": "/".join(str(x) for x in embed), "mdl_subsets": "/".join(str(x) for x in subsets)}
+    subsets = [
+        c.dataset,
+        c.data_dir,
+        c.backbone,
+        c.engine,
+        c.dtype,
+        c.mdl_scorer,
+        c.retrieval_embedder,
+        c.budget,
+        c.selector["params"]["mdl"]["candidate_num"],
+        select_time,
+        c.test_size,
+        c.test_seed,
+        *c.run_seeds,
+        nq,
+    ]
+    return {
+        "icl_prompts": prompts,
+        "mdl_scorings": mdl,
+        "queries": nq,
+        "pool": n_pool,
+        "embedding": "/".join(str(x) for x in embed),
+        "mdl_subsets": "/".join(str(x) for x in subsets),
+    }
 
 
 def _rel(path: Path) -> str:
@@ -152,8 +204,14 @@ def run_experiment(
     """Run every cell of experiment ``name`` and write its markdown, figure and manifest."""
     exp = get_experiment(name)
     cells = plan([name], options)[name]
-    ctx = CellContext(options.work_dir, options.cache_dir, models or Models(), options.limit, options.progress,
-                      options.store_dir)
+    ctx = CellContext(
+        options.work_dir,
+        options.cache_dir,
+        models or Models(),
+        options.limit,
+        options.progress,
+        options.store_dir,
+    )
     results: List[Dict[str, Any]] = []
     for i, cell in enumerate(cells, 1):
         if log:
@@ -166,19 +224,23 @@ def run_experiment(
     kept = results_the_page_would_lose(exp, options, out / f"{exp.name}.manifest.json", cells, results)
     if kept:  # a part run, a --limit run or an empty work dir must not replace a fuller page
         if log:
-            log(f"[{exp.name}] kept {out / (exp.name + '.md')}: it shows {len(kept)} complete result(s) this "
-                f"invocation lacks ({', '.join(kept[:3])}{', ...' if len(kept) > 3 else ''}); the full command "
-                "(with --render-only once the work dir holds them) rewrites it, or pass --results-dir to write "
-                "this part elsewhere")
-        return ExperimentRun(exp, cells, results, out / f"{exp.name}.md", out / f"{exp.name}.manifest.json",
-                             kept=kept)
+            log(
+                f"[{exp.name}] kept {out / (exp.name + '.md')}: it shows {len(kept)} complete result(s) this "
+                f"invocation lacks ({', '.join(kept[:3])}{', ...' if len(kept) > 3 else ''}); the full "
+                "command (with --render-only once the work dir holds them) rewrites it, or pass "
+                "--results-dir to write this part elsewhere"
+            )
+        return ExperimentRun(
+            exp, cells, results, out / f"{exp.name}.md", out / f"{exp.name}.manifest.json", kept=kept
+        )
     png = None
     if "png" in exp.outputs:
         png = figure_for(exp, cells, results, out / f"{exp.name}.png")
 
     earlier = read_old_manifest(out / f"{exp.name}.manifest.json")
-    md = atomic_write_text(out / f"{exp.name}.md", render(exp, cells, results, options.preset,
-                                                           png.name if png else None))
+    md = atomic_write_text(
+        out / f"{exp.name}.md", render(exp, cells, results, options.preset, png.name if png else None)
+    )
     cell_entries = []
     for cell, res in zip(cells, results):
         ds = ctx.dataset(cell.config)
@@ -192,7 +254,9 @@ def run_experiment(
         if "runner_manifest" in res:
             entry["runner_manifest"] = res["runner_manifest"]
         if not res.get("computed"):
-            before = earlier_computation(earlier, cell.id, (res.get("runner_manifest") or {}).get("fingerprints"))
+            before = earlier_computation(
+                earlier, cell.id, (res.get("runner_manifest") or {}).get("fingerprints")
+            )
             if before:
                 entry["computed_by"] = before
         cell_entries.append(entry)
@@ -211,8 +275,13 @@ def run_experiment(
     return ExperimentRun(exp, cells, results, md, mf, png)
 
 
-def results_the_page_would_lose(exp: Experiment, options: ReproduceOptions, manifest_path: Path,
-                                cells: Sequence[Cell], results: Sequence[Dict[str, Any]]) -> List[str]:
+def results_the_page_would_lose(
+    exp: Experiment,
+    options: ReproduceOptions,
+    manifest_path: Path,
+    cells: Sequence[Cell],
+    results: Sequence[Dict[str, Any]],
+) -> List[str]:
     """``cell/method`` entries complete on the page's current manifest that ``results`` lack or hold for fewer
     queries, among those the experiment still defines (its full plan over the manifest's datasets and
     backbones: a variant or method removed from the definition may leave the page). ``[]`` when there is no
@@ -222,19 +291,33 @@ def results_the_page_would_lose(exp: Experiment, options: ReproduceOptions, mani
         return []
     try:
         old_cells = [c["cell"] for c in old["cells"]]
-        defined = {(c.id, m) for c in exp.plan(
-            options.preset, datasets=list(dict.fromkeys(c["dataset"] for c in old["cells"])),
-            backbones=list(dict.fromkeys(c["backbone"] for c in old["cells"])), overrides=options.overrides())
-            for m in c.methods}
+        defined = {
+            (c.id, m)
+            for c in exp.plan(
+                options.preset,
+                datasets=list(dict.fromkeys(c["dataset"] for c in old["cells"])),
+                backbones=list(dict.fromkeys(c["backbone"] for c in old["cells"])),
+                overrides=options.overrides(),
+            )
+            for m in c.methods
+        }
     except (KeyError, TypeError):
         return []
-    new = {(c.id, m): int(v.get("n_queries") or 0) for c, r in zip(cells, results)
-           for m, v in (r.get("methods") or {}).items() if isinstance(v, dict) and v.get("complete")}
+    new = {
+        (c.id, m): int(v.get("n_queries") or 0)
+        for c, r in zip(cells, results)
+        for m, v in (r.get("methods") or {}).items()
+        if isinstance(v, dict) and v.get("complete")
+    }
     lost = []
     for cell, res in zip(old_cells, old.get("results", [])):
         for m, v in ((res or {}).get("methods") or {}).items():
-            if (isinstance(v, dict) and v.get("complete") and (cell, m) in defined
-                    and new.get((cell, m), -1) < int(v.get("n_queries") or 0)):
+            if (
+                isinstance(v, dict)
+                and v.get("complete")
+                and (cell, m) in defined
+                and new.get((cell, m), -1) < int(v.get("n_queries") or 0)
+            ):
                 lost.append(f"{cell}/{m}")
     return lost
 
@@ -245,8 +328,9 @@ def _manifest_result(r: Dict[str, Any]) -> Dict[str, Any]:
     values, from which the page's paired intervals are recomputed)."""
     out = {k: v for k, v in r.items() if k != "runner_manifest"}
     if "label_agreement" in out:
-        out["label_agreement"] = {m: {k: v for k, v in a.items() if k != "per_query"}
-                                  for m, a in out["label_agreement"].items()}
+        out["label_agreement"] = {
+            m: {k: v for k, v in a.items() if k != "per_query"} for m, a in out["label_agreement"].items()
+        }
     return out
 
 
@@ -265,9 +349,9 @@ def reproduce(
 
 
 def describe_cells(names: "str | Sequence[str] | None", options: ReproduceOptions) -> List[Dict[str, Any]]:
-    """One row per cell with its cost estimate (for ``--dry-run``); datasets are loaded to size them. A dataset
-    that cannot be loaded leaves its sizes ``None`` and says why in the row's ``load_error`` (the run would stop
-    there with the same message)."""
+    """One row per cell with its cost estimate (for ``--dry-run``); datasets are loaded to size them. A
+    dataset that cannot be loaded leaves its sizes ``None`` and says why in the row's ``load_error`` (the run
+    would stop there with the same message)."""
     rows = []
     sizes: Dict[Any, Any] = {}
     for n, cells in plan(names, options).items():
@@ -283,13 +367,22 @@ def describe_cells(names: "str | Sequence[str] | None", options: ReproduceOption
             n_test, n_pool, load_error = sizes[key]
             cost = estimate_cost(exp, c, n_test, n_pool, options.limit)
             shared = exp.kind in ("accuracy", "coverage")
-            rows.append({"experiment": n, "kind": exp.kind,
-                         "mdl_select_time": c.config.selector["params"]["mdl"]["select_time"], **c.describe(),
-                         "eval_dir": _rel(eval_dir_for(options.work_dir, c)) if shared else
-                         _rel(Path(options.work_dir) / n / c.id),
-                         "answered": _answered(eval_dir_for(options.work_dir, c), c.methods, cost["queries"])
-                         if exp.kind == "accuracy" else {},
-                         "load_error": load_error, **cost})
+            rows.append(
+                {
+                    "experiment": n,
+                    "kind": exp.kind,
+                    "mdl_select_time": c.config.selector["params"]["mdl"]["select_time"],
+                    **c.describe(),
+                    "eval_dir": _rel(eval_dir_for(options.work_dir, c))
+                    if shared
+                    else _rel(Path(options.work_dir) / n / c.id),
+                    "answered": _answered(eval_dir_for(options.work_dir, c), c.methods, cost["queries"])
+                    if exp.kind == "accuracy"
+                    else {},
+                    "load_error": load_error,
+                    **cost,
+                }
+            )
     return rows
 
 
@@ -307,17 +400,19 @@ def _answered(folder: Path, methods: Sequence[str], n_queries: Optional[int]) ->
 
 
 def machine_lines(names: "str | Sequence[str] | None", options: ReproduceOptions) -> List[str]:
-    """What ``--dry-run`` says about machines: this one (and whether it computes bfloat16 natively, when a cell
-    asks for bfloat16), and the machine each existing page of ``names`` was made on — so a run that would mix
-    machines in one page is seen before it starts. O(experiments)."""
+    """What ``--dry-run`` says about machines: this one (and whether it computes bfloat16 natively, when a
+    cell asks for bfloat16), and the machine each existing page of ``names`` was made on — so a run that would
+    mix machines in one page is seen before it starts. O(experiments)."""
     from ucs.utils.cpu import describe_machine, native_bf16
 
     here = platform_info()
     lines = [f"this machine: {describe_machine(here)}"]
     wants_bf16 = any(c.config.dtype == "bfloat16" for cells in plan(names, options).values() for c in cells)
     if wants_bf16 and native_bf16(here.get("cpu_details") or {}) is False:
-        lines.append("  bfloat16 is emulated on this CPU (no AVX-512-BF16 or AMX): several times slower than "
-                     "float32, and its answers differ from a native-bfloat16 machine's")
+        lines.append(
+            "  bfloat16 is emulated on this CPU (no AVX-512-BF16 or AMX): several times slower than "
+            "float32, and its answers differ from a native-bfloat16 machine's"
+        )
     for n in resolve_names(names):
         mf = Path(options.results_dir) / f"{n}.manifest.json"
         try:
@@ -325,8 +420,7 @@ def machine_lines(names: "str | Sequence[str] | None", options: ReproduceOptions
         except (OSError, ValueError):
             continue
         same = made_on == {k: here.get(k) for k in made_on} and "cpu_details" in made_on
-        lines.append(f"{n}.md was made on: {describe_machine(made_on)}"
-                     + (" — this machine" if same else ""))
+        lines.append(f"{n}.md was made on: {describe_machine(made_on)}" + (" — this machine" if same else ""))
     return lines
 
 
@@ -337,8 +431,8 @@ def plan_totals(rows: Sequence[Dict[str, Any]]) -> Dict[str, Any]:
     MDL+UCS score the same candidate subsets once (the score store), so MDL scorings count once per subset set
     (runtime cells time every scoring and count apart). Returns ``icl_prompts`` and ``mdl_scorings`` (``None``
     when some cell's query count is unknown), ``icl_prompts_left`` (the same bound less the records already in
-    the runner folders, ``answered`` of each row), ``embed_passes`` and ``embed_texts`` (pool embedding passes,
-    the texts they cover, ``None`` when a pool size is unknown). O(rows × methods).
+    the runner folders, ``answered`` of each row), ``embed_passes`` and ``embed_texts`` (pool embedding
+    passes, the texts they cover, ``None`` when a pool size is unknown). O(rows × methods).
     """
     totals: Dict[str, Any] = {"icl_prompts": 0, "mdl_scorings": 0, "icl_prompts_left": 0}
     embeds: Dict[Any, Any] = {}
@@ -349,10 +443,15 @@ def plan_totals(rows: Sequence[Dict[str, Any]]) -> Dict[str, Any]:
             if r["kind"] in ("accuracy", "runtime") and ("left", r["eval_dir"], m) not in seen:
                 seen.add(("left", r["eval_dir"], m))
                 left = None if per is None else max(0, per - r.get("answered", {}).get(m, 0))
-                totals["icl_prompts_left"] = None if totals["icl_prompts_left"] is None or left is None \
+                totals["icl_prompts_left"] = (
+                    None
+                    if totals["icl_prompts_left"] is None or left is None
                     else totals["icl_prompts_left"] + left
-            for k, kinds, mult in (("icl_prompts", ("accuracy", "runtime"), 1),
-                                   ("mdl_scorings", ("accuracy", "runtime", "coverage"), r["mdl_select_time"])):
+                )
+            for k, kinds, mult in (
+                ("icl_prompts", ("accuracy", "runtime"), 1),
+                ("mdl_scorings", ("accuracy", "runtime", "coverage"), r["mdl_select_time"]),
+            ):
                 tag: Tuple[Any, ...] = (k, r["eval_dir"], m)
                 if k == "mdl_scorings" and r["kind"] != "runtime":
                     tag = (k, r["mdl_subsets"])

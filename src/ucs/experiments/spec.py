@@ -29,13 +29,26 @@ __all__ = ["KINDS", "SIZE_PRESETS", "Variant", "Experiment", "Cell"]
 KINDS = ("accuracy", "coverage", "clusters", "health", "runtime")
 #: Size presets every experiment file defines.
 SIZE_PRESETS = ("paper", "cpu")
-_TOP_KEYS = ("name", "title", "paper_ref", "varies", "kind", "outputs", "description", "datasets", "selectors",
-             "settings", "options", "variants", "presets")
+_TOP_KEYS = (
+    "name",
+    "title",
+    "paper_ref",
+    "varies",
+    "kind",
+    "outputs",
+    "description",
+    "datasets",
+    "selectors",
+    "settings",
+    "options",
+    "variants",
+    "presets",
+)
 _PRESET_KEYS = ("pipeline_preset", "settings", "options", "datasets", "backbones", "selectors", "note")
 
 
-#: The settings added after results were first published, at the values that leave them out of the results' key,
-#: by path: a named coverage setting starts from them.
+#: The settings added after results were first published, at the values that leave them out of the results'
+#: key, by path: a named coverage setting starts from them.
 _LATE_DEFAULT_PATHS = {p: v for k, v in LATE_DEFAULTS.items() for p in FLAT_NAMES.get(k, (k,))}
 
 
@@ -97,9 +110,16 @@ class Cell:
 
     def describe(self) -> Dict[str, Any]:
         c = self.config
-        return {"cell": self.id, "dataset": self.dataset, "backbone": c.public_dict()["backbone"],
-                "variant": self.variant.name, "methods": list(self.methods), "test_size": c.test_size,
-                "runs": c.n_runs, "mode": c.mode}
+        return {
+            "cell": self.id,
+            "dataset": self.dataset,
+            "backbone": c.public_dict()["backbone"],
+            "variant": self.variant.name,
+            "methods": list(self.methods),
+            "test_size": c.test_size,
+            "runs": c.n_runs,
+            "mode": c.mode,
+        }
 
 
 @dataclass(frozen=True)
@@ -141,8 +161,10 @@ class Experiment:
         for pname, p in presets.items():
             bad = sorted(set(p) - set(_PRESET_KEYS))
             if bad:
-                raise ValueError(f"preset {pname!r} of {data['name']!r}{where} has unknown key(s) {bad}; "
-                                 f"valid: {list(_PRESET_KEYS)}")
+                raise ValueError(
+                    f"preset {pname!r} of {data['name']!r}{where} has unknown key(s) {bad}; "
+                    f"valid: {list(_PRESET_KEYS)}"
+                )
         variants = tuple(
             Variant(v["name"], v.get("label", ""), dict(v.get("settings", {})), v.get("selectors"))
             for v in data.get("variants") or [{"name": "default"}]
@@ -152,11 +174,20 @@ class Experiment:
             raise ValueError(f"variant names of {data['name']!r} must be distinct; got {names}")
 
         exp = cls(
-            name=str(data["name"]), title=str(data["title"]), paper_ref=str(data["paper_ref"]),
-            varies=str(data.get("varies", "")), kind=str(data["kind"]), outputs=tuple(data.get("outputs", ["md"])),
-            description=str(data.get("description", "")), datasets=tuple(data["datasets"]),
-            selectors=parse_methods(data["selectors"]), settings=dict(data.get("settings", {})),
-            options=dict(data.get("options", {})), variants=variants, presets=presets, config_file=config_file,
+            name=str(data["name"]),
+            title=str(data["title"]),
+            paper_ref=str(data["paper_ref"]),
+            varies=str(data.get("varies", "")),
+            kind=str(data["kind"]),
+            outputs=tuple(data.get("outputs", ["md"])),
+            description=str(data.get("description", "")),
+            datasets=tuple(data["datasets"]),
+            selectors=parse_methods(data["selectors"]),
+            settings=dict(data.get("settings", {})),
+            options=dict(data.get("options", {})),
+            variants=variants,
+            presets=presets,
+            config_file=config_file,
         )
         for p in presets:  # fail at load time, not in the middle of a run
             exp.plan(p, check_only=True)
@@ -164,12 +195,26 @@ class Experiment:
 
     def to_dict(self) -> Dict[str, Any]:
         return {
-            "name": self.name, "title": self.title, "paper_ref": self.paper_ref, "varies": self.varies,
-            "kind": self.kind, "outputs": list(self.outputs), "description": self.description,
-            "datasets": list(self.datasets), "selectors": list(self.selectors), "settings": dict(self.settings),
+            "name": self.name,
+            "title": self.title,
+            "paper_ref": self.paper_ref,
+            "varies": self.varies,
+            "kind": self.kind,
+            "outputs": list(self.outputs),
+            "description": self.description,
+            "datasets": list(self.datasets),
+            "selectors": list(self.selectors),
+            "settings": dict(self.settings),
             "options": dict(self.options),
-            "variants": [{"name": v.name, "label": v.label, "settings": dict(v.settings),
-                          **({"selectors": v.selectors} if v.selectors is not None else {})} for v in self.variants],
+            "variants": [
+                {
+                    "name": v.name,
+                    "label": v.label,
+                    "settings": dict(v.settings),
+                    **({"selectors": v.selectors} if v.selectors is not None else {}),
+                }
+                for v in self.variants
+            ],
             "presets": json.loads(json.dumps(self.presets)),
         }
 
@@ -199,15 +244,17 @@ class Experiment:
     ) -> List[Cell]:
         """The cells of this experiment under size ``preset`` (``paper`` or ``cpu``).
 
-        ``datasets`` / ``backbones`` / ``selectors`` replace the experiment's (and preset's) lists; ``variants``
-        keeps only the named variants (a long experiment run a part at a time); ``overrides`` are
+        ``datasets`` / ``backbones`` / ``selectors`` replace the experiment's (and preset's) lists;
+        ``variants`` keeps only the named variants (a long experiment run a part at a time); ``overrides`` are
         :class:`~ucs.pipeline.PipelineConfig` settings by path (layer 4 of the module docstring).
         Raises ``ValueError`` naming the setting when a cell's configuration is invalid.
         """
         p = self.preset(preset)
         ds_list = list(datasets if datasets is not None else p.get("datasets", self.datasets))
         bb_list = list(backbones if backbones is not None else p.get("backbones", ["smollm2"]))
-        methods_all = parse_methods(selectors if selectors is not None else p.get("selectors", self.selectors))
+        methods_all = parse_methods(
+            selectors if selectors is not None else p.get("selectors", self.selectors)
+        )
         if check_only:
             ds_list, bb_list = ds_list[:1], bb_list[:1]
         chosen = self.variants
@@ -235,8 +282,10 @@ class Experiment:
                                 others = ["dummy-1"]
                             else:
                                 raise ValueError(
-                                    f"{self.name}: the joint dictionary of backbone {bb!r} needs another backbone; "
-                                    f"give two or more with --backbones (joint set now {opts['joint_with']})")
+                                    f"{self.name}: the joint dictionary of backbone {bb!r} needs another "
+                                    "backbone; give two or more with --backbones (joint set now "
+                                    f"{opts['joint_with']})"
+                                )
                         settings["joint_backbones"] = others
                     cell = {**settings, "dataset": ds, "backbone": bb, "selector.method": list(methods)}
                     try:

@@ -4,9 +4,9 @@ A page that compares every row with one reference (``delta_vs_cell``, e.g. TopK)
 intervals cell by cell; this module turns them into one sentence per row and checks the page's bar. Notation:
 for a row ``r`` and a pair ``(d, b)`` (dataset, backbone), ``acc(r, d, b)`` is ``"better"`` / ``"worse"`` /
 ``"noise"`` as the paired interval of ``r − reference`` lies above 0, below it or around it, ``None`` when not
-measured yet; ``vote(r, d, b)`` is ``"better"`` when the model reading ``r``'s prompts is significantly above the
-no-LM vote (the majority label of the prompt's own demonstrations *and* the reference's k-NN vote), otherwise
-``"noise"`` / ``"worse"`` (``None``: no vote recorded).
+measured yet; ``vote(r, d, b)`` is ``"better"`` when the model reading ``r``'s prompts is significantly above
+the no-LM vote (the majority label of the prompt's own demonstrations *and* the reference's k-NN vote),
+otherwise ``"noise"`` / ``"worse"`` (``None``: no vote recorded).
 
 The bar (the beat-TopK target): a row *clears* it when, with every backbone, ``acc`` and ``vote`` are both
 ``"better"`` on a majority of the datasets. Pure functions over verdict strings; cost ``O(rows × pairs)``.
@@ -26,7 +26,7 @@ class PairVerdict:
 
     dataset: str
     backbone: str
-    acc: Optional[str]   # "better" | "worse" | "noise" | None (not measured)
+    acc: Optional[str]  # "better" | "worse" | "noise" | None (not measured)
     vote: Optional[str]  # "better" | "worse" | "noise" | None (no vote recorded)
 
 
@@ -80,7 +80,8 @@ def row_sentence(setting: str, method: str, pairs: Sequence[PairVerdict], ref: s
 
 
 def clears_bar(pairs: Sequence[PairVerdict]) -> Optional[bool]:
-    """Whether a row clears the bar; ``None`` while some pair is not measured and the bar is still reachable."""
+    """Whether a row clears the bar; ``None`` while some pair is not measured and the bar is still
+    reachable."""
     by_backbone: Dict[str, List[PairVerdict]] = {}
     for p in pairs:
         by_backbone.setdefault(p.backbone, []).append(p)
@@ -102,17 +103,23 @@ def verdict_section(rows: Dict[Tuple[str, str], List[PairVerdict]], ref: str) ->
 
     ``rows``: ``(setting label, method) → verdicts`` for every row compared with the reference ``ref``.
     """
-    lines = ["## Verdict per selector", "",
-             f"Each row against {ref} over every (dataset · backbone) pair of this page, from the paired 95 % "
-             "intervals above; \"the model above the no-LM vote\" counts the pairs where the model reading the "
-             "row's prompts is significantly above both the majority label of those prompts' demonstrations and "
-             f"{ref}'s k-NN vote.", ""]
+    lines = [
+        "## Verdict per selector",
+        "",
+        f"Each row against {ref} over every (dataset · backbone) pair of this page, from the paired 95 % "
+        'intervals above; "the model above the no-LM vote" counts the pairs where the model reading the '
+        "row's prompts is significantly above both the majority label of those prompts' demonstrations and "
+        f"{ref}'s k-NN vote.",
+        "",
+    ]
     lines += [row_sentence(s, m, ps, ref) for (s, m), ps in rows.items()]
     outcome = {key: clears_bar(ps) for key, ps in rows.items()}
     cleared = [s for (s, _), ok in outcome.items() if ok]
     open_ = [s for (s, _), ok in outcome.items() if ok is None]
-    bar = (f"**The bar** — a row significantly above {ref} and above the no-LM vote on a majority of the datasets "
-           "with every backbone: ")
+    bar = (
+        f"**The bar** — a row significantly above {ref} and above the no-LM vote on a majority of the "
+        "datasets with every backbone: "
+    )
     if cleared:
         bar += "cleared by " + ", ".join(cleared) + "."
     elif open_:
