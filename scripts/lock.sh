@@ -50,6 +50,9 @@ done
 { header "Profile 'default': core + llama.cpp + the report (CPython >= 3.10, any platform)." \
          "install.sh builds llama-cpp-python from the sdist pinned here (hash-checked) with portable CPU flags."
   cat "$tools/default.txt"; } > locks/default.txt
+# pip's hash-checking mode takes a dependency's extra (litellm asks for httpx[http2]) from the index unless the
+# pinned line names it: a newer httpx on the index then fails the install. The pin names the extra.
+sed -i 's/^httpx==/httpx[http2]==/' "$tools"/dev-cp31*.txt
 for v in 10 11 12 13; do
   torch_build="PyPI's torch, with CUDA libraries"; [ "$v" = 11 ] && torch_build="PyTorch's CPU build"
   { header "Profile 'dev': every extra (CPython 3.$v, Linux x86-64, $torch_build)." \
