@@ -10,7 +10,15 @@ import pytest
 
 from ucs.pipeline import PipelineConfig
 from ucs.selectors import BSRSelector, DPPSelector, MDLSelector, MethodSpec, UCSPrior, VoteKSelector
-from ucs.selectors.factory import METHODS, NO_UCS_FORM, canonical_method, make_selector, parse_method
+from ucs.selectors.factory import (
+    BASE_SELECTORS,
+    METHODS,
+    NO_UCS_FORM,
+    canonical_method,
+    make_selector,
+    parse_method,
+    selector_class,
+)
 from ucs.selectors.mmr import check_lambda_mult
 from ucs.selectors.prior import LAM_MAX, check_lam
 
@@ -167,3 +175,45 @@ def test_mmr_lambda_has_one_check_that_names_the_setting(value):
         PipelineConfig(selector={"params": {"mmr": {"lambda_mult": value}}})
     for ok in (0, 0.5, 1.0):
         check_lambda_mult(ok)
+
+
+#: (selector, parameter, bad value): each setting the pipeline's configuration carries for a selector.
+_BAD_SETTINGS = [
+    ("topk", "candidate_num", 0),
+    ("topk", "floor", -1),
+    ("mmr", "fetch_k", 0),
+    ("mmr", "lambda_mult", 2.0),
+    ("labelaware", "mode", "sideways"),
+    ("labelaware", "max_per_label", 0),
+    ("dpp", "scale_factor", 0.0),
+    ("dpp", "candidate_num", 1.5),
+    ("votek", "k", 0),
+    ("mdl", "select_time", 0),
+    ("mdl", "candidate_num", -3),
+    ("bsr", "candidate_num", 0),
+]
+
+
+@pytest.mark.parametrize("base, name, value", _BAD_SETTINGS)
+def test_a_selector_setting_is_checked_once_by_its_class(base, name, value):
+    """The configuration runs the class's own check (``Selector.check_params``), not one of its own: the
+    message is the class's, prefixed with the key the user wrote, and fit refuses the same value."""
+    cls = selector_class(base)
+    with pytest.raises(ValueError) as direct:
+        cls.check_params({name: value})
+    assert str(direct.value).startswith(f"{name} ")
+    with pytest.raises(ValueError) as configured:
+        PipelineConfig(selector={"params": {base: {name: value}}})
+    assert str(configured.value) == f"selector.params.{base}.{direct.value}"
+
+
+def test_check_params_accepts_the_defaults_and_leaves_supplied_objects_to_fit():
+    for base in BASE_SELECTORS:
+        selector_class(base).check_params({})
+    selector_class("bsr").check_params({"candidate_num": None})  # Set-BSR: all candidates
+    with pytest.raises(ValueError, match="^scorer must provide score_continuations"):
+        make_selector("mdl").fit(np.eye(4), labels=list("abab"), texts=list("wxyz"))
+
+
+def test_cover_declares_that_it_needs_cluster_ids():
+    assert [b for b in BASE_SELECTORS if selector_class(b).needs_cluster_ids] == ["cover"]

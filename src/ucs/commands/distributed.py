@@ -11,11 +11,13 @@ import typer
 from ucs import defaults as D
 from ucs.commands._inputs import default_note as _d
 from ucs.commands._inputs import executor_from_options, renamed_option, set_options
-from ucs.selectors.factory import BASE_SELECTORS, NO_UCS_FORM
+from ucs.selectors.factory import BASE_SELECTORS, NO_UCS_FORM, selector_class
 
 #: Selectors run with the UCS prior over query batches (MDL scores with the driver's LM, which is not
 #: shipped).
-_SELECT_METHODS = tuple(b for b in BASE_SELECTORS if b not in NO_UCS_FORM and b != "mdl")
+_SELECT_METHODS = tuple(
+    b for b in BASE_SELECTORS if b not in NO_UCS_FORM and not selector_class(b).needs_scorer
+)
 
 _EXECUTOR_HELP = "local (default, in-process) or ray"
 _ADDRESS_HELP = (

@@ -58,9 +58,9 @@ def select_cmd(
     ids = None if cluster_ids is None else read_ids(cluster_ids, "--cluster-ids", n=pool.shape[0])
     if ids is None and lam not in (None, 0.0):
         raise typer.BadParameter("--lam needs --cluster-ids")
-    if ids is None and method == "cover":
+    if ids is None and selector_class(method).needs_cluster_ids:
         raise typer.BadParameter(
-            "cover picks the medoids of the largest clusters: pass --cluster-ids", param_hint="--cluster-ids"
+            f"{method} picks among the pool's latent clusters: pass --cluster-ids", param_hint="--cluster-ids"
         )
     prior = None
     if ids is not None and has_ucs_form(method):  # the same λ as 'ucs distributed select' when unset

@@ -48,7 +48,6 @@ from ucs.evaluation.predict import MODES
 from ucs.models.http_spec import public_spec
 from ucs.pipeline.presets import get_preset
 from ucs.selectors.base import ORDERS
-from ucs.selectors.labelaware import MODES as LABEL_MODES
 from ucs.selectors.factory import (
     BASE_SELECTORS,
     METHODS,
@@ -58,7 +57,6 @@ from ucs.selectors.factory import (
     selector_class,
 )
 from ucs.selectors.method import MethodSpec
-from ucs.selectors.mmr import check_lambda_mult
 from ucs.selectors.prior import CORPUS_PRIORS, RELEVANCE, SCORE_DESIGNS, UCSPrior, check_lam
 from ucs.utils.io import atomic_write_text
 
@@ -673,31 +671,10 @@ class PipelineConfig:
         return self
 
     def _validate_selector(self) -> None:
-        """The selector settings the pipeline checks before a run (each class checks all of its own at
-        fit)."""
-        p = self.selector["params"]
-        for base, params in p.items():
-            if "candidate_num" in params and not (base == "bsr" and params["candidate_num"] is None):
-                _check_int(params["candidate_num"], f"selector.params.{base}.candidate_num", 1)
-        checks = (
-            ("votek", "k", 1),
-            ("mdl", "select_time", 1),
-            ("mmr", "fetch_k", 1),
-            ("labelaware", "max_per_label", 1),
-            ("topk", "floor", 0),
-        )
-        for base, name, low in checks:
-            if name in p.get(base, {}):
-                _check_int(p[base][name], f"selector.params.{base}.{name}", low)
-        if "scale_factor" in p.get("dpp", {}):
-            _check_float(p["dpp"]["scale_factor"], "selector.params.dpp.scale_factor", strict=True)
-        if "lambda_mult" in p.get("mmr", {}):
-            check_lambda_mult(p["mmr"]["lambda_mult"], "selector.params.mmr.lambda_mult")
-        if "mode" in p.get("labelaware", {}) and p["labelaware"]["mode"] not in LABEL_MODES:
-            raise ValueError(
-                f"selector.params.labelaware.mode must be one of {', '.join(LABEL_MODES)}; "
-                f"got {p['labelaware']['mode']!r}"
-            )
+        """Each selector's settings, checked before a run by its own class (:meth:`Selector.check_params`,
+        the checks its ``fit`` runs)."""
+        for base, params in self.selector["params"].items():
+            selector_class(base).check_params(params, f"selector.params.{base}")
 
     def _validate_clusterer(self) -> None:
         c = self.clusterer

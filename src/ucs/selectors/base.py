@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import inspect
 import numbers
-from typing import Any, Callable, ClassVar, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, ClassVar, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -153,6 +153,8 @@ class Selector:
     #: Whether the selector embeds texts' tokens with its ``token_embedder`` parameter (Set-BSR): callers pass
     #: their embedder, and a fit runs it over the pool.
     needs_token_embedder: ClassVar[bool] = False
+    #: Whether :meth:`fit` needs the pool's ``cluster_ids`` (or a prior that brings them) (Cover).
+    needs_cluster_ids: ClassVar[bool] = False
     #: The name under which a saved index stores the selector's costly fit state (:meth:`fit_with_state`),
     #: ``None`` when it has none.
     stored_state: ClassVar[Optional[str]] = None
@@ -230,6 +232,22 @@ class Selector:
 
     def _validate_params(self) -> None:  # pragma: no cover - overridden
         pass
+
+    @classmethod
+    def check_params(cls, params: Mapping[str, Any], where: str = "") -> None:
+        """Check parameter values before any fit, with the class's own checks (those :meth:`fit` runs).
+
+        ``params`` is a subset of the constructor's parameters; the objects a caller supplies at fit (a
+        scorer, a token embedder) may be left out. ``where`` prefixes the parameter's name in the message
+        (``"selector.params.mmr"`` → ``selector.params.mmr.lambda_mult must be …``), so that a
+        configuration reports the key the user wrote. O(len(params)).
+        """
+        try:
+            cls(**params)._validate_params()
+        except ValueError as exc:
+            if not where:
+                raise
+            raise ValueError(f"{where}.{exc}") from None
 
     # ------------------------------------------------------------------- fit
     def fit(

@@ -82,6 +82,8 @@ class CoverSelector(Selector):
     (array([[3, 4, 9]]), array([3]))
     """
 
+    needs_cluster_ids = True
+
     name = "cover"
     query_dependent = False
 

@@ -152,11 +152,6 @@ class MDLSelector(Selector):
         self.fit_context = fit_context
 
     def _validate_params(self) -> None:
-        if self.scorer is None or not callable(getattr(self.scorer, "score_continuations", None)):
-            raise ValueError(
-                "scorer must provide score_continuations(prefix, continuations, reduction='mean') "
-                "(any ucs.lm.LanguageModel, or ucs.testing.doubles.DummyLM in tests)"
-            )
         _check_int(self.candidate_num, "candidate_num", 1)
         _check_int(self.select_time, "select_time", 1)
         _check_int(self.block, "block", 1)
@@ -173,6 +168,11 @@ class MDLSelector(Selector):
             raise ValueError(f"prior must be a UCSPrior or None; got {type(self.prior).__name__}")
 
     def _fit(self) -> None:
+        if self.scorer is None or not callable(getattr(self.scorer, "score_continuations", None)):
+            raise ValueError(
+                "scorer must provide score_continuations(prefix, continuations, reduction='mean') "
+                "(any ucs.lm.LanguageModel, or ucs.testing.doubles.DummyLM in tests)"
+            )
         if self.labels_ is None or self.texts_ is None:
             raise ValueError("MDLSelector.fit needs labels= and texts= for the pool (to build prompts)")
         if self.label_set is not None:
