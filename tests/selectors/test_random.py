@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 from selector_data import make_pool
 
 from ucs.selectors import RandomSelector, TopKSelector
@@ -77,3 +78,84 @@ def test_same_seed_same_output_across_processes():
     ns: dict = {}
     exec(compile(script.replace("print(h.hexdigest())", "RESULT = h.hexdigest()"), "<script>", "exec"), ns)
     assert outs[0].strip() == outs[1].strip() == ns["RESULT"]
+
+
+def _banking77_labels(shared_data, n=3000):
+    import warnings
+
+    from ucs.data import load_banking77
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ds = load_banking77(shared_data)
+    rows = np.linspace(0, len(ds.pool.labels) - 1, n).astype(int)  # the file is sorted by label
+    return [str(ds.pool.labels[i]) for i in rows], [str(ds.pool.texts[i]) for i in rows]
+
+
+def _balanced(labels, rows):
+    counts = [np.unique([labels[i] for i in row], return_counts=True)[1] for row in rows]
+    return all(c.max() - c.min() <= 1 for c in counts)
+
+
+def test_balanced_random_takes_every_label_in_turn_on_banking77(shared_data):
+    labels, _ = _banking77_labels(shared_data)
+    n_labels = len(set(labels))
+    pool = np.random.default_rng(0).normal(size=(len(labels), 8))
+    for budget in (10, n_labels, 2 * n_labels + 5):
+        sel = RandomSelector(random_state=3, balanced=True).fit(pool, labels=labels).select(None, budget)
+        assert sel.indices.shape == (1, budget) and len(set(sel.indices[0])) == budget
+        assert len({labels[i] for i in sel.indices[0]}) == min(budget, n_labels)
+        assert _balanced(labels, sel.indices)
+    uniform = RandomSelector(random_state=3).fit(pool, labels=labels).select(None, 2 * n_labels)
+    assert not _balanced(labels, uniform.indices)  # the parameter is what balances
+    again = RandomSelector(random_state=3, balanced=True).fit(pool, labels=labels).select(None, 10)
+    assert np.array_equal(
+        again.indices,
+        RandomSelector(random_state=3, balanced=True).fit(pool, labels=labels).select(None, 10).indices,
+    )
+    pq = RandomSelector(random_state=3, balanced=True, per_query=True).fit(pool, labels=labels)
+    rows = pq.select(pool[:5], 12).indices
+    assert rows.shape == (5, 12) and len({tuple(r) for r in rows}) == 5 and _balanced(labels, rows)
+
+
+def test_balanced_random_says_what_it_needs():
+    pool, *_ = make_pool()
+    with pytest.raises(ValueError, match=r"balanced=True\) draws across labels: fit\(pool, labels=...\)"):
+        RandomSelector(balanced=True).fit(pool)
+    with pytest.raises(ValueError, match="^balanced must be a bool; got 'yes'"):
+        RandomSelector(balanced="yes").fit(pool)
+
+
+def test_a_new_selector_parameter_reaches_the_configuration_the_cli_and_the_index(shared_data):
+    """``balanced`` was added in the selector's own module only: the configuration, its results key, ``--set``
+    and ``SelectorIndex`` take it from the class's signature."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from ucs.cli import app
+    from ucs.index import SelectorIndex
+    from ucs.pipeline import PipelineConfig
+    from ucs.testing.doubles import DummyEmbedder
+
+    cfg = PipelineConfig.resolve("default", None, {"selector.params.random.balanced": True})
+    assert cfg.selector_params("random") == {"balanced": True}
+    assert cfg.key_dict()["selector.params.random.balanced"] is True
+    assert "selector.params.random.balanced" not in PipelineConfig().key_dict()  # earlier keys stay
+    with pytest.raises(ValueError, match="^selector.params.random.balanced must be a bool; got 1"):
+        PipelineConfig.resolve("default", None, {"selector.params.random.balanced": 1})
+
+    runner = CliRunner()
+    res = runner.invoke(
+        app, ["evaluate", "--out", "x", "--print-config", "--set", "selector.params.random.balanced=true"]
+    )
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.output)["selector"]["params"]["random"] == {"balanced": True}
+
+    labels, texts = _banking77_labels(shared_data, n=600)
+    examples = [{"text": t, "label": y} for t, y in zip(texts, labels)]
+    index = SelectorIndex(
+        DummyEmbedder(dim=16), "random", selector_params={"balanced": True}, output_key="label"
+    ).fit(examples)
+    got = index.select(texts[0], 9)
+    assert _balanced(labels, [got.indices]) and len({labels[i] for i in got.indices}) == 9

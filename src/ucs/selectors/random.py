@@ -21,10 +21,15 @@ class RandomSelector(Selector):
     per_query : bool
         ``False`` (default, the paper's protocol): one draw shared by all queries of a run.
         ``True``: an independent draw for every query (query-dependent output of shape (Q, B)).
+    balanced : bool
+        ``False`` (default): uniform over the pool. ``True``: balanced over the pool's labels (fit with
+        ``labels=``): the draw takes one item of each label in turn, labels in a random order, so ``B``
+        demonstrations show ``min(B, L)`` of the ``L`` labels and no label twice more often than another.
 
     Notes
     -----
-    O(N) per shared draw, O(Q·N) for per-query draws (a random key per pool item, then ``argpartition``).
+    O(N) per shared draw, O(Q·N) for per-query draws (a random key per pool item, then ``argpartition``);
+    balanced draws sort the pool once per draw, O(N log N).
 
     Examples
     --------
@@ -37,13 +42,17 @@ class RandomSelector(Selector):
     >>> sel = RandomSelector(random_state=0).fit(pool).select(query, 4)
     >>> sel.indices, sel.query_dependent  # one seeded draw for every query
     (array([[3, 5, 7, 6]]), False)
+    >>> sel = RandomSelector(random_state=0, balanced=True).fit(pool, labels=labels).select(query, 4)
+    >>> sorted(labels[i] for i in sel.indices[0])  # every label once before any label twice
+    ['card', 'fx', 'loan', 'loan']
     """
 
     name = "random"
 
-    def __init__(self, random_state: int = 0, per_query: bool = False) -> None:
+    def __init__(self, random_state: int = 0, per_query: bool = False, balanced: bool = False) -> None:
         self.random_state = random_state
         self.per_query = per_query
+        self.balanced = balanced
 
     @property
     def query_dependent(self) -> bool:  # type: ignore[override]
@@ -51,8 +60,27 @@ class RandomSelector(Selector):
 
     def _validate_params(self) -> None:
         check_random_state(self.random_state)
-        if not isinstance(self.per_query, bool):
-            raise ValueError(f"per_query must be a bool; got {self.per_query!r}")
+        for name in ("per_query", "balanced"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"{name} must be a bool; got {getattr(self, name)!r}")
+
+    def _fit(self) -> None:
+        if not self.balanced:
+            return
+        if self.labels_ is None:
+            raise ValueError("RandomSelector(balanced=True) draws across labels: fit(pool, labels=...)")
+        _, self.label_codes_ = np.unique(np.asarray([str(y) for y in self.labels_]), return_inverse=True)
+
+    def _balanced_draw(self, rng: np.random.Generator, budget: int) -> np.ndarray:
+        """``budget`` pool indices, shape (budget,): items in a random order within their label; round
+        ``r`` takes every label's ``r``-th item, labels in a random order."""
+        codes = self.label_codes_
+        items = rng.permutation(self.n_pool_)
+        items = items[np.argsort(codes[items], kind="stable")]  # grouped by label, random within
+        starts = np.searchsorted(codes[items], codes[items], side="left")
+        turn = rng.permutation(int(codes.max()) + 1)[codes[items]]
+        key = (np.arange(items.size) - starts) * (turn.max() + 1) + turn
+        return items[np.argsort(key, kind="stable")[:budget]]
 
     def _select(
         self, queries: np.ndarray, budget: int, query_texts: Optional[Sequence[str]]
@@ -60,7 +88,10 @@ class RandomSelector(Selector):
         self._validate_params()
         rng = np.random.default_rng(self.random_state)
         n = self.n_pool_
-        if self.per_query:
+        if self.balanced:
+            draws = queries.shape[0] if self.per_query else 1
+            idx = np.stack([self._balanced_draw(rng, budget) for _ in range(draws)]).astype(np.int64)
+        elif self.per_query:
             q = queries.shape[0]
             if budget == 0:
                 idx = np.zeros((q, 0), dtype=np.int64)
