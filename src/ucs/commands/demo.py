@@ -164,7 +164,7 @@ def _show_demonstrations(pipe: Any, cfg: Any, queries: int, show_prompts: int) -
     ds, seed = pipe.dataset, cfg.run_seeds[0]
     eval_ds = cfg.protocol().apply(ds)
     qtexts = list(eval_ds.test.texts[: min(queries, len(eval_ds.test))])
-    for m in cfg.selector["method"]:
+    for m in cfg.method_specs:
         row = pipe.selection(m, seed, qtexts).indices[0]
         cids = pipe.cluster_ids(seed, cfg.dbscan_q_for(m))
         sizes = np.bincount(cids)
@@ -175,8 +175,8 @@ def _show_demonstrations(pipe: Any, cfg: Any, queries: int, show_prompts: int) -
                 f"  [cluster {int(cids[i])}, size {int(sizes[cids[i]])}]"
             )
     builder = PromptBuilder(format_for_task(ds.task), ds.label_names, None, None, None)
-    methods = cfg.selector["method"]
-    shown = [m for m in methods if m.endswith("+ucs")][:show_prompts] or list(methods[:show_prompts])
+    methods = cfg.method_specs
+    shown = [m for m in methods if m.ucs][:show_prompts] or list(methods[:show_prompts])
     for m in shown:
         sel = pipe.selection(m, seed, qtexts)
         demos = [(ds.pool.texts[i], ds.label_names[int(ds.pool.labels[i])]) for i in sel.indices[0].tolist()]

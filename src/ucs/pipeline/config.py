@@ -72,6 +72,7 @@ __all__ = [
     "canonical_method",
     "check_setting_names",
     "parse_method",
+    "parse_method_specs",
     "parse_methods",
 ]
 
@@ -184,19 +185,31 @@ class DeprecatedSettingWarning(FutureWarning):
     :class:`FutureWarning`)."""
 
 
-def parse_methods(spec: "str | Any") -> Tuple[str, ...]:
-    """Comma-separated (or sequence of) method names → canonical, distinct names in the given order."""
+def _method_spec(name: "str | MethodSpec") -> MethodSpec:
+    """A method name given to a configuration as its :class:`~ucs.selectors.MethodSpec` (a spec passes as it
+    is): the configuration's one parse, of ``selector.method``, of the keys of ``lam_by_selector`` /
+    ``dbscan_q_by_selector``, and of a caller's name given to :meth:`PipelineConfig.lam_for`."""
+    return MethodSpec.parse(name)
+
+
+def parse_method_specs(spec: "str | Any") -> Tuple[MethodSpec, ...]:
+    """Comma-separated (or sequence of) method names or specs → distinct specs in the given order."""
     items = spec.split(",") if isinstance(spec, str) else list(spec)
     out: list = []
     for it in items:
         if isinstance(it, str) and not it.strip():
             continue
-        m = MethodSpec.parse(it).name
+        m = _method_spec(it)
         if m not in out:
             out.append(m)
     if not out:
         raise ValueError(f"selectors must name at least one method from {', '.join(METHODS)}; got {spec!r}")
     return tuple(out)
+
+
+def parse_methods(spec: "str | Any") -> Tuple[str, ...]:
+    """Comma-separated (or sequence of) method names → canonical, distinct names in the given order."""
+    return tuple(m.name for m in parse_method_specs(spec))
 
 
 # ---------------------------------------------------------------- the sections' names and defaults
@@ -586,9 +599,11 @@ class PipelineConfig:
         for name in SECTIONS:
             object.__setattr__(self, name, _merged_section(name, getattr(self, name), defaults[name]))
         try:
-            self.selector["method"] = parse_methods(self.selector["method"])
+            specs = parse_method_specs(self.selector["method"])
         except ValueError as exc:
             raise ValueError(f"selector.method: {exc}") from None
+        self.selector["method"] = tuple(m.name for m in specs)  # the results' keys: canonical strings
+        object.__setattr__(self, "_method_specs", specs)  # not a field: kept, never serialised
         object.__setattr__(self, "mode", MODE_ALIASES.get(self.mode, self.mode))
         jb = self.joint_backbones
         object.__setattr__(self, "joint_backbones", (jb,) if isinstance(jb, str) else tuple(jb or ()))
@@ -596,7 +611,7 @@ class PipelineConfig:
             raw = dict(getattr(self, name) or {})
             clean = {}
             for k, v in raw.items():
-                clean[MethodSpec.parse(k).base] = float(v)
+                clean[_method_spec(k).base] = float(v)
             object.__setattr__(self, name, clean)
         self.validate()
 
@@ -724,19 +739,21 @@ class PipelineConfig:
 
     @property
     def method_specs(self) -> Tuple[MethodSpec, ...]:
-        """The methods of ``selector.method`` (canonical names, parsed when the configuration was made) as
-        :class:`~ucs.selectors.MethodSpec`, in order."""
-        return tuple(MethodSpec.parse(m) for m in self.selector["method"])
+        """The methods of ``selector.method`` as :class:`~ucs.selectors.MethodSpec`, in order: parsed once,
+        when the configuration was made (``selector.method`` keeps their canonical names)."""
+        return self._method_specs
 
     def lam_for(self, method: "MethodSpec | str") -> float:
-        """``λ`` of ``method`` (a per-selector override, else ``prior.lam``)."""
-        return float(self.lam_by_selector.get(MethodSpec.parse(method).base, self.prior["lam"]))
+        """``λ`` of ``method`` (a per-selector override, else ``prior.lam``). The package passes a
+        :class:`~ucs.selectors.MethodSpec`; a caller's name is parsed here."""
+        return float(self.lam_by_selector.get(_method_spec(method).base, self.prior["lam"]))
 
     def dbscan_q_for(self, method: "MethodSpec | str") -> float:
         """Clustering quantile ``q`` of ``method`` (a per-selector override, else ``clusterer.dbscan_q``).
+        The package passes a :class:`~ucs.selectors.MethodSpec`; a caller's name is parsed here.
 
         A base selector gets the ``q`` of its UCS form, so both are diagnosed on the same clusters."""
-        return float(self.dbscan_q_by_selector.get(MethodSpec.parse(method).base, self.clusterer["dbscan_q"]))
+        return float(self.dbscan_q_by_selector.get(_method_spec(method).base, self.clusterer["dbscan_q"]))
 
     def selector_params(self, base: str) -> Dict[str, Any]:
         """``selector.params[base]``: base selector ``base``'s constructor parameters (a copy), for

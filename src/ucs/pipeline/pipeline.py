@@ -523,7 +523,7 @@ class Pipeline:
     # ------------------------------------------------------------------ stage 3: selectors
     def prior(self, method: "MethodSpec | str", seed: int) -> Any:
         """The :class:`~ucs.selectors.UCSPrior` of a ``+ucs`` method for run ``seed``."""
-        spec = MethodSpec.parse(method)
+        spec = _stage_spec(method)
         return UCSPrior.build(
             self.cluster_ids(seed, self.config.dbscan_q_for(spec)), self.config.prior_params(spec)
         )
@@ -554,7 +554,7 @@ class Pipeline:
     def build_selector(self, method: "MethodSpec | str", seed: int) -> Any:
         """An unfitted selector for ``method`` (``dpp``, ``dpp+ucs``, ...) seeded with the run ``seed``,
         built by :func:`ucs.selectors.factory.make_selector` from the configuration's selector settings."""
-        spec = MethodSpec.parse(method)
+        spec = _stage_spec(method)
         params = self.config.selector_params(spec.base)
         if spec.needs_scorer:
             params.update(scorer=self.mdl_scorer(), label_set=list(self.dataset.label_names))
@@ -569,7 +569,7 @@ class Pipeline:
     def selection(self, method: "MethodSpec | str", seed: int, query_texts: Sequence[str]) -> Any:
         """The :class:`~ucs.selectors.Selection` of ``method`` for run ``seed`` on ``query_texts``
         (memoised)."""
-        spec = MethodSpec.parse(method)
+        spec = _stage_spec(method)
         method = spec.name  # the key of the memo, the timings and the coverage log
         qkey = hashlib.sha256("\x00".join(query_texts).encode("utf-8", "surrogatepass")).hexdigest()[:16]
         memo = ("selection", method, int(seed), qkey)
@@ -621,15 +621,15 @@ class Pipeline:
         self.coverage_log.record(self.layout, method, seed, sel, len(query_texts))
         return sel
 
-    def select(self, method: str, seed: int, query_texts: Sequence[str]) -> np.ndarray:
+    def select(self, method: "MethodSpec | str", seed: int, query_texts: Sequence[str]) -> np.ndarray:
         """The runner's selection function: pool indices, (Q, B) or (1, B) for query-independent methods."""
         return np.asarray(self.selection(method, seed, query_texts).indices, dtype=np.int64)
 
     # ------------------------------------------------------------------ diagnostics
-    def coverage(self, method: str, seed: int, indices: np.ndarray) -> Dict[str, np.ndarray]:
+    def coverage(self, method: "MethodSpec | str", seed: int, indices: np.ndarray) -> Dict[str, np.ndarray]:
         """Per-prompt coverage exposure of ``indices`` on run ``seed``'s clusters (at ``method``'s ``q``),
         with Φ under the configured estimator (for base selectors too, so both forms are comparable)."""
-        ids = self.cluster_ids(seed, self.config.dbscan_q_for(method))
+        ids = self.cluster_ids(seed, self.config.dbscan_q_for(_stage_spec(method)))
         prior = self.config.prior
         cov = UnseenCoverage(
             prior["estimator"], design=prior["design"], **self.config.estimator_params()
@@ -647,7 +647,7 @@ class Pipeline:
     def run(
         self,
         out_dir: "str | os.PathLike[str] | None" = None,
-        methods: Optional[Sequence[str]] = None,
+        methods: "Optional[Sequence[MethodSpec | str]]" = None,
         *,
         limit: Optional[int] = None,
     ) -> PipelineResult:
@@ -665,6 +665,7 @@ class Pipeline:
             raise ValueError("out_dir is required: pass run(out_dir=...) or Pipeline(..., out_dir=...)")
         specs = self.config.method_specs if not methods else tuple(MethodSpec.parse(m) for m in methods)
         methods = tuple(s.name for s in specs)
+        by_name = {s.name: s for s in specs}  # the runner keys records by name; the stages take specs
         out = self.out_dir
         folder = RunFolder(out)
         self.config.to_json(folder.config)
@@ -673,7 +674,7 @@ class Pipeline:
             self.dataset,
             self.backbone,
             list(methods),
-            self.select,
+            lambda m, seed, texts: self.select(by_name.get(m, m), seed, texts),
             out,
             mode=self.config.mode,
             protocol=self.config.protocol(),
@@ -728,6 +729,14 @@ class Pipeline:
         """:class:`~ucs.clustering.ClusterHealth` of run ``seed``'s clustering against the pool's labels."""
         ds = self.dataset
         return cluster_health(self.cluster_ids(seed), [ds.label_names[int(y)] for y in ds.pool.labels])
+
+
+def _stage_spec(method: "MethodSpec | str") -> MethodSpec:
+    """The ``method`` of a public stage method (:meth:`Pipeline.prior`, ``build_selector``, ``selection``,
+    ``select``, ``coverage``) as a :class:`~ucs.selectors.MethodSpec`. The package passes specs, returned as
+    they are; a name is parsed here: an interactive call's, or one the coverage log keys its statistics by
+    (a resumed run folder's manifest lists the methods of earlier calls by name)."""
+    return method if isinstance(method, MethodSpec) else MethodSpec.parse(method)
 
 
 def health_markdown(health: Dict[str, Any]) -> str:
