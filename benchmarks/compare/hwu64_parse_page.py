@@ -35,7 +35,7 @@ ROOT = Path(__file__).resolve().parents[2]
 #: (row name, cell) of the page, the reference first.
 ROWS = [
     ("TopK", "topk:{k}:selected"),
-    ("TopK, most similar last", "topk:{k}:similar_last"),
+    ("TopK (most similar last)", "topk:{k}:similar_last"),
     ("MMR", "mmr:{k}:selected"),
     ("Set-BSR", "bsr:{k}:selected"),
     ("DPP+UCS", "dpp+ucs:{k}:selected"),
