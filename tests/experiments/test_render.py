@@ -4,6 +4,7 @@ import pytest
 
 from ucs.evaluation.summary import summarize
 from ucs.experiments.render import _significance_table, delta_verdict
+from ucs.selectors import MethodSpec
 
 
 def _summary(correct_by_query, method="m"):
@@ -55,6 +56,7 @@ def _cell(ds, methods=("dpp", "dpp+ucs")):
         backbone="smollm2",
         variant=SimpleNamespace(name="default", label=""),
         methods=list(methods),
+        method_specs=tuple(MethodSpec.parse(m) for m in methods),
     )
 
 
@@ -118,6 +120,7 @@ def _variant_cell(ds, variant, methods):
         backbone="smollm2",
         variant=SimpleNamespace(name=variant, label=variant),
         methods=list(methods),
+        method_specs=tuple(MethodSpec.parse(m) for m in methods),
     )
 
 

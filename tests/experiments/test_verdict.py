@@ -6,6 +6,7 @@ import pytest
 
 from ucs.evaluation.summary import summarize
 from ucs.experiments.verdict import PairVerdict, clears_bar, row_sentence, verdict_section
+from ucs.selectors import MethodSpec
 
 
 def _pairs(spec, backbone="b1"):
@@ -84,9 +85,10 @@ def test_a_page_with_a_reference_cell_ends_with_the_verdicts_from_its_own_interv
         }
     )
     exp.variants = [SimpleNamespace(name=n, label=n) for n in ("topk", "last")]
+    topk = {"methods": ["topk"], "method_specs": (MethodSpec("topk"),)}
     cells = [
-        SimpleNamespace(dataset="a", backbone="b", variant=exp.variants[0], methods=["topk"]),
-        SimpleNamespace(dataset="a", backbone="b", variant=exp.variants[1], methods=["topk"]),
+        SimpleNamespace(dataset="a", backbone="b", variant=exp.variants[0], **topk),
+        SimpleNamespace(dataset="a", backbone="b", variant=exp.variants[1], **topk),
     ]
     half = [True] * 20 + [False] * 20
     results = [

@@ -177,7 +177,7 @@ def run_accuracy(cell: Cell, ctx: CellContext) -> Dict[str, Any]:
     """Evaluate the cell's methods with the resumable runner; returns their summaries and coverage."""
     out = eval_dir_for(ctx.work_dir, cell)
     pipe = ctx.pipeline(cell, out)
-    res = pipe.run(out, methods=cell.methods, limit=ctx.limit)
+    res = pipe.run(out, methods=cell.method_specs, limit=ctx.limit)
     summ = res.summary
     manifest = RunFolder(out).read_manifest()
     return {
@@ -273,11 +273,12 @@ def run_coverage(cell: Cell, ctx: CellContext) -> Dict[str, Any]:
     n_q = len(queries)
     table = pipe.coverage_table(cell.methods, n_q)
     computed = 0
-    for m in cell.methods:
+    for spec in cell.method_specs:  # the specs of cell.methods, in its order
+        m = spec.name
         for s in cell.config.run_seeds:
             if str(s) in table.get(m, {}):
                 continue
-            sel = pipe.selection(m, s, queries)
+            sel = pipe.selection(spec, s, queries)
             path = selection_path(out, m, s, queries)
             if not path.is_file():  # hand the selection to a later evaluation of this folder
                 save_checked_npy(path, np.asarray(sel.indices, dtype=np.int64))
@@ -383,18 +384,18 @@ def run_runtime(cell: Cell, ctx: CellContext) -> Dict[str, Any]:
     # warm the caches so that the online times are selection + evaluation only
     queries = query_texts_for(cell.config, pipe.dataset, ctx.limit)
     for s in cell.config.run_seeds:
-        for m in cell.methods:
-            pipe.cluster_ids(s, cell.config.dbscan_q_for(m))
+        for spec in cell.method_specs:
+            pipe.cluster_ids(s, cell.config.dbscan_q_for(spec))
     pipe.retrieval_pool()
     pipe.retrieval_queries(queries)
     online: Dict[str, Any] = {}
-    for m in cell.methods:
-        m = MethodSpec.parse(m).name
+    for spec in cell.method_specs:
+        m = spec.name
         safe = method_file_stem(m)
         path = d / "online" / f"{safe}.json"
         hit = _cached(path, online_key)
         if hit is None:
-            hit = _time_online(pipe, m, d / "eval" / safe, ctx.limit)
+            hit = _time_online(pipe, spec, d / "eval" / safe, ctx.limit)
             atomic_write_json(path, {"key": online_key, "result": hit})
             computed = True
         online[m] = hit
@@ -433,7 +434,7 @@ def _time_offline(cell: Cell, pipe: Any) -> Dict[str, Any]:
     }
 
 
-def _time_online(pipe: Any, method: str, eval_dir: Path, limit: Optional[int]) -> Dict[str, Any]:
+def _time_online(pipe: Any, method: MethodSpec, eval_dir: Path, limit: Optional[int]) -> Dict[str, Any]:
     """Selection + evaluation time of one method in a folder of its own (an interrupted timing starts
     over)."""
     if eval_dir.exists():  # time the whole evaluation again, not its remainder

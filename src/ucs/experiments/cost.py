@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import random
 import time
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Sequence
 
 from ucs.evaluation.prompts import format_for_task
 from ucs.pipeline import Pipeline
@@ -48,17 +48,22 @@ def _probe_seconds(backbone: Any, dataset: Any, budget: int, mode: str, n: int =
 
 
 def evaluation_cost(
-    config: Any, *, limit: Optional[int] = None, cache_dir: Any = None, methods: Optional[List[str]] = None
+    config: Any,
+    *,
+    limit: Optional[int] = None,
+    cache_dir: Any = None,
+    methods: Optional[Sequence[MethodSpec]] = None,
 ) -> Dict[str, Any]:
     """``{"queries", "methods", "runs", "icl_prompts", "mdl_scorings", "seconds_per_call", "minutes"}`` for
-    ``config`` (a :class:`~ucs.pipeline.PipelineConfig`), with two model calls timed here."""
+    ``config`` (a :class:`~ucs.pipeline.PipelineConfig`) and its ``methods`` (default
+    ``config.method_specs``), with two model calls timed here."""
     pipe = Pipeline(config, cache_dir=cache_dir, progress=False)
     ds = pipe.dataset
     n_test = len(config.protocol().apply(ds).test)
     nq = n_test if limit is None else min(n_test, int(limit))
-    methods = list(methods or config.selector["method"])
-    prompts = len(methods) * config.n_runs * nq
-    n_mdl = min(1, sum(MethodSpec.parse(m).needs_scorer for m in methods))
+    specs = list(methods or config.method_specs)
+    prompts = len(specs) * config.n_runs * nq
+    n_mdl = min(1, sum(m.needs_scorer for m in specs))
     mdl = (
         0
         if config.budget == 0
@@ -67,7 +72,7 @@ def evaluation_cost(
     seconds = _probe_seconds(pipe.backbone, ds, config.budget, config.mode)
     return {
         "queries": nq,
-        "methods": methods,
+        "methods": [m.name for m in specs],
         "runs": config.n_runs,
         "labels": len(ds.label_names),
         "icl_prompts": prompts,

@@ -9,7 +9,6 @@ import numpy as np
 from ucs.evaluation.summary import paired_delta
 from ucs.experiments.spec import Cell, Experiment
 from ucs.experiments.verdict import PairVerdict, verdict_section
-from ucs.selectors.method import MethodSpec
 from ucs.pipeline.diagnostics import coverage_markdown
 from ucs.utils.redact import redact
 
@@ -168,6 +167,7 @@ class _Summaries:
         self.vs_method = exp.options.get("delta_vs_method", {})
         self.vs_cell = exp.options.get("delta_vs_cell")  # {"variant", "method"}: one reference for every row
         self.variants = variants
+        self.specs = {m.name: m for c in cells for m in c.method_specs}  # the cells' methods by name
 
     def get(self, ds: str, bb: str, vname: str, method: str) -> Optional[Dict[str, Any]]:
         r = self.by.get((ds, bb, vname))
@@ -175,9 +175,7 @@ class _Summaries:
 
     def compared(self, method: str) -> bool:
         """Whether ``method``'s rows carry a Δ at all."""
-        return bool(
-            self.ref_variant or self.vs_cell or MethodSpec.parse(method).ucs or method in self.vs_method
-        )
+        return bool(self.ref_variant or self.vs_cell or self.specs[method].ucs or method in self.vs_method)
 
     def reference(self, ds: str, bb: str, vname: str, method: str) -> Optional[Dict[str, Any]]:
         if self.vs_cell:
@@ -185,7 +183,7 @@ class _Summaries:
             return None if (vname, method) == (ref_v, ref_m) else self.get(ds, bb, ref_v, ref_m)
         if self.ref_variant:
             return None if vname == self.ref_variant else self.get(ds, bb, self.ref_variant, method)
-        spec = MethodSpec.parse(method)
+        spec = self.specs[method]
         base, ucs = spec.base, spec.ucs
         if not ucs:
             base = self.vs_method.get(method)
@@ -640,8 +638,9 @@ def _runtime(exp: Experiment, cells: Sequence[Cell], results: Sequence[Dict[str,
     ]
     for c, r in zip(cells, results):
         on = r["online"]
+        specs = {m.name: m for m in c.method_specs}  # the keys of "online": the cell's methods
         for m, t in on.items():
-            spec = MethodSpec.parse(m)
+            spec = specs[m]
             base, ucs = spec.base, spec.ucs
             d = f"{t['total_s'] - on[base]['total_s']:+.2f}" if ucs and base in on else ""
             lines.append(

@@ -32,7 +32,6 @@ from ucs.experiments.provenance import earlier_computation, read_old_manifest
 from ucs.experiments.registry import get_experiment, resolve_names
 from ucs.experiments.render import render
 from ucs.experiments.spec import Cell, Experiment
-from ucs.selectors.method import MethodSpec
 from ucs.utils.io import atomic_write_json, atomic_write_text
 
 __all__ = [
@@ -147,7 +146,7 @@ def estimate_cost(
     nq: Optional[int] = size if n_test is None else min(size, n_test)
     if limit is not None and nq is not None:
         nq = min(nq, limit)
-    n_mdl = sum(MethodSpec.parse(m).needs_scorer for m in cell.methods)
+    n_mdl = sum(m.needs_scorer for m in c.method_specs)  # the specs of cell.methods
     if exp.kind != "runtime":  # MDL+UCS scores MDL's candidate subsets, which the score store answers once
         n_mdl = min(n_mdl, 1)
     prompts = (
@@ -372,6 +371,7 @@ def describe_cells(names: "str | Sequence[str] | None", options: ReproduceOption
                     "experiment": n,
                     "kind": exp.kind,
                     "mdl_select_time": c.config.selector["params"]["mdl"]["select_time"],
+                    "scoring_methods": [m.name for m in c.method_specs if m.needs_scorer],
                     **c.describe(),
                     "eval_dir": _rel(eval_dir_for(options.work_dir, c))
                     if shared
@@ -432,7 +432,8 @@ def plan_totals(rows: Sequence[Dict[str, Any]]) -> Dict[str, Any]:
     (runtime cells time every scoring and count apart). Returns ``icl_prompts`` and ``mdl_scorings`` (``None``
     when some cell's query count is unknown), ``icl_prompts_left`` (the same bound less the records already in
     the runner folders, ``answered`` of each row), ``embed_passes`` and ``embed_texts`` (pool embedding
-    passes, the texts they cover, ``None`` when a pool size is unknown). O(rows × methods).
+    passes, the texts they cover, ``None`` when a pool size is unknown). A row's ``scoring_methods`` are
+    the methods that score with a language model. O(rows × methods).
     """
     totals: Dict[str, Any] = {"icl_prompts": 0, "mdl_scorings": 0, "icl_prompts_left": 0}
     embeds: Dict[Any, Any] = {}
@@ -455,7 +456,7 @@ def plan_totals(rows: Sequence[Dict[str, Any]]) -> Dict[str, Any]:
                 tag: Tuple[Any, ...] = (k, r["eval_dir"], m)
                 if k == "mdl_scorings" and r["kind"] != "runtime":
                     tag = (k, r["mdl_subsets"])
-                unscored = not MethodSpec.parse(m).needs_scorer  # no LM scorings
+                unscored = m not in r["scoring_methods"]  # no LM scorings
                 if r["kind"] not in kinds or tag in seen or (k == "mdl_scorings" and unscored):
                     continue
                 seen.add(tag)

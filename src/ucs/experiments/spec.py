@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from ucs.pipeline.config import FLAT_NAMES, LATE_DEFAULTS, PipelineConfig, parse_methods
+from ucs.pipeline.config import FLAT_NAMES, LATE_DEFAULTS, PipelineConfig, parse_method_specs, parse_methods
 from ucs.selectors.method import MethodSpec
 from ucs.pipeline.presets import COVERAGE
 
@@ -85,13 +85,14 @@ class Variant:
     settings: Mapping[str, Any] = field(default_factory=dict)
     selectors: Any = None
 
-    def methods(self, selectors: Sequence[str]) -> Tuple[str, ...]:
+    def methods(self, selectors: Sequence[MethodSpec]) -> Tuple[MethodSpec, ...]:
+        """The methods of ``selectors`` this variant evaluates, in their order."""
         if self.selectors is None:
             return tuple(selectors)
         if self.selectors in ("base", "ucs"):
             want = self.selectors == "ucs"
-            return tuple(m for m in selectors if MethodSpec.parse(m).ucs == want)
-        own = set(parse_methods(self.selectors))
+            return tuple(m for m in selectors if m.ucs == want)
+        own = set(parse_method_specs(self.selectors))  # the variant's list in the experiment's file
         return tuple(m for m in selectors if m in own)
 
 
@@ -105,8 +106,14 @@ class Cell:
     backbone: str
     variant: Variant
     config: Any  # PipelineConfig
-    methods: Tuple[str, ...]
+    methods: Tuple[str, ...]  # canonical names: the keys of the cell's results
     options: Mapping[str, Any]
+
+    @property
+    def method_specs(self) -> Tuple[MethodSpec, ...]:
+        """The :class:`~ucs.selectors.MethodSpec` of each of :attr:`methods`, in order (the configuration's,
+        parsed when it was made)."""
+        return self.config.method_specs
 
     def describe(self) -> Dict[str, Any]:
         c = self.config
@@ -252,7 +259,7 @@ class Experiment:
         p = self.preset(preset)
         ds_list = list(datasets if datasets is not None else p.get("datasets", self.datasets))
         bb_list = list(backbones if backbones is not None else p.get("backbones", ["smollm2"]))
-        methods_all = parse_methods(
+        methods_all = parse_method_specs(
             selectors if selectors is not None else p.get("selectors", self.selectors)
         )
         if check_only:
@@ -271,8 +278,8 @@ class Experiment:
         for ds in ds_list:
             for bb in bb_list:
                 for v in chosen:
-                    methods = v.methods(methods_all)
-                    if not methods:
+                    specs = v.methods(methods_all)
+                    if not specs:
                         continue
                     settings = _coverage_settings(dict(v.settings))
                     if settings.get("joint_backbones") == "@joint_with":
@@ -287,7 +294,7 @@ class Experiment:
                                     f"{opts['joint_with']})"
                                 )
                         settings["joint_backbones"] = others
-                    cell = {**settings, "dataset": ds, "backbone": bb, "selector.method": list(methods)}
+                    cell = {**settings, "dataset": ds, "backbone": bb, "selector.method": list(specs)}
                     try:
                         cfg = base
                         for layer in (*layers, cell):
@@ -296,5 +303,5 @@ class Experiment:
                         raise ValueError(f"{self.name} / {v.name}: {exc}") from None
                     shown = cfg.key_dict()["backbone"]  # a model URL without credentials or client options
                     cid = "__".join(_safe(x) for x in (ds, shown, v.name))
-                    cells.append(Cell(self.name, cid, ds, bb, v, cfg, methods, opts))
+                    cells.append(Cell(self.name, cid, ds, bb, v, cfg, tuple(m.name for m in specs), opts))
         return cells

@@ -34,7 +34,7 @@ import numpy as np
 from ucs.data.splits import pool_test_split
 from ucs.evaluation.summary import paired_delta
 from ucs.pipeline import Pipeline
-from ucs.pipeline.config import parse_methods
+from ucs.pipeline.config import parse_method_specs, parse_methods
 from ucs.selectors.method import MethodSpec
 from ucs.selectors.prior import check_lam
 from ucs.pipeline.presets import TUNED_DBSCAN_Q, TUNED_LAMBDA
@@ -92,6 +92,8 @@ class TuneResult:
     config: Any  # the tuned PipelineConfig
     out_dir: Path
     info: Dict[str, Any] = field(default_factory=dict)
+    #: The tuned methods (the grid rows' ``selector`` are their canonical names).
+    methods: Tuple[MethodSpec, ...] = ()
 
     def to_markdown(self) -> str:
         lines = [
@@ -106,8 +108,9 @@ class TuneResult:
             "",
         ]
 
+        specs = {m.name: m for m in self.methods}
         for sel in dict.fromkeys(r["selector"] for r in self.grid):
-            base_name = MethodSpec.parse(sel).base
+            base_name = specs[sel].base
             rows = [r for r in self.grid if r["selector"] == sel]
             qs = sorted({r["q"] for r in rows if r["lam"] != 0})
             lams = sorted({r["lam"] for r in rows})
@@ -255,8 +258,8 @@ def tune(
     ]
     chosen: Dict[str, Dict[str, float]] = {"lam_by_selector": {}, "dbscan_q_by_selector": {}}
     for m in methods:
-        base = MethodSpec.parse(m).base
-        rows = [r for r in grid if r["selector"] == m]
+        base = m.base
+        rows = [r for r in grid if r["selector"] == m.name]
         expanded = [dict(r, q=q) for r in rows if r["lam"] == 0.0 for q in q_grid] + [
             r for r in rows if r["lam"] != 0
         ]
@@ -277,9 +280,9 @@ def tune(
         "n_pool": int(len(keep)),
         "q_grid": list(q_grid),
         "lam_grid": list(lam_grid),
-        "selectors": list(methods),
+        "selectors": [m.name for m in methods],
     }
-    result = TuneResult(grid, chosen, tuned, out, info)
+    result = TuneResult(grid, chosen, tuned, out, info, methods)
     atomic_write_json(
         out / "tune.json", {"info": info, "grid": grid, "chosen": chosen, "config": config.public_dict()}
     )
@@ -294,10 +297,10 @@ def _check_grid(
     selectors: Optional[Sequence[str]],
     q_grid: Optional[Sequence[float]],
     lam_grid: Optional[Sequence[float]],
-) -> Tuple[Tuple[str, ...], Tuple[float, ...], Tuple[float, ...]]:
+) -> Tuple[Tuple[MethodSpec, ...], Tuple[float, ...], Tuple[float, ...]]:
     """The UCS methods to tune and the q and λ grids (defaults filled in); a bad one is refused by name."""
     specs = (
-        tuple(map(MethodSpec.parse, parse_methods(selectors)))
+        parse_method_specs(selectors)  # the caller's --selectors: parsed here, once
         if selectors is not None
         else tuple(s for s in config.method_specs if s.ucs)
     )
@@ -317,12 +320,12 @@ def _check_grid(
             raise ValueError(f"every q in q_grid must be in (0, 1); got {q!r}")
     for v in lams:
         check_lam(v, "each λ of lam_grid")
-    return methods, qs, lams
+    return specs, qs, lams
 
 
 def _evaluate_grid(
     config: Any,
-    method: str,
+    method: MethodSpec,
     q_grid: Sequence[float],
     lam_grid: Sequence[float],
     out: Path,
@@ -331,22 +334,22 @@ def _evaluate_grid(
     progress: bool,
 ) -> List[Dict[str, Any]]:
     """One resumable runner folder per (q, λ) point of ``method`` (λ = 0 once: q does not matter there)."""
-    base = MethodSpec.parse(method).base
+    base = method.base
     points = [(q_grid[0], 0.0)] if 0.0 in lam_grid else []
     points += [(q, lam) for q in q_grid for lam in lam_grid if lam != 0.0]
     rows: List[Dict[str, Any]] = []
     for q, lam in points:
         cfg = config.replace(
-            selector={"method": (method,)},
+            selector={"method": (method,)},  # a spec passes the configuration as it is
             lam_by_selector={**config.lam_by_selector, base: lam},
             dbscan_q_by_selector={**config.dbscan_q_by_selector, base: q},
         )
         name = f"{base}__lam0" if lam == 0.0 else f"{base}__q{_fmt_q(q)}__lam{lam!r}"
         res = Pipeline(cfg, progress=progress, **shared).run(out / "grid" / name, limit=limit)
-        s = res.summary["methods"].get(method, {})
+        s = res.summary["methods"].get(method.name, {})
         rows.append(
             {
-                "selector": method,
+                "selector": method.name,
                 "q": float(q),
                 "lam": float(lam),
                 "accuracy": s.get("mean"),
@@ -466,7 +469,7 @@ def tune_variants(
     out = Path(out_dir)
     if not variants:
         raise ValueError("variants must hold at least one named setting")
-    compared, reference = _compared_methods(config.selector["method"], against)
+    compared, reference = _compared_methods(config.method_specs, against)
     methods = tuple(dict.fromkeys([reference(m) for m in compared] + compared))
     configs = _variant_configs(config, variants, methods)
     full, keep, val, shared = _validation_setup(
@@ -557,18 +560,20 @@ def _grid_row(
     }
 
 
-def _compared_methods(selectors: Sequence[str], against: Optional[str]) -> Tuple[List[str], Any]:
-    """The methods a variant search compares and a function giving each one's reference: its base selector
-    (``against=None``: the UCS methods), or ``against`` for every other method."""
+def _compared_methods(specs: Sequence[MethodSpec], against: Optional[str]) -> Tuple[List[str], Any]:
+    """The names of the methods a variant search compares and a function giving each one's reference by
+    name: its base selector (``against=None``: the UCS methods), or ``against`` for every other method."""
+    selectors = [m.name for m in specs]
     if against is None:
-        compared = [m for m in selectors if MethodSpec.parse(m).ucs]
+        bases = {m.name: m.base for m in specs if m.ucs}
+        compared = list(bases)
         if not compared:
             raise ValueError(
                 f"selectors must include UCS methods such as 'dpp+ucs' (or pass against='topk' to "
-                f"compare any selectors with TopK); got {list(selectors)}"
+                f"compare any selectors with TopK); got {selectors}"
             )
-        return compared, lambda m: MethodSpec.parse(m).base
-    ref = parse_methods(against)
+        return compared, lambda m: bases[m]
+    ref = parse_methods(against)  # the caller's --against: parsed here, once
     if len(ref) != 1:
         raise ValueError(f"against must name one method, e.g. 'topk'; got {against!r}")
     compared = [m for m in selectors if m != ref[0]] or [ref[0]]  # the reference alone: its variants' forms
