@@ -157,7 +157,7 @@ def test_a_per_selector_lambda_and_a_tuning_grid_are_checked_by_the_same_rule():
     with pytest.raises(ValueError, match=r"^lam_by_selector\['votek'\] must be <= 1e\+06"):
         PipelineConfig(lam_by_selector={"votek+ucs": LAM_MAX * 10})
     cfg = PipelineConfig(selector={"method": ["dpp", "dpp+ucs"]})
-    assert _check_grid(cfg, None, [0.1], [0.0, 2.0]) == (("dpp+ucs",), (0.1,), (0.0, 2.0))
+    assert _check_grid(cfg, None, [0.1], [0.0, 2.0]) == ((MethodSpec("dpp", True),), (0.1,), (0.0, 2.0))
     for bad in (-1.0, float("nan")):
         with pytest.raises(ValueError, match="^each λ of lam_grid must be"):
             _check_grid(cfg, None, [0.1], [0.5, bad])
