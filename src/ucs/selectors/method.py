@@ -2,10 +2,21 @@
 
 A *method* is a base selector's short name (:attr:`Selector.name`) optionally followed by ``+ucs`` for its
 UCS form (the authors' ``_sgt`` and the spellings ``_ucs`` / ``-ucs`` are accepted, case ignored). A name is
-parsed where it enters the package (a configuration, a command-line option, an index's constructor, a grid
-file); everything past that edge passes the :class:`MethodSpec` and reads ``.base``, ``.ucs`` and the
-capabilities its selector class declares (``needs_scorer``, ``stored_state``, ...) instead of testing names.
-``str(spec)`` is the canonical spelling that results, records and manifests are keyed by.
+parsed where it enters the package; everything past that edge passes the :class:`MethodSpec` and reads
+``.base``, ``.ucs`` and the capabilities its selector class declares (``needs_scorer``, ``stored_state``, ...)
+instead of parsing or testing names. ``str(spec)`` is the canonical spelling that results, records and
+manifests are keyed by. The edges, the only callers of :meth:`MethodSpec.parse` (a test holds them to it):
+
+- :class:`~ucs.pipeline.PipelineConfig`: ``selector.method`` (kept as ``method_specs``), the keys of
+  ``lam_by_selector`` / ``dbscan_q_by_selector``, and a caller's name given to ``lam_for`` / ``dbscan_q_for``;
+- :mod:`ucs.selectors.factory`: ``parse_method``, ``canonical_method`` and ``make_selector``'s argument;
+- :class:`~ucs.pipeline.Pipeline`: ``run(methods=)``, and a name given to a stage method (``selection``,
+  ``prior``, ...) or listed by a resumed run folder's manifest;
+- :class:`~ucs.index.SelectorIndex`: its ``method`` parameter and ``set_method``;
+- the selector grid (:mod:`ucs.experiments.compare_grid`, ``compare(selectors=)``): its selectors and its
+  reference cell.
+
+Tune's and reproduce's ``--selectors`` and an experiment file's lists enter through the configuration's.
 
 >>> spec = MethodSpec.parse("DPP_sgt")
 >>> spec
