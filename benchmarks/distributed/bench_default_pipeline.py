@@ -12,11 +12,12 @@ For each pool size ``n``:
 2. **embed** — :class:`ucs.distributed.synthetic.PlantedEmbedder` (128 dims; hash-based, so this measures the
    pipeline, not a model), shard by shard into one float32 matrix, then ℓ2-normalised (the retrieval space the
    default clusters in, ``DEFAULT_COVERAGE["cluster_space"] == "retrieval"``);
-3. **cluster** — ``LatentClusterer`` with the default coverage settings (``DEFAULT_COVERAGE["clustering"]``:
-   spherical k-means, ⌈√N⌉ clusters, ``kmeans_impl="lloyd"``);
+3. **cluster** — ``LatentClusterer`` with the default coverage settings
+   (``DEFAULT_COVERAGE["clusterer"]["method"]``: spherical k-means, ⌈√N⌉ clusters, ``kmeans_impl="lloyd"``);
 4. **select** — 2,000 queries (their own planted texts), budget 10, with the default selector
    ``ucs.defaults.METHOD`` (TopK) and, for comparison, DPP+UCS with the default estimator
-   (``DEFAULT_COVERAGE["estimator"]``) and λ = ``ucs.defaults.LAM``; each fitted on the pool, then one call.
+   (``DEFAULT_COVERAGE["prior"]["estimator"]``) and λ = ``ucs.defaults.LAM``; each fitted on the pool, then
+   one call.
 
 With ``--sharded DIR`` the pool never exists in memory as one array: **texts** draws only the topics
 (:func:`~ucs.distributed.synthetic.planted_topics`), **embed** builds each ``--shard`` of rows' strings and
@@ -116,12 +117,12 @@ def one_size(n: int, a: argparse.Namespace) -> Dict[str, Any]:
     texts = []  # free the strings before clustering
     qtexts, _ = make_planted_texts(a.queries, n_clusters=a.topics, random_state=1)
     Q = embed([f"{t}|query" for t in qtexts], a.dim, a.shard)
-    params = {"method": D.DEFAULT_COVERAGE["clustering"], "random_state": 0}
+    params = {"method": D.DEFAULT_COVERAGE["clusterer"]["method"], "random_state": 0}
     est, stages["cluster"] = staged(lambda: LatentClusterer(**params).fit(E))
     labels = est.labels_
     if a.select_max is None or n <= a.select_max:
         _, stages[f"select {D.METHOD}"] = staged(lambda: make_selector(D.METHOD).fit(E).select(Q, a.budget))
-        prior = UCSPrior(labels, estimator=D.DEFAULT_COVERAGE["estimator"], lam=D.LAM)
+        prior = UCSPrior(labels, estimator=D.DEFAULT_COVERAGE["prior"]["estimator"], lam=D.LAM)
         _, stages["select dpp+ucs"] = staged(
             lambda: make_selector("dpp+ucs", prior=prior).fit(E, cluster_ids=labels).select(Q, a.budget)
         )
@@ -151,7 +152,7 @@ def one_size_sharded(n: int, a: argparse.Namespace) -> Dict[str, Any]:
     paths, stages["embed"] = staged(lambda: embed_shards(topics, a.dim, a.shard, root))
     qtexts, _ = make_planted_texts(a.queries, n_clusters=a.topics, random_state=1)
     Q = embed([f"{t}|query" for t in qtexts], a.dim, a.shard)
-    params = {"method": D.DEFAULT_COVERAGE["clustering"], "random_state": 0}
+    params = {"method": D.DEFAULT_COVERAGE["clusterer"]["method"], "random_state": 0}
     est, stages["cluster"] = staged(lambda: kmeans_pool([str(p) for p in paths], params, executor="local"))
     _, stages[f"select {D.METHOD}"] = staged(lambda: select_shards(paths, Q, a.budget))
     return {

@@ -182,10 +182,9 @@ DEFAULT_ESTIMATOR = "binomial"
 #: the OSW binomial estimator. Chosen without test queries: docs/results/validation_banking77.md and
 #: docs/results/coverage_health.md.
 DEFAULT_COVERAGE = {
-    "clustering": DEFAULT_CLUSTERING_METHOD,
+    "clusterer": {"method": DEFAULT_CLUSTERING_METHOD},
     "cluster_space": "retrieval",
-    "estimator": DEFAULT_ESTIMATOR,
-    "relevance": RELEVANCE,
+    "prior": {"estimator": DEFAULT_ESTIMATOR, "relevance": RELEVANCE},
 }
 
 #: A cluster holding more than this fraction of the pool triggers a warning wherever health is shown.

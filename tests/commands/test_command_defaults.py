@@ -24,10 +24,10 @@ def _option_default(command: str, name: str, sub: str = None):
     "command,sub,option,expected",
     [
         ("select", None, "method", D.METHOD),
-        ("select", None, "estimator", D.DEFAULT_COVERAGE["estimator"]),
-        ("cluster", None, "method", D.DEFAULT_COVERAGE["clustering"]),
+        ("select", None, "estimator", D.DEFAULT_COVERAGE["prior"]["estimator"]),
+        ("cluster", None, "method", D.DEFAULT_COVERAGE["clusterer"]["method"]),
         ("distributed", "select", "method", D.METHOD),
-        ("distributed", "select", "estimator", D.DEFAULT_COVERAGE["estimator"]),
+        ("distributed", "select", "estimator", D.DEFAULT_COVERAGE["prior"]["estimator"]),
         ("prompts", None, "order", None),  # None: ucs.defaults.application_order, resolved by the index
     ],
 )

@@ -36,8 +36,8 @@ def test_the_configuration_is_the_default_preset():
     assert PipelineConfig() == PipelineConfig.resolve("default")
     assert PipelineConfig().preset == "default"
     cfg = PipelineConfig()
-    assert cfg.clusterer["method"] == D.DEFAULT_COVERAGE["clustering"] == D.DEFAULT_CLUSTERING_METHOD
-    assert cfg.prior["estimator"] == D.DEFAULT_COVERAGE["estimator"] == D.DEFAULT_ESTIMATOR
+    assert cfg.clusterer["method"] == D.DEFAULT_COVERAGE["clusterer"]["method"] == D.DEFAULT_CLUSTERING_METHOD
+    assert cfg.prior["estimator"] == D.DEFAULT_COVERAGE["prior"]["estimator"] == D.DEFAULT_ESTIMATOR
     assert cfg.cluster_space == D.DEFAULT_COVERAGE["cluster_space"]
 
 

@@ -18,7 +18,7 @@ def cluster_cmd(
     ),
     out: Path = typer.Argument(..., file_okay=False, help="Directory for the fitted clusterer and labels."),
     method: str = typer.Option(
-        D.DEFAULT_COVERAGE["clustering"],
+        D.DEFAULT_COVERAGE["clusterer"]["method"],
         help="kmeans | dict_dbscan (the paper's) | dbscan | dict_argmax | dict_kmeans | dict_hdbscan | auto.",
     ),
     n_clusters: Optional[int] = typer.Option(

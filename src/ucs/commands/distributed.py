@@ -155,7 +155,9 @@ def select_cmd(
     cluster_ids: Path = typer.Option(..., exists=True, help="Cluster ids .npy (N,)."),
     method: str = typer.Option(D.METHOD, help=" | ".join(_SELECT_METHODS)),
     lam: Optional[float] = typer.Option(None, help=f"UCS weight λ, 0 = the base selector{_d('LAM')}."),
-    estimator: str = typer.Option(D.DEFAULT_COVERAGE["estimator"], help="Unseen estimator of the UCS prior."),
+    estimator: str = typer.Option(
+        D.DEFAULT_COVERAGE["prior"]["estimator"], help="Unseen estimator of the UCS prior."
+    ),
     budget: int = typer.Option(10, help="Demonstrations per query."),
     batch_size: int = typer.Option(1024, help="Queries per task."),
     out: Path = typer.Option(Path("selection.json"), help="Output .json or .csv."),

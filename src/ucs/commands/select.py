@@ -28,7 +28,9 @@ def select_cmd(
         "cover; cover needs them.",
     ),
     lam: Optional[float] = typer.Option(None, help=f"UCS weight λ, 0 = the base selector{_d('LAM')}."),
-    estimator: str = typer.Option(D.DEFAULT_COVERAGE["estimator"], help="Unseen estimator of the UCS prior."),
+    estimator: str = typer.Option(
+        D.DEFAULT_COVERAGE["prior"]["estimator"], help="Unseen estimator of the UCS prior."
+    ),
     design: Optional[str] = typer.Option(
         None, help=f"Score design: full, seen_only, unseen_only, ratio{_d('DESIGN')}."
     ),

@@ -32,7 +32,7 @@ PathLike = Union[str, "os.PathLike[str]"]
 def _defaults() -> Dict[str, Any]:
     """The prior's settings: the library defaults (:mod:`ucs.defaults`) with the project's coverage setting
     (:data:`ucs.defaults.DEFAULT_COVERAGE`: the OSW binomial estimator, relevance weighting off)."""
-    cov = D.DEFAULT_COVERAGE
+    cov = D.DEFAULT_COVERAGE["prior"]
     return {
         "estimator": cov["estimator"],
         "lam": D.LAM,

@@ -29,7 +29,7 @@ def make_clusterer(clusterer: Any, random_state: int) -> Any:
     (:data:`ucs.defaults.DEFAULT_COVERAGE`) for ``None``; an unset ``random_state`` is set to
     ``random_state``."""
     if clusterer is None:  # the project's coverage setting: k-means in the embedder's own (retrieval) space
-        est = LatentClusterer(method=DEFAULT_COVERAGE["clustering"])
+        est = LatentClusterer(method=DEFAULT_COVERAGE["clusterer"]["method"])
     elif isinstance(clusterer, dict):
         est = LatentClusterer(**clusterer)
     elif hasattr(clusterer, "fit") and hasattr(clusterer, "get_params"):

@@ -134,10 +134,10 @@ PAPER_COVERAGE: dict[str, Any] = {
 #: +0.8]). ``healthy_ucs`` measures it against ``paper``.
 COVERAGE: dict[str, dict[str, Any]] = {
     "default": {
-        "clusterer.method": D.DEFAULT_COVERAGE["clustering"],
+        "clusterer.method": D.DEFAULT_COVERAGE["clusterer"]["method"],
         "cluster_space": D.DEFAULT_COVERAGE["cluster_space"],
-        "prior.estimator": D.DEFAULT_COVERAGE["estimator"],
-        "prior.relevance": D.DEFAULT_COVERAGE["relevance"],
+        "prior.estimator": D.DEFAULT_COVERAGE["prior"]["estimator"],
+        "prior.relevance": D.DEFAULT_COVERAGE["prior"]["relevance"],
     },
     "paper": {
         "clusterer.method": PAPER_COVERAGE["clusterer"]["method"],
