@@ -9,20 +9,22 @@ Usage (benchmarks/index/RESULTS_serve.md was produced with this)::
 The index: the first 10,000 BANKING77 training utterances, ``topk`` (the default method), all-MiniLM-L6-v2.
 Every request carries the query's text, so the server embeds it (the embedding is part of every request's
 time). ``ucs serve`` runs as a child process (one uvicorn worker, its selections on ``--batch-workers`` worker
-threads that answer concurrent requests together) on a free 127.0.0.1 port; the clients are asyncio ``httpx``
-coroutines in this process, on the same cores, each sending ``POST /v1/select {"query": <BANKING77 test
-utterance>, "k": 8}`` back to back for ``--seconds`` per level (closed loop), while one more client posts one
-new example to ``/v1/examples`` every ``--add-every`` seconds (each one a new saved version the server swaps
-in). The anchors are the in-process ``SelectorIndex.select`` in the same run, one caller, same queries: one
-query per call with its text (and apart: its embedding alone, the selection alone given the embedding), and 8
-queries per call. Each level records the CPU seconds of the server process and of the clients, and the load
-average. Only 127.0.0.1 is ever contacted.
+threads that answer concurrent requests together) on a free 127.0.0.1 port; the clients are asyncio coroutines
+in this process (``--client``: ``aiohttp`` by default, whose client costs about a third of ``httpx``'s CPU per
+request; one more level at 8 clients runs on the other, ``--also-client``), on the same cores, each sending
+``POST /v1/select {"query": <BANKING77 test utterance>, "k": 8}`` back to back for ``--seconds`` per level
+(closed loop), while one more client posts one new example to ``/v1/examples`` every ``--add-every`` seconds
+(each one a new saved version the server swaps in). The anchors are the in-process ``SelectorIndex.select`` in
+the same run, one caller, same queries: one query per call with its text (and apart: its embedding alone, the
+selection alone given the embedding), and 8 queries per call. Each level records the CPU seconds of the server
+process and of the clients, and the load average. Only 127.0.0.1 is ever contacted.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import platform
@@ -33,13 +35,15 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Dict, List
+from typing import Any, AsyncIterator, Awaitable, Callable, Dict, List, Tuple
 
 import numpy as np
 
 from ucs import defaults as D
 from ucs.utils.cpu import available_cores
 
+#: The load generator's HTTP clients.
+CLIENTS = ("aiohttp", "httpx")
 HOST = "127.0.0.1"
 
 
@@ -123,22 +127,66 @@ def measured_level(
     k: int,
     add_every: float,
     server_pid: int,
+    client_kind: str = "aiohttp",
 ) -> Dict[str, Any]:
     """One level, with the CPU seconds the server and the clients spent per answered request."""
     load0, server0, client0 = os.getloadavg()[0], _cpu_seconds(server_pid), time.process_time()
-    out = asyncio.run(load_level(url, token, queries, clients, seconds, k, add_every))
+    out = asyncio.run(load_level(url, token, queries, clients, seconds, k, add_every, client_kind))
     n = max(out["n"], 1)
     out["server_cpu_ms_per_request"] = 1e3 * (_cpu_seconds(server_pid) - server0) / n
     out["client_cpu_ms_per_request"] = 1e3 * (time.process_time() - client0) / n
     out["loadavg_1min"] = [load0, os.getloadavg()[0]]
+    out["client"] = client_kind
     return out
 
 
-async def load_level(
-    url: str, token: str, queries: List[str], clients: int, seconds: float, k: int, add_every: float
-) -> Dict[str, Any]:
-    import httpx
+@contextlib.asynccontextmanager
+async def http_client(
+    kind: str, connections: int
+) -> AsyncIterator[Callable[..., Awaitable[Tuple[int, Any]]]]:
+    """``post(url, body, headers=None, timeout=60) -> (status, JSON answer or None)`` over ``connections``
+    keep-alive connections, with the ``aiohttp`` or the ``httpx`` client."""
+    if kind == "httpx":
+        import httpx
 
+        limits = httpx.Limits(max_connections=connections, max_keepalive_connections=connections)
+        async with httpx.AsyncClient(limits=limits, timeout=60) as http:
+
+            async def post_httpx(url: str, body: Any, headers: Any = None, timeout: float = 60) -> Any:
+                try:
+                    r = await http.post(url, json=body, headers=headers, timeout=timeout)
+                except httpx.HTTPError as exc:
+                    raise ConnectionError(type(exc).__name__) from exc
+                return r.status_code, (r.json() if r.status_code == 200 else None)
+
+            yield post_httpx
+        return
+    import aiohttp
+
+    connector = aiohttp.TCPConnector(limit=connections)
+    async with aiohttp.ClientSession(connector=connector) as http:
+
+        async def post_aiohttp(url: str, body: Any, headers: Any = None, timeout: float = 60) -> Any:
+            try:
+                wait = aiohttp.ClientTimeout(total=timeout)
+                async with http.post(url, json=body, headers=headers, timeout=wait) as r:
+                    return r.status, (await r.json() if r.status == 200 else None)
+            except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
+                raise ConnectionError(type(exc).__name__) from exc
+
+        yield post_aiohttp
+
+
+async def load_level(
+    url: str,
+    token: str,
+    queries: List[str],
+    clients: int,
+    seconds: float,
+    k: int,
+    add_every: float,
+    client_kind: str = "aiohttp",
+) -> Dict[str, Any]:
     times: List[float] = []
     errors = [0]
     kinds: Dict[str, int] = {}
@@ -146,44 +194,40 @@ async def load_level(
     add_errors = [0]
     end = time.monotonic() + seconds
 
-    async def client(c: int, http: Any) -> None:
+    async def client(c: int, post: Any) -> None:
         i = c * 997
         while time.monotonic() < end:
             t0 = time.perf_counter()
             try:
-                r = await http.post(f"{url}/v1/select", json={"query": queries[i % len(queries)], "k": k})
-                ok = r.status_code == 200 and len(r.json()["results"][0]["examples"]) == k
-                kind = f"HTTP {r.status_code}"
-            except httpx.HTTPError as exc:
-                ok, kind = False, type(exc).__name__
+                status, body = await post(f"{url}/v1/select", {"query": queries[i % len(queries)], "k": k})
+                ok = status == 200 and len(body["results"][0]["examples"]) == k
+                kind = f"HTTP {status}"
+            except ConnectionError as exc:
+                ok, kind = False, str(exc)
             if not ok:
                 kinds[kind] = kinds.get(kind, 0) + 1
             (times.append(time.perf_counter() - t0) if ok else None)
             errors[0] += 0 if ok else 1
             i += 1
 
-    async def adder(http: Any) -> None:
+    async def adder(post: Any) -> None:
         n = 0
         while time.monotonic() + add_every < end:
             await asyncio.sleep(add_every)
             t0 = time.perf_counter()
-            r = await http.post(
+            example = {"text": f"is my card {n} on its way {time.time()}", "label": "card_arrival"}
+            status, _ = await post(
                 f"{url}/v1/examples",
+                {"examples": [example]},
                 headers={"Authorization": f"Bearer {token}"},
-                json={
-                    "examples": [
-                        {"text": f"is my card {n} on its way {time.time()}", "label": "card_arrival"}
-                    ]
-                },
                 timeout=120,
             )
-            (adds.append(time.perf_counter() - t0) if r.status_code == 200 else None)
-            add_errors[0] += r.status_code != 200
+            (adds.append(time.perf_counter() - t0) if status == 200 else None)
+            add_errors[0] += status != 200
             n += 1
 
-    limits = httpx.Limits(max_connections=clients + 1, max_keepalive_connections=clients + 1)
-    async with httpx.AsyncClient(limits=limits, timeout=60) as http:
-        await asyncio.gather(adder(http), *[client(c, http) for c in range(clients)])
+    async with http_client(client_kind, clients + 1) as post:
+        await asyncio.gather(adder(post), *[client(c, post) for c in range(clients)])
     out = summary(times, errors[0], seconds)
     out.update(
         {
@@ -248,8 +292,8 @@ def render(res: Dict[str, Any]) -> str:
         f"{res['k']}. **Every request carries the query's text: the server embeds it** (ONNX Runtime, one "
         f"thread per call), then selects. One uvicorn worker; its selections run on {res['workers']} worker "
         "thread(s) side by side, each answering the requests waiting together (one embedding call and one "
-        f"selection call per batch; batch window {res['batch_window_ms']:g} ms). The clients (asyncio httpx, "
-        "closed loop) run on the same "
+        f"selection call per batch; batch window {res['batch_window_ms']:g} ms). The clients (asyncio "
+        f"{res.get('client', 'httpx')}, closed loop) run on the same "
         f"{m['cores']} cores as the server. Each level lasts {res['seconds']:g} s; with additions, one more "
         f"client adds one example every {res['add_every']:g} s (each a new saved version the server swaps "
         "in).",
@@ -272,7 +316,8 @@ def render(res: Dict[str, Any]) -> str:
         )
     for r in res["http"]:
         lines.append(
-            f"| HTTP `/v1/select`, text | {r['clients']} | {r['n']} | {r['throughput_rps']:.0f} | "
+            f"| HTTP `/v1/select`, text{_client_note(r, res)} | {r['clients']} | {r['n']} | "
+            f"{r['throughput_rps']:.0f} | "
             f"{r['p50_ms']:.1f} | {r['p99_ms']:.1f} | {_errors(r)} | "
             + (f"{r['adds']} ({r['add_p50_ms'] or 0:.0f}) | " if r["adding"] else "none | ")
             + f"{r['server_cpu_ms_per_request']:.2f} + {r['client_cpu_ms_per_request']:.2f} | "
@@ -292,6 +337,12 @@ def render(res: Dict[str, Any]) -> str:
     return "\n".join(lines + [""] + reading(res)) + "\n"
 
 
+def _client_note(r: Dict[str, Any], res: Dict[str, Any]) -> str:
+    """A level run on another client than the page's says which."""
+    kind = r.get("client", res.get("client", "httpx"))
+    return "" if kind == res.get("client", "httpx") else f" ({kind} clients)"
+
+
 def _errors(r: Dict[str, Any]) -> str:
     kinds = ", ".join(f"{k}: {v}" for k, v in sorted(r["error_kinds"].items()))
     return f"{r['errors']} ({kinds})" if kinds else str(r["errors"])
@@ -300,9 +351,11 @@ def _errors(r: Dict[str, Any]) -> str:
 def reading(res: Dict[str, Any]) -> List[str]:
     """The page's reading, computed from its rows: the 8-client p99 while adding against the 50 ms target, the
     64-client errors, what the additions cost the tail, and where the time goes."""
-    eight = next((r for r in res["http"] if r["clients"] == 8 and r["adding"]), None)
-    quiet = next((r for r in res["http"] if not r["adding"]), None)
-    many = next((r for r in res["http"] if r["clients"] == 64 and r["adding"]), None)
+    main = [r for r in res["http"] if r.get("client", res.get("client")) == res.get("client")]
+    eight = next((r for r in main if r["clients"] == 8 and r["adding"]), None)
+    other = next((r for r in res["http"] if r not in main), None)
+    quiet = next((r for r in main if not r["adding"]), None)
+    many = next((r for r in main if r["clients"] == 64 and r["adding"]), None)
     ip = res["in_process"]
     one = next((r for r in res["http"] if r["clients"] == 1), None)
     out = ["## Reading", ""]
@@ -351,6 +404,13 @@ def reading(res: Dict[str, Any]) -> List[str]:
             "work "
             "shares (see the load average): the throughput is bounded by the cores left over."
         )
+    if other is not None and eight is not None:
+        out.append(
+            f"* The load generator shares the cores: the same level on {other['client']} clients costs "
+            f"{other['client_cpu_ms_per_request']:.2f} ms of client CPU a request (against "
+            f"{eight['client_cpu_ms_per_request']:.2f} ms) and gives p99 {other['p99_ms']:.1f} ms, p50 "
+            f"{other['p50_ms']:.1f} ms, {other['throughput_rps']:.0f} requests/s."
+        )
     return out
 
 
@@ -373,6 +433,13 @@ def main() -> None:
     ap.add_argument("--quiet-level", type=int, default=8, help="Clients of a level without adds (0: none).")
     ap.add_argument("--batch-window-ms", type=float, default=2.0, help="Passed to ucs serve.")
     ap.add_argument("--batch-workers", type=int, default=None, help="Passed to ucs serve (default: its own).")
+    ap.add_argument("--client", choices=CLIENTS, default="aiohttp", help="The load generator's HTTP client.")
+    ap.add_argument(
+        "--also-client",
+        choices=CLIENTS + ("",),
+        default="httpx",
+        help="One more level (8 clients, additions) on this client, for comparison ('' for none).",
+    )
     ap.add_argument("--markdown", default=None)
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
@@ -390,6 +457,7 @@ def main() -> None:
         "batch_workers": args.batch_workers,
         "workers": args.batch_workers or min(D.SERVE_WORKERS, available_cores()),
         "lscpu": _lscpu(),
+        "client": args.client,
     }
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp) / "index"
@@ -403,15 +471,30 @@ def main() -> None:
         url = f"http://{HOST}:{port}"
         try:
             res["http"] = [
-                measured_level(url, token, queries, int(c), args.seconds, args.k, args.add_every, proc.pid)
+                measured_level(
+                    url, token, queries, int(c), args.seconds, args.k, args.add_every, proc.pid, args.client
+                )
                 for c in args.clients.split(",")
             ]
             if args.quiet_level:  # the same load without additions: what the adds cost the tail
                 res["http"].append(
                     measured_level(
-                        url, token, queries, args.quiet_level, args.seconds, args.k, float("inf"), proc.pid
+                        url,
+                        token,
+                        queries,
+                        args.quiet_level,
+                        args.seconds,
+                        args.k,
+                        float("inf"),
+                        proc.pid,
+                        args.client,
                     )
                 )
+            if args.also_client and args.also_client != args.client:  # the same level on the other client
+                other = measured_level(
+                    url, token, queries, 8, args.seconds, args.k, args.add_every, proc.pid, args.also_client
+                )
+                res["http"].append({**other, "client": args.also_client})
         finally:
             proc.terminate()
             proc.wait(30)
