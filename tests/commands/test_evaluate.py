@@ -231,3 +231,45 @@ def test_executor_options_are_checked(tmp_path):
     for bad in (["--executor", "spark"], ["--address", "auto"], ["--knn", "annoy"]):
         res = runner.invoke(app, ["evaluate", *SMALL, "--out", str(tmp_path / "o"), *bad])
         assert res.exit_code == 2, (bad, res.output)
+
+
+def test_an_old_flat_config_file_gives_the_same_records_as_the_nested_one(tmp_path):
+    """Item 1 of the renovation: a configuration file of earlier releases (flat names) still runs, and its
+    records are those of the same settings in the classes' own names, line for line. What a flat file left
+    out keeps the meaning it had then: the paper's clustering and estimator on the backbone's embeddings."""
+    pytest.importorskip("ucs.clustering")
+    files = {
+        "flat": {"dataset": "sample", "mmr_lambda": 0.9, "votek_k": 5, "n_clusters": 6, "lam": 0.3},
+        "nested": {
+            "dataset": "sample",
+            "cluster_space": "backbone",
+            "selector": {"params": {"mmr": {"lambda_mult": 0.9}, "votek": {"k": 5}}},
+            "clusterer": {"method": "dict_dbscan", "n_clusters": 6},
+            "prior": {"lam": 0.3, "estimator": "paper"},
+        },
+    }
+    records, keys = {}, {}
+    for name, settings in files.items():
+        (tmp_path / f"{name}.json").write_text(json.dumps(settings), encoding="utf-8")
+        out = tmp_path / name
+        res = runner.invoke(
+            app,
+            [
+                "evaluate",
+                "--config",
+                str(tmp_path / f"{name}.json"),
+                *SMALL,
+                "--selectors",
+                "mmr,votek,votek+ucs",
+                "--out",
+                str(out),
+                "--cache-dir",
+                str(tmp_path / f"cache_{name}"),
+            ],
+        )
+        assert res.exit_code == 0, res.output
+        assert ("flat setting names of earlier releases" in res.output) == (name == "flat")
+        records[name] = (out / "records.jsonl").read_text(encoding="utf-8").splitlines()
+        keys[name] = json.loads((out / "manifest.json").read_text())["key"]
+    assert len(records["flat"]) == 3 * 2 * 6 and records["flat"] == records["nested"]
+    assert keys["flat"] == keys["nested"] and keys["flat"]["config"]["pipeline"]["mmr_lambda"] == 0.9
