@@ -38,7 +38,6 @@ from pathlib import Path
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple
 
 from ucs import defaults as D
-from ucs.clustering.estimator import METHODS as CLUSTERINGS
 from ucs.clustering.estimator import RAW_METHODS, LatentClusterer
 from ucs.clustering.partition import KMEANS_IMPL, LLOYD_REVISION
 from ucs.data import TestProtocol
@@ -57,7 +56,7 @@ from ucs.selectors.factory import (
     selector_class,
 )
 from ucs.selectors.method import MethodSpec
-from ucs.selectors.prior import CORPUS_PRIORS, RELEVANCE, SCORE_DESIGNS, UCSPrior, check_lam
+from ucs.selectors.prior import UCSPrior, check_lam
 from ucs.utils.io import atomic_write_text
 
 __all__ = [
@@ -692,40 +691,22 @@ class PipelineConfig:
             selector_class(base).check_params(params, f"selector.params.{base}")
 
     def _validate_clusterer(self) -> None:
-        c = self.clusterer
-        if c["method"] not in CLUSTERINGS:
-            raise ValueError(f"clusterer.method must be one of {', '.join(CLUSTERINGS)}; got {c['method']!r}")
-        for name in (
-            "n_atoms",
-            "omp_n_nonzero",
-            "dict_max_iter",
-            "dict_batch_size",
-            "dbscan_k",
-            "min_samples",
-        ):
-            _check_int(c[name], f"clusterer.{name}", 1)
-        _check_int(c["pca_dim"], "clusterer.pca_dim", 1, allow_none=True)
-        _check_int(c["n_clusters"], "clusterer.n_clusters", 1, allow_none=True)
-        _check_int(c["hdbscan_min_cluster_size"], "clusterer.hdbscan_min_cluster_size", 2)
-        _check_float(c["ridge_alpha"], "clusterer.ridge_alpha", strict=True)
-        _check_float(c["dbscan_q"], "clusterer.dbscan_q", strict=True, high=1.0)
-        if c["coding"] not in ("ridge", "omp"):
-            raise ValueError(f"clusterer.coding must be 'ridge' or 'omp'; got {c['coding']!r}")
+        """The clusterer's settings, checked by :class:`LatentClusterer` itself (its ``validate``, the checks
+        its ``fit`` runs), the message naming the key the user wrote."""
+        try:
+            LatentClusterer(**self.clusterer).validate()
+        except ValueError as exc:
+            raise ValueError(f"clusterer.{exc}") from None
 
     def _validate_prior(self) -> None:
         p = self.prior
-        check_lam(p["lam"], "prior.lam")
         _check_float(p["t"], "prior.t", strict=True)
         _check_float(p["alpha"], "prior.alpha", strict=True)
         _check_int(p["bin_size"], "prior.bin_size", 1)
-        if p["design"] not in SCORE_DESIGNS:
-            raise ValueError(f"prior.design must be one of {', '.join(SCORE_DESIGNS)}; got {p['design']!r}")
-        if p["corpus_prior"] not in CORPUS_PRIORS:
-            raise ValueError(
-                f"prior.corpus_prior must be one of {', '.join(CORPUS_PRIORS)}; got {p['corpus_prior']!r}"
-            )
-        if p["relevance"] not in RELEVANCE:
-            raise ValueError(f"prior.relevance must be one of {', '.join(RELEVANCE)}; got {p['relevance']!r}")
+        try:  # λ, the score design, the corpus prior and relevance: UCSPrior's own checks
+            UCSPrior.build([0], {k: p[k] for k in ("lam", "design", "corpus_prior", "relevance")}).validate()
+        except ValueError as exc:
+            raise ValueError(f"prior.{exc}") from None
         try:
             resolve_estimator_name(p["estimator"])
         except ValueError as exc:
