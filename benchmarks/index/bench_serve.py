@@ -39,8 +39,6 @@ from typing import Any, AsyncIterator, Awaitable, Callable, Dict, List, Tuple
 
 import numpy as np
 
-from ucs import defaults as D
-from ucs.utils.cpu import available_cores
 
 #: The load generator's HTTP clients.
 CLIENTS = ("aiohttp", "httpx")
@@ -446,6 +444,8 @@ def main() -> None:
     sys.path.insert(0, str(Path(__file__).parent))
     from bench_index import machine
 
+    from ucs.index.service import default_workers
+
     res: Dict[str, Any] = {
         "machine": machine(),
         "command": "python " + " ".join(sys.argv),
@@ -455,7 +455,7 @@ def main() -> None:
         "n_examples": args.examples,
         "batch_window_ms": args.batch_window_ms,
         "batch_workers": args.batch_workers,
-        "workers": args.batch_workers or min(D.SERVE_WORKERS, available_cores()),
+        "workers": args.batch_workers or default_workers(),
         "lscpu": _lscpu(),
         "client": args.client,
     }

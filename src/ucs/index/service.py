@@ -60,6 +60,7 @@ from ucs.utils.redact import redact, register_secret
 
 __all__ = [
     "ServedIndex",
+    "default_workers",
     "create_app",
     "SelectRequest",
     "SelectResponse",
@@ -199,7 +200,7 @@ class ServedIndex:
             lambda d, v: SelectorIndex.load(d, embedder=self.embedder, warmup=False, version=v)
         )
         if workers is None:
-            workers = max(1, min(D.SERVE_WORKERS, available_cores()))
+            workers = default_workers()
         self.batcher = SelectionBatcher(
             window_s=batch_window_s, max_queries=max_batch, threads=threads, workers=workers
         )
@@ -330,6 +331,12 @@ class ServedIndex:
                 index.n_examples_,
             )
             return index
+
+
+def default_workers() -> int:
+    """The worker threads of a server started without ``workers``: :data:`ucs.defaults.SERVE_WORKERS`, at most
+    the cores available to this process, at least one."""
+    return max(1, min(D.SERVE_WORKERS, available_cores()))
 
 
 def _background() -> None:
