@@ -34,6 +34,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, AsyncIterator, Awaitable, Callable, Dict, List, Tuple
 
@@ -116,25 +117,30 @@ def _cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def measured_level(
-    url: str,
-    token: str,
-    queries: List[str],
-    clients: int,
-    seconds: float,
-    k: int,
-    add_every: float,
-    server_pid: int,
-    client_kind: str = "aiohttp",
-) -> Dict[str, Any]:
+@dataclass(frozen=True)
+class Level:
+    """One load level: ``clients`` closed-loop clients posting ``queries`` (``k`` each) to ``url`` for
+    ``seconds``, one more adding an example every ``add_every`` seconds (``inf``: none), on ``client``."""
+
+    url: str
+    token: str
+    queries: List[str]
+    clients: int
+    seconds: float
+    k: int
+    add_every: float
+    client: str = "aiohttp"
+
+
+def measured_level(level: Level, server_pid: int) -> Dict[str, Any]:
     """One level, with the CPU seconds the server and the clients spent per answered request."""
     load0, server0, client0 = os.getloadavg()[0], _cpu_seconds(server_pid), time.process_time()
-    out = asyncio.run(load_level(url, token, queries, clients, seconds, k, add_every, client_kind))
+    out = asyncio.run(load_level(level))
     n = max(out["n"], 1)
     out["server_cpu_ms_per_request"] = 1e3 * (_cpu_seconds(server_pid) - server0) / n
     out["client_cpu_ms_per_request"] = 1e3 * (time.process_time() - client0) / n
     out["loadavg_1min"] = [load0, os.getloadavg()[0]]
-    out["client"] = client_kind
+    out["client"] = level.client
     return out
 
 
@@ -175,22 +181,14 @@ async def http_client(
         yield post_aiohttp
 
 
-async def load_level(
-    url: str,
-    token: str,
-    queries: List[str],
-    clients: int,
-    seconds: float,
-    k: int,
-    add_every: float,
-    client_kind: str = "aiohttp",
-) -> Dict[str, Any]:
+async def load_level(level: Level) -> Dict[str, Any]:
+    url, token, queries, k, add_every = level.url, level.token, level.queries, level.k, level.add_every
     times: List[float] = []
     errors = [0]
     kinds: Dict[str, int] = {}
     adds: List[float] = []
     add_errors = [0]
-    end = time.monotonic() + seconds
+    end = time.monotonic() + level.seconds
 
     async def client(c: int, post: Any) -> None:
         i = c * 997
@@ -224,12 +222,12 @@ async def load_level(
             add_errors[0] += status != 200
             n += 1
 
-    async with http_client(client_kind, clients + 1) as post:
-        await asyncio.gather(adder(post), *[client(c, post) for c in range(clients)])
-    out = summary(times, errors[0], seconds)
+    async with http_client(level.client, level.clients + 1) as post:
+        await asyncio.gather(adder(post), *[client(c, post) for c in range(level.clients)])
+    out = summary(times, errors[0], level.seconds)
     out.update(
         {
-            "clients": clients,
+            "clients": level.clients,
             "error_kinds": kinds,
             "adding": add_every != float("inf"),
             "adds": len(adds),
@@ -470,31 +468,20 @@ def main() -> None:
         proc = start_server(folder, port, token, extra)
         url = f"http://{HOST}:{port}"
         try:
+
+            def level(clients: int, add_every: float, client: str) -> Level:
+                return Level(url, token, queries, clients, args.seconds, args.k, add_every, client)
+
             res["http"] = [
-                measured_level(
-                    url, token, queries, int(c), args.seconds, args.k, args.add_every, proc.pid, args.client
-                )
+                measured_level(level(int(c), args.add_every, args.client), proc.pid)
                 for c in args.clients.split(",")
             ]
             if args.quiet_level:  # the same load without additions: what the adds cost the tail
                 res["http"].append(
-                    measured_level(
-                        url,
-                        token,
-                        queries,
-                        args.quiet_level,
-                        args.seconds,
-                        args.k,
-                        float("inf"),
-                        proc.pid,
-                        args.client,
-                    )
+                    measured_level(level(args.quiet_level, float("inf"), args.client), proc.pid)
                 )
             if args.also_client and args.also_client != args.client:  # the same level on the other client
-                other = measured_level(
-                    url, token, queries, 8, args.seconds, args.k, args.add_every, proc.pid, args.also_client
-                )
-                res["http"].append({**other, "client": args.also_client})
+                res["http"].append(measured_level(level(8, args.add_every, args.also_client), proc.pid))
         finally:
             proc.terminate()
             proc.wait(30)
