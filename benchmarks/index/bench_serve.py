@@ -1,5 +1,6 @@
 """Load test of ``ucs serve`` on 127.0.0.1: 1, 8 and 64 concurrent clients, while another client adds
-examples, and 8 clients without additions.
+examples, and 8 clients without additions. The target level (8 clients, additions) runs ``--repeats`` times
+and the reading takes its median p99: on a shared machine one run's tail moves by ±10 ms.
 
 Usage (benchmarks/index/RESULTS_serve.md was produced with this)::
 
@@ -334,9 +335,10 @@ def render(res: Dict[str, Any]) -> str:
 
 
 def _client_note(r: Dict[str, Any], res: Dict[str, Any]) -> str:
-    """A level run on another client than the page's says which."""
+    """A level run on another client than the page's says which, and a repeated level its run."""
     kind = r.get("client", res.get("client", "httpx"))
-    return "" if kind == res.get("client", "httpx") else f" ({kind} clients)"
+    note = "" if kind == res.get("client", "httpx") else f" ({kind} clients)"
+    return note + (f" (run {r['repeat']})" if r.get("repeat") else "")
 
 
 def _errors(r: Dict[str, Any]) -> str:
@@ -348,7 +350,8 @@ def reading(res: Dict[str, Any]) -> List[str]:
     """The page's reading, computed from its rows: the 8-client p99 while adding against the 50 ms target, the
     64-client errors, what the additions cost the tail, and where the time goes."""
     main = [r for r in res["http"] if r.get("client", res.get("client")) == res.get("client")]
-    eight = next((r for r in main if r["clients"] == 8 and r["adding"]), None)
+    eights = [r for r in main if r["clients"] == 8 and r["adding"]]
+    eight = eights[int(np.argsort([r["p99_ms"] for r in eights])[len(eights) // 2])] if eights else None
     other = next((r for r in res["http"] if r not in main), None)
     quiet = next((r for r in main if not r["adding"]), None)
     many = next((r for r in main if r["clients"] == 64 and r["adding"]), None)
@@ -359,8 +362,13 @@ def reading(res: Dict[str, Any]) -> List[str]:
         out.append(f"* A shortened run: {res['seconds']:g} s per level (the default is 30 s).")
     if eight is not None:
         verdict = "**meets**" if eight["p99_ms"] <= 50 else "**misses**"
+        spread = ", ".join(f"{r['p99_ms']:.1f}" for r in eights)
+        runs = (
+            f"the median of {len(eights)} runs of the level ({spread} ms)" if len(eights) > 1 else "one run"
+        )
         out.append(
-            f"* Target (8 clients, additions running, embedding included): p99 {eight['p99_ms']:.1f} ms "
+            f"* Target (8 clients, additions running, embedding included; {runs}): p99 "
+            f"{eight['p99_ms']:.1f} ms "
             f"{verdict} the 50 ms target (p50 {eight['p50_ms']:.1f} ms, {eight['throughput_rps']:.0f} "
             f"requests/s; load average {eight['loadavg_1min'][0]:.2f} → {eight['loadavg_1min'][1]:.2f} "
             "during "
@@ -427,6 +435,12 @@ def main() -> None:
     ap.add_argument("--k", type=int, default=8)
     ap.add_argument("--add-every", type=float, default=5.0)
     ap.add_argument("--quiet-level", type=int, default=8, help="Clients of a level without adds (0: none).")
+    ap.add_argument(
+        "--repeats",
+        type=int,
+        default=3,
+        help="Runs of the target level (8 clients, additions); the reading takes the median p99.",
+    )
     ap.add_argument("--batch-window-ms", type=float, default=2.0, help="Passed to ucs serve.")
     ap.add_argument("--batch-workers", type=int, default=None, help="Passed to ucs serve (default: its own).")
     ap.add_argument("--client", choices=CLIENTS, default="aiohttp", help="The load generator's HTTP client.")
@@ -476,6 +490,9 @@ def main() -> None:
                 measured_level(level(int(c), args.add_every, args.client), proc.pid)
                 for c in args.clients.split(",")
             ]
+            for i in range(2, args.repeats + 1):  # the target level again: the machine's own spread
+                again = measured_level(level(8, args.add_every, args.client), proc.pid)
+                res["http"].append({**again, "repeat": i})
             if args.quiet_level:  # the same load without additions: what the adds cost the tail
                 res["http"].append(
                     measured_level(level(args.quiet_level, float("inf"), args.client), proc.pid)
