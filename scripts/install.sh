@@ -20,7 +20,8 @@
 # native (this CPU's every instruction; the wheel may crash on another machine). On an x86-64 CPU with AVX-512 the
 # portable build gets a second build of the same version beside it (-DGGML_AVX512=ON, about 3 more minutes), whose
 # libraries each process loads only when its own CPU has AVX-512 (ucs.models.llama_kernels; UCS_LLAMA_KERNELS=portable
-# skips it). CMAKE_ARGS you set (e.g. GPU backends) are added. Built wheels are kept in $UCS_WHEEL_CACHE (default ~/.cache/ucs/wheels), keyed by version
+# skips it). ucs's patches for that version (scripts/llama-patches/<version>/) are applied to the source first
+# (UCS_LLAMA_PATCHES=off: none). CMAKE_ARGS you set (e.g. GPU backends) are added. Built wheels are kept in $UCS_WHEEL_CACHE (default ~/.cache/ucs/wheels), keyed by version
 # and flags, so a second virtual environment installs in seconds. After the build a smoke test runs the engine in
 # a child process (load SmolLM2, embed two texts, score two labels, generate four tokens); if the engine crashes
 # there, it is rebuilt with the safe flags. --rebuild-llama rebuilds even when a cached wheel exists.
@@ -35,7 +36,7 @@ for arg in "$@"; do
     core|default|dev) profile="$arg" ;;
     --latest) latest=1 ;;
     --rebuild-llama) rebuild=1 ;;
-    -h|--help) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "install.sh: unknown argument '$arg' (use: [default|core|dev] [--latest] [--rebuild-llama])" >&2
        exit 2 ;;
   esac
@@ -88,29 +89,53 @@ llama_sdist() {  # $1 = folder, $2 = version → downloads that sdist (hash-chec
   ls "$1"/llama_cpp_python-*.tar.gz
 }
 
+llama_patches() {  # $1 = version → ucs's patches for that version's sources (scripts/llama-patches/<version>/)
+  [ "${UCS_LLAMA_PATCHES:-on}" = off ] && return 0
+  ls "$PWD/scripts/llama-patches/$1/"*.patch 2>/dev/null || true
+}
+
+llama_source() {  # $1 = folder, $2 = sdist, $3... = patches → unpacks the sdist into $1/src, patched; prints it
+  local src="$1/src" patch
+  mkdir -p "$src"
+  tar -xzf "$2" -C "$src" --strip-components=1
+  shift 2
+  for patch in "$@"; do
+    git -C "$src" apply -p1 "$patch" || {
+      echo "install.sh: $patch does not apply to $(basename "$2") (UCS_LLAMA_PATCHES=off builds it unpatched)" >&2
+      exit 1
+    }
+  done
+  echo "$src"
+}
+
 build_llama() {  # $1 = flavour; $2 = 1 to build even if cached → sets $built (the cached wheel's folder)
-  local flags sdir sdist version key dir
+  local flags sdir sdist src version key dir names patches=()
   flags="$(llama_flags "$1") ${CMAKE_ARGS:-}"
   version="$(llama_version)"
   if [ -z "$version" ]; then
     echo "install.sh: cannot tell which llama-cpp-python to install ($lock, or the index with --latest)" >&2
     exit 1
   fi
-  key="$(printf '%s|%s' "$flags" "$([ "$1" = native ] && grep -m1 'model name' /proc/cpuinfo)" | sha256sum | cut -c1-12)"
+  mapfile -t patches < <(llama_patches "$version")
+  names="$(for p in "${patches[@]}"; do basename "$p" .patch; done | paste -sd, -)"
+  key="$(printf '%s|%s|%s' "$flags" "$([ "$1" = native ] && grep -m1 'model name' /proc/cpuinfo)" \
+         "$([ -n "$names" ] && cat "${patches[@]}" | sha256sum)" | sha256sum | cut -c1-12)"
   dir="$wheel_cache/llama-cpp-python-$version-$1-$key"
   if [ "$2" = 1 ] || ! ls "$dir"/*.whl >/dev/null 2>&1; then  # the source is downloaded only to build
     sdir="$(mktemp -d)"
     sdist="$(llama_sdist "$sdir" "$version")"
-    echo "building llama-cpp-python $version ($1 build: $flags); about 3 minutes on 2 cores"
+    echo "building llama-cpp-python $version ($1 build: $flags${names:+; ucs patches: $names});" \
+         "about 3 minutes on 2 cores"
+    src="$(llama_source "$sdir" "$sdist" "${patches[@]}")"
     rm -rf "$dir.tmp" "$dir"
-    CMAKE_ARGS="$flags" python -m pip wheel --quiet --no-deps --no-cache-dir -w "$dir.tmp" "$sdist"
+    CMAKE_ARGS="$flags" python -m pip wheel --quiet --no-deps --no-cache-dir -w "$dir.tmp" "$src"
     mv "$dir.tmp" "$dir"
     rm -rf "$sdir"
   else
-    echo "llama-cpp-python $version ($1 build) from the wheel cache $dir"
+    echo "llama-cpp-python $version ($1 build${names:+, ucs patches: $names}) from the wheel cache $dir"
   fi
   built="$dir"
-  built_flags="$flags"
+  built_flags="$flags${names:+ (ucs patches: $names)}"
 }
 
 install_llama() {  # $1 = flavour; $2 = 1 to build even if cached
