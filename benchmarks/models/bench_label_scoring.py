@@ -18,13 +18,18 @@ previous prompt, plus the label trie's nodes with children — or, for branch an
 a distribution is needed, ÷ one core's float32 matmul rate (numpy pinned to one thread, threadpoolctl).
 llama.cpp's own rates (a 64-token batch at position 0) are given beside it.
 
-    python benchmarks/models/bench_label_scoring.py --prompts 6 --core 0 \\
+    python benchmarks/models/bench_label_scoring.py --prompts 10 --k 8 --core 0 --unpatched FOLDER \\
         --out benchmarks/models/RESULTS_label_scoring.md
+
+``--unpatched FOLDER`` adds the same build without ucs's patches to llama.cpp (scripts/llama-patches/),
+measured in the same run: FOLDER holds its libraries, e.g. ``site-packages/ucs_llama_kernels/avx512`` of
+another virtual environment set up with ``UCS_LLAMA_PATCHES=off bash scripts/install.sh``.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import time
@@ -167,6 +172,13 @@ def main() -> None:
     ap.add_argument("--data-dir", type=Path, default=ROOT.parent / "shared" / "data")
     ap.add_argument("--no-transformers", action="store_true")
     ap.add_argument("--out", type=Path, default=None)
+    ap.add_argument(
+        "--unpatched",
+        type=Path,
+        default=None,
+        help="a folder of the same llama.cpp build's libraries made without ucs's patches "
+        "(UCS_LLAMA_PATCHES=off): adds its branch-and-bound row, measured in this run",
+    )
     ap.add_argument("--chosen-only", action="store_true", help=argparse.SUPPRESS)  # the portable build's row
     a = ap.parse_args()
     if a.core is not None:
@@ -199,9 +211,13 @@ def main() -> None:
     f32.close()
     from ucs.models.llama_kernels import decide
 
-    build = decide()[1]
-    if decide()[0] is not None:  # the AVX-512 build is in use: the portable build's row, from a child process
-        rows[PORTABLE], rate_portable = portable_row(a)
+    folder, build = decide()
+    if folder is not None and (folder / "build.json").is_file():  # its CMake flags and ucs's patches
+        build += f" (built with: {json.loads((folder / 'build.json').read_text())['flags'].strip()})"
+    if a.unpatched is not None:  # the same build without ucs's patches, from a child process
+        rows[UNPATCHED] = child_row(a, {"LLAMA_CPP_LIB_PATH": str(a.unpatched)})[0]
+    if folder is not None:  # the AVX-512 build is in use: the portable build's row, from a child process
+        rows[PORTABLE], rate_portable = child_row(a, {"UCS_LLAMA_KERNELS": "portable"})
         build += f"; the portable (AVX2) build's float32 copy: {rate_portable / 1e9:.0f} GFLOP/s"
     if not a.no_transformers:
         import torch
@@ -217,7 +233,6 @@ def main() -> None:
 
 def chosen_only(a: argparse.Namespace) -> None:
     """The child: branch and bound on the float copy, printed as JSON with llama.cpp's float32 rate."""
-    import json
 
     from ucs.models import load_backbone
 
@@ -229,9 +244,9 @@ def chosen_only(a: argparse.Namespace) -> None:
     print(json.dumps({"row": row, "rate": rate}))
 
 
-def portable_row(a: argparse.Namespace) -> "tuple[Dict[str, object], float]":
-    """:func:`chosen_only` in a child process on the portable build (``UCS_LLAMA_KERNELS=portable``)."""
-    import json
+def child_row(a: argparse.Namespace, set_env: Dict[str, str]) -> "tuple[Dict[str, object], float]":
+    """:func:`chosen_only` in a child process with ``set_env``: the portable build
+    (``UCS_LLAMA_KERNELS=portable``) or another folder of libraries (``LLAMA_CPP_LIB_PATH``)."""
     import subprocess
 
     cmd = [
@@ -245,8 +260,9 @@ def portable_row(a: argparse.Namespace) -> "tuple[Dict[str, object], float]":
         "--data-dir",
         str(a.data_dir),
     ] + (["--core", str(a.core)] if a.core is not None else [])
-    env = dict(os.environ, UCS_LLAMA_KERNELS="portable")
+    env = dict(os.environ)
     env.pop("LLAMA_CPP_LIB_PATH", None)
+    env.update(set_env)
     out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True).stdout
     got = json.loads(out.strip().splitlines()[-1])
     return got["row"], float(got["rate"])
@@ -256,6 +272,8 @@ def portable_row(a: argparse.Namespace) -> "tuple[Dict[str, object], float]":
 CHOSEN = "llama.cpp, f32 copy, branch and bound (ucs compare's default)"
 #: The same on the portable (AVX2) build, where the AVX-512 one is in use.
 PORTABLE = "llama.cpp portable (AVX2) build, f32 copy, branch and bound"
+#: The same build without ucs's patches (``--unpatched``).
+UNPATCHED = "llama.cpp, same build without ucs's patch, f32 copy, branch and bound"
 
 
 def render(a, rows, full, bnb, rate_np, rate_ll, rate_q41, cpu, load, build) -> str:
@@ -268,7 +286,7 @@ def render(a, rows, full, bnb, rate_np, rate_ll, rate_q41, cpu, load, build) -> 
         "|---|---:|---:|---|---:|---:|---:|---:|",
     ]
     for name, r in rows.items():
-        work = bnb if name in (CHOSEN, PORTABLE) else full
+        work = bnb if name in (CHOSEN, PORTABLE, UNPATCHED) else full
         delta = (
             "-"
             if r.get("scores") is None
@@ -293,7 +311,12 @@ def render(a, rows, full, bnb, rate_np, rate_ll, rate_q41, cpu, load, build) -> 
         f" load average at start {' '.join(load)}, at the end "
         f"{' '.join(Path('/proc/loadavg').read_text().split()[:3])};"
         f" Python {sys.version.split()[0]}",
-        f"- command: `python benchmarks/models/bench_label_scoring.py --prompts {a.prompts} --k {a.k}{pin}`",
+        f"- command: `python benchmarks/models/bench_label_scoring.py --prompts {a.prompts} --k {a.k}{pin}"
+        + (
+            " --unpatched FOLDER`, FOLDER holding the same build's libraries made with UCS_LLAMA_PATCHES=off"
+            if a.unpatched is not None
+            else "`"
+        ),
         f"- size: {a.prompts} BANKING77 prompts after one warm-up each, {a.k} demonstrations, all 77 labels; "
         f"prompts {full['tokens']:.0f} SmolLM2 tokens (median), label trie {full['nodes']} nodes "
         f"({full['inner']} with children)",
