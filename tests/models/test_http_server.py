@@ -117,7 +117,11 @@ def test_label_scores_equal_the_in_process_engine(served, local, shared_data):
         f"\n{len(prompts)} prompts x {N_LABELS} labels: max |delta| = {worst:.2e} nats, {agree} same "
         "predictions"
     )
-    assert worst < 1e-3
+    # The server evaluates each label's tokens in other KV cells than the in-process tree batch does, and
+    # llama.cpp's tiled attention kernel (every batch with ucs's patch, scripts/llama-patches/) sums 64 cells
+    # at a time, so the cells' layout moves the last bits; Q4_1's 8-bit activations amplify them (0.015 nats
+    # measured over these 150 scores). A wrong token or prefix moves a score by whole nats.
+    assert worst < 0.05
     assert agree == len(prompts)
     assert remote.takes_lists is False and remote.prompts_scored == len(prompts)
     remote.close()

@@ -24,6 +24,8 @@ import urllib.request
 from pathlib import Path
 from typing import Iterator, List, Optional
 
+from ucs.models.llama_kernels import child_environment
+
 __all__ = ["SERVER_MODULES", "missing_server_modules", "local_llama_server"]
 
 #: Modules that ``python -m llama_cpp.server`` imports (llama-cpp-python's ``server`` extra).
@@ -59,6 +61,10 @@ def local_llama_server(
 ) -> Iterator[str]:
     """Yield the base URL (``http://127.0.0.1:<port>/v1``) of a llama-cpp-python server on ``model``.
 
+    The server loads the llama.cpp build this process loads
+    (:func:`ucs.models.llama_kernels.child_environment`: the AVX-512 one where it is installed and this CPU
+    runs it), so its scores are the in-process engine's.
+
     Raises ``RuntimeError`` (with the server's last output) when it does not answer within ``startup_s``
     seconds.
     """
@@ -88,8 +94,14 @@ def local_llama_server(
         "--flash_attn",
         "true",
     ]
+    env = dict(os.environ)
+    for name, value in child_environment().items():  # the llama.cpp build this process loads (or would)
+        if value is None:
+            env.pop(name, None)
+        else:
+            env[name] = value
     out = open(log, "wb") if log else subprocess.DEVNULL
-    proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env)
     url = f"http://127.0.0.1:{port}/v1"
     try:
         _wait_ready(proc, url, startup_s, log)
