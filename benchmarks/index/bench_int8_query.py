@@ -2,10 +2,10 @@
 
 The served index embeds every query with all-MiniLM-L6-v2 through ONNX Runtime in float32
 (``ucs.embedding.onnx_query``), and that forward pass bounds the 8-client latency
-(``benchmarks/index/RESULTS_serve.md``). A call's fixed cost is mostly reading the model's float32 weights
-(about 90 MB with the embeddings, more than this machine's L3), so ONNX Runtime's dynamic int8 quantisation
-(weights int8 per channel, activations quantised per call) is the obvious lever. This script measures both
-sides of it in one run:
+(``benchmarks/index/RESULTS_serve.md``). A call has a fixed cost of about 2 ms, and the transformer's float32
+weights (about 42 MB) do not fit this machine's L3 cache, so ONNX Runtime's dynamic int8 quantisation (weights
+int8 per channel, activations quantised per call) is the obvious lever. This script measures both sides of it
+in one run:
 
 - milliseconds per call for 1 query and for 8 queries, float32 and int8 alternated, median of ``--reps``;
 - how far the int8 vectors move: cosine to the float32 ONNX vector of the same query (min and mean);
@@ -22,35 +22,29 @@ Usage (benchmarks/index/RESULTS_int8_query.md was produced with this)::
 from __future__ import annotations
 
 import argparse
-import csv
 import platform
 import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Callable, List, Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 from onnxruntime.quantization import QuantType, quantize_dynamic
 from sentence_transformers import SentenceTransformer
 
+from ucs.data.public import load_banking77
 from ucs.embedding.onnx_query import OnnxQueryEncoder, onnx_encoder
+from ucs.utils.cpu import cpu_model
 from ucs.utils.weights import all_minilm_l6_v2_dir
 
 
-def _texts(path: Path, n: int) -> List[str]:
-    with open(path, newline="", encoding="utf-8") as fh:
-        return [row["text"] for _, row in zip(range(n), csv.DictReader(fh))]
-
-
-def _ms(call: Callable[[], object], reps: int) -> List[float]:
-    out = []
-    for _ in range(reps):
-        t = time.perf_counter()
-        call()
-        out.append((time.perf_counter() - t) * 1e3)
-    return out
+def _ms(call: Callable[[], object]) -> float:
+    """Wall milliseconds of one ``call()``."""
+    t = time.perf_counter()
+    call()
+    return (time.perf_counter() - t) * 1e3
 
 
 def timings(encoders: dict, queries: Sequence[str], reps: int) -> dict:
@@ -61,8 +55,8 @@ def timings(encoders: dict, queries: Sequence[str], reps: int) -> dict:
         for name, enc in encoders.items():
             one = queries[r % len(queries)]
             eight = [queries[(8 * r + j) % len(queries)] for j in range(8)]
-            got[(name, 1)] += _ms(lambda: enc.encode([one]), 1)
-            got[(name, 8)] += _ms(lambda: enc.encode(eight), 1)
+            got[(name, 1)].append(_ms(lambda: enc.encode([one])))
+            got[(name, 8)].append(_ms(lambda: enc.encode(eight)))
     return {key: statistics.median(v) for key, v in got.items()}
 
 
@@ -91,8 +85,8 @@ def main(argv: Sequence[str] = ()) -> None:
     ap.add_argument("--markdown", type=Path, default=None)
     args = ap.parse_args(list(argv) or None)
 
-    pool_texts = _texts(args.data_dir / "banking77" / "train.csv", args.pool)
-    queries = _texts(args.data_dir / "banking77" / "test.csv", args.queries)
+    ds = load_banking77(args.data_dir)
+    pool_texts, queries = list(ds.pool.texts[: args.pool]), list(ds.test.texts[: args.queries])
     st = SentenceTransformer(str(all_minilm_l6_v2_dir()), device="cpu")
     with tempfile.TemporaryDirectory() as tmp:
         f32 = onnx_encoder(st, "bench-int8-query", tmp, threads=1, torch_encode=st.encode)
@@ -114,8 +108,6 @@ def main(argv: Sequence[str] = ()) -> None:
 
 
 def render(args: argparse.Namespace, ms: dict, sizes: dict, agree: dict) -> str:
-    with open("/proc/cpuinfo", encoding="utf-8") as fh:
-        cpu = next((ln.split(":", 1)[1].strip() for ln in fh if ln.startswith("model name")), "?")
     rows = [
         f"| {name} | {sizes[name] / 1e6:.0f} | {ms[(name, 1)]:.2f} | {ms[(name, 8)]:.2f} |"
         for name in ("float32", "int8")
@@ -125,7 +117,7 @@ def render(args: argparse.Namespace, ms: dict, sizes: dict, agree: dict) -> str:
         [
             "# An int8 query encoder for `ucs serve`: faster, but it changes the selections",
             "",
-            f"- machine: {cpu}, one ONNX Runtime thread; Python {platform.python_version()}",
+            f"- machine: {cpu_model() or '?'}, one ONNX Runtime thread; Python {platform.python_version()}",
             "- command: `PYTHONPATH=src python benchmarks/index/bench_int8_query.py "
             "--data-dir ../shared/data --markdown benchmarks/index/RESULTS_int8_query.md`",
             "- size: all-MiniLM-L6-v2 exported as `ucs serve` does; int8 = ONNX Runtime's "
