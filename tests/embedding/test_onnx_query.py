@@ -57,6 +57,36 @@ def test_onnx_queries_equal_torch_ones_and_the_export_is_cached(cache):
     assert third.query_backend_ == "onnx" and files[0].stat().st_size > 1000
 
 
+def test_a_batch_is_tokenized_once_and_padded_as_the_tokenizer_pads(cache):
+    """encode pads the groups of one unpadded tokenizer call itself: the inputs equal the tokenizer's own
+    padding, and every vector equals, bit for bit, its group run through the tokenizer's padding."""
+    if not oq.onnx_available():
+        pytest.skip("the onnx extra is not installed")
+    e = _minilm()
+    e.embed_queries(TEXTS[:1])
+    enc = e._onnx[1]
+    texts = TEXTS + ["hi", "card", "a much longer query about a transfer that never reached my other account"]
+    unpadded = enc.tokenizer(texts, truncation=True, max_length=enc.max_length)
+    for rows in ([0, 1, 2, 3], [4, 5], [6, 4, 0]):
+        ours = enc._padded(unpadded, rows)
+        theirs = enc.tokenizer(
+            [texts[i] for i in rows],
+            padding=True,
+            truncation=True,
+            max_length=enc.max_length,
+            return_tensors="np",
+        )
+        assert set(ours) == set(enc.inputs) | {"attention_mask"}
+        for name, arr in ours.items():
+            assert arr.dtype == np.int64
+            np.testing.assert_array_equal(arr, theirs[name])
+    got = enc.encode(texts)
+    want = np.empty_like(got)
+    for group in oq.length_groups([len(i) for i in unpadded["input_ids"]]):
+        want[group] = enc._run([texts[i] for i in group])
+    np.testing.assert_array_equal(got, want)
+
+
 def test_torch_is_kept_when_asked_when_missing_or_when_the_check_fails(cache, monkeypatch):
     e = _minilm(query_backend="torch")
     q = e.embed_queries(TEXTS[:2])

@@ -23,7 +23,7 @@ import os
 import tempfile
 import warnings
 from pathlib import Path
-from typing import Any, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -126,34 +126,64 @@ class OnnxQueryEncoder:
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         """``(len(texts), dim)`` float32 vectors, in the order of ``texts``.
 
-        Several texts are sorted by token count and run in groups (:func:`length_groups`), so that a short
-        text is not padded to a long one's length. Where :attr:`batch_invariant` holds (checked
+        Several texts are tokenized once, sorted by token count and run in groups (:func:`length_groups`),
+        each padded here as the tokenizer pads (:meth:`_padded`), so that a short text is not padded to a long
+        one's length and no text is tokenized twice (a tokenizer call per group cost a batch of 4–8 queries
+        about 0.5–1 ms of its 12–22 ms). Where :attr:`batch_invariant` holds (checked
         by :func:`onnx_encoder`), each row equals the vector of its text encoded alone, bit for bit.
         """
         texts = list(texts)
         if len(texts) <= 1:
             return self._run(texts)
-        ids = self.tokenizer(texts, truncation=True, max_length=self.max_length)["input_ids"]
+        enc = self.tokenizer(texts, truncation=True, max_length=self.max_length)  # once, unpadded
         out: Optional[np.ndarray] = None
-        for group in length_groups([len(i) for i in ids]):
-            vec = self._run([texts[i] for i in group])
+        for group in length_groups([len(i) for i in enc["input_ids"]]):
+            feed = self._padded(enc, group)
+            vec = self._forward(feed) if feed is not None else self._run([texts[i] for i in group])
             if out is None:
                 out = np.empty((len(texts), vec.shape[1]), dtype=np.float32)
             out[group] = vec
         assert out is not None
         return out
 
+    def _padded(self, enc: Any, rows: Sequence[int]) -> Optional[Dict[str, np.ndarray]]:
+        """The model's inputs for ``rows`` of the unpadded tokenizer output ``enc``, right-padded to the
+        longest as ``tokenizer(..., padding=True)`` pads them: ``{name: (n, L) int64}``, or ``None`` where the
+        tokenizer pads otherwise (left, or without a pad token): then the tokenizer pads."""
+        tok = self.tokenizer
+        if getattr(tok, "padding_side", "right") != "right" or tok.pad_token_id is None:
+            return None
+        pad = {
+            "input_ids": tok.pad_token_id,
+            "attention_mask": 0,
+            "token_type_ids": getattr(tok, "pad_token_type_id", 0),
+        }
+        length = max(len(enc["input_ids"][i]) for i in rows)
+        feed = {}
+        for name in (*self.inputs, "attention_mask"):
+            if name not in pad or name not in enc:
+                return None
+            arr = np.full((len(rows), length), pad[name], dtype=np.int64)
+            for r, i in enumerate(rows):
+                arr[r, : len(enc[name][i])] = enc[name][i]
+            feed[name] = arr
+        return feed
+
     def _run(self, texts: Sequence[str]) -> np.ndarray:
         """One ONNX Runtime call over ``texts`` padded to the longest: ``(len(texts), dim)`` float32."""
         enc = self.tokenizer(
             list(texts), padding=True, truncation=True, max_length=self.max_length, return_tensors="np"
         )
-        feed = {name: np.asarray(enc[name], dtype=np.int64) for name in self.inputs}
-        hidden = self.session.run(None, feed)[0]  # (n, L, d)
+        return self._forward({name: np.asarray(enc[name], dtype=np.int64) for name in enc})
+
+    def _forward(self, feed: Dict[str, np.ndarray]) -> np.ndarray:
+        """The pooled (and normalised) vectors of one padded batch ``feed`` (``{name: (n, L) int64}``, with
+        ``attention_mask``): ``(n, dim)`` float32."""
+        hidden = self.session.run(None, {name: feed[name] for name in self.inputs})[0]  # (n, L, d)
         if self.pooling == "cls":
             vec = hidden[:, 0, :]
         else:
-            mask = np.asarray(enc["attention_mask"], dtype=np.float32)[:, :, None]
+            mask = np.asarray(feed["attention_mask"], dtype=np.float32)[:, :, None]
             vec = (hidden * mask).sum(axis=1) / np.maximum(mask.sum(axis=1), 1e-9)
         vec = np.asarray(vec, dtype=np.float32)
         if self.normalize:
