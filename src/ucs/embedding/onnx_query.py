@@ -127,9 +127,8 @@ class OnnxQueryEncoder:
         """``(len(texts), dim)`` float32 vectors, in the order of ``texts``.
 
         Several texts are tokenized once, sorted by token count and run in groups (:func:`length_groups`),
-        each padded here as the tokenizer pads (:meth:`_padded`), so that a short text is not padded to a long
-        one's length and no text is tokenized twice (a tokenizer call per group cost a batch of 4–8 queries
-        about 0.5–1 ms of its 12–22 ms). Where :attr:`batch_invariant` holds (checked
+        each padded from that one call (:meth:`_padded`), so that a short text is not padded to a long one's
+        length and no text is tokenized twice. Where :attr:`batch_invariant` holds (checked
         by :func:`onnx_encoder`), each row equals the vector of its text encoded alone, bit for bit.
         """
         texts = list(texts)
@@ -138,36 +137,20 @@ class OnnxQueryEncoder:
         enc = self.tokenizer(texts, truncation=True, max_length=self.max_length)  # once, unpadded
         out: Optional[np.ndarray] = None
         for group in length_groups([len(i) for i in enc["input_ids"]]):
-            feed = self._padded(enc, group)
-            vec = self._forward(feed) if feed is not None else self._run([texts[i] for i in group])
+            vec = self._forward(self._padded(enc, group))
             if out is None:
                 out = np.empty((len(texts), vec.shape[1]), dtype=np.float32)
             out[group] = vec
         assert out is not None
         return out
 
-    def _padded(self, enc: Any, rows: Sequence[int]) -> Optional[Dict[str, np.ndarray]]:
-        """The model's inputs for ``rows`` of the unpadded tokenizer output ``enc``, right-padded to the
-        longest as ``tokenizer(..., padding=True)`` pads them: ``{name: (n, L) int64}``, or ``None`` where the
-        tokenizer pads otherwise (left, or without a pad token): then the tokenizer pads."""
-        tok = self.tokenizer
-        if getattr(tok, "padding_side", "right") != "right" or tok.pad_token_id is None:
-            return None
-        pad = {
-            "input_ids": tok.pad_token_id,
-            "attention_mask": 0,
-            "token_type_ids": getattr(tok, "pad_token_type_id", 0),
-        }
-        length = max(len(enc["input_ids"][i]) for i in rows)
-        feed = {}
-        for name in (*self.inputs, "attention_mask"):
-            if name not in pad or name not in enc:
-                return None
-            arr = np.full((len(rows), length), pad[name], dtype=np.int64)
-            for r, i in enumerate(rows):
-                arr[r, : len(enc[name][i])] = enc[name][i]
-            feed[name] = arr
-        return feed
+    def _padded(self, enc: Any, rows: Sequence[int]) -> Dict[str, np.ndarray]:
+        """``rows`` of the unpadded tokenizer output ``enc``, padded by the tokenizer's own ``pad`` as
+        ``tokenizer(..., padding=True)`` pads them (its side, pad token and token type): ``{name: (n, L)
+        int64}``."""
+        picked = {name: [enc[name][i] for i in rows] for name in enc}
+        padded = self.tokenizer.pad(picked, padding=True, return_tensors="np")
+        return {name: np.asarray(padded[name], dtype=np.int64) for name in padded}
 
     def _run(self, texts: Sequence[str]) -> np.ndarray:
         """One ONNX Runtime call over ``texts`` padded to the longest: ``(len(texts), dim)`` float32."""
